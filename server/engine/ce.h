@@ -1,0 +1,281 @@
+/* ce.h — contactd's contact engine: the public API.
+ *
+ * Prefix: ce_ ("contact engine"). No I/O, no globals. Geometry is immutable
+ * once built and may be shared between threads; per-query scratch comes from
+ * a caller-owned arena (one per worker thread).
+ *
+ * Frames and conventions (read once, they hold everywhere):
+ *  - Doubles, SI units (m, Pa, s, N).
+ *  - A pose X_WB maps a point expressed in body frame B to the world frame:
+ *    p_W = R_WB p_B + p_WB.
+ *  - A spatial velocity V_WB is (w, v): angular velocity of B and linear
+ *    velocity of B's origin, both expressed in the world frame.
+ *  - A wrench is (torque, force), expressed in the world frame, about the point
+ *    that the field name states.
+ *  - Contact normals point OUT OF body B and INTO body A: the pressure pushes
+ *    A along +n and B along -n. A relative normal velocity
+ *    vn = (v_A(x) - v_B(x)) . n  is positive when the bodies separate.
+ *  - A half space's boundary is its frame's z = 0 plane; material lies at
+ *    z <= 0 and the outward normal is +z.
+ */
+#ifndef CE_H
+#define CE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors ----------------------------------------------------------- */
+
+/* X-macro error table: name, message. */
+#define CE_ERRNO_MAP(XX)                                                     \
+  XX(OK, "success")                                                          \
+  XX(EINVAL, "invalid argument")                                             \
+  XX(ENONFINITE, "non-finite number")                                        \
+  XX(EINVERTED, "inverted or zero-volume tetrahedron")                       \
+  XX(EDEGENERATE, "degenerate element")                                      \
+  XX(EOPEN, "mesh is not closed")                                            \
+  XX(EEMPTY, "empty mesh")                                                   \
+  XX(ERANGE, "index out of range")                                           \
+  XX(EFIELD, "invalid pressure field")                                       \
+  XX(ENOMEM, "out of memory")                                                \
+  XX(EUNSUPPORTED, "unsupported geometry pair")                              \
+  XX(ELIMIT, "size limit exceeded")
+
+typedef enum {
+#define CE_XX_ENUM(name, msg) CE_##name,
+  CE_ERRNO_MAP(CE_XX_ENUM)
+#undef CE_XX_ENUM
+  CE_ERRNO_COUNT
+} ce_errno;
+
+/* Error details. `message` names the offending element ("tet 17 has volume
+ * -1e-9 (inverted)"). Always NUL terminated. */
+typedef struct ce_error {
+  ce_errno code;
+  char message[256];
+} ce_error;
+
+const char *ce_strerror(ce_errno code); /* "invalid argument" */
+const char *ce_errname(ce_errno code);  /* "EINVAL" */
+
+/* ---- math types ------------------------------------------------------- */
+
+typedef struct ce_vec3 { double x, y, z; } ce_vec3;
+typedef struct ce_quat { double w, x, y, z; } ce_quat;
+typedef struct ce_mat3 { double m[3][3]; } ce_mat3; /* row-major m[row][col] */
+typedef struct ce_pose { ce_mat3 R; ce_vec3 p; } ce_pose;
+typedef struct ce_spatial_velocity { ce_vec3 w, v; } ce_spatial_velocity;
+typedef struct ce_wrench { ce_vec3 torque, force; } ce_wrench;
+
+/* ---- materials and properties ----------------------------------------- */
+
+typedef struct ce_material {
+  double dissipation; /* Hunt-Crossley d, s/m, >= 0 */
+  double friction;    /* Coulomb mu, >= 0 */
+} ce_material;
+
+typedef enum {
+  CE_RIGID = 1,
+  CE_COMPLIANT = 2,
+} ce_compliance;
+
+typedef struct ce_props {
+  ce_compliance compliance;
+  double modulus;        /* hydroelastic modulus E, Pa (> 0 if compliant) */
+  double hint;           /* resolution hint: target edge length, m (> 0) */
+  double slab_thickness; /* compliant half space only, m (> 0) */
+  ce_material material;
+} ce_props;
+
+/* ---- shapes ----------------------------------------------------------- */
+
+typedef enum {
+  CE_SHAPE_SPHERE = 1,    /* radius */
+  CE_SHAPE_BOX,           /* size (full edge lengths) */
+  CE_SHAPE_CYLINDER,      /* radius, length; axis = z */
+  CE_SHAPE_CAPSULE,       /* radius, length of the medial segment; axis = z */
+  CE_SHAPE_ELLIPSOID,     /* semi-axes a, b, c = size.x, size.y, size.z */
+  CE_SHAPE_HALFSPACE,     /* boundary z = 0, material at z <= 0 */
+  CE_SHAPE_CONVEX,        /* points (x,y,z triples), npoints */
+  CE_SHAPE_TETMESH,       /* user tet mesh (ce_geometry_from_tetmesh) */
+  CE_SHAPE_TRIMESH,       /* user surface mesh (ce_geometry_from_trimesh) */
+} ce_shape_type;
+
+typedef struct ce_shape {
+  ce_shape_type type;
+  double radius;
+  double length;
+  ce_vec3 size;
+  const double *points; /* CE_SHAPE_CONVEX: 3*npoints doubles */
+  int32_t npoints;
+} ce_shape;
+
+/* ---- geometry --------------------------------------------------------- */
+
+typedef struct ce_geometry ce_geometry; /* opaque, immutable once built */
+
+typedef struct ce_geometry_info {
+  ce_shape_type shape;
+  ce_compliance compliance;
+  int is_halfspace;
+  int32_t vertices;
+  int32_t tetrahedra;   /* compliant meshes */
+  int32_t triangles;    /* rigid meshes */
+  int32_t bvh_nodes;
+  double min_pressure, max_pressure; /* compliant */
+  double volume;        /* meshes that enclose volume, else 0 */
+  size_t bytes;         /* heap bytes held by the geometry */
+} ce_geometry_info;
+
+/* Build a primitive. On failure returns the error code, fills *err (may be
+ * NULL) and leaves *out NULL. */
+ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
+                                ce_geometry **out, ce_error *err);
+
+/* Build a compliant geometry from a tet mesh. vertices: 3*nv doubles;
+ * tets: 4*nt indices, positively oriented (det[v1-v0, v2-v0, v3-v0] > 0).
+ * pressure: nv values (Pa), zero on the boundary and >= 0 elsewhere; NULL
+ * means E times the normalised distance to the boundary. */
+ce_errno ce_geometry_from_tetmesh(const double *vertices, int32_t nv,
+                                  const int32_t *tets, int32_t nt,
+                                  const double *pressure, const ce_props *props,
+                                  ce_geometry **out, ce_error *err);
+
+/* Build a rigid geometry from a triangle surface mesh with counter-clockwise
+ * (outward) winding. `require_closed` rejects open meshes (CE_EOPEN). */
+ce_errno ce_geometry_from_trimesh(const double *vertices, int32_t nv,
+                                  const int32_t *tris, int32_t nf,
+                                  int require_closed, const ce_props *props,
+                                  ce_geometry **out, ce_error *err);
+
+void ce_geometry_free(ce_geometry *g);
+void ce_geometry_get_info(const ce_geometry *g, ce_geometry_info *info);
+
+/* ---- arena ------------------------------------------------------------ */
+
+/* A bump allocator for per-query scratch. Not thread-safe: one per worker.
+ * ce_arena_reset() keeps the memory for the next query. */
+typedef struct ce_arena ce_arena;
+ce_arena *ce_arena_create(size_t initial_bytes);
+void ce_arena_destroy(ce_arena *a);
+void ce_arena_reset(ce_arena *a);
+/* 16-byte aligned; NULL when the arena's byte budget is exhausted. */
+void *ce_arena_alloc(ce_arena *a, size_t bytes);
+/* Largest byte budget the arena may hold (0 = unlimited). */
+void ce_arena_set_budget(ce_arena *a, size_t max_bytes);
+size_t ce_arena_used(const ce_arena *a);
+
+/* ---- contact query ---------------------------------------------------- */
+
+typedef struct ce_body {
+  const ce_geometry *geometry;
+  ce_pose X_WB;
+  ce_spatial_velocity V_WB;
+  ce_material material; /* normally the geometry's; a query may override */
+} ce_body;
+
+typedef enum {
+  CE_REPRESENTATION_POLYGON = 0,  /* convex polygons (seed 001) */
+  CE_REPRESENTATION_TRIANGLE = 1, /* polygons fanned around centroids (000) */
+} ce_representation;
+
+typedef struct ce_options {
+  ce_representation representation;
+  int want_surface; /* fill result.surface */
+  int want_patches; /* fill result.patches (equivalent contact points) */
+  int want_points;  /* fill result.points (per-face point contacts) */
+  double stiction_tolerance; /* v_s, m/s; <= 0 means the default 1e-4 */
+} ce_options;
+
+void ce_options_default(ce_options *o);
+
+/* Contact surface in the world frame. Arrays live in the query's arena.
+ * Faces are convex polygons (or triangles); face f's vertex indices are
+ * face_vertices[face_offsets[f] .. face_offsets[f+1]). */
+typedef struct ce_surface {
+  int32_t nv, nf;
+  ce_vec3 *vertices;
+  double *pressure;        /* per vertex, Pa */
+  int32_t *face_offsets;   /* nf + 1 */
+  int32_t *face_vertices;
+  ce_vec3 *normal;         /* per face, unit, out of B into A */
+  double *area;            /* per face */
+  ce_vec3 *centroid;       /* per face (area centroid) */
+  double *centroid_pressure; /* per face, pressure at the centroid */
+  ce_vec3 *grad_a, *grad_b;  /* per face pressure gradient of A / B, world;
+                                NULL for a rigid side */
+  int32_t *element_a, *element_b; /* source element per face (tet/triangle
+                                     index; 0 for a half space) */
+  int32_t *patch;          /* per face patch index (when patches computed) */
+} ce_surface;
+
+/* Net normal force, area and equivalent contact point of one patch (or of
+ * the whole surface). */
+typedef struct ce_patch {
+  int32_t faces;
+  double area;
+  ce_vec3 normal_force;   /* sum of normal tractions (with dissipation), N */
+  double normal_force_magnitude;
+  ce_vec3 point;          /* equivalent contact point (centre of pressure) */
+} ce_patch;
+
+/* Per-face point-contact approximation (seed 001 section IV). */
+typedef struct ce_point_contact {
+  int32_t face;
+  ce_vec3 position; /* face centroid */
+  ce_vec3 normal;   /* out of B into A */
+  double area;      /* A */
+  double pressure;  /* p0 at the centroid */
+  double g;         /* effective gradient gA gB/(gA+gB), Pa/m */
+  double stiffness; /* k = g A, N/m */
+  double phi0;      /* -p0/g, m (a signed distance, negative in contact) */
+} ce_point_contact;
+
+typedef enum {
+  CE_CONTACT_NONE = 0,        /* no overlap */
+  CE_CONTACT_SURFACE = 1,     /* a (non-empty) contact surface */
+  CE_CONTACT_UNSUPPORTED = 2, /* rigid-rigid, compliant half space pairs */
+} ce_contact_status;
+
+typedef struct ce_result {
+  ce_contact_status status;
+  /* Net wrench on A about A's origin and on B about B's origin, and on A
+   * about the surface centroid; world frame. */
+  ce_wrench wrench_a, wrench_b, wrench_a_centroid;
+  double area;
+  ce_vec3 centroid;      /* area-weighted centroid of the whole surface */
+  ce_patch total;        /* the whole surface as one patch */
+  int32_t npatches;
+  ce_patch *patches;
+  int32_t npoints;
+  ce_point_contact *points;
+  int32_t points_excluded; /* faces with gA <= 0 or gB <= 0 */
+  ce_surface surface;      /* filled when want_surface (nf = 0 otherwise) */
+  /* counters */
+  int64_t candidate_pairs; /* leaf element pairs from the BVH traversal */
+  int64_t polygons;        /* element pairs that produced a polygon */
+  int64_t faces_dropped;   /* polygons dropped by the gradient rule */
+  double combined_modulus;     /* E* (series), Pa; inf if both rigid */
+  ce_material combined_material;
+} ce_result;
+
+/* Compute the contact between bodies a and b. All result arrays live in
+ * `arena`; they stay valid until the arena is reset. Returns CE_OK with
+ * result->status CE_CONTACT_UNSUPPORTED for pairs without a hydroelastic
+ * model; an error code only for bad input or arena exhaustion. */
+ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
+                    ce_arena *arena, ce_result *result, ce_error *err);
+
+/* Material combination laws (seed 004). E = INFINITY means rigid. */
+double ce_combine_modulus(double ea, double eb);
+double ce_combine_dissipation(double ea, double da, double eb, double db);
+double ce_combine_friction(double mua, double mub);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CE_H */

@@ -1,0 +1,143 @@
+/* ce_contact.c — one contact query between two bodies: checks the input,
+ * picks the intersector for the pair, and runs the passes that turn the
+ * surface into wrenches, point contacts and patches.
+ *
+ * Pair table (M is the side whose frame the surface is built in):
+ *   compliant mesh  – compliant mesh   tet–tet equal-pressure planes, M = A
+ *   compliant mesh  – rigid mesh       rigid triangles clipped by tets, M = tet side
+ *   compliant mesh  – half space       tets sliced by the boundary plane (rigid)
+ *                                      or by the equal-pressure plane (compliant)
+ *   compliant half space – rigid mesh  triangles clipped by the half space
+ *   anything else (rigid–rigid, two half spaces, compliant half space –
+ *   compliant mesh ... see ce_pair_kind) → CE_CONTACT_UNSUPPORTED. */
+#include <math.h>
+#include <string.h>
+
+#include "ce_internal.h"
+
+void ce_options_default(ce_options *o) {
+  memset(o, 0, sizeof *o);
+  o->representation = CE_REPRESENTATION_POLYGON;
+  o->stiction_tolerance = 1e-4;
+}
+
+/* A pose is accepted when finite and its rotation is orthonormal with
+ * determinant +1 to 1e-6 (callers normalise quaternions before this). */
+static ce_errno check_body(const ce_body *b, const char *name, ce_error *err) {
+  if (!b || !b->geometry) return ce_fail(err, CE_EINVAL, "body %s: no geometry", name);
+  const ce_pose *X = &b->X_WB;
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      if (!isfinite(X->R.m[i][j]))
+        return ce_fail(err, CE_ENONFINITE, "body %s: rotation entry (%d,%d) is not finite", name, i, j);
+  if (!ce_vec3_isfinite(X->p))
+    return ce_fail(err, CE_ENONFINITE, "body %s: position is not finite", name);
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      double s = X->R.m[0][i] * X->R.m[0][j] + X->R.m[1][i] * X->R.m[1][j] + X->R.m[2][i] * X->R.m[2][j];
+      if (fabs(s - (i == j ? 1.0 : 0.0)) > 1e-6)
+        return ce_fail(err, CE_EINVAL, "body %s: rotation is not orthonormal (R^T R differs from I by %.3g at (%d,%d))",
+                       name, s - (i == j ? 1.0 : 0.0), i, j);
+    }
+  if (ce_mat3_det(&X->R) < 0)
+    return ce_fail(err, CE_EINVAL, "body %s: rotation is a reflection (det < 0)", name);
+  if (!ce_vec3_isfinite(b->V_WB.w) || !ce_vec3_isfinite(b->V_WB.v))
+    return ce_fail(err, CE_ENONFINITE, "body %s: spatial velocity is not finite", name);
+  if (!(b->material.dissipation >= 0) || !isfinite(b->material.dissipation))
+    return ce_fail(err, CE_EINVAL, "body %s: dissipation %g must be finite and >= 0", name, b->material.dissipation);
+  if (!(b->material.friction >= 0) || !isfinite(b->material.friction))
+    return ce_fail(err, CE_EINVAL, "body %s: friction %g must be finite and >= 0", name, b->material.friction);
+  return CE_OK;
+}
+
+typedef enum {
+  PAIR_UNSUPPORTED,
+  PAIR_TET_TET,
+  PAIR_TET_TRI,
+  PAIR_TET_HALFSPACE,
+  PAIR_HALFSPACE_TRI,
+} pair_kind;
+
+static int is_tet(const ce_geometry *g) { return !g->is_halfspace && g->compliance == CE_COMPLIANT; }
+static int is_tri(const ce_geometry *g) { return !g->is_halfspace && g->compliance == CE_RIGID; }
+
+/* Decide the algorithm and which body plays M (*m_is_a). */
+static pair_kind classify(const ce_geometry *a, const ce_geometry *b, int *m_is_a) {
+  *m_is_a = 1;
+  if (is_tet(a) && is_tet(b)) return PAIR_TET_TET;
+  if (is_tet(a) && is_tri(b)) return PAIR_TET_TRI;
+  if (is_tri(a) && is_tet(b)) { *m_is_a = 0; return PAIR_TET_TRI; }
+  if (is_tet(a) && b->is_halfspace) return PAIR_TET_HALFSPACE;
+  if (a->is_halfspace && is_tet(b)) { *m_is_a = 0; return PAIR_TET_HALFSPACE; }
+  if (a->is_halfspace && a->compliance == CE_COMPLIANT && is_tri(b)) return PAIR_HALFSPACE_TRI;
+  if (is_tri(a) && b->is_halfspace && b->compliance == CE_COMPLIANT) { *m_is_a = 0; return PAIR_HALFSPACE_TRI; }
+  return PAIR_UNSUPPORTED;
+}
+
+ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
+                    ce_arena *arena, ce_result *r, ce_error *err) {
+  ce_options defaults;
+  if (!opt) {
+    ce_options_default(&defaults);
+    opt = &defaults;
+  }
+  if (!r || !arena) return ce_fail(err, CE_EINVAL, "ce_contact: result and arena are required");
+  memset(r, 0, sizeof *r);
+  ce_errno e;
+  if ((e = check_body(a, "A", err)) != CE_OK) return e;
+  if ((e = check_body(b, "B", err)) != CE_OK) return e;
+  if (opt->representation != CE_REPRESENTATION_POLYGON && opt->representation != CE_REPRESENTATION_TRIANGLE)
+    return ce_fail(err, CE_EINVAL, "options: representation %d is neither polygon (0) nor triangle (1)",
+                   (int)opt->representation);
+  double vs = opt->stiction_tolerance > 0 ? opt->stiction_tolerance : 1e-4;
+  if (!isfinite(vs)) return ce_fail(err, CE_EINVAL, "options: stiction tolerance is not finite");
+
+  const ce_geometry *ga = a->geometry, *gb = b->geometry;
+  r->combined_modulus = ce_combine_modulus(ga->modulus, gb->modulus);
+  r->combined_material.dissipation =
+      ce_combine_dissipation(ga->modulus, a->material.dissipation, gb->modulus, b->material.dissipation);
+  r->combined_material.friction = ce_combine_friction(a->material.friction, b->material.friction);
+
+  int m_is_a;
+  pair_kind kind = classify(ga, gb, &m_is_a);
+  if (kind == PAIR_UNSUPPORTED) {
+    r->status = CE_CONTACT_UNSUPPORTED;
+    return CE_OK;
+  }
+  const ce_body *M = m_is_a ? a : b, *N = m_is_a ? b : a;
+  ce_pose X_MW = ce_pose_inverse(&M->X_WB);
+  ce_pose X_MN = ce_pose_compose(&X_MW, &N->X_WB);
+
+  ce_builder bld;
+  if ((e = ce_builder_init(&bld, arena)) != CE_OK) goto fail;
+  ce_counters cnt = {0, 0, 0};
+  switch (kind) {
+    case PAIR_TET_TET: e = ce_intersect_tet_tet(M->geometry, N->geometry, &X_MN, &bld, &cnt); break;
+    case PAIR_TET_TRI: e = ce_intersect_tet_tri(M->geometry, N->geometry, &X_MN, &bld, &cnt); break;
+    case PAIR_TET_HALFSPACE: e = ce_intersect_tet_halfspace(M->geometry, N->geometry, &X_MN, &bld, &cnt); break;
+    case PAIR_HALFSPACE_TRI: e = ce_intersect_halfspace_tri(M->geometry, N->geometry, &X_MN, &bld, &cnt); break;
+    default: e = CE_EUNSUPPORTED; break;
+  }
+  if (e != CE_OK) goto fail;
+  r->candidate_pairs = cnt.candidate_pairs;
+  r->polygons = cnt.polygons;
+  r->faces_dropped = cnt.faces_dropped;
+
+  int m_compliant = M->geometry->compliance == CE_COMPLIANT;
+  int n_compliant = N->geometry->compliance == CE_COMPLIANT;
+  if ((e = ce_builder_finish(&bld, &M->X_WB, m_is_a, m_compliant, n_compliant, opt->representation,
+                             &r->surface)) != CE_OK)
+    goto fail;
+  r->status = r->surface.nf > 0 ? CE_CONTACT_SURFACE : CE_CONTACT_NONE;
+
+  ce_face_forces ff = {NULL, NULL};
+  if ((e = ce_wrench_compute(&r->surface, a, b, &r->combined_material, vs, arena, r, &ff)) != CE_OK) goto fail;
+  if (opt->want_points && (e = ce_points_compute(&r->surface, arena, r)) != CE_OK) goto fail;
+  if (opt->want_patches && (e = ce_patches_compute(&r->surface, ga, gb, &ff, arena, r)) != CE_OK) goto fail;
+  if (!opt->want_surface) memset(&r->surface, 0, sizeof r->surface);
+  return CE_OK;
+
+fail:
+  if (e == CE_ENOMEM) return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");
+  return ce_fail(err, e, "contact query failed: %s", ce_strerror(e));
+}

@@ -1,0 +1,222 @@
+/* ce_internal.h — the engine's internal data structures, shared by its
+ * files. Not installed; nothing outside server/engine includes it except the
+ * engine's unit tests. */
+#ifndef CE_INTERNAL_H
+#define CE_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "ce.h"
+#include "ce_math.h"
+
+/* Fill *err (may be NULL) with code and a printf-style message; returns code. */
+ce_errno ce_fail(ce_error *err, ce_errno code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- growable arrays living in an arena (ce_arena.c) ------------------ */
+
+/* A growable array whose storage comes from an arena. Growth doubles the
+ * capacity and copies; the old block stays in the arena until reset, so
+ * the waste is bounded by the final size. */
+typedef struct ce_buf {
+  void *data;
+  int64_t len, cap;
+  size_t elem; /* element size in bytes */
+} ce_buf;
+
+void ce_buf_init(ce_buf *b, size_t elem);
+/* Make room for `extra` more elements; CE_ENOMEM on arena exhaustion. */
+ce_errno ce_buf_reserve(ce_arena *a, ce_buf *b, int64_t extra);
+/* Pointer to a new zeroed element at the end, or NULL. */
+void *ce_buf_push(ce_arena *a, ce_buf *b);
+/* Allocate n zeroed elements of size elem from the arena (NULL on failure). */
+void *ce_arena_calloc(ce_arena *a, size_t n, size_t elem);
+
+/* ---- meshes ------------------------------------------------------------ */
+
+/* Linear field on one tet: p(x) = grad . x + offset (geometry frame). */
+typedef struct ce_tetmesh {
+  int32_t nv, nt;
+  ce_vec3 *v;             /* nv vertices, geometry frame */
+  double *p;              /* nv pressures, Pa */
+  int32_t (*tet)[4];      /* nt tets, positively oriented */
+  ce_vec3 *grad;          /* nt pressure gradients, Pa/m */
+  double *offset;         /* nt field offsets */
+  double (*prange)[2];    /* nt [min, max] pressure over the tet */
+  int32_t (*adj)[4];      /* neighbour across the face opposite vertex i; -1 */
+} ce_tetmesh;
+
+typedef struct ce_trimesh {
+  int32_t nv, nf;
+  ce_vec3 *v;             /* nv vertices, geometry frame */
+  int32_t (*tri)[3];      /* nf triangles, counter-clockwise seen from outside */
+  ce_vec3 *normal;        /* nf unit outward normals */
+  double *area;           /* nf areas */
+  int32_t (*adj)[3];      /* neighbour across edge (i, i+1 mod 3); -1 if open */
+} ce_trimesh;
+
+/* ---- bounding volume hierarchy (ce_bvh.c) ------------------------------ */
+
+/* One node: an oriented box in the geometry frame (centre, half extents
+ * along the columns of `axes`), the range of pressure inside it (compliant
+ * meshes; [0, 0] otherwise), and either two children or a run of elements. */
+typedef struct ce_bvh_node {
+  ce_vec3 center;
+  ce_vec3 half;
+  ce_mat3 axes;           /* columns: box axes in the geometry frame */
+  double pmin, pmax;
+  int32_t left, right;    /* children; left == -1 for a leaf */
+  int32_t first, count;   /* leaf: elements order[first .. first + count) */
+} ce_bvh_node;
+
+typedef struct ce_bvh {
+  int32_t nnodes;
+  ce_bvh_node *nodes;     /* nodes[0] is the root */
+  int32_t nelem;
+  int32_t *order;         /* element indices, leaf runs contiguous */
+} ce_bvh;
+
+typedef struct ce_pair { int32_t a, b; } ce_pair;
+
+/* Build over nelem elements of k vertices each (k = 3 triangles, 4 tets).
+ * `pressure` (per vertex, may be NULL) fills the nodes' pressure ranges. */
+ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
+                      const ce_vec3 *v, const double *pressure, ce_error *err);
+void ce_bvh_free(ce_bvh *bvh);
+size_t ce_bvh_bytes(const ce_bvh *bvh);
+
+/* All leaf element pairs (a from bvh_a, b from bvh_b) whose volumes overlap,
+ * with B's geometry placed in A's frame by X_AB. With use_pressure, node
+ * pairs whose pressure ranges do not overlap are pruned (they cannot hold an
+ * equal-pressure surface). Pairs are appended to `out` (elem = ce_pair) in a
+ * deterministic order. */
+ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b,
+                        const ce_pose *X_AB, int use_pressure, ce_arena *arena,
+                        ce_buf *out);
+
+/* Elements whose volume meets the plane n.x = d (plane_only) or the half
+ * space n.x <= d, in the geometry frame; appended to `out` (elem = int32_t). */
+ce_errno ce_bvh_collide_plane(const ce_bvh *bvh, ce_vec3 n, double d,
+                              int plane_only, ce_arena *arena, ce_buf *out);
+
+/* ---- geometry ---------------------------------------------------------- */
+
+struct ce_geometry {
+  ce_shape_type shape;
+  ce_compliance compliance;
+  int is_halfspace;
+  double modulus;          /* compliant: E; rigid: INFINITY */
+  double slab_thickness;   /* compliant half space */
+  ce_material material;
+  ce_tetmesh tet;          /* compliant meshes (nt > 0) */
+  ce_trimesh tri;          /* rigid meshes (nf > 0) */
+  ce_bvh bvh;              /* over tets (compliant) or triangles (rigid) */
+  double volume;
+  double scale;            /* largest |vertex| in the geometry frame (>0) */
+  size_t bytes;
+};
+
+/* Take ownership of malloc'd arrays (v, tets, p) and finish a compliant
+ * geometry: validate (finite, positive volumes, field >= 0), compute per-tet
+ * gradients/offsets/ranges, adjacency, BVH. On failure frees the arrays. */
+ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props,
+                                    ce_vec3 *v, int32_t nv, int32_t (*tets)[4],
+                                    int32_t nt, double *p, ce_geometry **out,
+                                    ce_error *err);
+/* Same for rigid triangle meshes (arrays malloc'd, ownership taken). */
+ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props,
+                                    ce_vec3 *v, int32_t nv, int32_t (*tris)[3],
+                                    int32_t nf, int require_closed,
+                                    ce_geometry **out, ce_error *err);
+
+/* ---- contact surface builder (ce_surface.c) ---------------------------- */
+
+/* Collects polygons in the frame of the compliant geometry M while an
+ * intersector runs. Normals point out of N into M. */
+typedef struct ce_builder {
+  ce_arena *arena;
+  ce_buf v;          /* ce_vec3 */
+  ce_buf p;          /* double */
+  ce_buf face_off;   /* int32_t, starts with 0 */
+  ce_buf face_vert;  /* int32_t */
+  ce_buf normal;     /* ce_vec3 per face */
+  ce_buf grad_m;     /* ce_vec3 per face */
+  ce_buf grad_n;     /* ce_vec3 per face (zero when N is rigid) */
+  ce_buf elem_m;     /* int32_t per face */
+  ce_buf elem_n;     /* int32_t per face */
+} ce_builder;
+
+ce_errno ce_builder_init(ce_builder *b, ce_arena *arena);
+/* Returns the new vertex id, or -1 on arena exhaustion. */
+int32_t ce_builder_add_vertex(ce_builder *b, ce_vec3 x, double p);
+/* A face from existing vertex ids (convex, counter-clockwise about normal). */
+ce_errno ce_builder_add_face(ce_builder *b, const int32_t *ids, int n,
+                             ce_vec3 normal, ce_vec3 grad_m, ce_vec3 grad_n,
+                             int32_t elem_m, int32_t elem_n);
+/* A face with its own new vertices. */
+ce_errno ce_builder_add_polygon(ce_builder *b, const ce_vec3 *x, const double *p,
+                                int n, ce_vec3 normal, ce_vec3 grad_m,
+                                ce_vec3 grad_n, int32_t elem_m, int32_t elem_n);
+
+/* Turn the builder into a world-frame surface for the (A, B) order of the
+ * query: X_WM places M; `m_is_a` says whether M is body A (otherwise normals
+ * are flipped and the per-face m/n arrays are swapped into a/b).
+ * `n_compliant` says whether N has a pressure gradient. Computes area,
+ * centroid and centroid pressure per face; fans polygons into triangles
+ * around their centroids for CE_REPRESENTATION_TRIANGLE. */
+ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a,
+                           int m_compliant, int n_compliant,
+                           ce_representation rep, ce_surface *out);
+
+/* ---- intersectors (surfaces in M's frame) ------------------------------ */
+
+typedef struct ce_counters {
+  int64_t candidate_pairs;
+  int64_t polygons;
+  int64_t faces_dropped;
+} ce_counters;
+
+/* Gradient-direction rule: cos of the largest accepted angle between a face
+ * normal and a compliant side's pressure gradient (5*pi/8, as Drake). */
+#define CE_GRADIENT_COS_LIMIT (-0.38268343236508978) /* cos(5 pi / 8) */
+
+/* compliant mesh M vs compliant mesh N (ce_intersect_cc.c) */
+ce_errno ce_intersect_tet_tet(const ce_geometry *m, const ce_geometry *n,
+                              const ce_pose *X_MN, ce_builder *b,
+                              ce_counters *c);
+/* compliant mesh M vs rigid mesh N (ce_intersect_rigid.c) */
+ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n,
+                              const ce_pose *X_MN, ce_builder *b,
+                              ce_counters *c);
+/* compliant mesh M vs rigid half space N */
+ce_errno ce_intersect_tet_halfspace(const ce_geometry *m, const ce_geometry *n,
+                                    const ce_pose *X_MN, ce_builder *b,
+                                    ce_counters *c);
+/* compliant half space M vs rigid mesh N */
+ce_errno ce_intersect_halfspace_tri(const ce_geometry *m, const ce_geometry *n,
+                                    const ce_pose *X_MN, ce_builder *b,
+                                    ce_counters *c);
+
+/* ---- wrench, point contacts, patches ------------------------------------ */
+
+/* Per-face quantities the wrench pass leaves for the patch pass. */
+typedef struct ce_face_forces {
+  double *fn;        /* per face: integral of the normal traction, N */
+  ce_vec3 *fn_x;     /* per face: integral of (normal traction * x), N m */
+} ce_face_forces;
+
+/* Integrate tractions over the surface (ce_wrench.c). Fills the result's
+ * wrenches, area, centroid; fills *ff (arena) for the patch pass. */
+ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a,
+                           const ce_body *b, const ce_material *combined,
+                           double stiction_tolerance, ce_arena *arena,
+                           ce_result *r, ce_face_forces *ff);
+/* Per-face point contacts (ce_point.c). */
+ce_errno ce_points_compute(const ce_surface *s, ce_arena *arena, ce_result *r);
+/* Patches and equivalent contact points (ce_patch.c). */
+ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga,
+                            const ce_geometry *gb, const ce_face_forces *ff,
+                            ce_arena *arena, ce_result *r);
+
+#endif /* CE_INTERNAL_H */
