@@ -130,6 +130,21 @@ ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props,
                                     int32_t nf, int require_closed,
                                     ce_geometry **out, ce_error *err);
 
+/* Check the properties every geometry shares: compliance is CE_RIGID or
+ * CE_COMPLIANT; a compliant modulus is finite and > 0; material values are
+ * finite and >= 0; with need_hint, the hint is finite and > 0; with
+ * need_slab, the slab thickness is finite and > 0 (ce_geometry.c). */
+ce_errno ce_props_check(const ce_props *props, int need_hint, int need_slab,
+                        ce_error *err);
+/* A half space (rigid, or compliant with a slab thickness) (ce_geometry.c). */
+ce_errno ce_build_halfspace(const ce_props *props, ce_geometry **out,
+                            ce_error *err);
+/* A convex point set: compliant = hull tetrahedralised from the centroid
+ * (field E at the centroid, 0 on the hull); rigid = hull triangles
+ * (ce_hull.c). */
+ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props,
+                         ce_geometry **out, ce_error *err);
+
 /* ---- contact surface builder (ce_surface.c) ---------------------------- */
 
 /* Collects polygons in the frame of the compliant geometry M while an
