@@ -32,3 +32,11 @@ ce_errno ce_geometry_from_trimesh(const double *vertices, int32_t nv, const int3
 }
 void ce_geometry_free(ce_geometry *g) { (void)g; }
 void ce_geometry_get_info(const ce_geometry *g, ce_geometry_info *info) { (void)g; (void)info; }
+ce_errno ce_props_check(const ce_props *props, int need_hint, int need_slab, ce_error *err) {
+  (void)props; (void)need_hint; (void)need_slab;
+  return ce_fail(err, CE_EUNSUPPORTED, "geometry: not implemented");
+}
+ce_errno ce_build_halfspace(const ce_props *props, ce_geometry **out, ce_error *err) {
+  (void)props; *out = NULL;
+  return ce_fail(err, CE_EUNSUPPORTED, "geometry: not implemented");
+}
