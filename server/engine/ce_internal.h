@@ -130,6 +130,11 @@ ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props,
                                     int32_t nf, int require_closed,
                                     ce_geometry **out, ce_error *err);
 
+/* The linear function taking value p[i] at x[i] (i = 0..3) on a tet of
+ * nonzero volume: returns its gradient and sets *offset so that
+ * p(x) = grad . x + offset (ce_geometry.c). */
+ce_vec3 ce_tet_linear_field(const ce_vec3 x[4], const double p[4], double *offset);
+
 /* Check the properties every geometry shares: compliance is CE_RIGID or
  * CE_COMPLIANT; a compliant modulus is finite and > 0; material values are
  * finite and >= 0; with need_hint, the hint is finite and > 0; with
