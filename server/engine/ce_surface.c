@@ -1,21 +1,230 @@
-/* ce_surface.c — PLACEHOLDER: replaced by its owner; returns "not implemented". */
+/* ce_surface.c — the contact-surface builder.
+ *
+ * An intersector adds vertices (position, pressure) and convex faces in the
+ * frame of the compliant geometry M, with normals pointing out of N into M.
+ * ce_builder_finish turns that into the world-frame ce_surface of the query,
+ * in the query's (A, B) order:
+ *  - vertices are placed by X_WM, normals and gradients rotated by R_WM;
+ *  - when M is body B (m_is_a == 0) every normal is flipped (so it points out
+ *    of B into A) and every face's vertex order is reversed, which keeps it
+ *    counter-clockwise about the flipped normal; M's gradient/element arrays
+ *    go to the B slots and N's to the A slots;
+ *  - per face: area, area centroid and the pressure at the centroid. For a
+ *    planar convex polygon carrying a linear field these are exact: the
+ *    polygon is fanned into triangles around its vertex average, and the
+ *    pressure at a triangle's centroid is the mean of its three vertex
+ *    pressures, so the area-weighted mean of those is the mean pressure of
+ *    the polygon, which equals the pressure at its area centroid;
+ *  - CE_REPRESENTATION_TRIANGLE: every polygon is fanned into n triangles
+ *    around one new vertex at its area centroid carrying the centroid
+ *    pressure (seed 000, Fig. 5). Neighbouring polygons share their edge
+ *    vertices, so the fanned surface stays continuous; each triangle
+ *    inherits the polygon's normal, gradients and source elements.
+ * All storage is arena memory (ce_buf growable arrays). */
+#include <string.h>
+
 #include "ce_internal.h"
 
-ce_errno ce_builder_init(ce_builder *b, ce_arena *arena) { (void)b; (void)arena; return CE_EUNSUPPORTED; }
-int32_t ce_builder_add_vertex(ce_builder *b, ce_vec3 x, double p) { (void)b; (void)x; (void)p; return -1; }
+#define CE_MAX_POLY 16
+
+ce_errno ce_builder_init(ce_builder *b, ce_arena *arena) {
+  memset(b, 0, sizeof *b);
+  b->arena = arena;
+  ce_buf_init(&b->v, sizeof(ce_vec3));
+  ce_buf_init(&b->p, sizeof(double));
+  ce_buf_init(&b->face_off, sizeof(int32_t));
+  ce_buf_init(&b->face_vert, sizeof(int32_t));
+  ce_buf_init(&b->normal, sizeof(ce_vec3));
+  ce_buf_init(&b->grad_m, sizeof(ce_vec3));
+  ce_buf_init(&b->grad_n, sizeof(ce_vec3));
+  ce_buf_init(&b->elem_m, sizeof(int32_t));
+  ce_buf_init(&b->elem_n, sizeof(int32_t));
+  int32_t *z = ce_buf_push(arena, &b->face_off);
+  if (!z) return CE_ENOMEM;
+  *z = 0;
+  return CE_OK;
+}
+
+int32_t ce_builder_add_vertex(ce_builder *b, ce_vec3 x, double p) {
+  if (b->v.len >= INT32_MAX) return -1;
+  if (ce_buf_reserve(b->arena, &b->v, 1) != CE_OK) return -1;
+  if (ce_buf_reserve(b->arena, &b->p, 1) != CE_OK) return -1;
+  int32_t id = (int32_t)b->v.len;
+  ((ce_vec3 *)b->v.data)[b->v.len++] = x;
+  ((double *)b->p.data)[b->p.len++] = p;
+  return id;
+}
+
 ce_errno ce_builder_add_face(ce_builder *b, const int32_t *ids, int n, ce_vec3 normal,
                              ce_vec3 grad_m, ce_vec3 grad_n, int32_t elem_m, int32_t elem_n) {
-  (void)b; (void)ids; (void)n; (void)normal; (void)grad_m; (void)grad_n; (void)elem_m; (void)elem_n;
-  return CE_EUNSUPPORTED;
+  if (n < 3 || n > CE_MAX_POLY) return CE_EINVAL;
+  for (int i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= b->v.len) return CE_ERANGE;
+  ce_arena *a = b->arena;
+  if (b->face_vert.len + n > INT32_MAX) return CE_ELIMIT;
+  if (ce_buf_reserve(a, &b->face_vert, n) != CE_OK || ce_buf_reserve(a, &b->face_off, 1) != CE_OK ||
+      ce_buf_reserve(a, &b->normal, 1) != CE_OK || ce_buf_reserve(a, &b->grad_m, 1) != CE_OK ||
+      ce_buf_reserve(a, &b->grad_n, 1) != CE_OK || ce_buf_reserve(a, &b->elem_m, 1) != CE_OK ||
+      ce_buf_reserve(a, &b->elem_n, 1) != CE_OK)
+    return CE_ENOMEM;
+  memcpy((int32_t *)b->face_vert.data + b->face_vert.len, ids, (size_t)n * sizeof(int32_t));
+  b->face_vert.len += n;
+  ((int32_t *)b->face_off.data)[b->face_off.len++] = (int32_t)b->face_vert.len;
+  ((ce_vec3 *)b->normal.data)[b->normal.len++] = normal;
+  ((ce_vec3 *)b->grad_m.data)[b->grad_m.len++] = grad_m;
+  ((ce_vec3 *)b->grad_n.data)[b->grad_n.len++] = grad_n;
+  ((int32_t *)b->elem_m.data)[b->elem_m.len++] = elem_m;
+  ((int32_t *)b->elem_n.data)[b->elem_n.len++] = elem_n;
+  return CE_OK;
 }
+
 ce_errno ce_builder_add_polygon(ce_builder *b, const ce_vec3 *x, const double *p, int n,
-                                ce_vec3 normal, ce_vec3 grad_m, ce_vec3 grad_n,
-                                int32_t elem_m, int32_t elem_n) {
-  (void)b; (void)x; (void)p; (void)n; (void)normal; (void)grad_m; (void)grad_n; (void)elem_m; (void)elem_n;
-  return CE_EUNSUPPORTED;
+                                ce_vec3 normal, ce_vec3 grad_m, ce_vec3 grad_n, int32_t elem_m,
+                                int32_t elem_n) {
+  if (n < 3 || n > CE_MAX_POLY) return CE_EINVAL;
+  int32_t ids[CE_MAX_POLY];
+  for (int i = 0; i < n; i++) {
+    ids[i] = ce_builder_add_vertex(b, x[i], p[i]);
+    if (ids[i] < 0) return CE_ENOMEM;
+  }
+  return ce_builder_add_face(b, ids, n, normal, grad_m, grad_n, elem_m, elem_n);
 }
+
+/* Area, area centroid and centroid pressure of the polygon ids[0..n) (any
+ * frame). Fan around the vertex average c0; triangle (c0, v_i, v_i+1) has
+ * area |cross|/2, centroid (c0+v_i+v_i+1)/3 and, for a linear field, the
+ * centroid pressure (p0+p_i+p_i+1)/3. */
+static void polygon_moments(const ce_vec3 *v, const double *p, const int32_t *ids, int n,
+                            double *area, ce_vec3 *centroid, double *pc) {
+  ce_vec3 c0 = ce_v3(0, 0, 0);
+  double p0 = 0;
+  for (int i = 0; i < n; i++) {
+    c0 = ce_add(c0, v[ids[i]]);
+    p0 += p[ids[i]];
+  }
+  c0 = ce_scale(c0, 1.0 / n);
+  p0 /= n;
+  double A = 0, P = 0;
+  ce_vec3 C = ce_v3(0, 0, 0);
+  for (int i = 0; i < n; i++) {
+    int j = (i + 1 == n) ? 0 : i + 1;
+    ce_vec3 vi = v[ids[i]], vj = v[ids[j]];
+    double at = 0.5 * ce_norm(ce_cross(ce_sub(vi, c0), ce_sub(vj, c0)));
+    A += at;
+    C = ce_axpy(C, at / 3.0, ce_add(c0, ce_add(vi, vj)));
+    P += at * (p0 + p[ids[i]] + p[ids[j]]) / 3.0;
+  }
+  *area = A;
+  if (A > 0) {
+    *centroid = ce_scale(C, 1.0 / A);
+    *pc = P / A;
+  } else {
+    *centroid = c0;
+    *pc = p0;
+  }
+}
+
 ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m_compliant,
                            int n_compliant, ce_representation rep, ce_surface *out) {
-  (void)b; (void)X_WM; (void)m_is_a; (void)m_compliant; (void)n_compliant; (void)rep; (void)out;
-  return CE_EUNSUPPORTED;
+  memset(out, 0, sizeof *out);
+  ce_arena *a = b->arena;
+  const int64_t npoly = b->face_off.len - 1;
+  const int64_t nvb = b->v.len;
+  const ce_vec3 *bv = b->v.data;
+  const double *bp = b->p.data;
+  const int32_t *off = b->face_off.data;
+  const int32_t *fv = b->face_vert.data;
+  const ce_vec3 *bn = b->normal.data, *bgm = b->grad_m.data, *bgn = b->grad_n.data;
+  const int32_t *bem = b->elem_m.data, *ben = b->elem_n.data;
+  const int tri = rep == CE_REPRESENTATION_TRIANGLE;
+  const int flip = !m_is_a;
+
+  int64_t nv = nvb + (tri ? npoly : 0);
+  int64_t nf = tri ? (int64_t)b->face_vert.len : npoly;
+  int64_t nidx = tri ? 3 * nf : (int64_t)b->face_vert.len;
+  if (nv > INT32_MAX || nf > INT32_MAX || nidx > INT32_MAX) return CE_ELIMIT;
+
+  ce_surface s;
+  memset(&s, 0, sizeof s);
+  s.nv = (int32_t)nv;
+  s.nf = (int32_t)nf;
+  s.vertices = ce_arena_calloc(a, (size_t)nv, sizeof(ce_vec3));
+  s.pressure = ce_arena_calloc(a, (size_t)nv, sizeof(double));
+  s.face_offsets = ce_arena_calloc(a, (size_t)nf + 1, sizeof(int32_t));
+  s.face_vertices = ce_arena_calloc(a, (size_t)nidx, sizeof(int32_t));
+  s.normal = ce_arena_calloc(a, (size_t)nf, sizeof(ce_vec3));
+  s.area = ce_arena_calloc(a, (size_t)nf, sizeof(double));
+  s.centroid = ce_arena_calloc(a, (size_t)nf, sizeof(ce_vec3));
+  s.centroid_pressure = ce_arena_calloc(a, (size_t)nf, sizeof(double));
+  s.element_a = ce_arena_calloc(a, (size_t)nf, sizeof(int32_t));
+  s.element_b = ce_arena_calloc(a, (size_t)nf, sizeof(int32_t));
+  s.patch = ce_arena_calloc(a, (size_t)nf, sizeof(int32_t));
+  int grad_m_on = m_compliant != 0, grad_n_on = n_compliant != 0;
+  ce_vec3 *gm = grad_m_on ? ce_arena_calloc(a, (size_t)nf, sizeof(ce_vec3)) : NULL;
+  ce_vec3 *gn = grad_n_on ? ce_arena_calloc(a, (size_t)nf, sizeof(ce_vec3)) : NULL;
+  if (!s.vertices || !s.pressure || !s.face_offsets || !s.face_vertices || !s.normal || !s.area ||
+      !s.centroid || !s.centroid_pressure || !s.element_a || !s.element_b || !s.patch ||
+      (grad_m_on && !gm) || (grad_n_on && !gn))
+    return CE_ENOMEM;
+  int32_t *em = m_is_a ? s.element_a : s.element_b;
+  int32_t *en = m_is_a ? s.element_b : s.element_a;
+  s.grad_a = m_is_a ? gm : gn;
+  s.grad_b = m_is_a ? gn : gm;
+
+  for (int64_t i = 0; i < nvb; i++) {
+    s.vertices[i] = ce_pose_apply(X_WM, bv[i]);
+    s.pressure[i] = bp[i];
+  }
+  const double nsign = flip ? -1.0 : 1.0;
+  int64_t f = 0, k = 0;
+  s.face_offsets[0] = 0;
+  for (int64_t q = 0; q < npoly; q++) {
+    const int32_t *ids = fv + off[q];
+    int n = off[q + 1] - off[q];
+    ce_vec3 nW = ce_scale(ce_pose_rotate(X_WM, bn[q]), nsign);
+    ce_vec3 gmW = grad_m_on ? ce_pose_rotate(X_WM, bgm[q]) : ce_v3(0, 0, 0);
+    ce_vec3 gnW = grad_n_on ? ce_pose_rotate(X_WM, bgn[q]) : ce_v3(0, 0, 0);
+    double A, pc;
+    ce_vec3 c;
+    polygon_moments(s.vertices, s.pressure, ids, n, &A, &c, &pc);
+    if (!tri) {
+      for (int i = 0; i < n; i++) s.face_vertices[k++] = flip ? ids[n - 1 - i] : ids[i];
+      s.face_offsets[f + 1] = (int32_t)k;
+      s.normal[f] = nW;
+      s.area[f] = A;
+      s.centroid[f] = c;
+      s.centroid_pressure[f] = pc;
+      if (gm) gm[f] = gmW;
+      if (gn) gn[f] = gnW;
+      em[f] = bem[q];
+      en[f] = ben[q];
+      s.patch[f] = -1;
+      f++;
+    } else {
+      int32_t cid = (int32_t)(nvb + q);
+      s.vertices[cid] = c;
+      s.pressure[cid] = pc;
+      for (int i = 0; i < n; i++) {
+        int32_t vi = ids[i], vj = ids[i + 1 == n ? 0 : i + 1];
+        int32_t t[3] = {cid, flip ? vj : vi, flip ? vi : vj};
+        s.face_vertices[k++] = t[0];
+        s.face_vertices[k++] = t[1];
+        s.face_vertices[k++] = t[2];
+        s.face_offsets[f + 1] = (int32_t)k;
+        ce_vec3 x0 = s.vertices[t[0]], x1 = s.vertices[t[1]], x2 = s.vertices[t[2]];
+        s.area[f] = 0.5 * ce_norm(ce_cross(ce_sub(x1, x0), ce_sub(x2, x0)));
+        s.centroid[f] = ce_scale(ce_add(x0, ce_add(x1, x2)), 1.0 / 3.0);
+        s.centroid_pressure[f] = (s.pressure[t[0]] + s.pressure[t[1]] + s.pressure[t[2]]) / 3.0;
+        s.normal[f] = nW;
+        if (gm) gm[f] = gmW;
+        if (gn) gn[f] = gnW;
+        em[f] = bem[q];
+        en[f] = ben[q];
+        s.patch[f] = -1;
+        f++;
+      }
+    }
+  }
+  *out = s;
+  return CE_OK;
 }
