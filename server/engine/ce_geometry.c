@@ -1,42 +1,705 @@
-/* ce_geometry.c — PLACEHOLDER: replaced by its owner; returns "not implemented". */
+/* ce_geometry.c — building and validating tet and triangle meshes.
+ *
+ * A compliant geometry is a tet mesh with a piecewise-linear pressure field
+ * (one value per vertex, zero on the boundary); a rigid geometry is a
+ * triangle surface mesh. Both are validated once here, get their per-element
+ * data (field gradients, normals, adjacency) and a BVH, and are immutable
+ * afterwards.
+ *
+ * Validation rules (every error names the offending element):
+ *  - counts: 0 → CE_EEMPTY; negative → CE_EINVAL; above CE_MESH_MAX_COUNT
+ *    (2^28) → CE_ELIMIT.
+ *  - indices outside [0, nv) → CE_ERANGE; non-finite coordinates →
+ *    CE_ENONFINITE.
+ *  - tets: signed volume < 0 → CE_EINVERTED ("inverted"); a volume that is
+ *    not larger than CE_TET_VOLUME_RTOL * (longest edge)^3 → CE_EINVERTED
+ *    ("zero volume"). The rule is relative to the tet's own size, so it does
+ *    not depend on units or on where the mesh sits in its frame; a regular
+ *    tet has volume 0.118 * edge^3, so only tets 1e11 times flatter than a
+ *    regular one are rejected.
+ *  - tet faces: a face shared by more than two tets, or two tets on the same
+ *    side of their shared face (overlapping) → CE_EDEGENERATE.
+ *  - pressure: non-finite, negative, or nonzero on a boundary vertex (a
+ *    vertex of a face that belongs to exactly one tet) → CE_EFIELD.
+ *  - triangles: twice the area not larger than CE_TRI_AREA_RTOL * (longest
+ *    edge)^2 → CE_EDEGENERATE; an edge used by more than two triangles or
+ *    twice in the same direction → CE_EDEGENERATE; an edge with one triangle
+ *    when a closed mesh is required → CE_EOPEN; a closed mesh whose enclosed
+ *    volume is not positive → CE_EINVAL (inward winding).
+ *
+ * Face and edge adjacency come from sorting integer keys (vertex indices,
+ * then element, then local index), so they are deterministic and
+ * O(n log n). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "ce_internal.h"
 
-#include <stdlib.h>
-ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props, ce_vec3 *v,
-                                    int32_t nv, int32_t (*tets)[4], int32_t nt, double *p,
-                                    ce_geometry **out, ce_error *err) {
-  (void)shape; (void)props; (void)nv; (void)nt;
-  free(v); free(tets); free(p); *out = NULL;
-  return ce_fail(err, CE_EUNSUPPORTED, "geometry: not implemented");
+#define CE_MESH_MAX_COUNT (1 << 28)
+#define CE_TET_VOLUME_RTOL 1e-12
+#define CE_TRI_AREA_RTOL 1e-12
+
+/* ---- properties ------------------------------------------------------- */
+
+static ce_errno check_positive(const char *name, double x, ce_error *err) {
+  if (!isfinite(x)) return ce_fail(err, CE_ENONFINITE, "%s must be finite and > 0 (got %g)", name, x);
+  if (!(x > 0)) return ce_fail(err, CE_EINVAL, "%s must be finite and > 0 (got %g)", name, x);
+  return CE_OK;
 }
-ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props, ce_vec3 *v,
-                                    int32_t nv, int32_t (*tris)[3], int32_t nf,
-                                    int require_closed, ce_geometry **out, ce_error *err) {
-  (void)shape; (void)props; (void)nv; (void)nf; (void)require_closed;
-  free(v); free(tris); *out = NULL;
-  return ce_fail(err, CE_EUNSUPPORTED, "geometry: not implemented");
+
+static ce_errno check_nonnegative(const char *name, double x, ce_error *err) {
+  if (!isfinite(x)) return ce_fail(err, CE_ENONFINITE, "%s must be finite and >= 0 (got %g)", name, x);
+  if (!(x >= 0)) return ce_fail(err, CE_EINVAL, "%s must be finite and >= 0 (got %g)", name, x);
+  return CE_OK;
 }
-ce_errno ce_geometry_from_tetmesh(const double *vertices, int32_t nv, const int32_t *tets,
-                                  int32_t nt, const double *pressure, const ce_props *props,
-                                  ce_geometry **out, ce_error *err) {
-  (void)vertices; (void)nv; (void)tets; (void)nt; (void)pressure; (void)props;
-  *out = NULL;
-  return ce_fail(err, CE_EUNSUPPORTED, "geometry: not implemented");
-}
-ce_errno ce_geometry_from_trimesh(const double *vertices, int32_t nv, const int32_t *tris,
-                                  int32_t nf, int require_closed, const ce_props *props,
-                                  ce_geometry **out, ce_error *err) {
-  (void)vertices; (void)nv; (void)tris; (void)nf; (void)require_closed; (void)props;
-  *out = NULL;
-  return ce_fail(err, CE_EUNSUPPORTED, "geometry: not implemented");
-}
-void ce_geometry_free(ce_geometry *g) { (void)g; }
-void ce_geometry_get_info(const ce_geometry *g, ce_geometry_info *info) { (void)g; (void)info; }
+
 ce_errno ce_props_check(const ce_props *props, int need_hint, int need_slab, ce_error *err) {
-  (void)props; (void)need_hint; (void)need_slab;
-  return ce_fail(err, CE_EUNSUPPORTED, "geometry: not implemented");
+  ce_errno e;
+  if (!props) return ce_fail(err, CE_EINVAL, "props is NULL");
+  if (props->compliance != CE_RIGID && props->compliance != CE_COMPLIANT)
+    return ce_fail(err, CE_EINVAL, "compliance must be CE_RIGID (1) or CE_COMPLIANT (2) (got %d)",
+                   (int)props->compliance);
+  if (props->compliance == CE_COMPLIANT && (e = check_positive("modulus", props->modulus, err)) != CE_OK)
+    return e;
+  if ((e = check_nonnegative("dissipation", props->material.dissipation, err)) != CE_OK) return e;
+  if ((e = check_nonnegative("friction", props->material.friction, err)) != CE_OK) return e;
+  if (need_hint && (e = check_positive("hint", props->hint, err)) != CE_OK) return e;
+  if (need_slab && (e = check_positive("slab thickness", props->slab_thickness, err)) != CE_OK) return e;
+  return CE_OK;
 }
+
+/* ---- small helpers ---------------------------------------------------- */
+
+ce_vec3 ce_tet_linear_field(const ce_vec3 x[4], const double p[4], double *offset) {
+  ce_vec3 e1 = ce_sub(x[1], x[0]), e2 = ce_sub(x[2], x[0]), e3 = ce_sub(x[3], x[0]);
+  ce_vec3 c23 = ce_cross(e2, e3), c31 = ce_cross(e3, e1), c12 = ce_cross(e1, e2);
+  double det = ce_dot(e1, c23);
+  /* grad . e_k = p_k - p_0 for k = 1..3: the rows of the inverse of
+   * [e1 e2 e3]^T are the cross products divided by the determinant. */
+  ce_vec3 g = ce_scale(ce_add(ce_add(ce_scale(c23, p[1] - p[0]), ce_scale(c31, p[2] - p[0])),
+                              ce_scale(c12, p[3] - p[0])),
+                       1.0 / det);
+  /* Average the four vertex residuals so no vertex is privileged. */
+  double o = 0;
+  for (int i = 0; i < 4; i++) o += p[i] - ce_dot(g, x[i]);
+  if (offset) *offset = 0.25 * o;
+  return g;
+}
+
+static double tet_signed_volume(ce_vec3 a, ce_vec3 b, ce_vec3 c, ce_vec3 d) {
+  ce_vec3 e1 = ce_sub(b, a), e2 = ce_sub(c, a), e3 = ce_sub(d, a);
+  return ce_dot(e1, ce_cross(e2, e3)) / 6.0;
+}
+
+/* Distance from x to triangle (a, b, c) (closest-point by Voronoi regions). */
+static double point_triangle_distance(ce_vec3 x, ce_vec3 a, ce_vec3 b, ce_vec3 c) {
+  ce_vec3 ab = ce_sub(b, a), ac = ce_sub(c, a), ax = ce_sub(x, a);
+  double d1 = ce_dot(ab, ax), d2 = ce_dot(ac, ax);
+  if (d1 <= 0 && d2 <= 0) return ce_norm(ax);
+  ce_vec3 bx = ce_sub(x, b);
+  double d3 = ce_dot(ab, bx), d4 = ce_dot(ac, bx);
+  if (d3 >= 0 && d4 <= d3) return ce_norm(bx);
+  double vc = d1 * d4 - d3 * d2;
+  if (vc <= 0 && d1 >= 0 && d3 <= 0) {
+    double t = d1 / (d1 - d3);
+    return ce_norm(ce_sub(x, ce_axpy(a, t, ab)));
+  }
+  ce_vec3 cx = ce_sub(x, c);
+  double d5 = ce_dot(ab, cx), d6 = ce_dot(ac, cx);
+  if (d6 >= 0 && d5 <= d6) return ce_norm(cx);
+  double vb = d5 * d2 - d1 * d6;
+  if (vb <= 0 && d2 >= 0 && d6 <= 0) {
+    double t = d2 / (d2 - d6);
+    return ce_norm(ce_sub(x, ce_axpy(a, t, ac)));
+  }
+  double va = d3 * d6 - d5 * d4;
+  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
+    double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+    return ce_norm(ce_sub(x, ce_axpy(b, t, ce_sub(c, b))));
+  }
+  double denom = 1.0 / (va + vb + vc);
+  double v = vb * denom, w = vc * denom;
+  ce_vec3 q = ce_axpy(ce_axpy(a, v, ab), w, ac);
+  return ce_norm(ce_sub(x, q));
+}
+
+static ce_errno check_counts(const char *what, int32_t nv, int32_t ne, const char *elem, ce_error *err) {
+  if (nv < 0) return ce_fail(err, CE_EINVAL, "%s: vertex count %d is negative", what, (int)nv);
+  if (ne < 0) return ce_fail(err, CE_EINVAL, "%s: %s count %d is negative", what, elem, (int)ne);
+  if (nv == 0 || ne == 0)
+    return ce_fail(err, CE_EEMPTY, "%s is empty (%d vertices, %d %ss)", what, (int)nv, (int)ne, elem);
+  if (nv > CE_MESH_MAX_COUNT || ne > CE_MESH_MAX_COUNT)
+    return ce_fail(err, CE_ELIMIT, "%s has %d vertices and %d %ss; the limit is %d of each", what, (int)nv,
+                   (int)ne, elem, CE_MESH_MAX_COUNT);
+  return CE_OK;
+}
+
+static void geometry_common(ce_geometry *g, ce_shape_type shape, const ce_props *props) {
+  g->shape = shape;
+  g->compliance = props->compliance;
+  g->modulus = props->compliance == CE_COMPLIANT ? props->modulus : INFINITY;
+  g->material = props->material;
+  g->scale = 1;
+}
+
+/* ---- tet meshes --------------------------------------------------------- */
+
+typedef struct face_key {
+  int32_t v[3];  /* sorted vertex indices */
+  int32_t t;     /* tet */
+  int8_t i;      /* local face: opposite vertex i */
+  int8_t sign;   /* parity of the permutation sorting the outward triple */
+} face_key;
+
+static int face_key_cmp(const void *pa, const void *pb) {
+  const face_key *a = pa, *b = pb;
+  for (int k = 0; k < 3; k++)
+    if (a->v[k] != b->v[k]) return a->v[k] < b->v[k] ? -1 : 1;
+  if (a->t != b->t) return a->t < b->t ? -1 : 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Local vertices of the face opposite vertex i, ordered counter-clockwise
+ * seen from outside a positively oriented tet. */
+static const int kTetFace[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}};
+
+static void sort3(int32_t v[3], int8_t *sign) {
+  int s = 1;
+  int32_t t;
+  if (v[0] > v[1]) { t = v[0]; v[0] = v[1]; v[1] = t; s = -s; }
+  if (v[1] > v[2]) { t = v[1]; v[1] = v[2]; v[2] = t; s = -s; }
+  if (v[0] > v[1]) { t = v[0]; v[0] = v[1]; v[1] = t; s = -s; }
+  *sign = (int8_t)s;
+}
+
+/* Fills adjacency, marks boundary vertices, and lists boundary faces as
+ * (tet, local face) pairs in *bfaces (malloc'd, *nb entries) when asked. */
+static ce_errno tet_faces(ce_tetmesh *m, unsigned char *boundary, int32_t (**bfaces)[2], int64_t *nb,
+                          ce_error *err) {
+  int64_t nk = (int64_t)m->nt * 4;
+  face_key *keys = malloc((size_t)nk * sizeof *keys);
+  if (!keys) return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %lld face keys", (long long)nk);
+  for (int32_t t = 0; t < m->nt; t++)
+    for (int i = 0; i < 4; i++) {
+      face_key *k = &keys[(int64_t)t * 4 + i];
+      for (int j = 0; j < 3; j++) k->v[j] = m->tet[t][kTetFace[i][j]];
+      sort3(k->v, &k->sign);
+      k->t = t;
+      k->i = (int8_t)i;
+      m->adj[t][i] = -1;
+    }
+  qsort(keys, (size_t)nk, sizeof *keys, face_key_cmp);
+  int64_t nbound = 0;
+  ce_errno e = CE_OK;
+  for (int64_t s = 0; s < nk;) {
+    int64_t r = s + 1;
+    while (r < nk && memcmp(keys[r].v, keys[s].v, sizeof keys[s].v) == 0) r++;
+    int64_t run = r - s;
+    const face_key *a = &keys[s];
+    if (run == 1) {
+      for (int j = 0; j < 3; j++) boundary[a->v[j]] = 1;
+      nbound++;
+    } else if (run == 2) {
+      const face_key *b = &keys[s + 1];
+      if (a->sign == b->sign) {
+        e = ce_fail(err, CE_EDEGENERATE,
+                    "tets %d and %d lie on the same side of their shared face (%d, %d, %d): they overlap",
+                    (int)a->t, (int)b->t, (int)a->v[0], (int)a->v[1], (int)a->v[2]);
+        goto done;
+      }
+      m->adj[a->t][a->i] = b->t;
+      m->adj[b->t][b->i] = a->t;
+    } else {
+      e = ce_fail(err, CE_EDEGENERATE,
+                  "face (%d, %d, %d) is shared by %lld tets (%d, %d, %d%s): mesh is not manifold",
+                  (int)a->v[0], (int)a->v[1], (int)a->v[2], (long long)run, (int)keys[s].t,
+                  (int)keys[s + 1].t, (int)keys[s + 2].t, run > 3 ? ", ..." : "");
+      goto done;
+    }
+    s = r;
+  }
+  if (bfaces) {
+    *nb = nbound;
+    *bfaces = malloc((size_t)(nbound > 0 ? nbound : 1) * sizeof **bfaces);
+    if (!*bfaces) {
+      e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %lld boundary faces", (long long)nbound);
+      goto done;
+    }
+    int64_t n = 0;
+    for (int64_t s = 0; s < nk;) {
+      int64_t r = s + 1;
+      while (r < nk && memcmp(keys[r].v, keys[s].v, sizeof keys[s].v) == 0) r++;
+      if (r - s == 1) {
+        (*bfaces)[n][0] = keys[s].t;
+        (*bfaces)[n][1] = keys[s].i;
+        n++;
+      }
+      s = r;
+    }
+  }
+done:
+  free(keys);
+  return e;
+}
+
+/* p = E * d / max d, d = exact distance to the boundary surface. Brute force
+ * over all (vertex, boundary face) pairs, O(nv * nboundary): fine for the
+ * mesh sizes users send today; a BVH distance query would replace it for
+ * large meshes. */
+static ce_errno tet_distance_field(ce_tetmesh *m, double modulus, const unsigned char *boundary,
+                                   const unsigned char *used, int32_t (*bfaces)[2], int64_t nb,
+                                   ce_error *err) {
+  double dmax = 0;
+  for (int32_t i = 0; i < m->nv; i++) {
+    double d = 0;
+    if (used[i] && !boundary[i]) {
+      d = INFINITY;
+      for (int64_t f = 0; f < nb; f++) {
+        const int32_t *t = m->tet[bfaces[f][0]];
+        const int *loc = kTetFace[bfaces[f][1]];
+        double df = point_triangle_distance(m->v[i], m->v[t[loc[0]]], m->v[t[loc[1]]], m->v[t[loc[2]]]);
+        if (df < d) d = df;
+      }
+      if (!isfinite(d)) d = 0;
+    }
+    m->p[i] = d;
+    if (d > dmax) dmax = d;
+  }
+  if (!(dmax > 0)) return ce_fail(err, CE_EFIELD, "mesh has no interior vertex: cannot build a pressure field");
+  for (int32_t i = 0; i < m->nv; i++) m->p[i] = modulus * (m->p[i] / dmax);
+  return CE_OK;
+}
+
+static ce_errno tet_build(ce_geometry *g, ce_error *err) {
+  ce_tetmesh *m = &g->tet;
+  const int32_t nv = m->nv, nt = m->nt;
+  ce_errno e = CE_OK;
+  unsigned char *flags = NULL;
+  int32_t (*bfaces)[2] = NULL;
+  int64_t nb = 0;
+
+  for (int32_t t = 0; t < nt; t++)
+    for (int i = 0; i < 4; i++)
+      if (m->tet[t][i] < 0 || m->tet[t][i] >= nv)
+        return ce_fail(err, CE_ERANGE, "tet %d vertex %d index %d out of range [0, %d)", (int)t, i,
+                       (int)m->tet[t][i], (int)nv);
+  double scale = 0;
+  for (int32_t i = 0; i < nv; i++) {
+    if (!ce_vec3_isfinite(m->v[i]))
+      return ce_fail(err, CE_ENONFINITE, "vertex %d has a non-finite coordinate (%g, %g, %g)", (int)i,
+                     m->v[i].x, m->v[i].y, m->v[i].z);
+    double r = ce_norm(m->v[i]);
+    if (r > scale) scale = r;
+  }
+  if (m->p)
+    for (int32_t i = 0; i < nv; i++) {
+      if (!isfinite(m->p[i]))
+        return ce_fail(err, CE_EFIELD, "vertex %d has a non-finite pressure (%g)", (int)i, m->p[i]);
+      if (m->p[i] < 0) return ce_fail(err, CE_EFIELD, "vertex %d has negative pressure %g", (int)i, m->p[i]);
+    }
+  double volume = 0;
+  for (int32_t t = 0; t < nt; t++) {
+    ce_vec3 x[4];
+    for (int i = 0; i < 4; i++) x[i] = m->v[m->tet[t][i]];
+    double vol = tet_signed_volume(x[0], x[1], x[2], x[3]);
+    double l2 = 0;
+    for (int i = 0; i < 4; i++)
+      for (int j = i + 1; j < 4; j++) l2 = fmax(l2, ce_norm2(ce_sub(x[i], x[j])));
+    double lmax = sqrt(l2);
+    if (vol < 0) return ce_fail(err, CE_EINVERTED, "tet %d is inverted (volume %.3g)", (int)t, vol);
+    if (!(vol > CE_TET_VOLUME_RTOL * lmax * lmax * lmax))
+      return ce_fail(err, CE_EINVERTED, "tet %d has zero volume (volume %.3g, longest edge %.3g)", (int)t, vol,
+                     lmax);
+    volume += vol;
+  }
+
+  /* flags: bit 0 = boundary vertex (array 0), used vertex (array 1). */
+  flags = calloc((size_t)nv * 2, 1);
+  if (!flags) return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d vertex flags", (int)nv);
+  unsigned char *boundary = flags, *used = flags + nv;
+  for (int32_t t = 0; t < nt; t++)
+    for (int i = 0; i < 4; i++) used[m->tet[t][i]] = 1;
+  if ((e = tet_faces(m, boundary, m->p ? NULL : &bfaces, &nb, err)) != CE_OK) goto done;
+  if (!m->p) {
+    m->p = malloc((size_t)nv * sizeof *m->p);
+    if (!m->p) {
+      e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d pressures", (int)nv);
+      goto done;
+    }
+    if ((e = tet_distance_field(m, g->modulus, boundary, used, bfaces, nb, err)) != CE_OK) goto done;
+  } else {
+    for (int32_t i = 0; i < nv; i++)
+      if (boundary[i] && m->p[i] != 0) {
+        e = ce_fail(err, CE_EFIELD, "vertex %d is on the boundary but has pressure %g", (int)i, m->p[i]);
+        goto done;
+      }
+  }
+
+  for (int32_t t = 0; t < nt; t++) {
+    ce_vec3 x[4];
+    double pv[4];
+    for (int i = 0; i < 4; i++) {
+      x[i] = m->v[m->tet[t][i]];
+      pv[i] = m->p[m->tet[t][i]];
+    }
+    m->grad[t] = ce_tet_linear_field(x, pv, &m->offset[t]);
+    double lo = pv[0], hi = pv[0];
+    for (int i = 1; i < 4; i++) {
+      lo = fmin(lo, pv[i]);
+      hi = fmax(hi, pv[i]);
+    }
+    m->prange[t][0] = lo;
+    m->prange[t][1] = hi;
+  }
+  g->volume = volume;
+  g->scale = scale > 0 ? scale : 1;
+  if ((e = ce_bvh_build(&g->bvh, nt, 4, &m->tet[0][0], m->v, m->p, err)) != CE_OK) goto done;
+  g->bytes = sizeof *g + (size_t)nv * (sizeof *m->v + sizeof *m->p) +
+             (size_t)nt * (sizeof *m->tet + sizeof *m->grad + sizeof *m->offset + sizeof *m->prange +
+                           sizeof *m->adj) +
+             ce_bvh_bytes(&g->bvh);
+done:
+  free(bfaces);
+  free(flags);
+  return e;
+}
+
+/* p may be NULL: the field is then E * (distance to the boundary) / (largest
+ * such distance). */
+ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props, ce_vec3 *v, int32_t nv,
+                                    int32_t (*tets)[4], int32_t nt, double *p, ce_geometry **out,
+                                    ce_error *err) {
+  ce_errno e;
+  ce_geometry *g = NULL;
+  if (out) *out = NULL;
+  if (!out) {
+    e = ce_fail(err, CE_EINVAL, "tet mesh: out is NULL");
+    goto fail_arrays;
+  }
+  if ((e = ce_props_check(props, 0, 0, err)) != CE_OK) goto fail_arrays;
+  if (props->compliance != CE_COMPLIANT) {
+    e = ce_fail(err, CE_EINVAL, "a tet mesh must be compliant (compliance %d)", (int)props->compliance);
+    goto fail_arrays;
+  }
+  if ((e = check_counts("tet mesh", nv, nt, "tet", err)) != CE_OK) goto fail_arrays;
+  if (!v || !tets) {
+    e = ce_fail(err, CE_EINVAL, "tet mesh: vertex or tet array is NULL");
+    goto fail_arrays;
+  }
+  g = calloc(1, sizeof *g);
+  if (!g) {
+    e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory");
+    goto fail_arrays;
+  }
+  geometry_common(g, shape, props);
+  g->tet.nv = nv;
+  g->tet.nt = nt;
+  g->tet.v = v;
+  g->tet.tet = tets;
+  g->tet.p = p;
+  g->tet.grad = malloc((size_t)nt * sizeof *g->tet.grad);
+  g->tet.offset = malloc((size_t)nt * sizeof *g->tet.offset);
+  g->tet.prange = malloc((size_t)nt * sizeof *g->tet.prange);
+  g->tet.adj = malloc((size_t)nt * sizeof *g->tet.adj);
+  if (!g->tet.grad || !g->tet.offset || !g->tet.prange || !g->tet.adj) {
+    e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d tets", (int)nt);
+    goto fail;
+  }
+  if ((e = tet_build(g, err)) != CE_OK) goto fail;
+  *out = g;
+  return CE_OK;
+fail:
+  ce_geometry_free(g);
+  return e;
+fail_arrays:
+  free(v);
+  free(tets);
+  free(p);
+  return e;
+}
+
+/* ---- triangle meshes ---------------------------------------------------- */
+
+typedef struct edge_key {
+  int32_t lo, hi; /* vertex indices, lo < hi */
+  int32_t f;      /* triangle */
+  int8_t i;       /* local edge (i, i + 1 mod 3) */
+  int8_t fwd;     /* 1 when the triangle runs lo -> hi */
+} edge_key;
+
+static int edge_key_cmp(const void *pa, const void *pb) {
+  const edge_key *a = pa, *b = pb;
+  if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+  if (a->hi != b->hi) return a->hi < b->hi ? -1 : 1;
+  if (a->f != b->f) return a->f < b->f ? -1 : 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Sets adjacency; *open = number of edges with a single triangle. */
+static ce_errno tri_edges(ce_trimesh *m, int require_closed, int64_t *open, ce_error *err) {
+  int64_t nk = (int64_t)m->nf * 3;
+  edge_key *keys = malloc((size_t)nk * sizeof *keys);
+  if (!keys) return ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory for %lld edge keys", (long long)nk);
+  for (int32_t f = 0; f < m->nf; f++)
+    for (int i = 0; i < 3; i++) {
+      int32_t a = m->tri[f][i], b = m->tri[f][(i + 1) % 3];
+      edge_key *k = &keys[(int64_t)f * 3 + i];
+      k->lo = a < b ? a : b;
+      k->hi = a < b ? b : a;
+      k->f = f;
+      k->i = (int8_t)i;
+      k->fwd = (int8_t)(a < b);
+      m->adj[f][i] = -1;
+    }
+  qsort(keys, (size_t)nk, sizeof *keys, edge_key_cmp);
+  ce_errno e = CE_OK;
+  int64_t nopen = 0;
+  for (int64_t s = 0; s < nk;) {
+    int64_t r = s + 1;
+    while (r < nk && keys[r].lo == keys[s].lo && keys[r].hi == keys[s].hi) r++;
+    int64_t run = r - s;
+    const edge_key *a = &keys[s];
+    if (run == 1) {
+      if (require_closed) {
+        e = ce_fail(err, CE_EOPEN, "edge (%d, %d) of triangle %d has no neighbour: mesh is open",
+                    (int)m->tri[a->f][a->i], (int)m->tri[a->f][(a->i + 1) % 3], (int)a->f);
+        goto done;
+      }
+      nopen++;
+    } else if (run == 2) {
+      const edge_key *b = &keys[s + 1];
+      if (a->fwd == b->fwd) {
+        e = ce_fail(err, CE_EDEGENERATE,
+                    "edge (%d, %d) is used in the same direction by triangles %d and %d: inconsistent winding",
+                    (int)m->tri[a->f][a->i], (int)m->tri[a->f][(a->i + 1) % 3], (int)a->f, (int)b->f);
+        goto done;
+      }
+      m->adj[a->f][a->i] = b->f;
+      m->adj[b->f][b->i] = a->f;
+    } else {
+      e = ce_fail(err, CE_EDEGENERATE, "edge (%d, %d) is shared by %lld triangles (%d, %d, %d%s): mesh is not manifold",
+                  (int)a->lo, (int)a->hi, (long long)run, (int)keys[s].f, (int)keys[s + 1].f, (int)keys[s + 2].f,
+                  run > 3 ? ", ..." : "");
+      goto done;
+    }
+    s = r;
+  }
+  *open = nopen;
+done:
+  free(keys);
+  return e;
+}
+
+static ce_errno tri_build(ce_geometry *g, int require_closed, ce_error *err) {
+  ce_trimesh *m = &g->tri;
+  const int32_t nv = m->nv, nf = m->nf;
+  ce_errno e;
+  for (int32_t f = 0; f < nf; f++)
+    for (int i = 0; i < 3; i++)
+      if (m->tri[f][i] < 0 || m->tri[f][i] >= nv)
+        return ce_fail(err, CE_ERANGE, "triangle %d vertex %d index %d out of range [0, %d)", (int)f, i,
+                       (int)m->tri[f][i], (int)nv);
+  double scale = 0;
+  for (int32_t i = 0; i < nv; i++) {
+    if (!ce_vec3_isfinite(m->v[i]))
+      return ce_fail(err, CE_ENONFINITE, "vertex %d has a non-finite coordinate (%g, %g, %g)", (int)i,
+                     m->v[i].x, m->v[i].y, m->v[i].z);
+    double r = ce_norm(m->v[i]);
+    if (r > scale) scale = r;
+  }
+  for (int32_t f = 0; f < nf; f++) {
+    ce_vec3 a = m->v[m->tri[f][0]], b = m->v[m->tri[f][1]], c = m->v[m->tri[f][2]];
+    ce_vec3 n = ce_cross(ce_sub(b, a), ce_sub(c, a));
+    double l2 = fmax(ce_norm2(ce_sub(b, a)), fmax(ce_norm2(ce_sub(c, b)), ce_norm2(ce_sub(a, c))));
+    double twice = ce_norm(n);
+    if (!(twice > CE_TRI_AREA_RTOL * l2))
+      return ce_fail(err, CE_EDEGENERATE, "triangle %d is degenerate (area %.3g, longest edge %.3g)", (int)f,
+                     0.5 * twice, sqrt(l2));
+    m->area[f] = 0.5 * twice;
+    m->normal[f] = ce_scale(n, 1.0 / twice);
+  }
+  int64_t nopen = 0;
+  if ((e = tri_edges(m, require_closed, &nopen, err)) != CE_OK) return e;
+  double volume = 0;
+  if (nopen == 0) {
+    /* Signed volume of the closed surface, about a vertex of the mesh to
+     * keep the products small. */
+    ce_vec3 o = m->v[m->tri[0][0]];
+    for (int32_t f = 0; f < nf; f++) {
+      ce_vec3 a = ce_sub(m->v[m->tri[f][0]], o), b = ce_sub(m->v[m->tri[f][1]], o),
+              c = ce_sub(m->v[m->tri[f][2]], o);
+      volume += ce_dot(a, ce_cross(b, c)) / 6.0;
+    }
+    if (volume < 0) return ce_fail(err, CE_EINVAL, "triangles wind inward (volume %.3g)", volume);
+    if (!(volume > 0)) return ce_fail(err, CE_EINVAL, "closed triangle mesh encloses no volume (volume %.3g)", volume);
+  }
+  g->volume = volume;
+  g->scale = scale > 0 ? scale : 1;
+  if ((e = ce_bvh_build(&g->bvh, nf, 3, &m->tri[0][0], m->v, NULL, err)) != CE_OK) return e;
+  g->bytes = sizeof *g + (size_t)nv * sizeof *m->v +
+             (size_t)nf * (sizeof *m->tri + sizeof *m->normal + sizeof *m->area + sizeof *m->adj) +
+             ce_bvh_bytes(&g->bvh);
+  return CE_OK;
+}
+
+ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props, ce_vec3 *v, int32_t nv,
+                                    int32_t (*tris)[3], int32_t nf, int require_closed, ce_geometry **out,
+                                    ce_error *err) {
+  ce_errno e;
+  ce_geometry *g = NULL;
+  if (out) *out = NULL;
+  if (!out) {
+    e = ce_fail(err, CE_EINVAL, "triangle mesh: out is NULL");
+    goto fail_arrays;
+  }
+  if ((e = ce_props_check(props, 0, 0, err)) != CE_OK) goto fail_arrays;
+  if (props->compliance != CE_RIGID) {
+    e = ce_fail(err, CE_EINVAL, "a triangle mesh must be rigid (compliance %d)", (int)props->compliance);
+    goto fail_arrays;
+  }
+  if ((e = check_counts("triangle mesh", nv, nf, "triangle", err)) != CE_OK) goto fail_arrays;
+  if (!v || !tris) {
+    e = ce_fail(err, CE_EINVAL, "triangle mesh: vertex or triangle array is NULL");
+    goto fail_arrays;
+  }
+  g = calloc(1, sizeof *g);
+  if (!g) {
+    e = ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory");
+    goto fail_arrays;
+  }
+  geometry_common(g, shape, props);
+  g->tri.nv = nv;
+  g->tri.nf = nf;
+  g->tri.v = v;
+  g->tri.tri = tris;
+  g->tri.normal = malloc((size_t)nf * sizeof *g->tri.normal);
+  g->tri.area = malloc((size_t)nf * sizeof *g->tri.area);
+  g->tri.adj = malloc((size_t)nf * sizeof *g->tri.adj);
+  if (!g->tri.normal || !g->tri.area || !g->tri.adj) {
+    e = ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory for %d triangles", (int)nf);
+    goto fail;
+  }
+  if ((e = tri_build(g, require_closed, err)) != CE_OK) goto fail;
+  *out = g;
+  return CE_OK;
+fail:
+  ce_geometry_free(g);
+  return e;
+fail_arrays:
+  free(v);
+  free(tris);
+  return e;
+}
+
+/* ---- public builders ---------------------------------------------------- */
+
+ce_errno ce_geometry_from_tetmesh(const double *vertices, int32_t nv, const int32_t *tets, int32_t nt,
+                                  const double *pressure, const ce_props *props, ce_geometry **out,
+                                  ce_error *err) {
+  ce_errno e;
+  if (!out) return ce_fail(err, CE_EINVAL, "tet mesh: out is NULL");
+  *out = NULL;
+  if ((e = ce_props_check(props, 0, 0, err)) != CE_OK) return e;
+  if (props->compliance != CE_COMPLIANT)
+    return ce_fail(err, CE_EINVAL, "a tet mesh must be compliant (compliance %d)", (int)props->compliance);
+  if ((e = check_counts("tet mesh", nv, nt, "tet", err)) != CE_OK) return e;
+  if (!vertices || !tets) return ce_fail(err, CE_EINVAL, "tet mesh: vertex or tet array is NULL");
+  ce_vec3 *v = malloc((size_t)nv * sizeof *v);
+  int32_t(*t)[4] = malloc((size_t)nt * sizeof *t);
+  double *p = pressure ? malloc((size_t)nv * sizeof *p) : NULL;
+  if (!v || !t || (pressure && !p)) {
+    free(v);
+    free(t);
+    free(p);
+    return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory copying %d vertices and %d tets", (int)nv, (int)nt);
+  }
+  for (int32_t i = 0; i < nv; i++) v[i] = ce_v3(vertices[3 * (size_t)i], vertices[3 * (size_t)i + 1],
+                                                vertices[3 * (size_t)i + 2]);
+  memcpy(t, tets, (size_t)nt * sizeof *t);
+  if (p) memcpy(p, pressure, (size_t)nv * sizeof *p);
+  return ce_geometry_finish_tetmesh(CE_SHAPE_TETMESH, props, v, nv, t, nt, p, out, err);
+}
+
+ce_errno ce_geometry_from_trimesh(const double *vertices, int32_t nv, const int32_t *tris, int32_t nf,
+                                  int require_closed, const ce_props *props, ce_geometry **out,
+                                  ce_error *err) {
+  ce_errno e;
+  if (!out) return ce_fail(err, CE_EINVAL, "triangle mesh: out is NULL");
+  *out = NULL;
+  if ((e = ce_props_check(props, 0, 0, err)) != CE_OK) return e;
+  if (props->compliance != CE_RIGID)
+    return ce_fail(err, CE_EINVAL, "a triangle mesh must be rigid (compliance %d)", (int)props->compliance);
+  if ((e = check_counts("triangle mesh", nv, nf, "triangle", err)) != CE_OK) return e;
+  if (!vertices || !tris) return ce_fail(err, CE_EINVAL, "triangle mesh: vertex or triangle array is NULL");
+  ce_vec3 *v = malloc((size_t)nv * sizeof *v);
+  int32_t(*t)[3] = malloc((size_t)nf * sizeof *t);
+  if (!v || !t) {
+    free(v);
+    free(t);
+    return ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory copying %d vertices and %d triangles", (int)nv,
+                   (int)nf);
+  }
+  for (int32_t i = 0; i < nv; i++) v[i] = ce_v3(vertices[3 * (size_t)i], vertices[3 * (size_t)i + 1],
+                                                vertices[3 * (size_t)i + 2]);
+  memcpy(t, tris, (size_t)nf * sizeof *t);
+  return ce_geometry_finish_trimesh(CE_SHAPE_TRIMESH, props, v, nv, t, nf, require_closed, out, err);
+}
+
 ce_errno ce_build_halfspace(const ce_props *props, ce_geometry **out, ce_error *err) {
-  (void)props; *out = NULL;
-  return ce_fail(err, CE_EUNSUPPORTED, "geometry: not implemented");
+  ce_errno e;
+  if (!out) return ce_fail(err, CE_EINVAL, "half space: out is NULL");
+  *out = NULL;
+  if ((e = ce_props_check(props, 0, props && props->compliance == CE_COMPLIANT, err)) != CE_OK) return e;
+  ce_geometry *g = calloc(1, sizeof *g);
+  if (!g) return ce_fail(err, CE_ENOMEM, "half space: out of memory");
+  geometry_common(g, CE_SHAPE_HALFSPACE, props);
+  g->is_halfspace = 1;
+  g->slab_thickness = props->compliance == CE_COMPLIANT ? props->slab_thickness : 0;
+  g->scale = 1;
+  g->bytes = sizeof *g;
+  *out = g;
+  return CE_OK;
+}
+
+void ce_geometry_free(ce_geometry *g) {
+  if (!g) return;
+  free(g->tet.v);
+  free(g->tet.p);
+  free(g->tet.tet);
+  free(g->tet.grad);
+  free(g->tet.offset);
+  free(g->tet.prange);
+  free(g->tet.adj);
+  free(g->tri.v);
+  free(g->tri.tri);
+  free(g->tri.normal);
+  free(g->tri.area);
+  free(g->tri.adj);
+  ce_bvh_free(&g->bvh);
+  free(g);
+}
+
+void ce_geometry_get_info(const ce_geometry *g, ce_geometry_info *info) {
+  if (!info) return;
+  memset(info, 0, sizeof *info);
+  if (!g) return;
+  info->shape = g->shape;
+  info->compliance = g->compliance;
+  info->is_halfspace = g->is_halfspace;
+  info->vertices = g->tet.nt > 0 ? g->tet.nv : g->tri.nv;
+  info->tetrahedra = g->tet.nt;
+  info->triangles = g->tri.nf;
+  info->bvh_nodes = g->bvh.nnodes;
+  if (g->tet.nt > 0 && g->tet.p) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int32_t i = 0; i < g->tet.nv; i++) {
+      lo = fmin(lo, g->tet.p[i]);
+      hi = fmax(hi, g->tet.p[i]);
+    }
+    info->min_pressure = lo;
+    info->max_pressure = hi;
+  }
+  info->volume = g->volume;
+  info->bytes = g->bytes;
 }

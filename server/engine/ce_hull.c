@@ -1,7 +1,411 @@
-/* ce_hull.c — PLACEHOLDER: replaced by its owner; returns "not implemented". */
+/* ce_hull.c — convex shapes: the 3D convex hull of a point set (quickhull),
+ * turned into a rigid triangle mesh or a compliant "starburst" tet mesh.
+ *
+ * Quickhull: start from a tetrahedron of extreme points; every face keeps
+ * the points outside it; repeatedly take a face's farthest outside point
+ * (the eye), remove the faces it sees (a connected set found by walking
+ * face neighbours), and cone the horizon to the eye; the points of the
+ * removed faces are handed to the new faces or dropped when inside.
+ *
+ * Robustness: a point is "outside" a face only when its distance exceeds
+ * eps = CE_HULL_RTOL * (max|x| + max|y| + max|z|). Points within eps of the
+ * hull (duplicates, points on a face or an edge) are dropped, so coplanar
+ * points produce coplanar triangles rather than slivers; faces are not
+ * merged. If rounding still makes a horizon that is not a simple loop the
+ * build fails with CE_EDEGENERATE rather than returning a broken mesh.
+ *
+ * Output: hull vertices renumbered in increasing input order, triangles
+ * counter-clockwise seen from outside, in face-creation order (the whole
+ * computation is deterministic). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "ce_internal.h"
-ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geometry **out,
-                         ce_error *err) {
-  (void)shape; (void)props; *out = NULL;
-  return ce_fail(err, CE_EUNSUPPORTED, "convex: not implemented");
+
+#define CE_HULL_RTOL 1e-12
+#define CE_HULL_MAX_POINTS (1 << 28)
+
+typedef struct hface {
+  int32_t v[3];   /* counter-clockwise seen from outside */
+  int32_t nb[3];  /* face across edge (v[i], v[i+1 mod 3]) */
+  ce_vec3 n;      /* unit outward normal */
+  double d;       /* plane n . x = d */
+  int32_t outside; /* head of this face's outside-point list, -1 if none */
+  int32_t visit;  /* visit stamp of the last visibility walk */
+  int vis;        /* seen by the eye (valid when visit is current) */
+  int alive;
+} hface;
+
+typedef struct hull {
+  const ce_vec3 *p;
+  int32_t np;
+  double eps;
+  hface *f;
+  int32_t nf, capf;
+  int32_t *next; /* outside-point lists, per point */
+} hull;
+
+static double face_dist(const hull *h, const hface *f, int32_t i) { return ce_dot(f->n, h->p[i]) - f->d; }
+
+/* Appends a face (a, b, c); returns its index or -1 when out of memory. */
+static int32_t add_face(hull *h, int32_t a, int32_t b, int32_t c) {
+  if (h->nf == h->capf) {
+    int32_t cap = h->capf ? h->capf * 2 : 64;
+    hface *nf = realloc(h->f, (size_t)cap * sizeof *nf);
+    if (!nf) return -1;
+    h->f = nf;
+    h->capf = cap;
+  }
+  hface *f = &h->f[h->nf];
+  f->v[0] = a;
+  f->v[1] = b;
+  f->v[2] = c;
+  f->nb[0] = f->nb[1] = f->nb[2] = -1;
+  ce_vec3 n = ce_cross(ce_sub(h->p[b], h->p[a]), ce_sub(h->p[c], h->p[a]));
+  f->n = ce_normalize(n);
+  /* Plane through the centroid of the three points (balanced rounding). */
+  ce_vec3 m = ce_scale(ce_add(ce_add(h->p[a], h->p[b]), h->p[c]), 1.0 / 3.0);
+  f->d = ce_dot(f->n, m);
+  f->outside = -1;
+  f->visit = -1;
+  f->vis = 0;
+  f->alive = 1;
+  return h->nf++;
+}
+
+/* Gives point i to the face among faces[0..n) it is farthest outside of;
+ * drops it when it is inside all of them. */
+static void assign_point(hull *h, const int32_t *faces, int32_t n, int32_t i) {
+  double best = h->eps;
+  int32_t bf = -1;
+  for (int32_t k = 0; k < n; k++) {
+    double d = face_dist(h, &h->f[faces[k]], i);
+    if (d > best) {
+      best = d;
+      bf = faces[k];
+    }
+  }
+  if (bf >= 0) {
+    h->next[i] = h->f[bf].outside;
+    h->f[bf].outside = i;
+  }
+}
+
+static int32_t edge_index(const hface *f, int32_t a, int32_t b) {
+  for (int i = 0; i < 3; i++)
+    if (f->v[i] == a && f->v[(i + 1) % 3] == b) return i;
+  return -1;
+}
+
+static ce_errno hull_run(hull *h, ce_error *err) {
+  const ce_vec3 *p = h->p;
+  const int32_t np = h->np;
+  ce_errno e = CE_OK;
+  int32_t *stack = NULL, *visible = NULL, *newf = NULL, *star = NULL, *horizon = NULL;
+  int32_t capv = 0;
+
+  /* Extreme points along the axes; the farthest pair starts the simplex. */
+  int32_t ext[6] = {0, 0, 0, 0, 0, 0};
+  for (int32_t i = 1; i < np; i++)
+    for (int a = 0; a < 3; a++) {
+      if (ce_v3_get(p[i], a) < ce_v3_get(p[ext[2 * a]], a)) ext[2 * a] = i;
+      if (ce_v3_get(p[i], a) > ce_v3_get(p[ext[2 * a + 1]], a)) ext[2 * a + 1] = i;
+    }
+  int32_t i0 = ext[0], i1 = ext[1];
+  double best = -1;
+  for (int a = 0; a < 3; a++) {
+    double d = ce_norm(ce_sub(p[ext[2 * a + 1]], p[ext[2 * a]]));
+    if (d > best) {
+      best = d;
+      i0 = ext[2 * a];
+      i1 = ext[2 * a + 1];
+    }
+  }
+  if (!(best > h->eps)) return ce_fail(err, CE_EDEGENERATE, "convex: all %d points coincide", (int)np);
+  ce_vec3 dir = ce_scale(ce_sub(p[i1], p[i0]), 1.0 / best);
+  int32_t i2 = -1;
+  best = h->eps;
+  for (int32_t i = 0; i < np; i++) {
+    double d = ce_norm(ce_cross(ce_sub(p[i], p[i0]), dir));
+    if (d > best) {
+      best = d;
+      i2 = i;
+    }
+  }
+  if (i2 < 0) return ce_fail(err, CE_EDEGENERATE, "convex: all %d points are collinear", (int)np);
+  ce_vec3 pn = ce_normalize(ce_cross(ce_sub(p[i1], p[i0]), ce_sub(p[i2], p[i0])));
+  int32_t i3 = -1;
+  best = h->eps;
+  for (int32_t i = 0; i < np; i++) {
+    double d = fabs(ce_dot(pn, ce_sub(p[i], p[i0])));
+    if (d > best) {
+      best = d;
+      i3 = i;
+    }
+  }
+  if (i3 < 0) return ce_fail(err, CE_EDEGENERATE, "convex: all %d points are coplanar", (int)np);
+  int32_t t[4] = {i0, i1, i2, i3};
+  if (ce_dot(pn, ce_sub(p[i3], p[i0])) < 0) {
+    t[1] = i2;
+    t[2] = i1;
+  }
+  static const int kFace[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}};
+  for (int k = 0; k < 4; k++)
+    if (add_face(h, t[kFace[k][0]], t[kFace[k][1]], t[kFace[k][2]]) < 0) goto nomem;
+  for (int32_t a = 0; a < 4; a++)
+    for (int i = 0; i < 3; i++)
+      for (int32_t b = 0; b < 4; b++) {
+        if (b == a) continue;
+        if (edge_index(&h->f[b], h->f[a].v[(i + 1) % 3], h->f[a].v[i]) >= 0) h->f[a].nb[i] = b;
+      }
+  {
+    int32_t first[4] = {0, 1, 2, 3};
+    for (int32_t i = np - 1; i >= 0; i--)
+      if (i != i0 && i != i1 && i != i2 && i != i3) assign_point(h, first, 4, i);
+  }
+
+  star = malloc((size_t)np * sizeof *star);
+  if (!star) goto nomem;
+  for (int32_t i = 0; i < np; i++) star[i] = -1;
+
+  for (int32_t fi = 0; fi < h->nf; fi++) {
+    if (!h->f[fi].alive || h->f[fi].outside < 0) continue;
+    /* The eye: the farthest outside point of this face. */
+    int32_t eye = -1;
+    double far = -INFINITY;
+    for (int32_t i = h->f[fi].outside; i >= 0; i = h->next[i]) {
+      double d = face_dist(h, &h->f[fi], i);
+      if (d > far) {
+        far = d;
+        eye = i;
+      }
+    }
+    /* Faces the eye sees, walking neighbours from fi. */
+    if (capv < h->nf) {
+      capv = h->nf * 2;
+      int32_t *s2 = realloc(stack, (size_t)capv * sizeof *s2);
+      if (!s2) goto nomem;
+      stack = s2;
+      int32_t *v2 = realloc(visible, (size_t)capv * sizeof *v2);
+      if (!v2) goto nomem;
+      visible = v2;
+      int32_t *h2 = realloc(horizon, (size_t)capv * 6 * sizeof *h2);
+      if (!h2) goto nomem;
+      horizon = h2;
+      int32_t *n2 = realloc(newf, (size_t)capv * 3 * sizeof *n2);
+      if (!n2) goto nomem;
+      newf = n2;
+    }
+    int32_t nvis = 0, nsp = 0, nhor = 0;
+    stack[nsp++] = fi;
+    h->f[fi].visit = fi;
+    h->f[fi].vis = 1;
+    while (nsp > 0) {
+      int32_t g = stack[--nsp];
+      visible[nvis++] = g;
+      for (int i = 0; i < 3; i++) {
+        int32_t nb = h->f[g].nb[i];
+        if (h->f[nb].visit != fi) {
+          h->f[nb].visit = fi;
+          h->f[nb].vis = face_dist(h, &h->f[nb], eye) > h->eps;
+          if (h->f[nb].vis) stack[nsp++] = nb;
+        }
+        if (!h->f[nb].vis) {
+          /* horizon edge (v[i], v[i+1]) of g, kept by nb */
+          horizon[2 * nhor] = g;
+          horizon[2 * nhor + 1] = i;
+          nhor++;
+        }
+      }
+    }
+    for (int32_t k = 0; k < nvis; k++) h->f[visible[k]].alive = 0;
+    /* Cone the horizon to the eye. */
+    int32_t base = h->nf;
+    for (int32_t k = 0; k < nhor; k++) {
+      const hface *g = &h->f[horizon[2 * k]];
+      int i = horizon[2 * k + 1];
+      int32_t a = g->v[i], b = g->v[(i + 1) % 3], nb = g->nb[i];
+      if (star[a] >= 0) {
+        e = ce_fail(err, CE_EDEGENERATE,
+                    "convex: the hull is numerically degenerate near point %d (horizon is not a simple loop)",
+                    (int)eye);
+        goto done;
+      }
+      int32_t nfid = add_face(h, a, b, eye);
+      if (nfid < 0) goto nomem;
+      h->f[nfid].nb[0] = nb;
+      int32_t j = edge_index(&h->f[nb], b, a);
+      if (j >= 0) h->f[nb].nb[j] = nfid;
+      star[a] = nfid;
+      newf[k] = nfid;
+    }
+    for (int32_t k = 0; k < nhor; k++) {
+      hface *f = &h->f[base + k];
+      /* edge (b, eye) meets the new face starting at b; (eye, a) the one
+       * ending at a, i.e. whose edge (b', eye) has b' = a. */
+      int32_t nb1 = star[f->v[1]];
+      if (nb1 < 0) {
+        e = ce_fail(err, CE_EDEGENERATE,
+                    "convex: the hull is numerically degenerate near point %d (horizon is not closed)", (int)eye);
+        goto done;
+      }
+      f->nb[1] = nb1;
+      h->f[nb1].nb[2] = base + k;
+    }
+    {
+      /* The horizon must be one loop: walking b -> star[b] from the first
+       * new face visits every new face exactly once. */
+      int32_t steps = 0, cur = base;
+      do {
+        cur = star[h->f[cur].v[1]];
+        steps++;
+      } while (cur != base && steps <= nhor);
+      if (cur != base || steps != nhor) {
+        for (int32_t k = 0; k < nhor; k++) star[h->f[base + k].v[0]] = -1;
+        e = ce_fail(err, CE_EDEGENERATE,
+                    "convex: the hull is numerically degenerate near point %d (horizon is not one loop)", (int)eye);
+        goto done;
+      }
+    }
+    for (int32_t k = 0; k < nhor; k++) star[h->f[base + k].v[0]] = -1;
+    /* Hand the removed faces' points to the new faces. */
+    for (int32_t k = 0; k < nvis; k++) {
+      int32_t i = h->f[visible[k]].outside;
+      h->f[visible[k]].outside = -1;
+      while (i >= 0) {
+        int32_t nx = h->next[i];
+        if (i != eye) assign_point(h, newf, nhor, i);
+        i = nx;
+      }
+    }
+  }
+  goto done;
+nomem:
+  e = ce_fail(err, CE_ENOMEM, "convex: out of memory building the hull of %d points", (int)np);
+done:
+  free(stack);
+  free(visible);
+  free(newf);
+  free(star);
+  free(horizon);
+  return e;
+}
+
+ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geometry **out, ce_error *err) {
+  ce_errno e;
+  if (!out) return ce_fail(err, CE_EINVAL, "convex: out is NULL");
+  *out = NULL;
+  if (!shape) return ce_fail(err, CE_EINVAL, "convex: shape is NULL");
+  if ((e = ce_props_check(props, 0, 0, err)) != CE_OK) return e;
+  const int32_t np = shape->npoints;
+  if (np < 4) return ce_fail(err, CE_EINVAL, "convex: needs at least 4 points (got %d)", (int)np);
+  if (np > CE_HULL_MAX_POINTS)
+    return ce_fail(err, CE_ELIMIT, "convex: %d points exceed the limit %d", (int)np, CE_HULL_MAX_POINTS);
+  if (!shape->points) return ce_fail(err, CE_EINVAL, "convex: points is NULL");
+
+  hull h;
+  memset(&h, 0, sizeof h);
+  ce_vec3 *p = malloc((size_t)np * sizeof *p);
+  h.next = malloc((size_t)np * sizeof *h.next);
+  int32_t *map = NULL;
+  if (!p || !h.next) {
+    e = ce_fail(err, CE_ENOMEM, "convex: out of memory for %d points", (int)np);
+    goto done;
+  }
+  double mx = 0, my = 0, mz = 0;
+  for (int32_t i = 0; i < np; i++) {
+    p[i] = ce_v3(shape->points[3 * (size_t)i], shape->points[3 * (size_t)i + 1], shape->points[3 * (size_t)i + 2]);
+    if (!ce_vec3_isfinite(p[i])) {
+      e = ce_fail(err, CE_ENONFINITE, "convex: point %d has a non-finite coordinate", (int)i);
+      goto done;
+    }
+    mx = fmax(mx, fabs(p[i].x));
+    my = fmax(my, fabs(p[i].y));
+    mz = fmax(mz, fabs(p[i].z));
+  }
+  h.p = p;
+  h.np = np;
+  h.eps = CE_HULL_RTOL * (mx + my + mz);
+  if ((e = hull_run(&h, err)) != CE_OK) goto done;
+
+  /* Compact: hull vertices in increasing input order. */
+  map = malloc((size_t)np * sizeof *map);
+  if (!map) {
+    e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
+    goto done;
+  }
+  for (int32_t i = 0; i < np; i++) map[i] = -1;
+  int32_t nf = 0, nv = 0;
+  for (int32_t f = 0; f < h.nf; f++)
+    if (h.f[f].alive) {
+      nf++;
+      for (int k = 0; k < 3; k++) map[h.f[f].v[k]] = 0;
+    }
+  for (int32_t i = 0; i < np; i++)
+    if (map[i] == 0) map[i] = nv++;
+  int compliant = props->compliance == CE_COMPLIANT;
+  ce_vec3 *v = malloc((size_t)(nv + compliant) * sizeof *v);
+  if (!v) {
+    e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
+    goto done;
+  }
+  for (int32_t i = 0; i < np; i++)
+    if (map[i] >= 0) v[map[i]] = p[i];
+  if (!compliant) {
+    int32_t(*tri)[3] = malloc((size_t)nf * sizeof *tri);
+    if (!tri) {
+      free(v);
+      e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
+      goto done;
+    }
+    int32_t k = 0;
+    for (int32_t f = 0; f < h.nf; f++)
+      if (h.f[f].alive) {
+        for (int j = 0; j < 3; j++) tri[k][j] = map[h.f[f].v[j]];
+        k++;
+      }
+    e = ce_geometry_finish_trimesh(CE_SHAPE_CONVEX, props, v, nv, tri, nf, 1, out, err);
+  } else {
+    /* Starburst from the volume centroid: tet (centroid, a, b, c) per hull
+     * triangle; the field is E at the centroid and 0 on the hull. */
+    ce_vec3 o = ce_v3(0, 0, 0);
+    for (int32_t i = 0; i < nv; i++) o = ce_add(o, v[i]);
+    o = ce_scale(o, 1.0 / nv);
+    double vol = 0;
+    ce_vec3 c = ce_v3(0, 0, 0);
+    for (int32_t f = 0; f < h.nf; f++)
+      if (h.f[f].alive) {
+        ce_vec3 a = p[h.f[f].v[0]], b = p[h.f[f].v[1]], d = p[h.f[f].v[2]];
+        double w = ce_dot(ce_sub(a, o), ce_cross(ce_sub(b, o), ce_sub(d, o))) / 6.0;
+        vol += w;
+        c = ce_axpy(c, w * 0.25, ce_add(ce_add(a, b), ce_add(d, o)));
+      }
+    v[nv] = vol > 0 ? ce_scale(c, 1.0 / vol) : o;
+    int32_t(*tet)[4] = malloc((size_t)nf * sizeof *tet);
+    double *pr = malloc((size_t)(nv + 1) * sizeof *pr);
+    if (!tet || !pr) {
+      free(v);
+      free(tet);
+      free(pr);
+      e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
+      goto done;
+    }
+    int32_t k = 0;
+    for (int32_t f = 0; f < h.nf; f++)
+      if (h.f[f].alive) {
+        tet[k][0] = nv;
+        for (int j = 0; j < 3; j++) tet[k][j + 1] = map[h.f[f].v[j]];
+        k++;
+      }
+    for (int32_t i = 0; i < nv; i++) pr[i] = 0;
+    pr[nv] = props->modulus;
+    e = ce_geometry_finish_tetmesh(CE_SHAPE_CONVEX, props, v, nv + 1, tet, nf, pr, out, err);
+  }
+done:
+  free(map);
+  free(p);
+  free(h.next);
+  free(h.f);
+  return e;
 }
