@@ -1,0 +1,371 @@
+/* test_intersect_cc.c — compliant–compliant equal-pressure polygons: a
+ * hand-computed single-tet pair, the gradient-direction rule, role swap,
+ * and geometric invariants on random tet pairs. Geometries are filled by
+ * hand here so the test depends only on the BVH and the surface builder. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ce_test_util.h"
+
+/* Gradient and offset of the linear field with values p[k] at x[k]. */
+static ce_vec3 lin_field(const ce_vec3 x[4], const double p[4], double *off) {
+  ce_vec3 e1 = ce_sub(x[1], x[0]), e2 = ce_sub(x[2], x[0]), e3 = ce_sub(x[3], x[0]);
+  double d1 = p[1] - p[0], d2 = p[2] - p[0], d3 = p[3] - p[0];
+  double det = ce_dot(e1, ce_cross(e2, e3));
+  /* rows e_i . g = d_i  =>  g = (d1 (e2 x e3) + d2 (e3 x e1) + d3 (e1 x e2)) / det */
+  ce_vec3 g = ce_scale(
+      ce_add(ce_add(ce_scale(ce_cross(e2, e3), d1), ce_scale(ce_cross(e3, e1), d2)), ce_scale(ce_cross(e1, e2), d3)),
+      1.0 / det);
+  *off = p[0] - ce_dot(g, x[0]);
+  return g;
+}
+
+/* A compliant geometry over nt tets; copies the arrays. */
+static ce_geometry *make_geom(const ce_vec3 *v, int32_t nv, const int32_t (*tets)[4], int32_t nt, const double *p) {
+  ce_geometry *g = calloc(1, sizeof *g);
+  g->shape = CE_SHAPE_TETMESH;
+  g->compliance = CE_COMPLIANT;
+  g->modulus = 1e5;
+  ce_tetmesh *T = &g->tet;
+  T->nv = nv;
+  T->nt = nt;
+  T->v = malloc(sizeof(ce_vec3) * (size_t)nv);
+  T->p = malloc(sizeof(double) * (size_t)nv);
+  T->tet = malloc(sizeof(int32_t[4]) * (size_t)nt);
+  T->grad = malloc(sizeof(ce_vec3) * (size_t)nt);
+  T->offset = malloc(sizeof(double) * (size_t)nt);
+  T->prange = malloc(sizeof(double[2]) * (size_t)nt);
+  memcpy(T->v, v, sizeof(ce_vec3) * (size_t)nv);
+  memcpy(T->p, p, sizeof(double) * (size_t)nv);
+  memcpy(T->tet, tets, sizeof(int32_t[4]) * (size_t)nt);
+  double scale = 0;
+  for (int32_t i = 0; i < nv; i++) scale = fmax(scale, ce_norm(v[i]));
+  g->scale = scale;
+  for (int32_t i = 0; i < nt; i++) {
+    ce_vec3 x[4];
+    double q[4];
+    T->prange[i][0] = INFINITY;
+    T->prange[i][1] = -INFINITY;
+    for (int k = 0; k < 4; k++) {
+      x[k] = v[tets[i][k]];
+      q[k] = p[tets[i][k]];
+      T->prange[i][0] = fmin(T->prange[i][0], q[k]);
+      T->prange[i][1] = fmax(T->prange[i][1], q[k]);
+    }
+    cr_assert(ce_dot(ce_sub(x[1], x[0]), ce_cross(ce_sub(x[2], x[0]), ce_sub(x[3], x[0]))) > 0,
+              "test tet %d must be positively oriented", i);
+    T->grad[i] = lin_field(x, q, &T->offset[i]);
+  }
+  cr_assert_eq(ce_bvh_build(&g->bvh, nt, 4, &T->tet[0][0], T->v, T->p, NULL), CE_OK);
+  return g;
+}
+
+static void free_geom(ce_geometry *g) {
+  ce_bvh_free(&g->bvh);
+  free(g->tet.v);
+  free(g->tet.p);
+  free(g->tet.tet);
+  free(g->tet.grad);
+  free(g->tet.offset);
+  free(g->tet.prange);
+  free(g);
+}
+
+static ce_vec3 vtx(const ce_builder *b, int32_t f, int k) {
+  const int32_t *off = b->face_off.data, *fv = b->face_vert.data;
+  return ((const ce_vec3 *)b->v.data)[fv[off[f] + k]];
+}
+static double prs(const ce_builder *b, int32_t f, int k) {
+  const int32_t *off = b->face_off.data, *fv = b->face_vert.data;
+  return ((const double *)b->p.data)[fv[off[f] + k]];
+}
+static int nverts(const ce_builder *b, int32_t f) {
+  const int32_t *off = b->face_off.data;
+  return off[f + 1] - off[f];
+}
+static ce_vec3 face_normal(const ce_builder *b, int32_t f) { return ((const ce_vec3 *)b->normal.data)[f]; }
+static int64_t nfaces(const ce_builder *b) { return b->normal.len; }
+
+/* Area of face f about its normal (positive when counter-clockwise). */
+static double face_area(const ce_builder *b, int32_t f) {
+  int n = nverts(b, f);
+  ce_vec3 s = ce_v3(0, 0, 0), x0 = vtx(b, f, 0);
+  for (int k = 1; k + 1 < n; k++) s = ce_add(s, ce_cross(ce_sub(vtx(b, f, k), x0), ce_sub(vtx(b, f, k + 1), x0)));
+  return 0.5 * ce_dot(s, face_normal(b, f));
+}
+
+static double total_area(const ce_builder *b) {
+  double a = 0;
+  for (int64_t f = 0; f < nfaces(b); f++) a += face_area(b, (int32_t)f);
+  return a;
+}
+
+/* M: unit corner tet, p_M = 2e5 z + 1e5 x. N (own frame): the same tet
+ * turned upside down with apex at the origin, p_N = 2e5 (1 - z) + 1e5 x. */
+static const ce_vec3 VM[4] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+static const double PM[4] = {0, 1e5, 0, 2e5};
+static const ce_vec3 VN[4] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}, {0, 0, 0}};
+static const double PN[4] = {0, 0, 1e5, 2e5};
+static const int32_t T1[1][4] = {{0, 1, 2, 3}};
+
+Test(intersect_cc, hand_computed_polygon) {
+  ce_geometry *m = make_geom(VM, 4, T1, 1, PM), *n = make_geom(VN, 4, T1, 1, PN);
+  ce_arena *arena = ce_arena_create(1 << 14);
+  ce_builder b;
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  ce_counters c = {0, 0, 0};
+  /* N shifted by (0.2, 0.1, 0): in M's frame p_N = 2e5 (1 - z) + 1e5 (x - 0.2).
+   * Equal pressure: 4e5 z = 1.8e5, the plane z = 0.45, normal +z. M's section
+   * is x, y >= 0, x + y <= 0.55; N's is x >= 0.2, y >= 0.1, x + y <= 0.75.
+   * The polygon: triangle (0.2, 0.1), (0.45, 0.1), (0.2, 0.35) at z = 0.45,
+   * area 0.25^2 / 2 = 0.03125, pressures 1.1e5, 1.35e5, 1.1e5. */
+  ce_pose X = ce_pose_identity();
+  X.p = ce_v3(0.2, 0.1, 0);
+  cr_assert_eq(ce_intersect_tet_tet(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.candidate_pairs, 1);
+  cr_assert_eq(c.polygons, 1);
+  cr_assert_eq(c.faces_dropped, 0);
+  cr_assert_eq(nfaces(&b), 1);
+  cr_assert_eq(nverts(&b, 0), 3);
+  ce_vec3 nr = face_normal(&b, 0);
+  cr_assert(fabs(nr.x) < 1e-15 && fabs(nr.y) < 1e-15 && fabs(nr.z - 1) < 1e-15);
+  cr_assert(fabs(face_area(&b, 0) - 0.03125) < 1e-12, "area %.17g", face_area(&b, 0));
+  const ce_vec3 want[3] = {{0.2, 0.1, 0.45}, {0.45, 0.1, 0.45}, {0.2, 0.35, 0.45}};
+  const double wantp[3] = {1.1e5, 1.35e5, 1.1e5};
+  for (int w = 0; w < 3; w++) {
+    int found = 0;
+    for (int k = 0; k < 3; k++) {
+      if (ce_norm(ce_sub(vtx(&b, 0, k), want[w])) < 1e-12) {
+        found++;
+        cr_assert(fabs(prs(&b, 0, k) - wantp[w]) < 1e-12 * 1e5, "pressure %.17g want %g", prs(&b, 0, k), wantp[w]);
+      }
+    }
+    cr_assert_eq(found, 1, "vertex %d (%g %g %g) found %d times", w, want[w].x, want[w].y, want[w].z, found);
+  }
+  /* Gradients are reported in M's frame. */
+  ce_vec3 gm = ((ce_vec3 *)b.grad_m.data)[0], gn = ((ce_vec3 *)b.grad_n.data)[0];
+  cr_assert(ce_norm(ce_sub(gm, ce_v3(1e5, 0, 2e5))) < 1e-9);
+  cr_assert(ce_norm(ce_sub(gn, ce_v3(1e5, 0, -2e5))) < 1e-9);
+  cr_assert_eq(((int32_t *)b.elem_m.data)[0], 0);
+  cr_assert_eq(((int32_t *)b.elem_n.data)[0], 0);
+  ce_arena_destroy(arena);
+  free_geom(m);
+  free_geom(n);
+}
+
+Test(intersect_cc, gradient_rule_drops_and_counts) {
+  /* M: p = 2e5 z. N: the same tet shifted up by 0.25 with p = 4e5 z_N, i.e.
+   * 4e5 (z - 0.25) in M's frame. Equal at z = 0.5, but gM - gN = -2e5 z:
+   * the normal is -z while M's gradient is +z (angle pi > 5 pi / 8). */
+  const double pm[4] = {0, 0, 0, 2e5}, pn[4] = {0, 0, 0, 4e5};
+  ce_geometry *m = make_geom(VM, 4, T1, 1, pm), *n = make_geom(VM, 4, T1, 1, pn);
+  ce_arena *arena = ce_arena_create(1 << 14);
+  ce_builder b;
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  ce_counters c = {0, 0, 0};
+  ce_pose X = ce_pose_identity();
+  X.p = ce_v3(0.05, 0.05, 0.25);
+  cr_assert_eq(ce_intersect_tet_tet(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.candidate_pairs, 1);
+  cr_assert_eq(c.polygons, 0);
+  cr_assert_eq(c.faces_dropped, 1);
+  cr_assert_eq(nfaces(&b), 0);
+  ce_arena_destroy(arena);
+  free_geom(m);
+  free_geom(n);
+}
+
+Test(intersect_cc, disjoint_pressure_ranges_and_missing_plane_give_nothing) {
+  const double pm[4] = {0, 0, 0, 1e5}, pn[4] = {2e5, 2e5, 2e5, 3e5};
+  ce_geometry *m = make_geom(VM, 4, T1, 1, pm), *n = make_geom(VM, 4, T1, 1, pn);
+  ce_arena *arena = ce_arena_create(1 << 14);
+  ce_builder b;
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  ce_counters c = {0, 0, 0};
+  ce_pose X = ce_pose_identity();
+  cr_assert_eq(ce_intersect_tet_tet(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.candidate_pairs, 0, "the BVH prunes disjoint pressure ranges");
+  cr_assert_eq(c.polygons, 0);
+  /* Far apart: no candidates at all. */
+  ce_geometry *n2 = make_geom(VN, 4, T1, 1, PN);
+  X.p = ce_v3(5, 0, 0);
+  cr_assert_eq(ce_intersect_tet_tet(m, n2, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.candidate_pairs, 0);
+  cr_assert_eq(nfaces(&b), 0);
+  ce_arena_destroy(arena);
+  free_geom(m);
+  free_geom(n);
+  free_geom(n2);
+}
+
+Test(intersect_cc, swapping_roles_flips_normal_keeps_area) {
+  ce_geometry *m = make_geom(VM, 4, T1, 1, PM), *n = make_geom(VN, 4, T1, 1, PN);
+  ce_arena *arena = ce_arena_create(1 << 14);
+  uint64_t st = 17;
+  int tested = 0;
+  for (int trial = 0; trial < 50; trial++) {
+    ce_quat q = ce_quat_normalize((ce_quat){1, 0.3 * (ce_test_rand(&st) - 0.5), 0.3 * (ce_test_rand(&st) - 0.5),
+                                            0.3 * (ce_test_rand(&st) - 0.5)});
+    ce_pose X = ce_pose_from_quat(q, ce_v3(0.3 * ce_test_rand(&st), 0.3 * ce_test_rand(&st), 0.2 * (ce_test_rand(&st) - 0.5)));
+    ce_pose Xi = ce_pose_inverse(&X);
+    ce_arena_reset(arena);
+    ce_builder b1, b2;
+    cr_assert_eq(ce_builder_init(&b1, arena), CE_OK);
+    cr_assert_eq(ce_builder_init(&b2, arena), CE_OK);
+    ce_counters c1 = {0, 0, 0}, c2 = {0, 0, 0};
+    cr_assert_eq(ce_intersect_tet_tet(m, n, &X, &b1, &c1), CE_OK);
+    cr_assert_eq(ce_intersect_tet_tet(n, m, &Xi, &b2, &c2), CE_OK);
+    cr_assert_eq(nfaces(&b1), nfaces(&b2), "trial %d", trial);
+    if (nfaces(&b1) == 0) continue;
+    tested++;
+    double a1 = face_area(&b1, 0), a2 = face_area(&b2, 0);
+    cr_assert(a1 > 0);
+    cr_assert(fabs(a1 - a2) < 1e-12, "trial %d: area %.17g vs %.17g", trial, a1, a2);
+    /* b2's normal is in N's frame; rotate into M's. */
+    ce_vec3 n1 = face_normal(&b1, 0), n2 = ce_pose_rotate(&X, face_normal(&b2, 0));
+    cr_assert(ce_norm(ce_add(n1, n2)) < 1e-12, "normals not opposite");
+    /* Same pressure at the (shared) centroid. */
+    double p1 = 0, p2 = 0;
+    for (int k = 0; k < nverts(&b1, 0); k++) p1 += prs(&b1, 0, k) / nverts(&b1, 0);
+    for (int k = 0; k < nverts(&b2, 0); k++) p2 += prs(&b2, 0, k) / nverts(&b2, 0);
+    cr_assert(fabs(a1 * p1 - a2 * p2) < 1e-9 * fabs(a1 * p1) + 1e-12 || nverts(&b1, 0) != nverts(&b2, 0));
+  }
+  cr_assert(tested >= 20, "only %d trials produced a polygon", tested);
+  ce_arena_destroy(arena);
+  free_geom(m);
+  free_geom(n);
+}
+
+/* Random positively oriented tets with random nonnegative vertex pressures:
+ * every polygon vertex lies on the equal-pressure plane, inside both tets;
+ * polygons are convex and counter-clockwise about their normal; normals obey
+ * the gradient rule; the vertex pressure is p_M. */
+static double det4(const ce_vec3 y[4]) {
+  return ce_dot(ce_sub(y[1], y[0]), ce_cross(ce_sub(y[2], y[0]), ce_sub(y[3], y[0])));
+}
+/* Smallest barycentric coordinate of x in tet y. */
+static double bary_min(const ce_vec3 y[4], ce_vec3 x) {
+  double vol = det4(y), lo = INFINITY;
+  for (int k = 0; k < 4; k++) {
+    ce_vec3 z[4] = {y[0], y[1], y[2], y[3]};
+    z[k] = x;
+    lo = fmin(lo, det4(z) / vol);
+  }
+  return lo;
+}
+
+Test(intersect_cc, random_pairs_satisfy_invariants) {
+  uint64_t st = 2024;
+  ce_arena *arena = ce_arena_create(1 << 14);
+  int produced = 0, dropped = 0;
+  for (int trial = 0; trial < 1500; trial++) {
+    ce_vec3 a[4], bv[4];
+    double pa[4], pb[4];
+    for (int k = 0; k < 4; k++) {
+      a[k] = ce_v3(ce_test_rand(&st), ce_test_rand(&st), ce_test_rand(&st));
+      bv[k] = ce_v3(ce_test_rand(&st), ce_test_rand(&st), ce_test_rand(&st));
+      pa[k] = 1e5 * ce_test_rand(&st);
+      pb[k] = 1e5 * ce_test_rand(&st);
+    }
+    double va = ce_dot(ce_sub(a[1], a[0]), ce_cross(ce_sub(a[2], a[0]), ce_sub(a[3], a[0])));
+    double vb = ce_dot(ce_sub(bv[1], bv[0]), ce_cross(ce_sub(bv[2], bv[0]), ce_sub(bv[3], bv[0])));
+    if (fabs(va) < 1e-3 || fabs(vb) < 1e-3) continue;
+    if (va < 0) { ce_vec3 t = a[1]; a[1] = a[2]; a[2] = t; double s = pa[1]; pa[1] = pa[2]; pa[2] = s; }
+    if (vb < 0) { ce_vec3 t = bv[1]; bv[1] = bv[2]; bv[2] = t; double s = pb[1]; pb[1] = pb[2]; pb[2] = s; }
+    ce_geometry *m = make_geom(a, 4, T1, 1, pa), *n = make_geom(bv, 4, T1, 1, pb);
+    /* B's vertices are in [0,1]^3; rotate about the cube centre so the tets overlap. */
+    ce_quat q = ce_test_rand_quat(&st);
+    ce_vec3 ctr = ce_v3(0.5, 0.5, 0.5);
+    ce_pose X = ce_pose_from_quat(q, ce_sub(ctr, ce_quat_rotate(q, ctr)));
+    ce_arena_reset(arena);
+    ce_builder b;
+    cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+    ce_counters c = {0, 0, 0};
+    cr_assert_eq(ce_intersect_tet_tet(m, n, &X, &b, &c), CE_OK);
+    dropped += (int)c.faces_dropped;
+    cr_assert_eq(c.polygons, nfaces(&b));
+    ce_vec3 yn[4];
+    for (int k = 0; k < 4; k++) yn[k] = ce_pose_apply(&X, bv[k]);
+    ce_vec3 gM = m->tet.grad[0], gN = ce_pose_rotate(&X, n->tet.grad[0]);
+    double cM = m->tet.offset[0], cN = n->tet.offset[0] - ce_dot(gN, X.p);
+    for (int64_t f = 0; f < nfaces(&b); f++) {
+      produced++;
+      ce_vec3 nr = face_normal(&b, (int32_t)f);
+      cr_assert(fabs(ce_norm(nr) - 1) < 1e-12);
+      cr_assert(ce_dot(nr, gM) > CE_GRADIENT_COS_LIMIT * ce_norm(gM));
+      cr_assert(-ce_dot(nr, gN) > CE_GRADIENT_COS_LIMIT * ce_norm(gN));
+      int nvv = nverts(&b, (int32_t)f);
+      cr_assert(nvv >= 3 && nvv <= 8);
+      for (int k = 0; k < nvv; k++) {
+        ce_vec3 x = vtx(&b, (int32_t)f, k);
+        double pm = ce_dot(gM, x) + cM, pn = ce_dot(gN, x) + cN;
+        cr_assert(fabs(pm - pn) < 1e-9 * 1e5, "trial %d: pM %g != pN %g", trial, pm, pn);
+        cr_assert(fabs(prs(&b, (int32_t)f, k) - pm) < 1e-9 * 1e5);
+        cr_assert(bary_min(a, x) > -1e-9, "trial %d: vertex outside M", trial);
+        cr_assert(bary_min(yn, x) > -1e-9, "trial %d: vertex outside N", trial);
+        /* Convex, CCW: every consecutive turn is positive about the normal. */
+        ce_vec3 x1 = vtx(&b, (int32_t)f, (k + 1) % nvv), x2 = vtx(&b, (int32_t)f, (k + 2) % nvv);
+        cr_assert(ce_dot(ce_cross(ce_sub(x1, x), ce_sub(x2, x1)), nr) > -1e-14, "trial %d: not convex CCW", trial);
+      }
+      cr_assert(face_area(&b, (int32_t)f) > 0);
+    }
+    free_geom(m);
+    free_geom(n);
+  }
+  cr_assert(produced > 20, "only %d polygons", produced);
+  cr_assert(dropped > 5, "only %d drops: the rule is not exercised", dropped);
+  ce_arena_destroy(arena);
+}
+
+/* Unit cube as 6 Kuhn tets around the main diagonal, positively oriented. */
+static void kuhn_cube(ce_vec3 v[8], int32_t t[6][4]) {
+  for (int i = 0; i < 8; i++) v[i] = ce_v3(i & 1, (i >> 1) & 1, (i >> 2) & 1);
+  static const int perm[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  for (int k = 0; k < 6; k++) {
+    int a = 1 << perm[k][0], b = a | (1 << perm[k][1]);
+    int32_t q[4] = {0, a, b, 7};
+    ce_vec3 x[4] = {v[q[0]], v[q[1]], v[q[2]], v[q[3]]};
+    if (ce_dot(ce_sub(x[1], x[0]), ce_cross(ce_sub(x[2], x[0]), ce_sub(x[3], x[0]))) < 0) {
+      int32_t s = q[1];
+      q[1] = q[2];
+      q[2] = s;
+    }
+    memcpy(t[k], q, sizeof q);
+  }
+}
+
+Test(intersect_cc, polygons_tile_the_section_of_two_tet_cubes) {
+  /* p_M = 1e5 z, p_N = 1e5 (1 - z_N) with N shifted by (0.3, 0.2, 0) and
+   * turned by 90 degrees about z around its centre: the surface is the
+   * square [0.3, 1] x [0.2, 1] at z = 0.5, area 0.56, pressure 5e4. */
+  ce_vec3 v[8];
+  int32_t t[6][4];
+  kuhn_cube(v, t);
+  double pm[8], pn[8];
+  for (int i = 0; i < 8; i++) {
+    pm[i] = 1e5 * v[i].z;
+    pn[i] = 1e5 * (1 - v[i].z);
+  }
+  ce_geometry *m = make_geom(v, 8, (const int32_t(*)[4])t, 6, pm), *n = make_geom(v, 8, (const int32_t(*)[4])t, 6, pn);
+  ce_arena *arena = ce_arena_create(1 << 14);
+  ce_builder b;
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  ce_counters c = {0, 0, 0};
+  /* Rotation by 90 deg about z maps the cube [0,1]^2 to [-1,0]x[0,1]; shift back. */
+  ce_pose X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(0, 0, 1), M_PI / 2), ce_v3(1.3, 0.2, 0));
+  cr_assert_eq(ce_intersect_tet_tet(m, n, &X, &b, &c), CE_OK);
+  cr_assert(c.polygons >= 6, "%lld polygons", (long long)c.polygons);
+  cr_assert_eq(c.faces_dropped, 0);
+  cr_assert(c.candidate_pairs >= c.polygons);
+  cr_assert(fabs(total_area(&b) - 0.56) < 1e-12, "area %.17g", total_area(&b));
+  for (int64_t f = 0; f < nfaces(&b); f++)
+    for (int k = 0; k < nverts(&b, (int32_t)f); k++) {
+      cr_assert(fabs(vtx(&b, (int32_t)f, k).z - 0.5) < 1e-14);
+      cr_assert(fabs(prs(&b, (int32_t)f, k) - 5e4) < 1e-9);
+    }
+  ce_arena_destroy(arena);
+  free_geom(m);
+  free_geom(n);
+}
