@@ -1,18 +1,512 @@
-/* ce_intersect_rigid.c — PLACEHOLDER: replaced by its owner; returns "not implemented". */
+/* ce_intersect_rigid.c — contact surfaces between a compliant geometry M and
+ * a rigid one (or a compliant half space), built in M's frame with normals
+ * pointing out of N into M.
+ *
+ *  ce_intersect_tet_tri        compliant tet mesh M – rigid triangle mesh N:
+ *                              the surface is N's boundary inside M; every
+ *                              candidate triangle is clipped by the tet.
+ *  ce_intersect_tet_halfspace  compliant tet mesh M – half space N: a rigid
+ *                              N gives N's boundary plane sliced by M's tets;
+ *                              a compliant N (a slab of thickness s) gives
+ *                              the equal-pressure surface p_M = p_N, clipped
+ *                              by the tets and by N's material z_N <= 0.
+ *  ce_intersect_halfspace_tri  compliant half space M – rigid mesh N: N's
+ *                              triangles clipped to M's material z_M <= 0.
+ *
+ * Gradient rule (seed 000, as Drake): a face is kept only when its normal n
+ * makes an angle of less than 5 pi/8 with the unit pressure gradient of each
+ * compliant side, oriented so that it points into that side: n.gM > cos(5pi/8)
+ * for M and -n.gN > cos(5pi/8) for a compliant N. For a rigid N the normal is
+ * N's outward normal, so the rule removes the faces of N whose outward normal
+ * points against M's pressure gradient — the back faces of thin rigid objects
+ * that poke through the compliant body, whose pressure would otherwise push N
+ * the wrong way. faces_dropped counts candidate pairs rejected by this rule.
+ *
+ * Shared vertices: slices of neighbouring tets (and clipped neighbouring
+ * triangles) share their vertices through an open-addressing hash keyed by
+ * global mesh indices (a vertex, an edge as a sorted pair, or a face as a
+ * sorted triple) — never by address, so the surface is deterministic. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
 #include "ce_internal.h"
+
+#define MAXV 16
+
+/* ---- vertex cache: (k0, k1, k2) sorted mesh indices -> builder vertex ---- */
+
+typedef struct vkey { int32_t k[3]; } vkey;
+typedef struct vslot { vkey key; int32_t id; } vslot; /* id < 0: empty */
+
+typedef struct vcache {
+  ce_arena *arena;
+  vslot *slot;
+  uint64_t mask;
+  int64_t count;
+} vcache;
+
+static uint64_t vhash(vkey k) {
+  uint64_t h = (uint64_t)(uint32_t)k.k[0] * 0x9E3779B97F4A7C15ULL;
+  h ^= (uint64_t)(uint32_t)k.k[1] + 0x632BE59BD9B4E019ULL + (h << 6) + (h >> 2);
+  h *= 0xBF58476D1CE4E5B9ULL;
+  h ^= (uint64_t)(uint32_t)k.k[2] + 0x94D049BB133111EBULL + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0x94D049BB133111EBULL;
+  h ^= h >> 29;
+  return h;
+}
+
+static ce_errno vcache_alloc(vcache *c, uint64_t cap) {
+  c->slot = ce_arena_alloc(c->arena, cap * sizeof(vslot));
+  if (!c->slot) return CE_ENOMEM;
+  for (uint64_t i = 0; i < cap; i++) c->slot[i].id = -1;
+  c->mask = cap - 1;
+  return CE_OK;
+}
+
+static ce_errno vcache_init(vcache *c, ce_arena *a, int64_t expected) {
+  uint64_t cap = 64;
+  while ((int64_t)cap < expected * 2) cap <<= 1;
+  c->arena = a;
+  c->count = 0;
+  return vcache_alloc(c, cap);
+}
+
+/* The slot for key: either holding it, or the empty slot where it belongs.
+ * The load factor stays <= 1/2 (vcache_reserve), so a free slot exists. */
+static vslot *vcache_find(vcache *c, vkey k) {
+  uint64_t i = vhash(k) & c->mask;
+  for (;;) {
+    vslot *s = &c->slot[i];
+    if (s->id < 0 || (s->key.k[0] == k.k[0] && s->key.k[1] == k.k[1] && s->key.k[2] == k.k[2])) return s;
+    i = (i + 1) & c->mask;
+  }
+}
+
+/* Make room for `extra` more insertions (rehash into a table twice as big).
+ * Lookups are by key only, so the layout never affects the result. */
+static ce_errno vcache_reserve(vcache *c, int64_t extra) {
+  if ((uint64_t)(c->count + extra) * 2 <= c->mask + 1) return CE_OK;
+  vslot *old = c->slot;
+  uint64_t oldcap = c->mask + 1, cap = oldcap;
+  while ((uint64_t)(c->count + extra) * 2 > cap) cap <<= 1;
+  if (vcache_alloc(c, cap) != CE_OK) return CE_ENOMEM;
+  for (uint64_t i = 0; i < oldcap; i++)
+    if (old[i].id >= 0) *vcache_find(c, old[i].key) = old[i];
+  return CE_OK;
+}
+
+static void vcache_set(vcache *c, vslot *s, vkey k, int32_t id) {
+  s->key = k;
+  s->id = id;
+  c->count++;
+}
+
+static void sort3(int32_t *a) {
+  int32_t t;
+  if (a[0] > a[1]) { t = a[0]; a[0] = a[1]; a[1] = t; }
+  if (a[1] > a[2]) { t = a[1]; a[1] = a[2]; a[2] = t; }
+  if (a[0] > a[1]) { t = a[0]; a[0] = a[1]; a[1] = t; }
+}
+
+/* Key of a vertex (i), an edge (i, j) or a face (i, j, l); unused = -1. */
+static vkey key_of(int32_t i, int32_t j, int32_t l) {
+  vkey k = {{i, j, l}};
+  sort3(k.k);
+  return k;
+}
+
+/* ---- small polygon helpers ---------------------------------------------- */
+
+/* Twice the vector area (Newell) of the polygon x[0..n). */
+static ce_vec3 poly_area2(const ce_vec3 *x, int n) {
+  ce_vec3 s = ce_v3(0, 0, 0);
+  for (int i = 0; i < n; i++) s = ce_add(s, ce_cross(x[i], x[(i + 1) % n]));
+  return s;
+}
+
+/* Remove cyclically consecutive duplicate ids; returns the new count. */
+static int dedupe_ids(int32_t *ids, int n) {
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (m == 0 || ids[m - 1] != ids[i]) ids[m++] = ids[i];
+  while (m > 1 && ids[m - 1] == ids[0]) m--;
+  return m;
+}
+
+/* Add a face from cached vertex ids after removing repeats; orients it
+ * counter-clockwise about `normal`; skips polygons of (numerically) zero
+ * area. Returns CE_OK whether or not a face was added; *added says. */
+static ce_errno emit_face(ce_builder *b, int32_t *ids, int n, ce_vec3 normal, ce_vec3 gm, ce_vec3 gn,
+                          int32_t em, int32_t en, int *added) {
+  *added = 0;
+  n = dedupe_ids(ids, n);
+  if (n < 3) return CE_OK;
+  const ce_vec3 *V = b->v.data;
+  ce_vec3 x[MAXV];
+  double ext = 0;
+  for (int i = 0; i < n; i++) {
+    x[i] = V[ids[i]];
+    ext = fmax(ext, ce_norm2(ce_sub(x[i], x[0])));
+  }
+  ce_vec3 a2 = poly_area2(x, n);
+  double s = ce_dot(a2, normal);
+  /* zero area relative to the polygon's extent: nothing to add */
+  if (!(fabs(s) > 1e-13 * ext)) return CE_OK;
+  if (s < 0)
+    for (int i = 0, j = n - 1; i < j; i++, j--) {
+      int32_t t = ids[i];
+      ids[i] = ids[j];
+      ids[j] = t;
+    }
+  ce_errno e = ce_builder_add_face(b, ids, n, normal, gm, gn, em, en);
+  if (e == CE_OK) *added = 1;
+  return e;
+}
+
+/* ---- compliant tet mesh M vs rigid triangle mesh N ------------------------ */
+
+/* Sutherland–Hodgman: keep the part of polygon x (n vertices) where
+ * d(x) = nrm.x - off >= 0. Returns the new count (<= n + 1). */
+static int clip_poly(const ce_vec3 *x, int n, ce_vec3 nrm, double off, ce_vec3 *out) {
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    ce_vec3 a = x[i], bb = x[(i + 1) % n];
+    double da = ce_dot(nrm, a) - off, db = ce_dot(nrm, bb) - off;
+    if (da >= 0) out[m++] = a;
+    /* strictly opposite sides; an endpoint at exactly 0 is kept as itself */
+    if ((da > 0 && db < 0) || (da < 0 && db > 0)) {
+      double t = da / (da - db);
+      out[m++] = ce_axpy(a, t, ce_sub(bb, a));
+    }
+  }
+  return m;
+}
 
 ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
                               ce_builder *b, ce_counters *c) {
-  (void)m; (void)n; (void)X_MN; (void)b; (void)c;
-  return CE_EUNSUPPORTED;
+  ce_arena *a = b->arena;
+  ce_buf pairs;
+  ce_buf_init(&pairs, sizeof(ce_pair));
+  ce_errno e = ce_bvh_collide(&m->bvh, &n->bvh, X_MN, 0, a, &pairs);
+  if (e != CE_OK) return e;
+  c->candidate_pairs += pairs.len;
+  const ce_tetmesh *T = &m->tet;
+  const ce_trimesh *S = &n->tri;
+  /* coplanarity tolerance: a few ulps of the coordinates' magnitude */
+  const double eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
+  const ce_vec3 zero = ce_v3(0, 0, 0);
+  for (int64_t q = 0; q < pairs.len; q++) {
+    ce_pair pr = ((const ce_pair *)pairs.data)[q];
+    int32_t t = pr.a, f = pr.b;
+    ce_vec3 nrm = ce_pose_rotate(X_MN, S->normal[f]);
+    ce_vec3 g = T->grad[t];
+    ce_vec3 gh = ce_normalize(g);
+    /* Gradient rule first: it needs no clipping (see the file comment). A
+     * zero gradient (constant field) gives 0 > cos(5pi/8): accepted. */
+    if (!(ce_dot(nrm, gh) > CE_GRADIENT_COS_LIMIT)) {
+      c->faces_dropped++;
+      continue;
+    }
+    const int32_t *tv = T->tet[t];
+    ce_vec3 X[4] = {T->v[tv[0]], T->v[tv[1]], T->v[tv[2]], T->v[tv[3]]};
+    ce_vec3 P[MAXV], Q[MAXV];
+    int np = 3;
+    for (int i = 0; i < 3; i++) P[i] = ce_pose_apply(X_MN, S->v[S->tri[f][i]]);
+    int drop = 0;
+    for (int i = 0; i < 4 && np >= 3 && !drop; i++) {
+      /* face opposite vertex i, unit normal pointing into the tet */
+      ce_vec3 x0 = X[(i + 1) & 3], x1 = X[(i + 2) & 3], x2 = X[(i + 3) & 3];
+      ce_vec3 fn = ce_normalize(ce_cross(ce_sub(x1, x0), ce_sub(x2, x0)));
+      if (ce_dot(fn, ce_sub(X[i], x0)) < 0) fn = ce_neg(fn);
+      double off = ce_dot(fn, x0);
+      /* A triangle lying in this face's plane: the face, when shared by two
+       * tets, would give the same polygon twice (once per tet). Half-open
+       * rule: the polygon belongs only to the tet on the side its normal
+       * points to (dot(n, inward) > 0) — M's material outside N, whose
+       * gradient is the one that matters. The two tets sharing the face
+       * have opposite inward normals, so exactly one keeps it. */
+      int coplanar = 1;
+      for (int k = 0; k < np && coplanar; k++)
+        if (fabs(ce_dot(fn, P[k]) - off) > eps) coplanar = 0;
+      if (coplanar) {
+        if (!(ce_dot(nrm, fn) > 0)) drop = 1;
+        continue;
+      }
+      np = clip_poly(P, np, fn, off, Q);
+      memcpy(P, Q, (size_t)np * sizeof(ce_vec3));
+    }
+    if (drop || np < 3) continue;
+    /* drop near-duplicate consecutive vertices */
+    int k = 0;
+    for (int i = 0; i < np; i++)
+      if (k == 0 || ce_norm(ce_sub(P[i], Q[k - 1])) > eps) Q[k++] = P[i];
+    while (k > 1 && ce_norm(ce_sub(Q[k - 1], Q[0])) <= eps) k--;
+    if (k < 3) continue;
+    ce_vec3 a2 = poly_area2(Q, k);
+    if (!(ce_dot(a2, nrm) > 0)) continue; /* zero area (or degenerate) */
+    double p[MAXV];
+    for (int i = 0; i < k; i++) p[i] = fmax(0.0, ce_dot(g, Q[i]) + T->offset[t]);
+    if ((e = ce_builder_add_polygon(b, Q, p, k, nrm, g, zero, t, f)) != CE_OK) return e;
+    c->polygons++;
+  }
+  return CE_OK;
 }
-ce_errno ce_intersect_tet_halfspace(const ce_geometry *m, const ce_geometry *n,
-                                    const ce_pose *X_MN, ce_builder *b, ce_counters *c) {
-  (void)m; (void)n; (void)X_MN; (void)b; (void)c;
-  return CE_EUNSUPPORTED;
+
+/* ---- slicing a tet by the zero set of a linear function ------------------ */
+
+/* Values h[i] at the 4 vertices of tet t (global ids tv). Half-open rule:
+ * a vertex is "above" when h >= 0 and "below" when h < 0; the slice runs
+ * through the edges joining the two classes, so a face lying exactly in the
+ * zero set belongs to the tet below it only and is never produced twice.
+ * A cut point whose above endpoint has h == 0 is that vertex itself (keyed as
+ * the vertex, so neighbours share it). Appends up to 4 cut points to ids/keys
+ * (cached builder vertices), with pressures interpolated along the edge. The
+ * points are in cyclic order (not yet oriented). Returns the count. */
+static int slice_tet(ce_builder *b, vcache *cache, const ce_tetmesh *T, int32_t t, const double h[4],
+                     int32_t *ids, vkey *keys) {
+  const int32_t *tv = T->tet[t];
+  int below[4], nb = 0, above[4], na = 0;
+  for (int i = 0; i < 4; i++) {
+    if (h[i] < 0) below[nb++] = i;
+    else above[na++] = i;
+  }
+  if (nb == 0 || na == 0) return 0;
+  int ev[4][2], ne = 0; /* (below, above) local vertex pairs in cyclic order */
+  if (nb == 1 || na == 1) {
+    int lone = nb == 1 ? below[0] : above[0];
+    int *others = nb == 1 ? above : below;
+    for (int i = 0; i < 3; i++) {
+      int o = others[i];
+      ev[ne][0] = nb == 1 ? lone : o;
+      ev[ne][1] = nb == 1 ? o : lone;
+      ne++;
+    }
+  } else {
+    int b0 = below[0], b1 = below[1], a0 = above[0], a1 = above[1];
+    ev[0][0] = b0; ev[0][1] = a0;
+    ev[1][0] = b0; ev[1][1] = a1;
+    ev[2][0] = b1; ev[2][1] = a1;
+    ev[3][0] = b1; ev[3][1] = a0;
+    ne = 4;
+  }
+  for (int i = 0; i < ne; i++) {
+    int lb = ev[i][0], la = ev[i][1];
+    int32_t gb = tv[lb], ga = tv[la];
+    vkey k = h[la] == 0 ? key_of(ga, -1, -1) : key_of(gb, ga, -1);
+    vslot *s = vcache_find(cache, k);
+    if (s->id < 0) {
+      ce_vec3 x;
+      double p;
+      if (h[la] == 0) {
+        x = T->v[ga];
+        p = T->p[ga];
+      } else {
+        /* interpolate from the lower global index so the point does not
+         * depend on which tet computes it first */
+        int32_t g0 = gb < ga ? gb : ga, g1 = gb < ga ? ga : gb;
+        double h0 = gb < ga ? h[lb] : h[la], h1 = gb < ga ? h[la] : h[lb];
+        double u = h0 / (h0 - h1);
+        x = ce_axpy(T->v[g0], u, ce_sub(T->v[g1], T->v[g0]));
+        p = T->p[g0] + u * (T->p[g1] - T->p[g0]);
+      }
+      int32_t id = ce_builder_add_vertex(b, x, p);
+      if (id < 0) return -1;
+      vcache_set(cache, s, k, id);
+    }
+    ids[i] = s->id;
+    keys[i] = k;
+  }
+  return ne;
 }
-ce_errno ce_intersect_halfspace_tri(const ce_geometry *m, const ce_geometry *n,
-                                    const ce_pose *X_MN, ce_builder *b, ce_counters *c) {
-  (void)m; (void)n; (void)X_MN; (void)b; (void)c;
-  return CE_EUNSUPPORTED;
+
+/* ---- compliant tet mesh M vs half space N --------------------------------- */
+
+ce_errno ce_intersect_tet_halfspace(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
+                                    ce_builder *b, ce_counters *c) {
+  ce_arena *a = b->arena;
+  const ce_tetmesh *T = &m->tet;
+  /* N's boundary plane in M's frame: nz.x = d; N's material nz.x <= d. */
+  ce_vec3 nz = ce_v3(X_MN->R.m[0][2], X_MN->R.m[1][2], X_MN->R.m[2][2]);
+  double d = ce_dot(nz, X_MN->p);
+  const int compliant_n = n->compliance == CE_COMPLIANT;
+  ce_buf tets;
+  ce_buf_init(&tets, sizeof(int32_t));
+  ce_errno e = ce_bvh_collide_plane(&m->bvh, nz, d, compliant_n ? 0 : 1, a, &tets);
+  if (e != CE_OK) return e;
+  c->candidate_pairs += tets.len;
+  if (tets.len == 0) return CE_OK;
+  vcache cache;
+  /* about 2 shared cut points per sliced tet; grows on demand */
+  if ((e = vcache_init(&cache, a, compliant_n ? 64 : tets.len * 2)) != CE_OK) return e;
+  const ce_vec3 zero = ce_v3(0, 0, 0);
+
+  /* compliant N: p_N(x) = kN (d - nz.x), kN = E_N / s; gradient -kN nz */
+  const double kN = compliant_n ? n->modulus / n->slab_thickness : 0;
+  const ce_vec3 gN = ce_scale(nz, -kN);
+  const ce_vec3 gNh = ce_neg(nz);
+
+  for (int64_t q = 0; q < tets.len; q++) {
+    int32_t t = ((const int32_t *)tets.data)[q];
+    const int32_t *tv = T->tet[t];
+    double h[4];
+    int32_t ids[MAXV];
+    vkey keys[MAXV];
+    ce_vec3 normal, gm = T->grad[t];
+    /* at most 4 slice points and 2 clip crossings per tet */
+    if ((e = vcache_reserve(&cache, 6)) != CE_OK) return e;
+    if (!compliant_n) {
+      for (int i = 0; i < 4; i++) h[i] = ce_dot(nz, T->v[tv[i]]) - d;
+      normal = nz;
+      int ns = slice_tet(b, &cache, T, t, h, ids, keys);
+      if (ns < 0) return CE_ENOMEM;
+      if (ns == 0) continue;
+      int added;
+      if ((e = emit_face(b, ids, ns, normal, gm, zero, t, 0, &added)) != CE_OK) return e;
+      c->polygons += added;
+      continue;
+    }
+    /* compliant N: equal-pressure plane h = p_M - p_N = 0 */
+    ce_vec3 dg = ce_sub(gm, gN);
+    normal = ce_normalize(dg);
+    if (ce_norm2(normal) == 0) continue; /* parallel equal fields: no plane */
+    if (!(ce_dot(normal, ce_normalize(gm)) > CE_GRADIENT_COS_LIMIT) ||
+        !(-ce_dot(normal, gNh) > CE_GRADIENT_COS_LIMIT)) {
+      /* only count tets that actually hold an equal-pressure plane */
+      double lo = INFINITY, hi = -INFINITY;
+      for (int i = 0; i < 4; i++) {
+        ce_vec3 x = T->v[tv[i]];
+        double hv = T->p[tv[i]] - kN * (d - ce_dot(nz, x));
+        lo = fmin(lo, hv);
+        hi = fmax(hi, hv);
+      }
+      if (lo < 0 && hi >= 0) c->faces_dropped++;
+      continue;
+    }
+    double z[4];
+    for (int i = 0; i < 4; i++) {
+      ce_vec3 x = T->v[tv[i]];
+      z[i] = ce_dot(nz, x) - d;
+      h[i] = T->p[tv[i]] - kN * (-z[i]);
+    }
+    int ns = slice_tet(b, &cache, T, t, h, ids, keys);
+    if (ns < 0) return CE_ENOMEM;
+    if (ns == 0) continue;
+    /* clip to N's material z_N <= 0 (kept side closed, as for the slice) */
+    const ce_vec3 *V = b->v.data;
+    int32_t out[MAXV];
+    int no = 0;
+    for (int i = 0; i < ns; i++) {
+      int j = (i + 1) % ns;
+      V = b->v.data;
+      double za = ce_dot(nz, V[ids[i]]) - d, zb = ce_dot(nz, V[ids[j]]) - d;
+      if (za <= 0) out[no++] = ids[i];
+      if ((za < 0 && zb > 0) || (za > 0 && zb < 0)) {
+        /* The segment lies in a tet face; the face (sorted vertex triple)
+         * keys the crossing so the neighbour across it shares the point. */
+        int32_t u[6] = {keys[i].k[0], keys[i].k[1], keys[i].k[2], keys[j].k[0], keys[j].k[1], keys[j].k[2]};
+        int32_t fk[3] = {-1, -1, -1};
+        int nf = 0;
+        for (int r = 0; r < 6; r++) {
+          if (u[r] < 0) continue;
+          int seen = 0;
+          for (int s2 = 0; s2 < nf; s2++) seen |= fk[s2] == u[r];
+          if (!seen && nf < 3) fk[nf++] = u[r];
+        }
+        vkey k = key_of(fk[0], fk[1], fk[2]);
+        /* tag crossings apart from slice points (which use <= 2 entries) */
+        if (nf < 3) k = key_of(-2 - k.k[1], k.k[1], k.k[2]); /* degenerate: unique-ish */
+        vslot *s = vcache_find(&cache, k);
+        if (s->id < 0) {
+          /* compute from the end with the smaller vertex id (deterministic) */
+          int32_t i0 = ids[i] < ids[j] ? ids[i] : ids[j], i1 = ids[i] < ids[j] ? ids[j] : ids[i];
+          ce_vec3 x0 = V[i0], x1 = V[i1];
+          double z0 = ce_dot(nz, x0) - d, z1 = ce_dot(nz, x1) - d;
+          double u2 = z0 / (z0 - z1);
+          double p0 = ((const double *)b->p.data)[i0], p1 = ((const double *)b->p.data)[i1];
+          int32_t id = ce_builder_add_vertex(b, ce_axpy(x0, u2, ce_sub(x1, x0)), p0 + u2 * (p1 - p0));
+          if (id < 0) return CE_ENOMEM;
+          vcache_set(&cache, s, k, id);
+        }
+        out[no++] = s->id;
+      }
+    }
+    if (no < 3) continue;
+    int added;
+    if ((e = emit_face(b, out, no, normal, gm, gN, t, 0, &added)) != CE_OK) return e;
+    c->polygons += added;
+  }
+  return CE_OK;
+}
+
+/* ---- compliant half space M vs rigid triangle mesh N --------------------- */
+
+ce_errno ce_intersect_halfspace_tri(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
+                                    ce_builder *b, ce_counters *c) {
+  ce_arena *a = b->arena;
+  const ce_trimesh *S = &n->tri;
+  /* M's half space z_M <= 0 expressed in N's frame: nN.x <= dN */
+  ce_pose X_NM = ce_pose_inverse(X_MN);
+  ce_vec3 nN = ce_v3(X_NM.R.m[0][2], X_NM.R.m[1][2], X_NM.R.m[2][2]);
+  double dN = ce_dot(nN, X_NM.p);
+  ce_buf tris;
+  ce_buf_init(&tris, sizeof(int32_t));
+  ce_errno e = ce_bvh_collide_plane(&n->bvh, nN, dN, 0, a, &tris);
+  if (e != CE_OK) return e;
+  c->candidate_pairs += tris.len;
+  if (tris.len == 0) return CE_OK;
+  vcache cache;
+  if ((e = vcache_init(&cache, a, tris.len * 2)) != CE_OK) return e;
+  const double k = m->modulus / m->slab_thickness; /* p = k (-z) */
+  const ce_vec3 gm = ce_v3(0, 0, -k), zero = ce_v3(0, 0, 0);
+  for (int64_t q = 0; q < tris.len; q++) {
+    int32_t f = ((const int32_t *)tris.data)[q];
+    ce_vec3 nrm = ce_pose_rotate(X_MN, S->normal[f]);
+    /* gradient rule with the unit gradient -z (pressure grows with depth) */
+    if (!(-nrm.z > CE_GRADIENT_COS_LIMIT)) {
+      c->faces_dropped++;
+      continue;
+    }
+    const int32_t *tv = S->tri[f];
+    ce_vec3 x[3];
+    for (int i = 0; i < 3; i++) x[i] = ce_pose_apply(X_MN, S->v[tv[i]]);
+    int32_t ids[MAXV];
+    int ni = 0;
+    if ((e = vcache_reserve(&cache, 6)) != CE_OK) return e;
+    for (int i = 0; i < 3; i++) {
+      int j = (i + 1) % 3;
+      double za = x[i].z, zb = x[j].z;
+      if (za <= 0) {
+        vkey key = key_of(tv[i], -1, -1);
+        vslot *s = vcache_find(&cache, key);
+        if (s->id < 0) {
+          int32_t id = ce_builder_add_vertex(b, x[i], k * fmax(0.0, -za));
+          if (id < 0) return CE_ENOMEM;
+          vcache_set(&cache, s, key, id);
+        }
+        ids[ni++] = s->id;
+      }
+      if ((za < 0 && zb > 0) || (za > 0 && zb < 0)) {
+        vkey key = key_of(tv[i], tv[j], -1);
+        vslot *s = vcache_find(&cache, key);
+        if (s->id < 0) {
+          /* from the lower vertex id so both triangles get the same point */
+          int lo = tv[i] < tv[j] ? i : j, hi = lo == i ? j : i;
+          double u = x[lo].z / (x[lo].z - x[hi].z);
+          ce_vec3 xc = ce_axpy(x[lo], u, ce_sub(x[hi], x[lo]));
+          xc.z = 0;
+          int32_t id = ce_builder_add_vertex(b, xc, 0.0);
+          if (id < 0) return CE_ENOMEM;
+          vcache_set(&cache, s, key, id);
+        }
+        ids[ni++] = s->id;
+      }
+    }
+    if (ni < 3) continue;
+    int added;
+    if ((e = emit_face(b, ids, ni, nrm, gm, zero, 0, f, &added)) != CE_OK) return e;
+    c->polygons += added;
+  }
+  return CE_OK;
 }

@@ -1,0 +1,444 @@
+/* test_intersect_rigid.c — compliant mesh vs rigid mesh, compliant mesh vs
+ * half space (rigid and compliant), compliant half space vs rigid mesh. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ce_test_util.h"
+
+static ce_arena *arena;
+static void setup(void) { arena = ce_arena_create(1 << 16); }
+static void teardown(void) { ce_arena_destroy(arena); }
+
+/* A compliant tet mesh built by hand (the public builder insists on zero
+ * pressure on the boundary, which a one-tet mesh cannot have). */
+static ce_geometry *raw_tetmesh(int32_t nv, const double *v, int32_t nt, const int32_t *tets, const double *p,
+                                double modulus) {
+  ce_geometry *g = calloc(1, sizeof *g);
+  g->shape = CE_SHAPE_TETMESH;
+  g->compliance = CE_COMPLIANT;
+  g->modulus = modulus;
+  ce_tetmesh *m = &g->tet;
+  m->nv = nv;
+  m->nt = nt;
+  m->v = malloc((size_t)nv * sizeof *m->v);
+  m->p = malloc((size_t)nv * sizeof *m->p);
+  m->tet = malloc((size_t)nt * sizeof *m->tet);
+  m->grad = malloc((size_t)nt * sizeof *m->grad);
+  m->offset = malloc((size_t)nt * sizeof *m->offset);
+  m->prange = malloc((size_t)nt * sizeof *m->prange);
+  m->adj = malloc((size_t)nt * sizeof *m->adj);
+  double sc = 0;
+  for (int32_t i = 0; i < nv; i++) {
+    m->v[i] = ce_v3(v[3 * i], v[3 * i + 1], v[3 * i + 2]);
+    m->p[i] = p[i];
+    sc = fmax(sc, ce_norm(m->v[i]));
+  }
+  g->scale = sc;
+  memcpy(m->tet, tets, (size_t)nt * sizeof *m->tet);
+  for (int32_t t = 0; t < nt; t++) {
+    ce_vec3 x[4];
+    double pv[4];
+    m->prange[t][0] = INFINITY;
+    m->prange[t][1] = -INFINITY;
+    for (int i = 0; i < 4; i++) {
+      x[i] = m->v[m->tet[t][i]];
+      pv[i] = m->p[m->tet[t][i]];
+      m->prange[t][0] = fmin(m->prange[t][0], pv[i]);
+      m->prange[t][1] = fmax(m->prange[t][1], pv[i]);
+    }
+    m->grad[t] = ce_tet_linear_field(x, pv, &m->offset[t]);
+    for (int i = 0; i < 4; i++) {
+      m->adj[t][i] = -1;
+      /* face opposite i: the other three vertices */
+      for (int32_t u = 0; u < nt; u++) {
+        if (u == t) continue;
+        int shared = 0;
+        for (int j = 0; j < 4; j++) {
+          if (j == i) continue;
+          for (int l = 0; l < 4; l++) shared += m->tet[u][l] == m->tet[t][j];
+        }
+        if (shared == 3) m->adj[t][i] = u;
+      }
+    }
+  }
+  cr_assert_eq(ce_bvh_build(&g->bvh, nt, 4, &m->tet[0][0], m->v, m->p, NULL), CE_OK);
+  return g;
+}
+
+static ce_geometry *rigid_trimesh(int32_t nv, const double *v, int32_t nf, const int32_t *tris) {
+  ce_props pr = ce_test_props(CE_RIGID, 0, 1);
+  ce_geometry *g = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_trimesh(v, nv, tris, nf, 0, &pr, &g, &err), CE_OK, "%s", err.message);
+  return g;
+}
+
+static ce_geometry *halfspace(ce_compliance c, double E, double slab) {
+  ce_props pr = ce_test_props(c, E, 1);
+  pr.slab_thickness = slab;
+  ce_geometry *g = NULL;
+  ce_error err;
+  cr_assert_eq(ce_build_halfspace(&pr, &g, &err), CE_OK, "%s", err.message);
+  return g;
+}
+
+/* the unit corner tet with p = 1000 z (gradient +z) */
+static const double tet_v[] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+static const int32_t tet_t[] = {0, 1, 2, 3};
+static const double tet_p[] = {0, 0, 0, 1000};
+
+static double surface_area(const ce_surface *s) {
+  double A = 0;
+  for (int f = 0; f < s->nf; f++) A += s->area[f];
+  return A;
+}
+static double surface_force(const ce_surface *s) {
+  double F = 0;
+  for (int f = 0; f < s->nf; f++) F += s->area[f] * s->centroid_pressure[f];
+  return F;
+}
+
+/* Polygon vertices are CCW about the face normal. */
+static void assert_ccw(const ce_surface *s) {
+  for (int f = 0; f < s->nf; f++) {
+    const int32_t *ids = s->face_vertices + s->face_offsets[f];
+    int n = s->face_offsets[f + 1] - s->face_offsets[f];
+    ce_vec3 a2 = ce_v3(0, 0, 0);
+    for (int i = 0; i < n; i++) a2 = ce_add(a2, ce_cross(s->vertices[ids[i]], s->vertices[ids[(i + 1) % n]]));
+    cr_assert(ce_dot(a2, s->normal[f]) > 0, "face %d is not CCW about its normal", f);
+  }
+}
+
+/* ---- tet vs rigid triangle ------------------------------------------------ */
+
+Test(intersect_rigid, tet_tri_single_triangle_clipped, .init = setup, .fini = teardown) {
+  ce_geometry *m = raw_tetmesh(4, tet_v, 1, tet_t, tet_p, 1000);
+  /* triangle in z = 0.25, normal +z (along M's gradient): clipped to
+   * x >= 0.1, y >= 0.1, x + y <= 0.75: a right triangle with legs 0.55 */
+  double tv[] = {0.1, 0.1, 0.25, 2, 0.1, 0.25, 0.1, 2, 0.25};
+  int32_t tt[] = {0, 1, 2};
+  ce_geometry *n = rigid_trimesh(3, tv, 1, tt);
+  ce_pose X = ce_pose_identity();
+  ce_builder b;
+  ce_counters c = {0, 0, 0};
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_intersect_tet_tri(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.candidate_pairs, 1);
+  cr_assert_eq(c.polygons, 1);
+  cr_assert_eq(c.faces_dropped, 0);
+  ce_surface s;
+  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(s.nf, 1);
+  cr_assert_eq(s.face_offsets[1], 3);
+  cr_assert(fabs(s.area[0] - 0.55 * 0.55 / 2) < 1e-14, "area %.17g", s.area[0]);
+  cr_assert(fabs(s.centroid_pressure[0] - 250) < 1e-10);
+  for (int i = 0; i < s.nv; i++) cr_assert(fabs(s.pressure[i] - 250) < 1e-10);
+  cr_assert(ce_norm(ce_sub(s.centroid[0], ce_v3(0.1 + 0.55 / 3, 0.1 + 0.55 / 3, 0.25))) < 1e-14);
+  cr_assert(ce_norm(ce_sub(s.normal[0], ce_v3(0, 0, 1))) < 1e-15);
+  cr_assert_eq(s.element_a[0], 0);
+  cr_assert_eq(s.element_b[0], 0);
+  cr_assert_null(s.grad_b);
+  cr_assert(ce_norm(ce_sub(s.grad_a[0], ce_v3(0, 0, 1000))) < 1e-9);
+  assert_ccw(&s);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+Test(intersect_rigid, tet_tri_back_face_dropped_by_gradient_rule, .init = setup, .fini = teardown) {
+  ce_geometry *m = raw_tetmesh(4, tet_v, 1, tet_t, tet_p, 1000);
+  /* two triangles at z = 0.5 covering the cross-section: one facing +z
+   * (kept), one facing -z (against M's gradient: dropped) */
+  double tv[] = {-1, -1, 0.5, 3, -1, 0.5, -1, 3, 0.5, -1, -1, 0.5, 3, -1, 0.5, -1, 3, 0.5};
+  int32_t tt[] = {0, 1, 2, 3, 5, 4};
+  ce_geometry *n = rigid_trimesh(6, tv, 2, tt);
+  /* place N rotated 90 degrees about z and shifted along x: the plane stays
+   * z = 0.5; the triangle becomes (2,-1) (2,3) (-2,-1), still covering the
+   * section */
+  ce_pose X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(0, 0, 1), M_PI / 2), ce_v3(1, 0, 0));
+  ce_builder b;
+  ce_counters c = {0, 0, 0};
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_intersect_tet_tri(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.candidate_pairs, 2);
+  cr_assert_eq(c.faces_dropped, 1);
+  cr_assert_eq(c.polygons, 1);
+  ce_surface s;
+  ce_pose I = ce_pose_identity();
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(s.nf, 1);
+  /* the section x, y >= 0, x + y <= 0.5 */
+  cr_assert(fabs(s.area[0] - 0.125) < 1e-14, "area %.17g", s.area[0]);
+  cr_assert(fabs(s.centroid_pressure[0] - 500) < 1e-10);
+  cr_assert_eq(s.element_b[0], 0);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+Test(intersect_rigid, tet_tri_on_shared_face_counted_once, .init = setup, .fini = teardown) {
+  /* two tets sharing the face z = 0 (vertices 0, 1, 2); apexes at z = +-1 */
+  double v[] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, -1};
+  int32_t t[] = {0, 1, 2, 3, 0, 2, 1, 4};
+  /* p grows with z in both tets, so both pass the gradient rule and only
+   * the half-open rule on the shared face prevents the double count */
+  double p[] = {100, 100, 100, 1000, 0};
+  ce_geometry *m = raw_tetmesh(5, v, 2, t, p, 1000);
+  cr_assert_eq(m->tet.adj[0][3], 1);
+  cr_assert_eq(m->tet.adj[1][3], 0);
+  double tv[] = {-1, -1, 0, 3, -1, 0, -1, 3, 0};
+  int32_t tt[] = {0, 1, 2};
+  ce_geometry *n = rigid_trimesh(3, tv, 1, tt);
+  ce_pose X = ce_pose_identity();
+  ce_builder b;
+  ce_counters c = {0, 0, 0};
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_intersect_tet_tri(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.candidate_pairs, 2);
+  cr_assert_eq(c.faces_dropped, 0);
+  cr_assert_eq(c.polygons, 1, "the shared face was produced %lld times", (long long)c.polygons);
+  ce_surface s;
+  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert(fabs(surface_area(&s) - 0.5) < 1e-14);
+  cr_assert(fabs(s.centroid_pressure[0] - 100) < 1e-10);
+  /* kept in the tet on the side the normal points to (+z: tet 0) */
+  cr_assert_eq(s.element_a[0], 0);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+/* ---- tet vs rigid half space ---------------------------------------------- */
+
+Test(intersect_rigid, tet_rigid_halfspace_triangle_slice, .init = setup, .fini = teardown) {
+  ce_geometry *m = raw_tetmesh(4, tet_v, 1, tet_t, tet_p, 1000);
+  ce_geometry *n = halfspace(CE_RIGID, 0, 0);
+  /* N's boundary at z_M = 0.5, N's +z = M's +z (N below, pushing up);
+   * a rotation about z leaves the plane unchanged */
+  ce_pose X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(0, 0, 1), 0.3), ce_v3(5, -2, 0.5));
+  ce_builder b;
+  ce_counters c = {0, 0, 0};
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_intersect_tet_halfspace(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.candidate_pairs, 1);
+  cr_assert_eq(c.polygons, 1);
+  ce_surface s;
+  ce_pose I = ce_pose_identity();
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(s.nf, 1);
+  cr_assert_eq(s.nv, 3);
+  cr_assert(fabs(s.area[0] - 0.125) < 1e-14);
+  cr_assert(fabs(s.centroid_pressure[0] - 500) < 1e-10);
+  cr_assert(ce_norm(ce_sub(s.centroid[0], ce_v3(1.0 / 6, 1.0 / 6, 0.5))) < 1e-14);
+  cr_assert(ce_norm(ce_sub(s.normal[0], ce_v3(0, 0, 1))) < 1e-15);
+  assert_ccw(&s);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+Test(intersect_rigid, tet_rigid_halfspace_quad_slice_tilted, .init = setup, .fini = teardown) {
+  ce_geometry *m = raw_tetmesh(4, tet_v, 1, tet_t, tet_p, 1000);
+  ce_geometry *n = halfspace(CE_RIGID, 0, 0);
+  /* N's +z = (1, 0, 1)/sqrt2 in M, boundary x + z = 0.5: vertices 0, 2 in N,
+   * 1, 3 outside: a 0.5 x (0.5 sqrt2) rectangle with corners
+   * (.5,0,0) (.5,.5,0) (0,.5,.5) (0,0,.5); p = 1000 z: 0, 0, 500, 500 */
+  ce_pose X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(0, 1, 0), M_PI / 4), ce_v3(0.25, 0, 0.25));
+  ce_builder b;
+  ce_counters c = {0, 0, 0};
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_intersect_tet_halfspace(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.polygons, 1);
+  ce_surface s;
+  ce_pose I = ce_pose_identity();
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(s.nf, 1);
+  cr_assert_eq(s.face_offsets[1], 4);
+  cr_assert(fabs(s.area[0] - 0.25 * sqrt(2.0)) < 1e-14, "area %.17g", s.area[0]);
+  cr_assert(fabs(s.centroid_pressure[0] - 250) < 1e-10);
+  cr_assert(ce_norm(ce_sub(s.normal[0], ce_v3(M_SQRT1_2, 0, M_SQRT1_2))) < 1e-15);
+  cr_assert(ce_norm(ce_sub(s.centroid[0], ce_v3(0.25, 0.25, 0.25))) < 1e-14);
+  assert_ccw(&s);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+Test(intersect_rigid, tet_rigid_halfspace_shares_vertices, .init = setup, .fini = teardown) {
+  /* the two-tet mesh sliced by z = 0.5 ... only tet 0 reaches it; use x = 0.5
+   * instead (N's +z = M's -x, material x >= 0.5): both tets are cut and the
+   * cut points on their shared edges coincide */
+  double v[] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, -1};
+  int32_t t[] = {0, 1, 2, 3, 0, 2, 1, 4};
+  double p[] = {100, 100, 100, 1000, 1000};
+  ce_geometry *m = raw_tetmesh(5, v, 2, t, p, 1000);
+  ce_geometry *n = halfspace(CE_RIGID, 0, 0);
+  ce_pose X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(0, 1, 0), -M_PI / 2), ce_v3(0.5, 0, 0));
+  ce_builder b;
+  ce_counters c = {0, 0, 0};
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_intersect_tet_halfspace(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.polygons, 2);
+  ce_surface s;
+  ce_pose I = ce_pose_identity();
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  /* cut edges: (0,1) shared, (1,2) shared, (1,3), (1,4): 4 distinct points */
+  cr_assert_eq(s.nv, 4, "nv %d", s.nv);
+  /* each slice is a triangle with legs 0.5: area 1/8 each */
+  cr_assert(fabs(surface_area(&s) - 0.25) < 1e-14);
+  for (int f = 0; f < 2; f++) cr_assert(ce_norm(ce_sub(s.normal[f], ce_v3(-1, 0, 0))) < 1e-15);
+  /* pressures: at (0.5,0,0) and (0.5,0.5,0): 100; at (0.5,0,+-0.5): 550 */
+  cr_assert(fabs(surface_force(&s) - 2 * 0.125 * (100 + 100 + 550) / 3) < 1e-10);
+  assert_ccw(&s);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+/* ---- tet vs compliant half space ------------------------------------------ */
+
+Test(intersect_rigid, tet_compliant_halfspace_equal_pressure_plane, .init = setup, .fini = teardown) {
+  ce_geometry *m = raw_tetmesh(4, tet_v, 1, tet_t, tet_p, 1000);
+  /* N: E = 1000, slab 0.5 (p_N = 2000 * depth), boundary z_M = 0.75, N below.
+   * p_M = 1000 z = 2000 (0.75 - z)  ->  z = 0.5, p = 500 */
+  ce_geometry *n = halfspace(CE_COMPLIANT, 1000, 0.5);
+  ce_pose X = ce_pose_from_quat(ce_quat_identity(), ce_v3(0, 0, 0.75));
+  ce_builder b;
+  ce_counters c = {0, 0, 0};
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_intersect_tet_halfspace(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.candidate_pairs, 1);
+  cr_assert_eq(c.polygons, 1);
+  ce_surface s;
+  ce_pose I = ce_pose_identity();
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 1, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(s.nf, 1);
+  cr_assert(fabs(s.area[0] - 0.125) < 1e-14, "area %.17g", s.area[0]);
+  cr_assert(fabs(s.centroid_pressure[0] - 500) < 1e-9);
+  cr_assert(ce_norm(ce_sub(s.normal[0], ce_v3(0, 0, 1))) < 1e-15);
+  cr_assert(ce_norm(ce_sub(s.grad_a[0], ce_v3(0, 0, 1000))) < 1e-9);
+  cr_assert(ce_norm(ce_sub(s.grad_b[0], ce_v3(0, 0, -2000))) < 1e-9);
+  cr_assert_eq(s.element_b[0], 0);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+Test(intersect_rigid, tet_compliant_halfspace_tilted_plane, .init = setup, .fini = teardown) {
+  ce_geometry *m = raw_tetmesh(4, tet_v, 1, tet_t, tet_p, 1000);
+  ce_geometry *n = halfspace(CE_COMPLIANT, 3000, 2.0);
+  /* N tilted 20 degrees about y, boundary through (0.3, 0.1, 0.8) */
+  ce_pose X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(0, 1, 0), 20 * M_PI / 180), ce_v3(0.3, 0.1, 0.8));
+  ce_vec3 nz = ce_pose_rotate(&X, ce_v3(0, 0, 1));
+  double kN = 3000 / 2.0;
+  ce_builder b;
+  ce_counters c = {0, 0, 0};
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_intersect_tet_halfspace(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.polygons, 1);
+  ce_surface s;
+  ce_pose I = ce_pose_identity();
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 1, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  ce_vec3 gN = ce_scale(nz, -kN);
+  ce_vec3 nexp = ce_normalize(ce_sub(ce_v3(0, 0, 1000), gN));
+  cr_assert(ce_norm(ce_sub(s.normal[0], nexp)) < 1e-14);
+  for (int i = 0; i < s.nv; i++) {
+    ce_vec3 x = s.vertices[i];
+    double pM = 1000 * x.z, pN = kN * -(ce_dot(nz, ce_sub(x, X.p)));
+    cr_assert(fabs(pM - pN) < 1e-9, "vertex %d: pM %g pN %g", i, pM, pN);
+    cr_assert(fabs(s.pressure[i] - pM) < 1e-9);
+    /* inside the tet */
+    cr_assert(x.x >= -1e-14 && x.y >= -1e-14 && x.z >= -1e-14 && x.x + x.y + x.z <= 1 + 1e-14);
+  }
+  /* The equal-pressure plane 1000 z = kN (d - nz.x) is
+   * (1000 + kN nz.z) z + kN nz.x x = kN d: a plane through the tet; its
+   * section area (a triangle with vertices on edges 0-3, 1-3, 2-3) */
+  double d = ce_dot(nz, X.p);
+  double az = 1000 + kN * nz.z, ax = kN * nz.x, rhs = kN * d;
+  /* edge 0-3: (0,0,z): z = rhs/az; edge 2-3: (0,y,z) with y + z = 1: same z;
+   * edge 1-3: (x,0,1-x): ax x + az (1-x) = rhs */
+  double z0 = rhs / az, x1 = (rhs - az) / (ax - az);
+  ce_vec3 A = ce_v3(0, 0, z0), B = ce_v3(x1, 0, 1 - x1), C = ce_v3(0, 1 - z0, z0);
+  double area = 0.5 * ce_norm(ce_cross(ce_sub(B, A), ce_sub(C, A)));
+  cr_assert(fabs(s.area[0] - area) < 1e-13, "area %.17g vs %.17g", s.area[0], area);
+  assert_ccw(&s);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+Test(intersect_rigid, tet_compliant_halfspace_gradient_rule_drops_opposed, .init = setup, .fini = teardown) {
+  ce_geometry *m = raw_tetmesh(4, tet_v, 1, tet_t, tet_p, 1000);
+  ce_geometry *n = halfspace(CE_COMPLIANT, 1000, 0.5);
+  /* N above the tet pushing down (its +z = M's -z), boundary at z = 0.25:
+   * p_N = 2000 (z - 0.25) meets p_M = 1000 z at z = 0.5, but there the two
+   * gradients point the same way (+z): no valid equal-pressure surface */
+  ce_pose X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(1, 0, 0), M_PI), ce_v3(0, 0, 0.25));
+  ce_builder b;
+  ce_counters c = {0, 0, 0};
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_intersect_tet_halfspace(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.polygons, 0);
+  cr_assert_eq(c.faces_dropped, 1);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+/* ---- compliant half space vs rigid triangles ------------------------------ */
+
+Test(intersect_rigid, halfspace_tri_clip_and_pressure, .init = setup, .fini = teardown) {
+  /* M: compliant half space E = 1e5, slab 0.1 -> p = 1e6 (-z) */
+  ce_geometry *m = halfspace(CE_COMPLIANT, 1e5, 0.1);
+  /* N: two triangles facing down (normal ~ -z) sharing the edge (1, 2),
+   * plus one facing up (dropped by the gradient rule) */
+  double v[] = {0, 0, -0.01, 0, 1, -0.01, 1, 0, 0.01, 1, 1, 0.01, 2, 0, -0.01, 3, 0, -0.01, 2, 1, -0.01};
+  int32_t t[] = {0, 1, 2, 1, 3, 2, 4, 5, 6};
+  ce_geometry *n = rigid_trimesh(7, v, 3, t);
+  ce_pose X = ce_pose_identity();
+  ce_builder b;
+  ce_counters c = {0, 0, 0};
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_intersect_halfspace_tri(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.candidate_pairs, 3);
+  cr_assert_eq(c.faces_dropped, 1);
+  /* triangle 0 gives a quad (x <= 0.5); triangle 1 (1,3,2) has only vertex
+   * 1 below: a triangle; both lie in the plane z = -0.01 + 0.02 x */
+  cr_assert_eq(c.polygons, 2);
+  ce_surface s;
+  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  /* shared: vertex 0, vertex 1, crossing on edge (0,2) at (0.5,0,0), crossing
+   * on the shared edge (1,2) at (0.5,0.5,0), crossing on edge (1,3) at
+   * (0.5,1,0): 5 vertices */
+  cr_assert_eq(s.nv, 5, "nv %d", s.nv);
+  /* Whole clipped region: the strip 0 <= x <= 0.5, 0 <= y <= 1 of the tilted
+   * plane z = -0.01 + 0.02 x; slope factor sqrt(1 + 0.02^2) */
+  double slope = sqrt(1 + 0.02 * 0.02);
+  cr_assert(fabs(surface_area(&s) - 0.5 * slope) < 1e-13, "area %.17g", surface_area(&s));
+  /* integral of p = 1e6 (0.01 - 0.02 x) over the strip: 1e6 (0.005 - 0.0025) */
+  cr_assert(fabs(surface_force(&s) - 1e6 * 0.0025 * slope) < 1e-7, "force %.17g", surface_force(&s));
+  for (int f = 0; f < s.nf; f++) {
+    cr_assert(s.normal[f].z < -0.99);
+    cr_assert_eq(s.element_a[f], 0);
+    cr_assert(ce_norm(ce_sub(s.grad_a[f], ce_v3(0, 0, -1e6))) < 1e-6);
+  }
+  assert_ccw(&s);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+Test(intersect_rigid, halfspace_tri_with_pose, .init = setup, .fini = teardown) {
+  ce_geometry *m = halfspace(CE_COMPLIANT, 2e5, 0.5); /* p = 4e5 (-z) */
+  /* a horizontal triangle facing -z in N, placed 0.02 below M's boundary by
+   * a pose with a rotation about z */
+  double v[] = {0, 0, 0, 0, 1, 0, 1, 0, 0};
+  int32_t t[] = {0, 1, 2};
+  ce_geometry *n = rigid_trimesh(3, v, 1, t);
+  ce_pose X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(0, 0, 1), 1.0), ce_v3(3, 4, -0.02));
+  ce_builder b;
+  ce_counters c = {0, 0, 0};
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_intersect_halfspace_tri(m, n, &X, &b, &c), CE_OK);
+  cr_assert_eq(c.polygons, 1);
+  ce_surface s;
+  ce_pose I = ce_pose_identity();
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert(fabs(s.area[0] - 0.5) < 1e-14);
+  cr_assert(fabs(s.centroid_pressure[0] - 4e5 * 0.02) < 1e-8);
+  cr_assert_eq(s.element_b[0], 0);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
