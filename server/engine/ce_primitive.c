@@ -1,8 +1,973 @@
-/* ce_primitive.c — PLACEHOLDER: replaced by its owner; returns "not implemented". */
-#include "ce_internal.h"
+/* ce_primitive.c — meshes for the primitive shapes: sphere, ellipsoid, box,
+ * cylinder, capsule (compliant tet meshes with pressure fields, or rigid
+ * closed surfaces), and the dispatch of ce_geometry_from_shape().
+ *
+ * Compliant pressure fields are "zero on the boundary, E on the medial axis
+ * (or centre), linear in between":
+ *  - sphere / ellipsoid: p = E (1 - r/R) (ellipsoid: r/R measured in the
+ *    frame scaled to the unit sphere), exact at the vertices;
+ *  - box / cylinder (a regular n-gon prism): p = E d / H, d the distance to
+ *    the nearest face, H the largest such distance. The mesh follows the
+ *    medial axis (each face owns the region of points closer to it than to
+ *    any other face), so d is one linear function per tet and the
+ *    interpolated field is EXACT everywhere, at any resolution;
+ *  - capsule: p = E (1 - r/R), r the distance to the medial segment, exact
+ *    at the vertices.
+ *
+ * All arrays are malloc'd; the finish functions take ownership. Tets are
+ * oriented by the sign of their determinant after construction, so every
+ * generator only has to produce a conforming partition. */
+#include "ce_primitive.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXEL CE_PRIMITIVE_MAX_ELEMENTS
+
+void ce_rawmesh_free(ce_rawmesh *m) {
+  if (!m) return;
+  free(m->v);
+  free(m->p);
+  free(m->tet);
+  free(m->tri);
+  memset(m, 0, sizeof *m);
+}
+
+static double det3(ce_vec3 a, ce_vec3 b, ce_vec3 c, ce_vec3 d) {
+  return ce_dot(ce_sub(b, a), ce_cross(ce_sub(c, a), ce_sub(d, a)));
+}
+
+/* Make every tet positively oriented (swap two vertices if needed). */
+static void orient_tets(const ce_vec3 *v, int32_t (*t)[4], int32_t nt) {
+  for (int32_t i = 0; i < nt; ++i)
+    if (det3(v[t[i][0]], v[t[i][1]], v[t[i][2]], v[t[i][3]]) < 0) {
+      int32_t s = t[i][0];
+      t[i][0] = t[i][1];
+      t[i][1] = s;
+    }
+}
+
+/* Rigid primitives are convex and contain the origin: a triangle faces
+ * outward when its normal points away from the origin. */
+static void orient_tris_outward(const ce_vec3 *v, int32_t (*f)[3], int32_t nf) {
+  for (int32_t i = 0; i < nf; ++i) {
+    ce_vec3 a = v[f[i][0]], b = v[f[i][1]], c = v[f[i][2]];
+    ce_vec3 n = ce_cross(ce_sub(b, a), ce_sub(c, a));
+    ce_vec3 g = ce_scale(ce_add(ce_add(a, b), c), 1.0 / 3.0);
+    if (ce_dot(n, g) < 0) {
+      int32_t s = f[i][1];
+      f[i][1] = f[i][2];
+      f[i][2] = s;
+    }
+  }
+}
+
+static ce_errno oom(ce_error *err, const char *what) {
+  return ce_fail(err, CE_ENOMEM, "%s: out of memory", what);
+}
+
+/* ---- icosphere ------------------------------------------------------------ */
+
+int ce_icosphere_level(double r, double h) {
+  double x = 1.0515 * r / h;
+  if (!(x > 1)) return 0;
+  double l = ceil(log2(x) - 1e-12);
+  return l > 31 ? 31 : (int)l;
+}
+
+typedef struct edge_map {
+  int64_t *key;
+  int32_t *val;
+  int64_t cap; /* power of two */
+} edge_map;
+
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+/* Unit icosphere of the given level (vertices on the unit sphere, triangles
+ * CCW seen from outside). Level 0 = icosahedron; each level splits every
+ * triangle into 4 at its edge midpoints (projected to the sphere). */
+static ce_errno icosphere(int level, ce_vec3 **pv, int32_t *pnv,
+                          int32_t (**pf)[3], int32_t *pnf, ce_error *err) {
+  static const double T = 1.6180339887498948482;
+  static const double iv[12][3] = {{-1, T, 0}, {1, T, 0}, {-1, -T, 0}, {1, -T, 0},
+                                   {0, -1, T}, {0, 1, T}, {0, -1, -T}, {0, 1, -T},
+                                   {T, 0, -1}, {T, 0, 1}, {-T, 0, -1}, {-T, 0, 1}};
+  static const int ifc[20][3] = {{0, 11, 5}, {0, 5, 1},  {0, 1, 7},   {0, 7, 10}, {0, 10, 11},
+                                 {1, 5, 9},  {5, 11, 4}, {11, 10, 2}, {10, 7, 6}, {7, 1, 8},
+                                 {3, 9, 4},  {3, 4, 2},  {3, 2, 6},   {3, 6, 8},  {3, 8, 9},
+                                 {4, 9, 5},  {2, 4, 11}, {6, 2, 10},  {8, 6, 7},  {9, 8, 1}};
+  int64_t nv_final = 10 * ((int64_t)1 << (2 * level)) + 2;
+  int64_t nf_final = 20 * ((int64_t)1 << (2 * level));
+  ce_vec3 *v = malloc((size_t)nv_final * sizeof *v);
+  int32_t(*f)[3] = malloc((size_t)nf_final * sizeof *f);
+  int32_t(*g)[3] = level > 0 ? malloc((size_t)nf_final * sizeof *g) : NULL;
+  edge_map em = {0};
+  if (level > 0) {
+    em.cap = 1;
+    while (em.cap < nf_final) em.cap <<= 1; /* > 2x the edges of the last level */
+    em.key = malloc((size_t)em.cap * sizeof *em.key);
+    em.val = malloc((size_t)em.cap * sizeof *em.val);
+  }
+  if (!v || !f || (level > 0 && (!g || !em.key || !em.val))) {
+    free(v); free(f); free(g); free(em.key); free(em.val);
+    return oom(err, "icosphere");
+  }
+  int32_t nv = 12, nf = 20;
+  for (int i = 0; i < 12; ++i) v[i] = ce_normalize(ce_v3(iv[i][0], iv[i][1], iv[i][2]));
+  for (int i = 0; i < 20; ++i)
+    for (int k = 0; k < 3; ++k) f[i][k] = ifc[i][k];
+  for (int l = 0; l < level; ++l) {
+    for (int64_t i = 0; i < em.cap; ++i) em.key[i] = -1;
+    int32_t ng = 0;
+    for (int32_t i = 0; i < nf; ++i) {
+      int32_t m[3];
+      for (int k = 0; k < 3; ++k) {
+        int32_t a = f[i][k], b = f[i][(k + 1) % 3];
+        int64_t lo = a < b ? a : b, hi = a < b ? b : a;
+        int64_t key = lo * (int64_t)nv_final + hi;
+        uint64_t s = mix64((uint64_t)key) & (uint64_t)(em.cap - 1);
+        while (em.key[s] != -1 && em.key[s] != key) s = (s + 1) & (uint64_t)(em.cap - 1);
+        if (em.key[s] == -1) {
+          em.key[s] = key;
+          em.val[s] = nv;
+          v[nv++] = ce_normalize(ce_add(v[a], v[b]));
+        }
+        m[k] = em.val[s];
+      }
+      int32_t a = f[i][0], b = f[i][1], c = f[i][2];
+      int32_t tri[4][3] = {{a, m[0], m[2]}, {m[0], b, m[1]}, {m[2], m[1], c}, {m[0], m[1], m[2]}};
+      for (int q = 0; q < 4; ++q) {
+        g[ng][0] = tri[q][0];
+        g[ng][1] = tri[q][1];
+        g[ng][2] = tri[q][2];
+        ++ng;
+      }
+    }
+    int32_t(*s)[3] = f;
+    f = g;
+    g = s;
+    nf = ng;
+  }
+  free(g);
+  free(em.key);
+  free(em.val);
+  *pv = v;
+  *pnv = nv;
+  *pf = f;
+  *pnf = nf;
+  return CE_OK;
+}
+
+/* ---- layered meshes (sphere, ellipsoid, capsule) ----------------------------
+ *
+ * A closed surface triangulation is copied onto inner shells; shell k's copy
+ * of surface vertex i is foot(i) + s_k (x_i - foot(i)), with foot(i) the
+ * vertex's nearest point on the medial set (the centre, or the capsule's
+ * segment). s_0 = 1 and s_k = 1 - (2^k - 1) h / R while s_k > 1/2: the
+ * layers are h, 2h, 4h, ... thick. The last layer collapses onto the feet.
+ *
+ * Why layers rather than one vertex at the centre: a "needle" mesh (every
+ * surface triangle coned to the centre) makes each tet span the whole
+ * pressure range [0, E], so the BVH nodes' pressure ranges all overlap and
+ * the compliant-compliant intersector cannot prune any pair by pressure;
+ * its tets near the surface are also long slivers. Thin outer layers keep
+ * the tets near the surface (where contact happens) well shaped and give
+ * BVH nodes there narrow pressure ranges.
+ *
+ * Each prism between shells is split into 3 tets by the rule that makes
+ * neighbours agree (Dompierre et al. 1999): every quad side face is cut by
+ * the diagonal through its smallest global vertex index. Outer shells have
+ * smaller indices, so with the triangle sorted (a < b < c) the tets are
+ * [ao bo co ci], [ao bo bi ci], [ao ai bi ci]. In the collapse layer inner
+ * vertices may coincide (same foot, same index); tets with a repeated
+ * index have zero volume and are dropped, which leaves a conforming mesh
+ * because a repeated-index tet's non-degenerate faces come in cancelling
+ * pairs. */
+
+static int layer_count(double h_over_R) {
+  int k = 1;
+  while (1.0 - (ldexp(1.0, k) - 1.0) * h_over_R > 0.5) ++k;
+  return k - 1; /* number of prism layers between shells */
+}
+
+static double layer_scale(int k, double h_over_R) {
+  return 1.0 - (ldexp(1.0, k) - 1.0) * h_over_R;
+}
+
+/* surface: ns vertices x (feet index foot[i] into naxis axis points), nf
+ * triangles. Output tets and vertices; p = E (1 - s). */
+static ce_errno layered_tets(const ce_vec3 *x, const int32_t *foot, int32_t ns,
+                             const ce_vec3 *axis, int32_t naxis,
+                             int32_t (*tri)[3], int32_t nf, int K,
+                             double h_over_R, double E, ce_rawmesh *m,
+                             ce_error *err) {
+  int64_t nv = (int64_t)ns * (K + 1) + naxis;
+  int64_t nt = (int64_t)nf * (3 * K + 3);
+  m->v = malloc((size_t)nv * sizeof *m->v);
+  m->p = malloc((size_t)nv * sizeof *m->p);
+  m->tet = malloc((size_t)nt * sizeof *m->tet);
+  if (!m->v || !m->p || !m->tet) {
+    ce_rawmesh_free(m);
+    return oom(err, "layered mesh");
+  }
+  for (int k = 0; k <= K; ++k) {
+    double s = layer_scale(k, h_over_R);
+    for (int32_t i = 0; i < ns; ++i) {
+      ce_vec3 f = axis[foot[i]];
+      m->v[(int64_t)k * ns + i] = ce_add(f, ce_scale(ce_sub(x[i], f), s));
+      m->p[(int64_t)k * ns + i] = k == 0 ? 0.0 : E * (1.0 - s);
+    }
+  }
+  int32_t base_axis = ns * (K + 1);
+  for (int32_t j = 0; j < naxis; ++j) {
+    m->v[base_axis + j] = axis[j];
+    m->p[base_axis + j] = E;
+  }
+  int32_t n = 0;
+  for (int k = 0; k <= K; ++k) {
+    for (int32_t t = 0; t < nf; ++t) {
+      int32_t a = tri[t][0], b = tri[t][1], c = tri[t][2], s;
+      if (a > b) { s = a; a = b; b = s; }
+      if (b > c) { s = b; b = c; c = s; }
+      if (a > b) { s = a; a = b; b = s; }
+      int32_t ao = k * ns + a, bo = k * ns + b, co = k * ns + c, ai, bi, ci;
+      if (k < K) {
+        ai = ao + ns; bi = bo + ns; ci = co + ns;
+      } else {
+        ai = base_axis + foot[a]; bi = base_axis + foot[b]; ci = base_axis + foot[c];
+      }
+      int32_t q[3][4] = {{ao, bo, co, ci}, {ao, bo, bi, ci}, {ao, ai, bi, ci}};
+      for (int u = 0; u < 3; ++u) {
+        int rep = 0;
+        for (int i = 0; i < 4; ++i)
+          for (int j = i + 1; j < 4; ++j) rep |= q[u][i] == q[u][j];
+        if (rep) continue;
+        memcpy(m->tet[n++], q[u], sizeof q[u]);
+      }
+    }
+  }
+  m->nv = (int32_t)nv;
+  m->nt = n;
+  orient_tets(m->v, m->tet, m->nt);
+  return CE_OK;
+}
+
+/* Ellipsoid (a, b, c) from the unit sphere at relative hint hr = h / max. */
+static ce_errno ellipsoid_mesh(ce_vec3 axes, double hr, int compliant, double E,
+                               const char *name, ce_rawmesh *m, ce_error *err) {
+  int L = ce_icosphere_level(1.0, hr);
+  double nf = 20.0 * ldexp(1.0, 2 * (L > 30 ? 30 : L));
+  int K = compliant ? layer_count(hr) : 0;
+  double count = compliant ? nf * (3.0 * K + 1.0) : nf;
+  if (L > 30 || count > MAXEL)
+    return ce_fail(err, CE_ELIMIT,
+                   "%s: hint %g of the largest semi-axis needs icosphere level %d "
+                   "(%.3g %s), over the limit of %d",
+                   name, hr, L, count, compliant ? "tets" : "triangles", MAXEL);
+  ce_vec3 *sv = NULL;
+  int32_t nsv = 0, nsf = 0;
+  int32_t(*sf)[3] = NULL;
+  ce_errno e = icosphere(L, &sv, &nsv, &sf, &nsf, err);
+  if (e) return e;
+  if (!compliant) {
+    for (int32_t i = 0; i < nsv; ++i)
+      sv[i] = ce_v3(sv[i].x * axes.x, sv[i].y * axes.y, sv[i].z * axes.z);
+    m->v = sv;
+    m->nv = nsv;
+    m->tri = sf;
+    m->nf = nsf;
+    orient_tris_outward(m->v, m->tri, m->nf);
+    return CE_OK;
+  }
+  int32_t *foot = calloc((size_t)nsv, sizeof *foot);
+  if (!foot) {
+    free(sv); free(sf);
+    return oom(err, name);
+  }
+  ce_vec3 centre = ce_v3(0, 0, 0);
+  e = layered_tets(sv, foot, nsv, &centre, 1, sf, nsf, K, hr, E, m, err);
+  free(foot);
+  free(sv);
+  free(sf);
+  if (e) return e;
+  for (int32_t i = 0; i < m->nv; ++i)
+    m->v[i] = ce_v3(m->v[i].x * axes.x, m->v[i].y * axes.y, m->v[i].z * axes.z);
+  orient_tets(m->v, m->tet, m->nt); /* scaling keeps signs; cheap insurance */
+  return CE_OK;
+}
+
+/* ---- capsule -------------------------------------------------------------- */
+
+/* Capsule surface: pole, latitude rings of the top hemisphere (the last is
+ * the top equator z = +l), band rings, bottom hemisphere rings, pole. Every
+ * ring has n vertices; quads between rings are split into 2 triangles.
+ * foot[i] indexes the axis points: 0 = top end (0,0,l), 1..mb-1 band ring
+ * centres, mb = bottom end. */
+static ce_errno capsule_surface(double R, double L, double h, ce_vec3 **pv,
+                                int32_t **pfoot, int32_t *pns, ce_vec3 **paxis,
+                                int32_t *pnaxis, int32_t (**pf)[3], int32_t *pnf,
+                                ce_error *err) {
+  double l = 0.5 * L;
+  int32_t n = (int32_t)fmax(8.0, ceil(2.0 * M_PI * R / h));
+  int32_t nphi = (int32_t)fmax(2.0, ceil(0.5 * M_PI * R / h));
+  int32_t mb = (int32_t)fmax(1.0, ceil(L / h));
+  int32_t rings = 2 * nphi + mb - 1;
+  int32_t ns = 2 + n * rings, nf = 2 * n * rings, naxis = mb + 1;
+  ce_vec3 *v = malloc((size_t)ns * sizeof *v);
+  int32_t *foot = malloc((size_t)ns * sizeof *foot);
+  ce_vec3 *axis = malloc((size_t)naxis * sizeof *axis);
+  int32_t(*f)[3] = malloc((size_t)nf * sizeof *f);
+  if (!v || !foot || !axis || !f) {
+    free(v); free(foot); free(axis); free(f);
+    return oom(err, "capsule");
+  }
+  for (int32_t j = 0; j <= mb; ++j) axis[j] = ce_v3(0, 0, l - L * j / mb);
+  v[0] = ce_v3(0, 0, l + R);
+  foot[0] = 0;
+  int32_t r = 0;
+  for (int32_t j = 1; j <= nphi; ++j, ++r) { /* top hemisphere */
+    double phi = 0.5 * M_PI * j / nphi;
+    double rr = j == nphi ? R : R * sin(phi), z = j == nphi ? l : l + R * cos(phi);
+    for (int32_t k = 0; k < n; ++k) {
+      double th = 2.0 * M_PI * k / n;
+      v[1 + r * n + k] = ce_v3(rr * cos(th), rr * sin(th), z);
+      foot[1 + r * n + k] = 0;
+    }
+  }
+  for (int32_t j = 1; j < mb; ++j, ++r) /* band */
+    for (int32_t k = 0; k < n; ++k) {
+      double th = 2.0 * M_PI * k / n;
+      v[1 + r * n + k] = ce_v3(R * cos(th), R * sin(th), axis[j].z);
+      foot[1 + r * n + k] = j;
+    }
+  for (int32_t j = nphi; j >= 1; --j, ++r) { /* bottom hemisphere */
+    double phi = 0.5 * M_PI * j / nphi;
+    double rr = j == nphi ? R : R * sin(phi), z = j == nphi ? -l : -l - R * cos(phi);
+    for (int32_t k = 0; k < n; ++k) {
+      double th = 2.0 * M_PI * k / n;
+      v[1 + r * n + k] = ce_v3(rr * cos(th), rr * sin(th), z);
+      foot[1 + r * n + k] = mb;
+    }
+  }
+  v[ns - 1] = ce_v3(0, 0, -l - R);
+  foot[ns - 1] = mb;
+  int32_t t = 0;
+  for (int32_t k = 0; k < n; ++k) {
+    int32_t k1 = (k + 1) % n;
+    f[t][0] = 0; f[t][1] = 1 + k; f[t][2] = 1 + k1; ++t;
+    int32_t lb = 1 + (rings - 1) * n;
+    f[t][0] = ns - 1; f[t][1] = lb + k1; f[t][2] = lb + k; ++t;
+    for (int32_t q = 0; q + 1 < rings; ++q) {
+      int32_t a = 1 + q * n + k, b = 1 + q * n + k1;
+      int32_t c = a + n, d = b + n;
+      f[t][0] = a; f[t][1] = c; f[t][2] = d; ++t;
+      f[t][0] = a; f[t][1] = d; f[t][2] = b; ++t;
+    }
+  }
+  orient_tris_outward(v, f, nf);
+  *pv = v; *pfoot = foot; *pns = ns; *paxis = axis; *pnaxis = naxis; *pf = f; *pnf = nf;
+  return CE_OK;
+}
+
+static ce_errno capsule_mesh(double R, double L, double h, int compliant, double E,
+                             ce_rawmesh *m, ce_error *err) {
+  double n = fmax(8.0, ceil(2.0 * M_PI * R / h));
+  double nphi = fmax(2.0, ceil(0.5 * M_PI * R / h));
+  double mb = fmax(1.0, ceil(L / h));
+  double nf = 2.0 * n * (2.0 * nphi + mb - 1.0);
+  int K = compliant ? layer_count(h / R) : 0;
+  double count = compliant ? nf * (3.0 * K + 2.0) : nf;
+  if (count > MAXEL)
+    return ce_fail(err, CE_ELIMIT,
+                   "capsule radius %g length %g with hint %g needs about %.3g %s, "
+                   "over the limit of %d",
+                   R, L, h, count, compliant ? "tets" : "triangles", MAXEL);
+  ce_vec3 *v = NULL, *axis = NULL;
+  int32_t *foot = NULL, ns = 0, naxis = 0, nsf = 0;
+  int32_t(*f)[3] = NULL;
+  ce_errno e = capsule_surface(R, L, h, &v, &foot, &ns, &axis, &naxis, &f, &nsf, err);
+  if (e) return e;
+  if (!compliant) {
+    free(foot);
+    free(axis);
+    m->v = v; m->nv = ns; m->tri = f; m->nf = nsf;
+    return CE_OK;
+  }
+  e = layered_tets(v, foot, ns, axis, naxis, f, nsf, K, h / R, E, m, err);
+  free(v); free(foot); free(axis); free(f);
+  return e;
+}
+
+/* ---- medial-axis meshes (box, cylinder) ------------------------------------
+ *
+ * The solid is cut into one convex region per face (the points closer to
+ * that face than to any other); in its region the distance to the boundary
+ * is the distance to that face, a linear function. Every region is given by
+ * its boundary polygons; a polygon shared by two regions is triangulated
+ * once (fanned around its centroid when it has more than 3 vertices) and
+ * both regions use those triangles, so the mesh conforms. Each region is
+ * then coned from an interior point (the mean of its polygon triangles'
+ * vertices). Vertices are deduplicated by exact position, so polygons that
+ * degenerate (a cube's roofs become triangles) lose their repeated
+ * corners. The pressure at each vertex is E d(x) / H from its position. */
+
+typedef double (*field_fn)(const void *ctx, ce_vec3 x);
+
+typedef struct mmb {
+  ce_vec3 *v;
+  double *p;
+  int32_t nv, capv;
+  int32_t *hash;
+  int32_t hcap; /* power of two, > 2 nv */
+  int32_t (*tri)[3];
+  int32_t ntri, captri;
+  int32_t *poly_off; /* polygon i's triangles: poly_off[i] .. poly_off[i+1] */
+  int32_t npoly, cappoly;
+  int32_t (*tet)[4];
+  int32_t nt, capt;
+  field_fn field;
+  const void *ctx;
+  int oom;
+} mmb;
+
+static int grow(void **p, int32_t *cap, int32_t need, size_t elem) {
+  if (need <= *cap) return 1;
+  int32_t c = *cap ? *cap : 64;
+  while (c < need) c *= 2;
+  void *q = realloc(*p, (size_t)c * elem);
+  if (!q) return 0;
+  *p = q;
+  *cap = c;
+  return 1;
+}
+
+static uint64_t vbits(double d) {
+  uint64_t u;
+  if (d == 0) d = 0; /* -0 -> +0 */
+  memcpy(&u, &d, sizeof u);
+  return u;
+}
+
+static uint64_t vhash(ce_vec3 x) {
+  return mix64(vbits(x.x) ^ mix64(vbits(x.y) ^ mix64(vbits(x.z))));
+}
+
+static int mmb_rehash(mmb *b, int32_t cap) {
+  int32_t *h = malloc((size_t)cap * sizeof *h);
+  if (!h) return 0;
+  for (int32_t i = 0; i < cap; ++i) h[i] = -1;
+  for (int32_t i = 0; i < b->nv; ++i) {
+    uint64_t s = vhash(b->v[i]) & (uint64_t)(cap - 1);
+    while (h[s] != -1) s = (s + 1) & (uint64_t)(cap - 1);
+    h[s] = i;
+  }
+  free(b->hash);
+  b->hash = h;
+  b->hcap = cap;
+  return 1;
+}
+
+static int32_t mmb_vertex(mmb *b, ce_vec3 x, int boundary) {
+  if (b->oom) return 0;
+  if (2 * (b->nv + 1) >= b->hcap && !mmb_rehash(b, b->hcap ? 2 * b->hcap : 256)) {
+    b->oom = 1;
+    return 0;
+  }
+  uint64_t s = vhash(x) & (uint64_t)(b->hcap - 1);
+  while (b->hash[s] != -1) {
+    ce_vec3 y = b->v[b->hash[s]];
+    if (y.x == x.x && y.y == x.y && y.z == x.z) return b->hash[s];
+    s = (s + 1) & (uint64_t)(b->hcap - 1);
+  }
+  if (b->nv == b->capv) {
+    int32_t c = b->capv ? 2 * b->capv : 256;
+    ce_vec3 *nv = realloc(b->v, (size_t)c * sizeof *nv);
+    if (nv) b->v = nv;
+    double *np = nv ? realloc(b->p, (size_t)c * sizeof *np) : NULL;
+    if (np) b->p = np;
+    if (!nv || !np) { b->oom = 1; return 0; }
+    b->capv = c;
+  }
+  b->v[b->nv] = x;
+  b->p[b->nv] = boundary ? 0.0 : b->field(b->ctx, x);
+  b->hash[s] = b->nv;
+  return b->nv++;
+}
+
+static void mmb_tri(mmb *b, int32_t a, int32_t c, int32_t d) {
+  if (b->oom) return;
+  if (!grow((void **)&b->tri, &b->captri, b->ntri + 1, sizeof *b->tri)) { b->oom = 1; return; }
+  b->tri[b->ntri][0] = a;
+  b->tri[b->ntri][1] = c;
+  b->tri[b->ntri][2] = d;
+  ++b->ntri;
+}
+
+/* A polygon (vertex ids in cyclic order); returns its id. */
+static int32_t mmb_polygon(mmb *b, const int32_t *ids, int k, int boundary) {
+  if (b->oom) return 0;
+  if (!grow((void **)&b->poly_off, &b->cappoly, b->npoly + 2, sizeof *b->poly_off)) {
+    b->oom = 1;
+    return 0;
+  }
+  if (b->npoly == 0) b->poly_off[0] = 0;
+  int32_t ubuf[64], *u = k <= 64 ? ubuf : malloc((size_t)k * sizeof *u);
+  if (!u) { b->oom = 1; return 0; }
+  int nu = 0;
+  for (int i = 0; i < k; ++i)
+    if (nu == 0 || ids[i] != u[nu - 1]) u[nu++] = ids[i];
+  while (nu > 1 && u[nu - 1] == u[0]) --nu;
+  if (nu == 3) {
+    mmb_tri(b, u[0], u[1], u[2]);
+  } else if (nu > 3) {
+    ce_vec3 c = ce_v3(0, 0, 0);
+    for (int i = 0; i < nu; ++i) c = ce_add(c, b->v[u[i]]);
+    int32_t ci = mmb_vertex(b, ce_scale(c, 1.0 / nu), boundary);
+    for (int i = 0; i < nu; ++i) mmb_tri(b, ci, u[i], u[(i + 1) % nu]);
+  }
+  if (u != ubuf) free(u);
+  b->poly_off[b->npoly + 1] = b->ntri;
+  return b->npoly++;
+}
+
+/* A region bounded by the given polygons: cone them from an interior point. */
+static void mmb_region(mmb *b, const int32_t *polys, int k) {
+  if (b->oom) return;
+  ce_vec3 c = ce_v3(0, 0, 0);
+  int64_t cnt = 0;
+  for (int i = 0; i < k; ++i)
+    for (int32_t t = b->poly_off[polys[i]]; t < b->poly_off[polys[i] + 1]; ++t)
+      for (int j = 0; j < 3; ++j) {
+        c = ce_add(c, b->v[b->tri[t][j]]);
+        ++cnt;
+      }
+  if (cnt == 0) return;
+  int32_t ci = mmb_vertex(b, ce_scale(c, 1.0 / (double)cnt), 0);
+  for (int i = 0; i < k; ++i)
+    for (int32_t t = b->poly_off[polys[i]]; t < b->poly_off[polys[i] + 1]; ++t) {
+      if (b->oom) return;
+      if (!grow((void **)&b->tet, &b->capt, b->nt + 1, sizeof *b->tet)) { b->oom = 1; return; }
+      int32_t *q = b->tet[b->nt];
+      q[0] = b->tri[t][0];
+      q[1] = b->tri[t][1];
+      q[2] = b->tri[t][2];
+      q[3] = ci;
+      ++b->nt;
+    }
+}
+
+static ce_errno mmb_finish(mmb *b, ce_rawmesh *m, const char *name, ce_error *err) {
+  free(b->hash);
+  free(b->tri);
+  free(b->poly_off);
+  if (b->oom) {
+    free(b->v); free(b->p); free(b->tet);
+    return oom(err, name);
+  }
+  m->v = b->v; m->p = b->p; m->nv = b->nv;
+  m->tet = b->tet; m->nt = b->nt;
+  orient_tets(m->v, m->tet, m->nt);
+  return CE_OK;
+}
+
+/* Snap a medial offset to zero when it is round-off relative to the size. */
+static double snap(double d, double size) { return d < 1e-9 * size ? 0.0 : d; }
+
+typedef struct box_ctx { double h[3], E, H; } box_ctx;
+
+static double box_field(const void *ctx, ce_vec3 x) {
+  const box_ctx *c = ctx;
+  double d = fmin(c->h[0] - fabs(x.x), fmin(c->h[1] - fabs(x.y), c->h[2] - fabs(x.z)));
+  return d <= 0 ? 0.0 : c->E * d / c->H;
+}
+
+/* A vertex given in the sorted frame (X, Y, Z along axes ax[0..2]). */
+static int32_t box_vertex(mmb *b, const int ax[3], double X, double Y, double Z, int bd) {
+  double q[3];
+  q[ax[0]] = X;
+  q[ax[1]] = Y;
+  q[ax[2]] = Z;
+  return mmb_vertex(b, ce_v3(q[0], q[1], q[2]), bd);
+}
+
+/* Box with half sizes h[3]. Work in a frame whose axes are sorted by half
+ * size (a >= b >= c along X, Y, Z): the medial set is the rectangle
+ * |X| <= a - c, |Y| <= b - c in Z = 0; the Z faces own frustums down to it,
+ * the X and Y faces wedges up to its edges. */
+static ce_errno box_tets(const double hs[3], double E, ce_rawmesh *m, ce_error *err) {
+  int ax[3] = {0, 1, 2};
+  for (int i = 0; i < 3; ++i)
+    for (int j = i + 1; j < 3; ++j)
+      if (hs[ax[j]] > hs[ax[i]]) { int s = ax[i]; ax[i] = ax[j]; ax[j] = s; }
+  double a = hs[ax[0]], b = hs[ax[1]], c = hs[ax[2]];
+  double mx = snap(a - c, a), my = snap(b - c, a);
+  box_ctx ctx = {{hs[0], hs[1], hs[2]}, E, c};
+  mmb B;
+  memset(&B, 0, sizeof B);
+  B.field = box_field;
+  B.ctx = &ctx;
+  int32_t C[2][2][2], M[2][2];
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      for (int k = 0; k < 2; ++k)
+        C[i][j][k] = box_vertex(&B, ax, i ? a : -a, j ? b : -b, k ? c : -c, 1);
+      M[i][j] = box_vertex(&B, ax, i ? mx : -mx, j ? my : -my, 0.0, 0);
+    }
+  int32_t faceX[2], faceY[2], faceZ[2], rXZ[2][2], rYZ[2][2], rXY[2][2], mid;
+  for (int s = 0; s < 2; ++s) {
+    int32_t fz[4] = {C[0][0][s], C[1][0][s], C[1][1][s], C[0][1][s]};
+    int32_t fx[4] = {C[s][0][0], C[s][1][0], C[s][1][1], C[s][0][1]};
+    int32_t fy[4] = {C[0][s][0], C[1][s][0], C[1][s][1], C[0][s][1]};
+    faceZ[s] = mmb_polygon(&B, fz, 4, 1);
+    faceX[s] = mmb_polygon(&B, fx, 4, 1);
+    faceY[s] = mmb_polygon(&B, fy, 4, 1);
+  }
+  for (int s = 0; s < 2; ++s)
+    for (int t = 0; t < 2; ++t) {
+      int32_t xz[4] = {C[s][0][t], C[s][1][t], M[s][1], M[s][0]};
+      int32_t yz[4] = {C[0][s][t], C[1][s][t], M[1][s], M[0][s]};
+      int32_t xy[3] = {C[s][t][0], C[s][t][1], M[s][t]};
+      rXZ[s][t] = mmb_polygon(&B, xz, 4, 0);
+      rYZ[s][t] = mmb_polygon(&B, yz, 4, 0);
+      rXY[s][t] = mmb_polygon(&B, xy, 3, 0);
+    }
+  int32_t md[4] = {M[0][0], M[1][0], M[1][1], M[0][1]};
+  mid = mmb_polygon(&B, md, 4, 0);
+  for (int s = 0; s < 2; ++s) {
+    int32_t rz[6] = {faceZ[s], rXZ[0][s], rXZ[1][s], rYZ[0][s], rYZ[1][s], mid};
+    int32_t rx[5] = {faceX[s], rXZ[s][0], rXZ[s][1], rXY[s][0], rXY[s][1]};
+    int32_t ry[5] = {faceY[s], rYZ[s][0], rYZ[s][1], rXY[0][s], rXY[1][s]};
+    mmb_region(&B, rz, 6);
+    mmb_region(&B, rx, 5);
+    mmb_region(&B, ry, 5);
+  }
+  return mmb_finish(&B, m, "box", err);
+}
+
+typedef struct cyl_ctx { int32_t n; double R, rho, l, E, H; } cyl_ctx;
+
+/* Distance to the nearest face of the regular n-gon prism (vertices at
+ * angles 2 pi i / n on the circle of radius R, half length l). */
+static double cyl_distance(const cyl_ctx *c, ce_vec3 x) {
+  double dz = c->l - fabs(x.z);
+  double rr = hypot(x.x, x.y);
+  if (rr == 0) return fmin(dz, c->rho);
+  double w = 2.0 * M_PI / c->n;
+  double phi = atan2(x.y, x.x);
+  int64_t i0 = (int64_t)floor(phi / w); /* side i0 spans angles [i0 w, (i0+1) w] */
+  double best = -INFINITY;
+  for (int64_t i = i0 - 1; i <= i0 + 1; ++i) {
+    double al = (double)i * w + 0.5 * w;
+    best = fmax(best, x.x * cos(al) + x.y * sin(al));
+  }
+  return fmin(dz, c->rho - best);
+}
+
+static double cyl_field(const void *ctx, ce_vec3 x) {
+  const cyl_ctx *c = ctx;
+  double d = cyl_distance(c, x);
+  return d <= 0 ? 0.0 : c->E * d / c->H;
+}
+
+/* Regular n-gon prism, medial-axis mesh. Long (l >= apothem rho): the
+ * medial set includes the axis segment |z| <= l - rho; the side faces own
+ * wedges reaching the axis, the caps own pyramids with apexes at the ends of
+ * the segment. Flat (l < rho): the medial set includes the polygon W of
+ * apothem rho - l in z = 0; the caps own frustums down to W, the sides own
+ * wedges up to W's edges. */
+static ce_errno cylinder_tets(double R, double L, int32_t n, double E, ce_rawmesh *m,
+                              ce_error *err) {
+  double l = 0.5 * L, rho = R * cos(M_PI / n);
+  cyl_ctx ctx = {n, R, rho, l, E, fmin(rho, l)};
+  mmb B;
+  memset(&B, 0, sizeof B);
+  B.field = cyl_field;
+  B.ctx = &ctx;
+  int32_t *Vp = malloc((size_t)n * sizeof *Vp), *Vm = malloc((size_t)n * sizeof *Vm);
+  int32_t *W = malloc((size_t)n * sizeof *W), *poly = malloc((size_t)(2 * n + 4) * sizeof *poly);
+  int32_t *side = malloc((size_t)n * sizeof *side), *rad = malloc((size_t)n * sizeof *rad);
+  int32_t *roofp = malloc((size_t)n * sizeof *roofp), *roofm = malloc((size_t)n * sizeof *roofm);
+  ce_vec3 *ring = malloc((size_t)n * sizeof *ring);
+  if (!Vp || !Vm || !W || !poly || !side || !rad || !roofp || !roofm || !ring) {
+    free(Vp); free(Vm); free(W); free(poly); free(side); free(rad); free(roofp); free(roofm);
+    free(ring);
+    return oom(err, "cylinder");
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    double th = 2.0 * M_PI * i / n;
+    ring[i] = ce_v3(R * cos(th), R * sin(th), 0);
+    Vp[i] = mmb_vertex(&B, ce_v3(ring[i].x, ring[i].y, l), 1);
+    Vm[i] = mmb_vertex(&B, ce_v3(ring[i].x, ring[i].y, -l), 1);
+  }
+  int flat = l < rho && snap(rho - l, rho) > 0;
+  int32_t Op = 0, Om = 0;
+  if (flat) {
+    double s = (rho - l) / rho;
+    for (int32_t i = 0; i < n; ++i) W[i] = mmb_vertex(&B, ce_v3(ring[i].x * s, ring[i].y * s, 0), 0);
+  } else {
+    double zo = snap(l - rho, l);
+    Op = mmb_vertex(&B, ce_v3(0, 0, zo), 0);
+    Om = mmb_vertex(&B, ce_v3(0, 0, -zo), 0);
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    int32_t j = (i + 1) % n;
+    int32_t s4[4] = {Vm[i], Vm[j], Vp[j], Vp[i]};
+    side[i] = mmb_polygon(&B, s4, 4, 1);
+    if (flat) {
+      int32_t q[3] = {Vp[i], Vm[i], W[i]};
+      int32_t rp[4] = {Vp[i], Vp[j], W[j], W[i]}, rm[4] = {Vm[i], Vm[j], W[j], W[i]};
+      rad[i] = mmb_polygon(&B, q, 3, 0);
+      roofp[i] = mmb_polygon(&B, rp, 4, 0);
+      roofm[i] = mmb_polygon(&B, rm, 4, 0);
+    } else {
+      int32_t q[4] = {Om, Op, Vp[i], Vm[i]};
+      int32_t rp[3] = {Op, Vp[i], Vp[j]}, rm[3] = {Om, Vm[i], Vm[j]};
+      rad[i] = mmb_polygon(&B, q, 4, 0);
+      roofp[i] = mmb_polygon(&B, rp, 3, 0);
+      roofm[i] = mmb_polygon(&B, rm, 3, 0);
+    }
+  }
+  int32_t capp = mmb_polygon(&B, Vp, n, 1), capm = mmb_polygon(&B, Vm, n, 1);
+  int32_t mid = flat ? mmb_polygon(&B, W, n, 0) : -1;
+  for (int32_t i = 0; i < n && !B.oom; ++i) {
+    int32_t r[5] = {side[i], rad[i], rad[(i + 1) % n], roofp[i], roofm[i]};
+    mmb_region(&B, r, 5);
+  }
+  for (int sgn = 0; sgn < 2; ++sgn) {
+    int32_t k = 0;
+    poly[k++] = sgn ? capm : capp;
+    for (int32_t i = 0; i < n; ++i) poly[k++] = sgn ? roofm[i] : roofp[i];
+    if (flat) poly[k++] = mid;
+    mmb_region(&B, poly, k);
+  }
+  free(Vp); free(Vm); free(W); free(poly); free(side); free(rad); free(roofp); free(roofm);
+  free(ring);
+  return mmb_finish(&B, m, "cylinder", err);
+}
+
+/* ---- rigid box and cylinder surfaces -------------------------------------- */
+
+/* Box surface: each face a grid of cells of size about h (the cell counts
+ * per axis are shared by the faces meeting at an edge, so the surface is
+ * closed), every cell fanned into 4 triangles around its centre. */
+static ce_errno box_surface(const double hs[3], double h, ce_rawmesh *m, ce_error *err) {
+  double nd[3];
+  for (int i = 0; i < 3; ++i) nd[i] = fmax(1.0, ceil(2.0 * hs[i] / h));
+  double cells = 2.0 * (nd[0] * nd[1] + nd[1] * nd[2] + nd[0] * nd[2]);
+  if (4.0 * cells > MAXEL)
+    return ce_fail(err, CE_ELIMIT,
+                   "box size %g x %g x %g with hint %g needs %.3g triangles, over the "
+                   "limit of %d",
+                   2 * hs[0], 2 * hs[1], 2 * hs[2], h, 4.0 * cells, MAXEL);
+  int32_t N[3] = {(int32_t)nd[0], (int32_t)nd[1], (int32_t)nd[2]};
+  mmb B;
+  memset(&B, 0, sizeof B); /* vertices deduplicated by position; no field */
+  for (int axis = 0; axis < 3; ++axis) {
+    int u = (axis + 1) % 3, w = (axis + 2) % 3;
+    for (int side = 0; side < 2; ++side)
+      for (int32_t i = 0; i < N[u] && !B.oom; ++i)
+        for (int32_t j = 0; j < N[w]; ++j) {
+          int32_t c4[4];
+          static const int32_t du[4] = {0, 1, 1, 0}, dw[4] = {0, 0, 1, 1};
+          ce_vec3 c = ce_v3(0, 0, 0);
+          for (int q = 0; q < 4; ++q) {
+            int32_t g[3];
+            double x[3];
+            g[axis] = side ? N[axis] : 0;
+            g[u] = i + du[q];
+            g[w] = j + dw[q];
+            for (int k = 0; k < 3; ++k)
+              x[k] = g[k] == N[k] ? hs[k] : -hs[k] + 2.0 * hs[k] * g[k] / N[k];
+            ce_vec3 xv = ce_v3(x[0], x[1], x[2]);
+            c4[q] = mmb_vertex(&B, xv, 1);
+            c = ce_add(c, xv);
+          }
+          int32_t ci = mmb_vertex(&B, ce_scale(c, 0.25), 1);
+          for (int q = 0; q < 4; ++q) mmb_tri(&B, ci, c4[q], c4[(q + 1) % 4]);
+        }
+  }
+  free(B.hash);
+  free(B.poly_off);
+  free(B.p);
+  if (B.oom) {
+    free(B.v);
+    free(B.tri);
+    return oom(err, "box");
+  }
+  m->v = B.v;
+  m->nv = B.nv;
+  m->tri = B.tri;
+  m->nf = B.ntri;
+  orient_tris_outward(m->v, m->tri, m->nf);
+  return CE_OK;
+}
+
+/* Cylinder surface: regular n-gon rings every ~h along the length (side
+ * quads split in 2), caps fanned around their centres. */
+static ce_errno cylinder_surface(double R, double L, double h, int32_t n, ce_rawmesh *m,
+                                 ce_error *err) {
+  double mbd = fmax(1.0, ceil(L / h));
+  double count = 2.0 * n * mbd + 2.0 * n;
+  if (count > MAXEL)
+    return ce_fail(err, CE_ELIMIT,
+                   "cylinder radius %g length %g with hint %g needs %.3g triangles, over "
+                   "the limit of %d",
+                   R, L, h, count, MAXEL);
+  int32_t mb = (int32_t)mbd, nf = (int32_t)count, nv = n * (mb + 1) + 2;
+  m->v = malloc((size_t)nv * sizeof *m->v);
+  m->tri = malloc((size_t)nf * sizeof *m->tri);
+  if (!m->v || !m->tri) {
+    ce_rawmesh_free(m);
+    return oom(err, "cylinder");
+  }
+  double l = 0.5 * L;
+  for (int32_t r = 0; r <= mb; ++r) {
+    double z = r == mb ? -l : l - L * r / mb;
+    for (int32_t k = 0; k < n; ++k) {
+      double th = 2.0 * M_PI * k / n;
+      m->v[r * n + k] = ce_v3(R * cos(th), R * sin(th), z);
+    }
+  }
+  int32_t ct = n * (mb + 1), cb = ct + 1;
+  m->v[ct] = ce_v3(0, 0, l);
+  m->v[cb] = ce_v3(0, 0, -l);
+  int32_t t = 0;
+  for (int32_t k = 0; k < n; ++k) {
+    int32_t k1 = (k + 1) % n;
+    m->tri[t][0] = ct; m->tri[t][1] = k; m->tri[t][2] = k1; ++t;
+    m->tri[t][0] = cb; m->tri[t][1] = mb * n + k1; m->tri[t][2] = mb * n + k; ++t;
+    for (int32_t r = 0; r < mb; ++r) {
+      int32_t a = r * n + k, b = r * n + k1, c = a + n, d = b + n;
+      m->tri[t][0] = a; m->tri[t][1] = c; m->tri[t][2] = d; ++t;
+      m->tri[t][0] = a; m->tri[t][1] = d; m->tri[t][2] = b; ++t;
+    }
+  }
+  m->nv = nv;
+  m->nf = t;
+  orient_tris_outward(m->v, m->tri, m->nf);
+  return CE_OK;
+}
+
+/* ---- validation and dispatch ---------------------------------------------- */
+
+static ce_errno check_dim(const char *shape, const char *field, double x, ce_error *err) {
+  if (isfinite(x) && x > 0) return CE_OK;
+  return ce_fail(err, CE_EINVAL, "%s %s must be finite and > 0 (got %g)", shape, field, x);
+}
+
+static const char *shape_name(ce_shape_type t) {
+  switch (t) {
+    case CE_SHAPE_SPHERE: return "sphere";
+    case CE_SHAPE_BOX: return "box";
+    case CE_SHAPE_CYLINDER: return "cylinder";
+    case CE_SHAPE_CAPSULE: return "capsule";
+    case CE_SHAPE_ELLIPSOID: return "ellipsoid";
+    default: return "shape";
+  }
+}
+
+ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, double E,
+                           double hint, ce_rawmesh *m, ce_error *err) {
+  if (!m) return ce_fail(err, CE_EINVAL, "primitive mesh: NULL output");
+  memset(m, 0, sizeof *m);
+  if (!shape) return ce_fail(err, CE_EINVAL, "primitive mesh: NULL shape");
+  if (compliance != CE_RIGID && compliance != CE_COMPLIANT)
+    return ce_fail(err, CE_EINVAL, "primitive mesh: compliance must be rigid (1) or compliant (2), got %d",
+                   (int)compliance);
+  const char *nm = shape_name(shape->type);
+  ce_errno e;
+  if ((e = check_dim(nm, "resolution hint", hint, err))) return e;
+  if (compliance == CE_COMPLIANT && (e = check_dim(nm, "modulus", E, err))) return e;
+  int compliant = compliance == CE_COMPLIANT;
+  switch (shape->type) {
+    case CE_SHAPE_SPHERE: {
+      if ((e = check_dim(nm, "radius", shape->radius, err))) return e;
+      double R = shape->radius;
+      return ellipsoid_mesh(ce_v3(R, R, R), hint / R, compliant, E, "sphere", m, err);
+    }
+    case CE_SHAPE_ELLIPSOID: {
+      if ((e = check_dim(nm, "semi-axis a (size.x)", shape->size.x, err)) ||
+          (e = check_dim(nm, "semi-axis b (size.y)", shape->size.y, err)) ||
+          (e = check_dim(nm, "semi-axis c (size.z)", shape->size.z, err)))
+        return e;
+      double mx = fmax(shape->size.x, fmax(shape->size.y, shape->size.z));
+      return ellipsoid_mesh(shape->size, hint / mx, compliant, E, "ellipsoid", m, err);
+    }
+    case CE_SHAPE_BOX: {
+      if ((e = check_dim(nm, "size.x", shape->size.x, err)) ||
+          (e = check_dim(nm, "size.y", shape->size.y, err)) ||
+          (e = check_dim(nm, "size.z", shape->size.z, err)))
+        return e;
+      double hs[3] = {0.5 * shape->size.x, 0.5 * shape->size.y, 0.5 * shape->size.z};
+      /* The compliant box's field is exact at any resolution, so the hint
+       * does not refine it (104 tets); the rigid surface follows the hint. */
+      return compliant ? box_tets(hs, E, m, err) : box_surface(hs, hint, m, err);
+    }
+    case CE_SHAPE_CYLINDER: {
+      if ((e = check_dim(nm, "radius", shape->radius, err)) ||
+          (e = check_dim(nm, "length", shape->length, err)))
+        return e;
+      double R = shape->radius, L = shape->length;
+      double nd = fmax(8.0, ceil(2.0 * M_PI * R / hint));
+      /* Each side region makes at most 14 tets, each cap at most 6 n. */
+      double bound = compliant ? 26.0 * nd : 2.0 * nd;
+      if (bound > MAXEL)
+        return ce_fail(err, CE_ELIMIT,
+                       "cylinder radius %g with hint %g needs a %.3g-gon (~%.3g %s), over "
+                       "the limit of %d",
+                       R, hint, nd, bound, compliant ? "tets" : "triangles", MAXEL);
+      return compliant ? cylinder_tets(R, L, (int32_t)nd, E, m, err)
+                       : cylinder_surface(R, L, hint, (int32_t)nd, m, err);
+    }
+    case CE_SHAPE_CAPSULE: {
+      if ((e = check_dim(nm, "radius", shape->radius, err)) ||
+          (e = check_dim(nm, "length", shape->length, err)))
+        return e;
+      return capsule_mesh(shape->radius, shape->length, hint, compliant, E, m, err);
+    }
+    default:
+      return ce_fail(err, CE_EINVAL, "primitive mesh: shape type %d is not a primitive",
+                     (int)shape->type);
+  }
+}
 
 ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
                                 ce_geometry **out, ce_error *err) {
-  (void)shape; (void)props; *out = NULL;
-  return ce_fail(err, CE_EUNSUPPORTED, "primitives: not implemented");
+  if (!out) return ce_fail(err, CE_EINVAL, "geometry from shape: NULL output");
+  *out = NULL;
+  if (!shape || !props) return ce_fail(err, CE_EINVAL, "geometry from shape: NULL shape or properties");
+  ce_errno e;
+  switch (shape->type) {
+    case CE_SHAPE_HALFSPACE:
+      return ce_build_halfspace(props, out, err);
+    case CE_SHAPE_CONVEX:
+      return ce_build_convex(shape, props, out, err);
+    case CE_SHAPE_SPHERE:
+    case CE_SHAPE_BOX:
+    case CE_SHAPE_CYLINDER:
+    case CE_SHAPE_CAPSULE:
+    case CE_SHAPE_ELLIPSOID: {
+      if ((e = ce_props_check(props, 1, 0, err))) return e;
+      ce_rawmesh m;
+      e = ce_primitive_mesh(shape, props->compliance, props->modulus, props->hint, &m, err);
+      if (e) return e;
+      if (props->compliance == CE_COMPLIANT)
+        return ce_geometry_finish_tetmesh(shape->type, props, m.v, m.nv, m.tet, m.nt, m.p, out,
+                                          err);
+      return ce_geometry_finish_trimesh(shape->type, props, m.v, m.nv, m.tri, m.nf, 1, out, err);
+    }
+    default:
+      return ce_fail(err, CE_EINVAL,
+                     "geometry from shape: unknown shape type %d (tet and triangle meshes "
+                     "use ce_geometry_from_tetmesh / ce_geometry_from_trimesh)",
+                     (int)shape->type);
+  }
 }
