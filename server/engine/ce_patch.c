@@ -1,8 +1,179 @@
-/* ce_patch.c — PLACEHOLDER: replaced by its owner; returns "not implemented". */
+/* ce_patch.c — connected patches of a contact surface and their equivalent
+ * contact points.
+ *
+ * Two faces belong to the same patch when they come from the same pair of
+ * source elements (the triangles fanned from one polygon), or when they
+ * share one source element and their other source elements are neighbours
+ * in their geometry (tet->adj across a face for compliant meshes, tri->adj
+ * across an edge for rigid meshes; a half space is the single element 0 with
+ * no neighbours). Faces are joined by union-find; an open-addressing hash
+ * maps (element_a, element_b) to the first face with that pair. Both live in
+ * the arena. Patches are numbered in the order of their first face, so the
+ * numbering depends only on the surface.
+ *
+ * Per patch: face count, area, normal force vector F = sum fn_f n_f (fn_f the
+ * integral of the normal traction over face f, from the wrench pass), |F|,
+ * and the equivalent contact point — the centre of pressure
+ * x* = sum (integral tn x dA) / sum (integral tn dA) (seed 002): the point
+ * about which the normal tractions have no moment component along the
+ * normals. Its weights tn are >= 0, so it lies in the convex hull of the
+ * patch. A patch with zero normal force uses its area centroid. r->total is
+ * the same for the whole surface. */
+#include <string.h>
+
 #include "ce_internal.h"
+
+typedef struct pslot { int32_t a, b, face; } pslot; /* face < 0: empty */
+
+typedef struct pmap {
+  pslot *slot;
+  uint64_t mask;
+} pmap;
+
+static uint64_t phash(int32_t a, int32_t b) {
+  uint64_t h = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDULL;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+static pslot *pmap_find(const pmap *m, int32_t a, int32_t b) {
+  uint64_t i = phash(a, b) & m->mask;
+  for (;;) {
+    pslot *s = &m->slot[i];
+    if (s->face < 0 || (s->a == a && s->b == b)) return s;
+    i = (i + 1) & m->mask;
+  }
+}
+
+static int32_t uf_find(int32_t *parent, int32_t x) {
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]];
+    x = parent[x];
+  }
+  return x;
+}
+
+/* The smaller root wins, so the forest depends only on the union order. */
+static void uf_union(int32_t *parent, int32_t x, int32_t y) {
+  x = uf_find(parent, x);
+  y = uf_find(parent, y);
+  if (x == y) return;
+  if (x < y) parent[y] = x;
+  else parent[x] = y;
+}
+
+/* Neighbours of element e of geometry g: returns the count (0..4). */
+static int neighbours(const ce_geometry *g, int32_t e, int32_t out[4]) {
+  if (!g || g->is_halfspace || e < 0) return 0;
+  if (g->tet.nt > 0) {
+    if (e >= g->tet.nt || !g->tet.adj) return 0;
+    for (int i = 0; i < 4; i++) out[i] = g->tet.adj[e][i];
+    return 4;
+  }
+  if (g->tri.nf > 0) {
+    if (e >= g->tri.nf || !g->tri.adj) return 0;
+    for (int i = 0; i < 3; i++) out[i] = g->tri.adj[e][i];
+    return 3;
+  }
+  return 0;
+}
+
+typedef struct pacc {
+  int32_t faces;
+  double area, fn;
+  ce_vec3 ac, fnx, nf;
+} pacc;
+
+static void acc_add(pacc *p, const ce_surface *s, const ce_face_forces *ff, int32_t f) {
+  double fn = (ff && ff->fn) ? ff->fn[f] : 0.0;
+  p->faces++;
+  p->area += s->area[f];
+  p->ac = ce_axpy(p->ac, s->area[f], s->centroid[f]);
+  p->fn += fn;
+  if (ff && ff->fn_x) p->fnx = ce_add(p->fnx, ff->fn_x[f]);
+  p->nf = ce_axpy(p->nf, fn, s->normal[f]);
+}
+
+static ce_patch acc_finish(const pacc *p) {
+  ce_patch r;
+  memset(&r, 0, sizeof r);
+  r.faces = p->faces;
+  r.area = p->area;
+  r.normal_force = p->nf;
+  r.normal_force_magnitude = ce_norm(p->nf);
+  if (p->fn > 0) r.point = ce_scale(p->fnx, 1.0 / p->fn);
+  else if (p->area > 0) r.point = ce_scale(p->ac, 1.0 / p->area);
+  return r;
+}
 
 ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geometry *gb,
                             const ce_face_forces *ff, ce_arena *arena, ce_result *r) {
-  (void)s; (void)ga; (void)gb; (void)ff; (void)arena; (void)r;
-  return CE_EUNSUPPORTED;
+  const int32_t nf = s->nf;
+  r->npatches = 0;
+  r->patches = NULL;
+  memset(&r->total, 0, sizeof r->total);
+  if (nf <= 0) return CE_OK;
+
+  int32_t *parent = ce_arena_alloc(arena, (size_t)nf * sizeof(int32_t));
+  uint64_t cap = 16;
+  while (cap < 2 * (uint64_t)nf) cap <<= 1;
+  pmap map = {ce_arena_alloc(arena, cap * sizeof(pslot)), cap - 1};
+  if (!parent || !map.slot) return CE_ENOMEM;
+  for (uint64_t i = 0; i < cap; i++) map.slot[i].face = -1;
+
+  /* faces with the same element pair */
+  for (int32_t f = 0; f < nf; f++) {
+    parent[f] = f;
+    pslot *sl = pmap_find(&map, s->element_a[f], s->element_b[f]);
+    if (sl->face < 0) {
+      sl->a = s->element_a[f];
+      sl->b = s->element_b[f];
+      sl->face = f;
+    } else {
+      uf_union(parent, sl->face, f);
+    }
+  }
+  /* one element shared, the other adjacent */
+  for (int32_t f = 0; f < nf; f++) {
+    int32_t ea = s->element_a[f], eb = s->element_b[f], nb[4];
+    int k = neighbours(gb, eb, nb);
+    for (int i = 0; i < k; i++) {
+      if (nb[i] < 0) continue;
+      pslot *sl = pmap_find(&map, ea, nb[i]);
+      if (sl->face >= 0) uf_union(parent, sl->face, f);
+    }
+    k = neighbours(ga, ea, nb);
+    for (int i = 0; i < k; i++) {
+      if (nb[i] < 0) continue;
+      pslot *sl = pmap_find(&map, nb[i], eb);
+      if (sl->face >= 0) uf_union(parent, sl->face, f);
+    }
+  }
+  /* number the patches in order of their first face; reuse parent's roots */
+  int32_t *label = ce_arena_alloc(arena, (size_t)nf * sizeof(int32_t));
+  if (!label) return CE_ENOMEM;
+  for (int32_t f = 0; f < nf; f++) label[f] = -1;
+  int32_t np = 0;
+  for (int32_t f = 0; f < nf; f++) {
+    int32_t root = uf_find(parent, f);
+    if (label[root] < 0) label[root] = np++;
+    s->patch[f] = label[root];
+  }
+  pacc *acc = ce_arena_calloc(arena, (size_t)np, sizeof(pacc));
+  r->patches = ce_arena_calloc(arena, (size_t)np, sizeof(ce_patch));
+  if (!acc || !r->patches) return CE_ENOMEM;
+  pacc tot;
+  memset(&tot, 0, sizeof tot);
+  for (int32_t f = 0; f < nf; f++) {
+    acc_add(&acc[s->patch[f]], s, ff, f);
+    acc_add(&tot, s, ff, f);
+  }
+  for (int32_t i = 0; i < np; i++) r->patches[i] = acc_finish(&acc[i]);
+  r->npatches = np;
+  r->total = acc_finish(&tot);
+  return CE_OK;
 }
