@@ -482,3 +482,81 @@ Test(primitive, from_shape_dispatch_errors) {
   cr_assert_eq(ce_geometry_from_shape(NULL, &props, &g, &err), CE_EINVAL);
   cr_assert_null(g);
 }
+
+/* ---- through ce_geometry_from_shape ------------------------------------------ */
+
+static ce_geometry *build(ce_shape s, ce_compliance c, double h) {
+  ce_props props = ce_test_props(c, E0, h);
+  ce_geometry *g = NULL;
+  ce_error err = {0};
+  ce_errno e = ce_geometry_from_shape(&s, &props, &g, &err);
+  cr_assert_eq(e, CE_OK, "from_shape(%d) failed: %s", (int)s.type, err.message);
+  cr_assert_not_null(g);
+  return g;
+}
+
+Test(primitive, from_shape_builds_every_primitive) {
+  ce_shape shapes[5] = {shape_sphere(0.1), shape_ellipsoid(0.2, 0.1, 0.05),
+                        shape_box(0.4, 0.2, 0.1), shape_rl(CE_SHAPE_CYLINDER, 0.05, 0.2),
+                        shape_rl(CE_SHAPE_CAPSULE, 0.05, 0.1)};
+  for (int i = 0; i < 5; ++i) {
+    ce_rawmesh m = make(shapes[i], CE_COMPLIANT, 0.02);
+    double vol = check_tets(&m).volume;
+    ce_geometry *g = build(shapes[i], CE_COMPLIANT, 0.02);
+    ce_geometry_info info;
+    ce_geometry_get_info(g, &info);
+    cr_assert_eq(info.shape, shapes[i].type);
+    cr_assert_eq(info.compliance, CE_COMPLIANT);
+    cr_assert_eq(info.tetrahedra, m.nt, "shape %d: %d tets vs raw %d", i, info.tetrahedra, m.nt);
+    cr_assert_eq(info.vertices, m.nv);
+    cr_assert(ce_test_close(info.max_pressure, E0, 1e-12, 0), "max p %g", info.max_pressure);
+    cr_assert_eq(info.min_pressure, 0.0);
+    cr_assert(ce_test_close(info.volume, vol, 1e-9, 0), "shape %d volume %g vs %g", i, info.volume,
+              vol);
+    ce_geometry_free(g);
+    ce_rawmesh_free(&m);
+
+    m = make(shapes[i], CE_RIGID, 0.02);
+    g = build(shapes[i], CE_RIGID, 0.02);
+    ce_geometry_get_info(g, &info);
+    cr_assert_eq(info.triangles, m.nf);
+    cr_assert(ce_test_close(info.volume, surface_volume(m.v, m.tri, m.nf), 1e-9, 0));
+    ce_geometry_free(g);
+    ce_rawmesh_free(&m);
+  }
+}
+
+/* The box and cylinder fields are d(x) E / H: every tet's gradient has
+ * magnitude E / H (d is a distance to a plane in each tet). */
+Test(primitive, from_shape_medial_gradients) {
+  ce_geometry *g = build(shape_box(0.4, 0.2, 0.1), CE_COMPLIANT, 0.02);
+  for (int32_t t = 0; t < g->tet.nt; ++t)
+    cr_assert(ce_test_close(ce_norm(g->tet.grad[t]), E0 / 0.05, 1e-9, 0), "box tet %d |grad| %g",
+              t, ce_norm(g->tet.grad[t]));
+  ce_geometry_free(g);
+  g = build(shape_rl(CE_SHAPE_CYLINDER, 0.05, 0.3), CE_COMPLIANT, 0.01);
+  double rho = 0.05 * cos(M_PI / 32);
+  for (int32_t t = 0; t < g->tet.nt; ++t)
+    cr_assert(ce_test_close(ce_norm(g->tet.grad[t]), E0 / rho, 1e-9, 0), "cyl tet %d |grad| %g",
+              t, ce_norm(g->tet.grad[t]));
+  ce_geometry_free(g);
+}
+
+Test(primitive, from_shape_errors) {
+  ce_error err = {0};
+  ce_geometry *g = NULL;
+  ce_shape s = shape_sphere(0.1);
+  ce_props props = ce_test_props(CE_COMPLIANT, 0, 0.01); /* no modulus */
+  cr_assert_eq(ce_geometry_from_shape(&s, &props, &g, &err), CE_EINVAL);
+  cr_assert_null(g);
+  props = ce_test_props(CE_COMPLIANT, E0, -0.01);
+  cr_assert_eq(ce_geometry_from_shape(&s, &props, &g, &err), CE_EINVAL);
+  cr_assert_not_null(strstr(err.message, "hint"), "%s", err.message);
+  props = ce_test_props(CE_COMPLIANT, E0, 1e-7);
+  cr_assert_eq(ce_geometry_from_shape(&s, &props, &g, &err), CE_ELIMIT);
+  cr_assert_null(g);
+  s.radius = -2;
+  props = ce_test_props(CE_RIGID, 0, 0.01);
+  cr_assert_eq(ce_geometry_from_shape(&s, &props, &g, &err), CE_EINVAL);
+  cr_assert_str_eq(err.message, "sphere radius must be finite and > 0 (got -2)");
+}
