@@ -11,12 +11,14 @@
  *    (2^28) → CE_ELIMIT.
  *  - indices outside [0, nv) → CE_ERANGE; non-finite coordinates →
  *    CE_ENONFINITE.
- *  - tets: signed volume < 0 → CE_EINVERTED ("inverted"); a volume that is
- *    not larger than CE_TET_VOLUME_RTOL * (longest edge)^3 → CE_EINVERTED
- *    ("zero volume"). The rule is relative to the tet's own size, so it does
- *    not depend on units or on where the mesh sits in its frame; a regular
- *    tet has volume 0.118 * edge^3, so only tets 1e11 times flatter than a
- *    regular one are rejected.
+ *  - tets: signed volume < 0 → CE_EINVERTED ("inverted"); zero volume →
+ *    CE_EINVERTED ("zero volume"), where zero means 6 V <= CE_TET_VOLUME_RTOL
+ *    * min over the 4 corners of (product of the corner's 3 edge lengths):
+ *    every corner of the tet is flat (6 V / product is the sine of the solid
+ *    angle's "spread", 0.707 for a regular tet). The rule depends on the
+ *    tet's shape only, not on units, size or position, so small but
+ *    well-shaped tets (a tiny hull triangle coned to a far centroid) pass
+ *    while flat slivers and needles fail.
  *  - tet faces: a face shared by more than two tets, or two tets on the same
  *    side of their shared face (overlapping) → CE_EDEGENERATE.
  *  - pressure: non-finite, negative, or nonzero on a boundary vertex (a
@@ -303,14 +305,18 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
     ce_vec3 x[4];
     for (int i = 0; i < 4; i++) x[i] = m->v[m->tet[t][i]];
     double vol = tet_signed_volume(x[0], x[1], x[2], x[3]);
-    double l2 = 0;
-    for (int i = 0; i < 4; i++)
-      for (int j = i + 1; j < 4; j++) l2 = fmax(l2, ce_norm2(ce_sub(x[i], x[j])));
-    double lmax = sqrt(l2);
     if (vol < 0) return ce_fail(err, CE_EINVERTED, "tet %d is inverted (volume %.3g)", (int)t, vol);
-    if (!(vol > CE_TET_VOLUME_RTOL * lmax * lmax * lmax))
-      return ce_fail(err, CE_EINVERTED, "tet %d has zero volume (volume %.3g, longest edge %.3g)", (int)t, vol,
-                     lmax);
+    double len[4][4], corner = INFINITY;
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 4; j++) len[i][j] = ce_norm(ce_sub(x[i], x[j]));
+    for (int i = 0; i < 4; i++) {
+      double prod = 1;
+      for (int j = 0; j < 4; j++)
+        if (j != i) prod *= len[i][j];
+      corner = fmin(corner, prod);
+    }
+    if (!(6 * vol > CE_TET_VOLUME_RTOL * corner))
+      return ce_fail(err, CE_EINVERTED, "tet %d has zero volume (volume %.3g: every corner is flat)", (int)t, vol);
     volume += vol;
   }
 

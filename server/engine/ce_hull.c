@@ -25,6 +25,11 @@
 
 #define CE_HULL_RTOL 1e-12
 #define CE_HULL_MAX_POINTS (1 << 28)
+/* Point sets thinner than CE_HULL_FLAT * size are collinear or coplanar. */
+#define CE_HULL_FLAT 1e-6
+/* Points closer than CE_HULL_WELD * (bounding-box diagonal) are one point
+ * (the lowest-numbered one is kept). */
+#define CE_HULL_WELD 1e-6
 
 typedef struct hface {
   int32_t v[3];   /* counter-clockwise seen from outside */
@@ -44,6 +49,7 @@ typedef struct hull {
   hface *f;
   int32_t nf, capf;
   int32_t *next; /* outside-point lists, per point */
+  const int32_t *orig; /* input index of each point (messages) */
 } hull;
 
 static double face_dist(const hull *h, const hface *f, int32_t i) { return ce_dot(f->n, h->p[i]) - f->d; }
@@ -123,9 +129,10 @@ static ce_errno hull_run(hull *h, ce_error *err) {
     }
   }
   if (!(best > h->eps)) return ce_fail(err, CE_EDEGENERATE, "convex: all %d points coincide", (int)np);
+  const double size = best, flat = fmax(h->eps, CE_HULL_FLAT * size);
   ce_vec3 dir = ce_scale(ce_sub(p[i1], p[i0]), 1.0 / best);
   int32_t i2 = -1;
-  best = h->eps;
+  best = 0;
   for (int32_t i = 0; i < np; i++) {
     double d = ce_norm(ce_cross(ce_sub(p[i], p[i0]), dir));
     if (d > best) {
@@ -133,10 +140,12 @@ static ce_errno hull_run(hull *h, ce_error *err) {
       i2 = i;
     }
   }
-  if (i2 < 0) return ce_fail(err, CE_EDEGENERATE, "convex: all %d points are collinear", (int)np);
+  if (!(best > flat))
+    return ce_fail(err, CE_EDEGENERATE, "convex: all %d points are collinear (width %.3g, below %g of the size %.3g)",
+                   (int)np, best, CE_HULL_FLAT, size);
   ce_vec3 pn = ce_normalize(ce_cross(ce_sub(p[i1], p[i0]), ce_sub(p[i2], p[i0])));
   int32_t i3 = -1;
-  best = h->eps;
+  best = 0;
   for (int32_t i = 0; i < np; i++) {
     double d = fabs(ce_dot(pn, ce_sub(p[i], p[i0])));
     if (d > best) {
@@ -144,7 +153,10 @@ static ce_errno hull_run(hull *h, ce_error *err) {
       i3 = i;
     }
   }
-  if (i3 < 0) return ce_fail(err, CE_EDEGENERATE, "convex: all %d points are coplanar", (int)np);
+  if (!(best > flat))
+    return ce_fail(err, CE_EDEGENERATE,
+                   "convex: all %d points are coplanar (thickness %.3g, below %g of the size %.3g)", (int)np, best,
+                   CE_HULL_FLAT, size);
   int32_t t[4] = {i0, i1, i2, i3};
   if (ce_dot(pn, ce_sub(p[i3], p[i0])) < 0) {
     t[1] = i2;
@@ -229,7 +241,7 @@ static ce_errno hull_run(hull *h, ce_error *err) {
       if (star[a] >= 0) {
         e = ce_fail(err, CE_EDEGENERATE,
                     "convex: the hull is numerically degenerate near point %d (horizon is not a simple loop)",
-                    (int)eye);
+                    (int)h->orig[eye]);
         goto done;
       }
       int32_t nfid = add_face(h, a, b, eye);
@@ -247,7 +259,7 @@ static ce_errno hull_run(hull *h, ce_error *err) {
       int32_t nb1 = star[f->v[1]];
       if (nb1 < 0) {
         e = ce_fail(err, CE_EDEGENERATE,
-                    "convex: the hull is numerically degenerate near point %d (horizon is not closed)", (int)eye);
+                    "convex: the hull is numerically degenerate near point %d (horizon is not closed)", (int)h->orig[eye]);
         goto done;
       }
       f->nb[1] = nb1;
@@ -264,7 +276,7 @@ static ce_errno hull_run(hull *h, ce_error *err) {
       if (cur != base || steps != nhor) {
         for (int32_t k = 0; k < nhor; k++) star[h->f[base + k].v[0]] = -1;
         e = ce_fail(err, CE_EDEGENERATE,
-                    "convex: the hull is numerically degenerate near point %d (horizon is not one loop)", (int)eye);
+                    "convex: the hull is numerically degenerate near point %d (horizon is not one loop)", (int)h->orig[eye]);
         goto done;
       }
     }
@@ -292,6 +304,84 @@ done:
   return e;
 }
 
+typedef struct weld_key {
+  int64_t c[3];
+  int32_t i;
+} weld_key;
+
+static int weld_key_cmp(const void *pa, const void *pb) {
+  const weld_key *a = pa, *b = pb;
+  for (int k = 0; k < 3; k++)
+    if (a->c[k] != b->c[k]) return a->c[k] < b->c[k] ? -1 : 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Keeps point i unless an earlier kept point lies within w of it; writes
+ * the kept indices (increasing) to keep[] and returns their number, or -1
+ * when out of memory. Points are bucketed in a grid of cell size w (cell
+ * coordinates relative to the box corner lo, at most 1/CE_HULL_WELD per
+ * axis) and sorted by cell, so each point only looks at 27 cells. */
+static int32_t weld_points(const ce_vec3 *p, int32_t n, ce_vec3 lo, double w, int32_t *keep) {
+  if (!(w > 0)) {
+    for (int32_t i = 0; i < n; i++) keep[i] = i;
+    return n;
+  }
+  weld_key *k = malloc((size_t)n * sizeof *k);
+  unsigned char *kept = malloc((size_t)n);
+  if (!k || !kept) {
+    free(k);
+    free(kept);
+    return -1;
+  }
+  for (int32_t i = 0; i < n; i++) {
+    k[i].c[0] = (int64_t)floor((p[i].x - lo.x) / w);
+    k[i].c[1] = (int64_t)floor((p[i].y - lo.y) / w);
+    k[i].c[2] = (int64_t)floor((p[i].z - lo.z) / w);
+    k[i].i = i;
+  }
+  int64_t cells[3];
+  int32_t nk = 0;
+  /* cells of point i, before sorting */
+  int64_t(*own)[3] = malloc((size_t)n * sizeof *own);
+  if (!own) {
+    free(k);
+    free(kept);
+    return -1;
+  }
+  for (int32_t i = 0; i < n; i++) memcpy(own[i], k[i].c, sizeof own[i]);
+  qsort(k, (size_t)n, sizeof *k, weld_key_cmp);
+  for (int32_t i = 0; i < n; i++) {
+    int found = 0;
+    for (int dx = -1; dx <= 1 && !found; dx++)
+      for (int dy = -1; dy <= 1 && !found; dy++)
+        for (int dz = -1; dz <= 1 && !found; dz++) {
+          cells[0] = own[i][0] + dx;
+          cells[1] = own[i][1] + dy;
+          cells[2] = own[i][2] + dz;
+          /* first key of this cell */
+          int32_t a = 0, b = n;
+          while (a < b) {
+            int32_t m = a + (b - a) / 2;
+            int c = 0;
+            for (int j = 0; j < 3 && c == 0; j++) c = k[m].c[j] < cells[j] ? -1 : (k[m].c[j] > cells[j] ? 1 : 0);
+            if (c < 0) a = m + 1;
+            else b = m;
+          }
+          for (int32_t m = a; m < n && memcmp(k[m].c, cells, sizeof cells) == 0 && k[m].i < i; m++)
+            if (kept[k[m].i] && ce_norm(ce_sub(p[k[m].i], p[i])) <= w) {
+              found = 1;
+              break;
+            }
+        }
+    kept[i] = (unsigned char)!found;
+    if (!found) keep[nk++] = i;
+  }
+  free(own);
+  free(k);
+  free(kept);
+  return nk;
+}
+
 ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geometry **out, ce_error *err) {
   ce_errno e;
   if (!out) return ce_fail(err, CE_EINVAL, "convex: out is NULL");
@@ -307,12 +397,14 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
   hull h;
   memset(&h, 0, sizeof h);
   ce_vec3 *p = malloc((size_t)np * sizeof *p);
+  int32_t *orig = malloc((size_t)np * sizeof *orig);
   h.next = malloc((size_t)np * sizeof *h.next);
   int32_t *map = NULL;
-  if (!p || !h.next) {
+  if (!p || !orig || !h.next) {
     e = ce_fail(err, CE_ENOMEM, "convex: out of memory for %d points", (int)np);
     goto done;
   }
+  ce_vec3 lo = ce_v3(INFINITY, INFINITY, INFINITY), hi = ce_v3(-INFINITY, -INFINITY, -INFINITY);
   double mx = 0, my = 0, mz = 0;
   for (int32_t i = 0; i < np; i++) {
     p[i] = ce_v3(shape->points[3 * (size_t)i], shape->points[3 * (size_t)i + 1], shape->points[3 * (size_t)i + 2]);
@@ -323,26 +415,37 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
     mx = fmax(mx, fabs(p[i].x));
     my = fmax(my, fabs(p[i].y));
     mz = fmax(mz, fabs(p[i].z));
+    lo = ce_v3(fmin(lo.x, p[i].x), fmin(lo.y, p[i].y), fmin(lo.z, p[i].z));
+    hi = ce_v3(fmax(hi.x, p[i].x), fmax(hi.y, p[i].y), fmax(hi.z, p[i].z));
   }
+  /* Weld near-duplicates, then run the hull on the kept points (compacted,
+   * in input order; orig[] maps back for messages). */
+  int32_t nq = weld_points(p, np, lo, CE_HULL_WELD * ce_norm(ce_sub(hi, lo)), orig);
+  if (nq < 0) {
+    e = ce_fail(err, CE_ENOMEM, "convex: out of memory for %d points", (int)np);
+    goto done;
+  }
+  for (int32_t i = 0; i < nq; i++) p[i] = p[orig[i]];
   h.p = p;
-  h.np = np;
+  h.np = nq;
+  h.orig = orig;
   h.eps = CE_HULL_RTOL * (mx + my + mz);
   if ((e = hull_run(&h, err)) != CE_OK) goto done;
 
   /* Compact: hull vertices in increasing input order. */
-  map = malloc((size_t)np * sizeof *map);
+  map = malloc((size_t)nq * sizeof *map);
   if (!map) {
     e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
     goto done;
   }
-  for (int32_t i = 0; i < np; i++) map[i] = -1;
+  for (int32_t i = 0; i < nq; i++) map[i] = -1;
   int32_t nf = 0, nv = 0;
   for (int32_t f = 0; f < h.nf; f++)
     if (h.f[f].alive) {
       nf++;
       for (int k = 0; k < 3; k++) map[h.f[f].v[k]] = 0;
     }
-  for (int32_t i = 0; i < np; i++)
+  for (int32_t i = 0; i < nq; i++)
     if (map[i] == 0) map[i] = nv++;
   int compliant = props->compliance == CE_COMPLIANT;
   ce_vec3 *v = malloc((size_t)(nv + compliant) * sizeof *v);
@@ -350,7 +453,7 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
     e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
     goto done;
   }
-  for (int32_t i = 0; i < np; i++)
+  for (int32_t i = 0; i < nq; i++)
     if (map[i] >= 0) v[map[i]] = p[i];
   if (!compliant) {
     int32_t(*tri)[3] = malloc((size_t)nf * sizeof *tri);
@@ -381,7 +484,8 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
         vol += w;
         c = ce_axpy(c, w * 0.25, ce_add(ce_add(a, b), ce_add(d, o)));
       }
-    v[nv] = vol > 0 ? ce_scale(c, 1.0 / vol) : o;
+    c = vol > 0 ? ce_scale(c, 1.0 / vol) : o;
+    v[nv] = c;
     int32_t(*tet)[4] = malloc((size_t)nf * sizeof *tet);
     double *pr = malloc((size_t)(nv + 1) * sizeof *pr);
     if (!tet || !pr) {
@@ -401,10 +505,20 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
     for (int32_t i = 0; i < nv; i++) pr[i] = 0;
     pr[nv] = props->modulus;
     e = ce_geometry_finish_tetmesh(CE_SHAPE_CONVEX, props, v, nv + 1, tet, nf, pr, out, err);
+    if (e == CE_EINVERTED) {
+      /* a hull triangle too thin to cone to the centroid: name the shape */
+      if (err) {
+        char msg[sizeof err->message];
+        memcpy(msg, err->message, sizeof msg);
+        ce_fail(err, CE_EDEGENERATE, "convex: starburst %s (hull triangle too thin)", msg);
+      }
+      e = CE_EDEGENERATE;
+    }
   }
 done:
   free(map);
   free(p);
+  free(orig);
   free(h.next);
   free(h.f);
   return e;

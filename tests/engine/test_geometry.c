@@ -576,3 +576,68 @@ Test(geometry, halfspace_rigid_and_compliant) {
   ce_geometry_free(g);
   ce_geometry_free(NULL);
 }
+
+/* ---- the zero-volume rule depends on shape, not size ------------------- */
+
+Test(geometry, tiny_well_shaped_tet_passes_needle_fails) {
+  /* a 1e-7 base triangle coned to an apex 1 away: small, not flat */
+  double v[] = {0, 0, 0, 1e-7, 0, 0, 0, 1e-7, 0, 0, 0, 1};
+  int32_t t[] = {0, 1, 2, 3};
+  double p[4] = {0, 0, 0, 0};
+  ce_props pr = compliant(1e5);
+  ce_error err;
+  ce_geometry *g = NULL;
+  cr_assert_eq(ce_geometry_from_tetmesh(v, 4, t, 1, p, &pr, &g, &err), CE_OK, "%s", err.message);
+  cr_assert(fabs(g->volume - 1e-14 / 6) < 1e-28);
+  ce_geometry_free(g);
+  /* a needle: the same points squeezed onto the z axis to 1e-13 */
+  double w[] = {0, 0, 0, 1e-13, 0, 0.3, 0, 1e-13, 0.6, 0, 0, 1};
+  EXPECT_ERR(CE_EINVERTED, ce_geometry_from_tetmesh(w, 4, t, 1, p, &pr, &g, &err), err, "tet 0 has zero volume");
+}
+
+/* Hostile tet and triangle meshes never crash and always explain errors. */
+Test(geometry, random_hostile_meshes) {
+  uint64_t s = 77;
+  int outcomes[CE_ERRNO_COUNT] = {0};
+  for (int it = 0; it < 30000; it++) {
+    int nv = 1 + (int)(ce_test_rand(&s) * 8), nt = (int)(ce_test_rand(&s) * 6);
+    double v[3 * 9], p[9];
+    int32_t t[4 * 6];
+    for (int i = 0; i < 3 * nv; i++) {
+      double r = ce_test_rand(&s);
+      v[i] = r < 0.002 ? NAN : (r < 0.3 ? floor(ce_test_rand(&s) * 3) : ce_test_rand(&s) * 2 - 1);
+    }
+    for (int i = 0; i < nv; i++) {
+      double r = ce_test_rand(&s);
+      p[i] = r < 0.6 ? 0 : (r < 0.62 ? -1 : (r < 0.63 ? INFINITY : ce_test_rand(&s)));
+    }
+    for (int i = 0; i < 4 * nt; i++)
+      t[i] = ce_test_rand(&s) < 0.01 ? (int)(ce_test_rand(&s) * 100) - 50 : (int)(ce_test_rand(&s) * nv);
+    ce_props pr = compliant(1);
+    ce_error err;
+    memset(&err, 0, sizeof err);
+    ce_geometry *g = (ce_geometry *)&err;
+    ce_errno e = ce_geometry_from_tetmesh(v, nv, t, nt, ce_test_rand(&s) < 0.5 ? p : NULL, &pr, &g, &err);
+    outcomes[e]++;
+    if (e == CE_OK) {
+      for (int k = 0; k < g->tet.nt; k++) cr_assert(g->tet.prange[k][0] <= g->tet.prange[k][1]);
+      ce_geometry_free(g);
+    } else {
+      cr_assert_null(g);
+      cr_assert(err.code == e && err.message[0] != 0);
+    }
+    pr = rigid();
+    int nf = (int)(ce_test_rand(&s) * 7);
+    g = (ce_geometry *)&err;
+    e = ce_geometry_from_trimesh(v, nv, t, nf, ce_test_rand(&s) < 0.5, &pr, &g, &err);
+    outcomes[e]++;
+    if (e == CE_OK)
+      ce_geometry_free(g);
+    else
+      cr_assert(g == NULL && err.code == e && err.message[0] != 0);
+  }
+  /* the generator reaches every validation path */
+  cr_assert(outcomes[CE_OK] > 100);
+  cr_assert(outcomes[CE_ERANGE] > 100 && outcomes[CE_EINVERTED] > 100 && outcomes[CE_EFIELD] > 100);
+  cr_assert(outcomes[CE_EDEGENERATE] > 100 && outcomes[CE_EOPEN] > 100 && outcomes[CE_ENONFINITE] > 100);
+}

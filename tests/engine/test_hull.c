@@ -344,3 +344,114 @@ Test(hull, degenerate_point_sets) {
   cr_assert_eq(hull_of(NULL, 20, &pr, &g, &err), CE_EINVAL);
   cr_assert_null(g);
 }
+
+Test(hull, lattice_cube_is_the_box) {
+  /* 8x8x8 lattice: many coplanar and collinear points on every face */
+  double *p = malloc(512 * 3 * sizeof *p);
+  int n = 0;
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 8; j++)
+      for (int k = 0; k < 8; k++) {
+        p[3 * n] = i;
+        p[3 * n + 1] = j;
+        p[3 * n + 2] = k;
+        n++;
+      }
+  ce_props pr = rigid();
+  ce_error err;
+  ce_geometry *g = NULL;
+  cr_assert_eq(hull_of(p, n, &pr, &g, &err), CE_OK, "%s", err.message);
+  cr_assert(fabs(g->volume - 343) < 1e-12 * 343, "volume %.17g", g->volume);
+  cr_assert_eq(g->tri.nv, 8);
+  check_rigid_hull(g, p, n);
+  ce_geometry_free(g);
+  ce_props cp = compliant(1e5);
+  cr_assert_eq(hull_of(p, n, &cp, &g, &err), CE_OK, "%s", err.message);
+  cr_assert(fabs(g->volume - 343) < 1e-12 * 343);
+  cr_assert_eq(g->tet.nt, 12);
+  ce_geometry_free(g);
+  free(p);
+}
+
+Test(hull, near_duplicates_are_welded) {
+  /* every cube corner 10 times, jittered by up to 1e-9 (well below the weld
+   * tolerance 1e-6 * diagonal): the hull is the cube, with the first copy of
+   * each corner kept */
+  double p[80 * 3];
+  uint64_t s = 8;
+  int n = 0;
+  for (int r = 0; r < 10; r++)
+    for (int c = 0; c < 8; c++) {
+      double j = r == 0 ? 0 : 1e-9;
+      p[3 * n] = (c & 1) + j * (ce_test_rand(&s) - 0.5);
+      p[3 * n + 1] = ((c >> 1) & 1) + j * (ce_test_rand(&s) - 0.5);
+      p[3 * n + 2] = ((c >> 2) & 1) + j * (ce_test_rand(&s) - 0.5);
+      n++;
+    }
+  ce_props pr = rigid(), cp = compliant(1e5);
+  ce_error err;
+  ce_geometry *g = NULL;
+  cr_assert_eq(hull_of(p, n, &pr, &g, &err), CE_OK, "%s", err.message);
+  cr_assert_eq(g->tri.nv, 8);
+  cr_assert(fabs(g->volume - 1) < 1e-14, "volume %.17g", g->volume);
+  ce_geometry_free(g);
+  cr_assert_eq(hull_of(p, n, &cp, &g, &err), CE_OK, "%s", err.message);
+  cr_assert_eq(g->tet.nv, 9);
+  cr_assert(fabs(g->volume - 1) < 1e-14);
+  ce_geometry_free(g);
+}
+
+Test(hull, thin_slab_is_coplanar) {
+  double p[50 * 3];
+  uint64_t s = 4;
+  for (int i = 0; i < 50; i++) {
+    p[3 * i] = ce_test_rand(&s);
+    p[3 * i + 1] = ce_test_rand(&s);
+    p[3 * i + 2] = 1e-9 * ce_test_rand(&s); /* 1e-9 thick: below 1e-6 of the size */
+  }
+  ce_props pr = rigid();
+  ce_error err;
+  ce_geometry *g = NULL;
+  cr_assert_eq(hull_of(p, 50, &pr, &g, &err), CE_EDEGENERATE);
+  cr_assert(strstr(err.message, "coplanar (thickness"), "%s", err.message);
+  /* 1e-4 thick is a valid (thin) hull */
+  for (int i = 0; i < 50; i++) p[3 * i + 2] *= 1e5;
+  cr_assert_eq(hull_of(p, 50, &pr, &g, &err), CE_OK, "%s", err.message);
+  check_rigid_hull(g, p, 50);
+  ce_geometry_free(g);
+  ce_props cp = compliant(1e5);
+  cr_assert_eq(hull_of(p, 50, &cp, &g, &err), CE_OK, "%s", err.message);
+  ce_geometry_free(g);
+}
+
+/* Hostile inputs never crash, never return a geometry with an error, and
+ * always explain the error. Deterministic; clean under ASan/UBSan. */
+Test(hull, random_hostile_point_sets) {
+  uint64_t s = 2024;
+  double p[12 * 3];
+  int ok = 0, failed = 0;
+  for (int it = 0; it < 20000; it++) {
+    int n = 1 + (int)(ce_test_rand(&s) * 12);
+    for (int i = 0; i < 3 * n; i++) {
+      double r = ce_test_rand(&s);
+      p[i] = r < 0.002 ? NAN : (r < 0.4 ? floor(ce_test_rand(&s) * 3) : ce_test_rand(&s) * 2 - 1);
+    }
+    ce_props pr = ce_test_rand(&s) < 0.5 ? rigid() : compliant(1e5);
+    ce_error err;
+    memset(&err, 0, sizeof err);
+    ce_geometry *g = (ce_geometry *)&err;
+    ce_errno e = hull_of(p, n, &pr, &g, &err);
+    if (e == CE_OK) {
+      cr_assert_not_null(g);
+      cr_assert(g->volume > 0);
+      ce_geometry_free(g);
+      ok++;
+    } else {
+      cr_assert_null(g);
+      cr_assert_eq(err.code, e);
+      cr_assert(err.message[0] != 0);
+      failed++;
+    }
+  }
+  cr_assert(ok > 1000 && failed > 1000, "ok %d failed %d", ok, failed);
+}
