@@ -1,0 +1,186 @@
+/* cd_cache.c — content-addressed geometry cache: hash table of entries,
+ * pending builds with waiters, reference counts, byte budget, LRU eviction. */
+#include "cd_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cd_log.h"
+
+#define RESOURCE_EXHAUSTED 8
+
+typedef struct cd_waiter {
+  cd_cache_waiter_fn fn;
+  void *arg;
+  struct cd_waiter *next;
+} cd_waiter;
+
+struct cd_cache {
+  cd_cache_entry **buckets;
+  size_t nbuckets;
+  uint64_t budget;
+  uint64_t tick;
+  cd_cache_stats st;
+};
+
+static size_t bucket_of(const cd_cache *c, const char *id) {
+  /* ids are hex SHA-256: the first 16 digits are uniformly distributed. */
+  uint64_t h = 0;
+  for (int i = 0; i < 16 && id[i]; i++) h = h * 16 + (uint64_t)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+  return (size_t)(h & (c->nbuckets - 1));
+}
+
+cd_cache *cd_cache_create(uint64_t budget_bytes) {
+  cd_cache *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->nbuckets = 4096;
+  c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
+  c->budget = budget_bytes;
+  return c;
+}
+
+static void entry_free(cd_cache_entry *e) {
+  for (cd_waiter *w = e->waiters, *n; w; w = n) {
+    n = w->next;
+    free(w);
+  }
+  if (e->geometry) ce_geometry_free(e->geometry);
+  free(e);
+}
+
+void cd_cache_destroy(cd_cache *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->nbuckets; i++)
+    for (cd_cache_entry *e = c->buckets[i], *n; e; e = n) {
+      n = e->next;
+      entry_free(e);
+    }
+  free(c->buckets);
+  free(c);
+}
+
+cd_cache_entry *cd_cache_find(cd_cache *c, const char *id) {
+  for (cd_cache_entry *e = c->buckets[bucket_of(c, id)]; e; e = e->next)
+    if (strcmp(e->id, id) == 0) {
+      e->last_use = ++c->tick;
+      return e;
+    }
+  return NULL;
+}
+
+static void unlink_entry(cd_cache *c, cd_cache_entry *e) {
+  cd_cache_entry **pp = &c->buckets[bucket_of(c, e->id)];
+  while (*pp && *pp != e) pp = &(*pp)->next;
+  if (*pp) *pp = e->next;
+  c->st.entries--;
+  if (e->state == CD_ENTRY_READY) c->st.bytes -= e->info.bytes;
+}
+
+cd_cache_entry *cd_cache_begin(cd_cache *c, const char *id, double bound_radius) {
+  cd_cache_entry *e = calloc(1, sizeof *e);
+  if (!e) return NULL;
+  snprintf(e->id, sizeof e->id, "%s", id);
+  e->state = CD_ENTRY_PENDING;
+  e->bound_radius = bound_radius;
+  e->cache = c;
+  e->last_use = ++c->tick;
+  size_t b = bucket_of(c, id);
+  e->next = c->buckets[b];
+  c->buckets[b] = e;
+  c->st.entries++;
+  return e;
+}
+
+int cd_cache_add_waiter(cd_cache_entry *e, cd_cache_waiter_fn fn, void *arg) {
+  cd_waiter *w = malloc(sizeof *w);
+  if (!w) return -1;
+  w->fn = fn;
+  w->arg = arg;
+  /* Append, so waiters are answered in arrival order. */
+  w->next = NULL;
+  cd_waiter **pp = &e->waiters;
+  while (*pp) pp = &(*pp)->next;
+  *pp = w;
+  return 0;
+}
+
+static int evictable(const cd_cache_entry *e) {
+  return e->state == CD_ENTRY_READY && e->refs == 0 && e->pins == 0;
+}
+
+/* Evict LRU evictable entries (never `keep`) while over budget. */
+static void evict(cd_cache *c, const cd_cache_entry *keep) {
+  while (c->st.bytes > c->budget) {
+    cd_cache_entry *victim = NULL;
+    for (size_t i = 0; i < c->nbuckets; i++)
+      for (cd_cache_entry *e = c->buckets[i]; e; e = e->next)
+        if (e != keep && evictable(e) && (!victim || e->last_use < victim->last_use)) victim = e;
+    if (!victim) return;
+    CD_DEBUG("cache evict", "geometry=%s bytes=%zu", victim->id, victim->info.bytes);
+    unlink_entry(c, victim);
+    c->st.evictions++;
+    entry_free(victim);
+  }
+}
+
+void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t build_us, int code,
+                       const char *message) {
+  char msg[256];
+  if (g) {
+    e->geometry = g;
+    ce_geometry_get_info(g, &e->info);
+    e->build_us = build_us;
+    e->state = CD_ENTRY_READY;
+    c->st.bytes += e->info.bytes;
+    c->st.builds++;
+    evict(c, e);
+    if (c->st.bytes > c->budget) {
+      snprintf(msg, sizeof msg,
+               "geometry needs %zu bytes but the cache budget is %llu bytes and the rest is in use",
+               e->info.bytes, (unsigned long long)c->budget);
+      code = RESOURCE_EXHAUSTED;
+      message = msg;
+    } else {
+      code = 0;
+    }
+  } else {
+    c->st.failures++;
+  }
+  /* Waiters may take references or pins; keep the entry alive meanwhile. */
+  cd_waiter *w = e->waiters;
+  e->waiters = NULL;
+  if (code) unlink_entry(c, e);
+  e->pins++;
+  while (w) {
+    cd_waiter *n = w->next;
+    w->fn(w->arg, e, code, code ? message : NULL);
+    free(w);
+    w = n;
+  }
+  e->pins--;
+  if (code) entry_free(e);
+  else evict(c, NULL);
+}
+
+void cd_cache_note_hit(cd_cache *c) { c->st.hits++; }
+
+void cd_cache_ref(cd_cache_entry *e) {
+  e->refs++;
+  e->last_use = ++e->cache->tick;
+}
+
+void cd_cache_unref(cd_cache_entry *e) {
+  if (--e->refs == 0 && e->pins == 0) evict(e->cache, NULL);
+}
+
+void cd_cache_pin(cd_cache_entry *e) {
+  e->pins++;
+  e->last_use = ++e->cache->tick;
+}
+
+void cd_cache_unpin(cd_cache_entry *e) {
+  if (--e->pins == 0 && e->refs == 0) evict(e->cache, NULL);
+}
+
+void cd_cache_get_stats(const cd_cache *c, cd_cache_stats *s) { *s = c->st; }

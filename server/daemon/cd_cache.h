@@ -1,0 +1,74 @@
+/* cd_cache.h — the geometry cache shared by every connection.
+ *
+ * Entries are content-addressed (id = SHA-256 of the canonical input, see
+ * cd_geomspec.c), reference-counted by the sessions that registered them and
+ * pinned by the queries and streams that use them. READY entries that nobody
+ * references or pins are evicted least-recently-used first once the cache
+ * holds more than its byte budget. A registration of content that is being
+ * built attaches to the PENDING entry as a waiter: one build, many replies.
+ *
+ * Loop thread only (workers read the immutable ce_geometry of a pinned
+ * entry, never the entry's bookkeeping). */
+#ifndef CD_CACHE_H
+#define CD_CACHE_H
+
+#include <stdint.h>
+
+#include "cd_hash.h"
+#include "ce.h"
+
+typedef enum { CD_ENTRY_PENDING = 1, CD_ENTRY_READY = 2 } cd_entry_state;
+
+typedef struct cd_cache_entry cd_cache_entry;
+typedef struct cd_cache cd_cache;
+
+/* Called on the loop when a PENDING entry completes. On failure `e` is about
+ * to be removed (do not keep it) and code/message describe why (code is a
+ * gRPC canonical code number). */
+typedef void (*cd_cache_waiter_fn)(void *arg, cd_cache_entry *e, int code, const char *message);
+
+struct cd_cache_entry {
+  char id[CD_HASH_HEX_LEN + 1];
+  cd_entry_state state;
+  ce_geometry *geometry; /* READY */
+  ce_geometry_info info;
+  ce_material material;  /* registered surface material */
+  double bound_radius;   /* bounding sphere about the body origin; INFINITY = half space */
+  uint64_t build_us;
+  int64_t refs;          /* sessions holding a reference */
+  int64_t pins;          /* queries / streams / builds using it now */
+  uint64_t last_use;     /* LRU tick */
+  struct cd_waiter *waiters;
+  cd_cache_entry *next;  /* hash chain */
+  cd_cache *cache;
+};
+
+typedef struct cd_cache_stats {
+  uint64_t entries, bytes, builds, hits, evictions, failures;
+} cd_cache_stats;
+
+cd_cache *cd_cache_create(uint64_t budget_bytes);
+/* Frees every entry (at shutdown: nothing may still use them). */
+void cd_cache_destroy(cd_cache *c);
+
+cd_cache_entry *cd_cache_find(cd_cache *c, const char *id);
+/* Create a PENDING entry for id (which must not exist). */
+cd_cache_entry *cd_cache_begin(cd_cache *c, const char *id, double bound_radius);
+int cd_cache_add_waiter(cd_cache_entry *e, cd_cache_waiter_fn fn, void *arg);
+/* Finish a PENDING entry: geometry != NULL makes it READY (waiters get code
+ * 0), otherwise every waiter gets (code, message) and the entry is freed.
+ * A READY entry that does not fit the budget even after evicting everything
+ * evictable is also failed with RESOURCE_EXHAUSTED. */
+void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t build_us, int code,
+                       const char *message);
+/* A registration answered from the cache. */
+void cd_cache_note_hit(cd_cache *c);
+
+void cd_cache_ref(cd_cache_entry *e);
+void cd_cache_unref(cd_cache_entry *e);
+void cd_cache_pin(cd_cache_entry *e);
+void cd_cache_unpin(cd_cache_entry *e);
+
+void cd_cache_get_stats(const cd_cache *c, cd_cache_stats *s);
+
+#endif

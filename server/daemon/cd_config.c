@@ -1,0 +1,331 @@
+/* cd_config.c — defaults, JSON config file (cJSON) and flags. */
+#include "cd_config.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cd_log.h"
+#include "cd_version.h"
+
+void cd_config_default(cd_config *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->listen, sizeof c->listen, "%s", CD_DEFAULT_LISTEN);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  c->workers = n > 0 ? (int)n : 1;
+  c->metrics_port = -1;
+  c->log_level = CD_LOG_INFO;
+  c->shutdown_grace_s = 30;
+  cd_limits_default(&c->limits);
+}
+
+int cd_config_split_hostport(const char *s, char *host, size_t hostlen, int *port) {
+  const char *colon;
+  const char *h = s;
+  size_t hl;
+  if (s[0] == '[') {
+    const char *close = strchr(s, ']');
+    if (!close || close[1] != ':') return -1;
+    h = s + 1;
+    hl = (size_t)(close - h);
+    colon = close + 1;
+  } else {
+    colon = strrchr(s, ':');
+    if (!colon) return -1;
+    hl = (size_t)(colon - s);
+  }
+  if (hl == 0 || hl >= hostlen) return -1;
+  memcpy(host, h, hl);
+  host[hl] = 0;
+  char *end;
+  errno = 0;
+  long p = strtol(colon + 1, &end, 10);
+  if (errno || *end || end == colon + 1 || p < 0 || p > 65535) return -1;
+  *port = (int)p;
+  return 0;
+}
+
+static int set_str(char *dst, size_t cap, const char *v, const char *what, char *err, size_t errlen) {
+  if (strlen(v) >= cap) {
+    snprintf(err, errlen, "%s: value too long (max %zu characters)", what, cap - 1);
+    return -1;
+  }
+  snprintf(dst, cap, "%s", v);
+  return 0;
+}
+
+static int set_listen(cd_config *c, const char *v, const char *what, char *err, size_t errlen) {
+  if (strcmp(v, "") == 0 || strcmp(v, "none") == 0) {
+    c->listen[0] = 0;
+    return 0;
+  }
+  char host[256];
+  int port;
+  if (cd_config_split_hostport(v, host, sizeof host, &port) != 0) {
+    snprintf(err, errlen, "%s: \"%s\" is not HOST:PORT", what, v);
+    return -1;
+  }
+  return set_str(c->listen, sizeof c->listen, v, what, err, errlen);
+}
+
+static int parse_int(const char *v, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (errno || *end || end == v || x < lo || x > hi) return -1;
+  *out = x;
+  return 0;
+}
+
+static int apply_limits_json(cd_limits *l, const cJSON *obj, char *err, size_t errlen) {
+  const cJSON *it;
+  cJSON_ArrayForEach(it, obj) {
+    const char *k = it->string;
+    if (k[0] == '_') continue;
+    int found = 0;
+#define CD_XX_SET(field, def, unit, desc)                                                   \
+  if (!found && strcmp(k, #field) == 0) {                                                   \
+    found = 1;                                                                              \
+    if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0) || it->valuedouble > 9.0e15 ||       \
+        it->valuedouble != floor(it->valuedouble)) {                                        \
+      snprintf(err, errlen, "config: limits.%s must be a non-negative integer (%s)", k, unit); \
+      return -1;                                                                            \
+    }                                                                                       \
+    l->field = (uint64_t)it->valuedouble;                                                   \
+  }
+    CD_LIMITS_MAP(CD_XX_SET)
+#undef CD_XX_SET
+    if (!found) {
+      snprintf(err, errlen, "config: unknown key limits.%s", k);
+      return -1;
+    }
+  }
+  if (l->max_frame_bytes < 16 || l->max_inflight_per_conn < 1 || l->max_connections < 1 ||
+      l->pairs_per_job < 1) {
+    snprintf(err, errlen,
+             "config: max_frame_bytes >= 16, max_inflight_per_conn >= 1, max_connections >= 1 and "
+             "pairs_per_job >= 1 are required");
+    return -1;
+  }
+  return 0;
+}
+
+int cd_config_apply_json(cd_config *c, const char *text, char *err, size_t errlen) {
+  cJSON *root = cJSON_Parse(text);
+  if (!root) {
+    const char *at = cJSON_GetErrorPtr();
+    snprintf(err, errlen, "config: invalid JSON near \"%.20s\"", at ? at : "");
+    return -1;
+  }
+  int rc = 0;
+  if (!cJSON_IsObject(root)) {
+    snprintf(err, errlen, "config: the top level must be an object");
+    rc = -1;
+    goto out;
+  }
+  const cJSON *it;
+  cJSON_ArrayForEach(it, root) {
+    const char *k = it->string;
+    if (k[0] == '_') continue;
+    if (strcmp(k, "listen") == 0 || strcmp(k, "unix") == 0 || strcmp(k, "log_level") == 0) {
+      if (!cJSON_IsString(it)) {
+        snprintf(err, errlen, "config: %s must be a string", k);
+        rc = -1;
+        goto out;
+      }
+      const char *v = it->valuestring;
+      if (strcmp(k, "listen") == 0) rc = set_listen(c, v, "config: listen", err, errlen);
+      else if (strcmp(k, "unix") == 0) rc = set_str(c->unix_path, sizeof c->unix_path, v, "config: unix", err, errlen);
+      else {
+        int lv = cd_log_parse_level(v);
+        if (lv < 0) {
+          snprintf(err, errlen, "config: log_level \"%s\" is not debug, info, warn or error", v);
+          rc = -1;
+        } else {
+          c->log_level = lv;
+        }
+      }
+      if (rc) goto out;
+    } else if (strcmp(k, "workers") == 0 || strcmp(k, "metrics_port") == 0 ||
+               strcmp(k, "shutdown_grace_s") == 0) {
+      if (!cJSON_IsNumber(it)) {
+        snprintf(err, errlen, "config: %s must be a number", k);
+        rc = -1;
+        goto out;
+      }
+      double v = it->valuedouble;
+      if (strcmp(k, "workers") == 0) {
+        if (!(v >= 1 && v <= 1024) || v != floor(v)) {
+          snprintf(err, errlen, "config: workers must be an integer in [1, 1024]");
+          rc = -1;
+          goto out;
+        }
+        c->workers = (int)v;
+      } else if (strcmp(k, "metrics_port") == 0) {
+        if (!(v >= -1 && v <= 65535) || v != floor(v)) {
+          snprintf(err, errlen, "config: metrics_port must be -1 (off) or a port in [0, 65535]");
+          rc = -1;
+          goto out;
+        }
+        c->metrics_port = (int)v;
+      } else {
+        if (!(v >= 0 && v <= 3600)) {
+          snprintf(err, errlen, "config: shutdown_grace_s must be in [0, 3600]");
+          rc = -1;
+          goto out;
+        }
+        c->shutdown_grace_s = v;
+      }
+    } else if (strcmp(k, "limits") == 0) {
+      if (!cJSON_IsObject(it)) {
+        snprintf(err, errlen, "config: limits must be an object");
+        rc = -1;
+        goto out;
+      }
+      if ((rc = apply_limits_json(&c->limits, it, err, errlen)) != 0) goto out;
+    } else {
+      snprintf(err, errlen, "config: unknown key \"%s\"", k);
+      rc = -1;
+      goto out;
+    }
+  }
+out:
+  cJSON_Delete(root);
+  return rc;
+}
+
+static char *read_file(const char *path, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "config: cannot open %s: %s", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  for (;;) {
+    if (!buf) break;
+    if (len + 1 >= cap) {
+      if (cap > (16u << 20)) {
+        snprintf(err, errlen, "config: %s is larger than 16 MiB", path);
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      char *nb = realloc(buf, cap * 2);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    size_t n = fread(buf + len, 1, cap - len - 1, f);
+    if (n == 0) break;
+    len += n;
+  }
+  fclose(f);
+  if (buf) buf[len] = 0;
+  else if (!err[0]) snprintf(err, errlen, "config: out of memory reading %s", path);
+  return buf;
+}
+
+void cd_config_print_help(const char *argv0) {
+  printf("usage: %s [flags]\n\n"
+         "contactd %s — hydroelastic contact server (protocol contactd.v1, version %d)\n\n"
+         "flags (they override the config file, which overrides the defaults):\n"
+         "  --listen HOST:PORT   TCP listener (default %s; \"none\" disables; port 0 = ephemeral,\n"
+         "                       the bound port is logged)\n"
+         "  --unix PATH          also listen on a Unix socket\n"
+         "  --config FILE        JSON config file (see deploy/contactd.example.json)\n"
+         "  --workers N          worker threads (default: online cores)\n"
+         "  --metrics-port N     Prometheus /metrics, /healthz, /readyz over HTTP on the listen host\n"
+         "  --log-level LEVEL    debug, info, warn or error (default info)\n"
+         "  --help, --version\n\n"
+         "limits (config file key \"limits\": {name: value}):\n",
+         argv0, CD_VERSION_STRING, CD_PROTOCOL_VERSION, CD_DEFAULT_LISTEN);
+  cd_limits d;
+  cd_limits_default(&d);
+#define CD_XX_HELP(field, def, unit, desc) \
+  printf("  %-22s %12llu %-11s %s\n", #field, (unsigned long long)d.field, unit, desc);
+  CD_LIMITS_MAP(CD_XX_HELP)
+#undef CD_XX_HELP
+  printf("\nPose quaternions must have |q| within 1 +- %g (INVALID_ARGUMENT otherwise); they are\n"
+         "normalised before use. Non-finite poses or velocities are INVALID_ARGUMENT.\n",
+         CD_QUAT_TOLERANCE);
+}
+
+int cd_config_from_args(cd_config *c, int argc, char **argv, char *err, size_t errlen) {
+  err[0] = 0;
+  /* Pass 1: --help/--version/--config, so that flags override the file. */
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      cd_config_print_help(argv[0]);
+      return 1;
+    }
+    if (strcmp(argv[i], "--version") == 0) {
+      printf("contactd %s (protocol contactd.v1 version %d)\n", CD_VERSION_STRING, CD_PROTOCOL_VERSION);
+      return 1;
+    }
+  }
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--config") == 0) {
+      if (i + 1 >= argc) {
+        snprintf(err, errlen, "--config needs a FILE");
+        return -1;
+      }
+      char *text = read_file(argv[i + 1], err, errlen);
+      if (!text) return -1;
+      int rc = cd_config_apply_json(c, text, err, errlen);
+      free(text);
+      if (rc) return -1;
+      i++;
+    }
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    long x;
+    if (strcmp(f, "--config") == 0) {
+      i++;
+      continue;
+    }
+    if (!v) {
+      snprintf(err, errlen, "unknown flag or missing value: %s (try --help)", f);
+      return -1;
+    }
+    if (strcmp(f, "--listen") == 0) {
+      if (set_listen(c, v, "--listen", err, errlen)) return -1;
+    } else if (strcmp(f, "--unix") == 0) {
+      if (set_str(c->unix_path, sizeof c->unix_path, v, "--unix", err, errlen)) return -1;
+    } else if (strcmp(f, "--workers") == 0) {
+      if (parse_int(v, 1, 1024, &x)) {
+        snprintf(err, errlen, "--workers: \"%s\" is not an integer in [1, 1024]", v);
+        return -1;
+      }
+      c->workers = (int)x;
+    } else if (strcmp(f, "--metrics-port") == 0) {
+      if (parse_int(v, -1, 65535, &x)) {
+        snprintf(err, errlen, "--metrics-port: \"%s\" is not -1 or a port in [0, 65535]", v);
+        return -1;
+      }
+      c->metrics_port = (int)x;
+    } else if (strcmp(f, "--log-level") == 0) {
+      int lv = cd_log_parse_level(v);
+      if (lv < 0) {
+        snprintf(err, errlen, "--log-level: \"%s\" is not debug, info, warn or error", v);
+        return -1;
+      }
+      c->log_level = lv;
+    } else {
+      snprintf(err, errlen, "unknown flag: %s (try --help)", f);
+      return -1;
+    }
+    i++;
+  }
+  return 0;
+}

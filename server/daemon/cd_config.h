@@ -1,0 +1,37 @@
+/* cd_config.h — the daemon's configuration: built-in defaults, then a JSON
+ * config file (--config), then command-line flags, each overriding the last. */
+#ifndef CD_CONFIG_H
+#define CD_CONFIG_H
+
+#include <stddef.h>
+
+#include "cd_limits.h"
+
+typedef struct cd_config {
+  char listen[256];    /* "HOST:PORT" for TCP; "" = no TCP listener */
+  char unix_path[108]; /* Unix socket path; "" = none */
+  int workers;         /* worker threads; default: online cores */
+  int metrics_port;    /* Prometheus/health HTTP port on the listen host; -1 = off, 0 = ephemeral */
+  int log_level;       /* cd_log_level */
+  double shutdown_grace_s; /* longest wait for in-flight work on SIGTERM */
+  cd_limits limits;
+} cd_config;
+
+#define CD_DEFAULT_LISTEN "127.0.0.1:7411"
+
+void cd_config_default(cd_config *c);
+
+/* Returns 0 to run, 1 when --help/--version was printed (exit 0), -1 on a
+ * bad flag or config file (message in err). */
+int cd_config_from_args(cd_config *c, int argc, char **argv, char *err, size_t errlen);
+
+/* Apply a JSON config document (keys beginning with '_' are comments;
+ * unknown keys are errors so that typos do not pass silently). */
+int cd_config_apply_json(cd_config *c, const char *text, char *err, size_t errlen);
+
+/* Split "HOST:PORT" ("[::1]:7411" for IPv6). 0 on success. */
+int cd_config_split_hostport(const char *s, char *host, size_t hostlen, int *port);
+
+void cd_config_print_help(const char *argv0);
+
+#endif

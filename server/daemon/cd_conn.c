@@ -1,0 +1,570 @@
+/* cd_conn.c — connection state: framing, in-flight limit, reorder buffer,
+ * write queue with an output-bytes limit, idle timeout, session state. */
+#include "cd_conn.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cd_handlers.h"
+#include "cd_json.h"
+#include "cd_log.h"
+#include "cd_server.h"
+#include "cd_stream.h"
+
+#define READ_CHUNK 65536
+
+static const cd_limits *lim(const cd_conn *c) { return &c->srv->cfg.limits; }
+static uint64_t inflight(const cd_conn *c) { return c->next_seq - c->base_seq; }
+static void process(cd_conn *c, const uint8_t *data, size_t n);
+static void maybe_finish(cd_conn *c);
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+void cd_conn_ref(cd_conn *c) { c->refs++; }
+
+static void conn_free(cd_conn *c) {
+  for (uint64_t i = 0; i < c->ring_cap; i++) free(c->ring[i].data);
+  free(c->ring);
+  free(c->line);
+  free(c->held);
+  free(c->geoms);
+  cd_frame_decoder_free(&c->dec);
+  cd_budget_destroy(&c->scratch);
+  free(c);
+}
+
+void cd_conn_unref(cd_conn *c) {
+  if (--c->refs == 0) conn_free(c);
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+  cd_conn *c = h->data;
+  if (--c->handles_open == 0) {
+    cd_server_conn_closed(c->srv, c);
+    cd_conn_unref(c);
+  }
+}
+
+void cd_conn_close(cd_conn *c, const char *reason) {
+  if (c->closing) return;
+  c->closing = 1;
+  char q[160];
+  CD_INFO("connection closed", "conn=%llu peer=%s requests=%llu reason=%s", (unsigned long long)c->id, c->peer,
+          (unsigned long long)c->requests, cd_log_quote(q, sizeof q, reason));
+  /* Session state goes now so the cache can evict. */
+  for (size_t i = 0; i < c->ngeoms; i++) cd_cache_unref(c->geoms[i]);
+  c->ngeoms = 0;
+  cd_stream_close_all(c);
+  uv_close((uv_handle_t *)&c->h, on_handle_closed);
+  uv_close((uv_handle_t *)&c->idle, on_handle_closed);
+}
+
+static void maybe_finish(cd_conn *c) {
+  if (c->closing) return;
+  int quiet = inflight(c) == 0 && c->out_bytes == 0 && c->held_len == 0;
+  if (c->fatal && c->base_seq == c->next_seq && c->out_bytes == 0) cd_conn_close(c, "framing error");
+  else if (c->eof && quiet) cd_conn_close(c, "peer closed");
+  else if (c->srv->draining && quiet) cd_conn_close(c, "server shutting down");
+}
+
+void cd_conn_drain(cd_conn *c) {
+  if (c->reading) {
+    uv_read_stop((uv_stream_t *)&c->h);
+    c->reading = 0;
+  }
+  maybe_finish(c);
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+typedef struct wreq {
+  uv_write_t w;
+  cd_conn *c;
+  char *data;
+  size_t len;
+} wreq;
+
+static void on_write(uv_write_t *w, int status) {
+  wreq *r = (wreq *)w;
+  cd_conn *c = r->c;
+  c->out_bytes -= r->len;
+  free(r->data);
+  free(r);
+  if (status < 0 && !c->closing) cd_conn_close(c, uv_strerror(status));
+  maybe_finish(c);
+  cd_conn_unref(c);
+}
+
+static void write_out(cd_conn *c, char *data, size_t len) {
+  wreq *r = malloc(sizeof *r);
+  if (!r) {
+    free(data);
+    cd_conn_close(c, "out of memory queueing a reply");
+    return;
+  }
+  r->c = c;
+  r->data = data;
+  r->len = len;
+  uv_buf_t b = uv_buf_init(data, (unsigned)len);
+  c->out_bytes += len;
+  cd_conn_ref(c);
+  int rc = uv_write(&r->w, (uv_stream_t *)&c->h, &b, 1, on_write);
+  if (rc < 0) {
+    c->out_bytes -= len;
+    free(data);
+    free(r);
+    cd_conn_unref(c);
+    cd_conn_close(c, uv_strerror(rc));
+  }
+}
+
+static void resume_input(cd_conn *c) {
+  if (c->closing || c->fatal) return;
+  if (c->held_len && inflight(c) < c->ring_cap) {
+    uint8_t *h = c->held;
+    size_t n = c->held_len;
+    c->held = NULL;
+    c->held_len = 0;
+    process(c, h, n);
+    free(h);
+  }
+  if (!c->closing && !c->fatal && !c->eof && !c->reading && !c->srv->draining && c->held_len == 0 &&
+      inflight(c) < c->ring_cap) {
+    extern void cd_conn_start_reading(cd_conn *);
+    cd_conn_start_reading(c);
+  }
+}
+
+
+static void flush(cd_conn *c) {
+  while (c->base_seq < c->next_seq && !c->closing) {
+    cd_slot *s = &c->ring[c->base_seq % c->ring_cap];
+    if (s->state == CD_SLOT_WAITING) break;
+    if (s->state == CD_SLOT_READY) {
+      cd_stats_latency(&c->srv->stats, (double)(cd_now_ns() - s->t0_ns) / 1000.0);
+      char *d = s->data;
+      s->data = NULL;
+      write_out(c, d, s->len);
+    }
+    s->state = CD_SLOT_FREE;
+    c->base_seq++;
+  }
+  if (c->closing) return;
+  if (c->out_bytes > lim(c)->max_output_bytes) {
+    char why[160];
+    snprintf(why, sizeof why, "client is not reading: %llu reply bytes queued (max_output_bytes %llu)",
+             (unsigned long long)c->out_bytes, (unsigned long long)lim(c)->max_output_bytes);
+    c->srv->stats.disconnects_slow_reader++;
+    cd_log(CD_LOG_WARN, "slow reader disconnected", "conn=%llu peer=%s queued_bytes=%llu",
+           (unsigned long long)c->id, c->peer, (unsigned long long)c->out_bytes);
+    cd_conn_close(c, why);
+    return;
+  }
+  if (!c->processing) resume_input(c);
+  maybe_finish(c);
+}
+
+uint64_t cd_conn_reserve(cd_conn *c, uint64_t t0_ns) {
+  uint64_t seq = c->next_seq++;
+  cd_slot *s = &c->ring[seq % c->ring_cap];
+  s->state = CD_SLOT_WAITING;
+  s->data = NULL;
+  s->len = 0;
+  s->t0_ns = t0_ns;
+  s->is_error = 0;
+  c->requests++;
+  c->srv->stats.requests++;
+  return seq;
+}
+
+static void set_slot(cd_conn *c, uint64_t seq, char *data, size_t len, cd_slot_state st) {
+  if (c->closing) {
+    free(data);
+    return;
+  }
+  cd_slot *s = &c->ring[seq % c->ring_cap];
+  s->data = data;
+  s->len = len;
+  s->state = st;
+  if (seq == c->base_seq) flush(c);
+}
+
+void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
+  if (c->closing) return;
+  char *out = NULL;
+  size_t len = 0;
+  if (c->wire == CD_WIRE_JSON) {
+    cd_wire_error we;
+    size_t n;
+    char *j = cd_json_encode(&env->base, &c->scratch, &n, &we);
+    if (j) {
+      out = malloc(n + 1);
+      if (out) {
+        memcpy(out, j, n);
+        out[n] = '\n';
+        len = n + 1;
+      }
+    }
+    cd_budget_reset(&c->scratch);
+    if (!j) CD_ERROR("cannot encode a JSON reply", "conn=%llu error=\"%s\"", (unsigned long long)c->id, we.message);
+  } else {
+    size_t body;
+    size_t total = cd_frame_size(&env->base, &body);
+    out = malloc(total ? total : 1);
+    if (out) len = cd_frame_write(&env->base, body, (uint8_t *)out);
+  }
+  if (!out) {
+    cd_conn_close(c, "out of memory encoding a reply");
+    return;
+  }
+  set_slot(c, seq, out, len, CD_SLOT_READY);
+}
+
+void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st) {
+  Contactd__V1__Envelope env = CONTACTD__V1__ENVELOPE__INIT;
+  Contactd__V1__Error err = CONTACTD__V1__ERROR__INIT;
+  env.request_id = request_id;
+  env.msg_case = CONTACTD__V1__ENVELOPE__MSG_ERROR;
+  env.error = &err;
+  err.code = (Contactd__V1__ErrorCode)st->code;
+  err.message = (char *)st->message;
+  err.field = (char *)st->field;
+  c->srv->stats.errors++;
+  char q[600];
+  CD_DEBUG("request failed", "conn=%llu request_id=%llu code=%d error=%s", (unsigned long long)c->id,
+           (unsigned long long)request_id, st->code, cd_log_quote(q, sizeof q, st->message));
+  cd_conn_reply(c, seq, &env);
+}
+
+void cd_conn_skip(cd_conn *c, uint64_t seq) { set_slot(c, seq, NULL, 0, CD_SLOT_SKIP); }
+
+/* ---- input ------------------------------------------------------------- */
+
+/* Best effort: the request id of a frame that failed to decode. */
+static uint64_t proto_request_id(const uint8_t *p, size_t n) {
+  uint64_t v = 0;
+  if (n >= 2 && p[0] == 0x08 && cd_varint_decode(p + 1, n - 1, &v) > 0) return v;
+  return 0;
+}
+
+static uint64_t json_request_id(const char *s, size_t n) {
+  uint64_t id = 0;
+  cJSON *j = cJSON_ParseWithLength(s, n);
+  if (!j) return 0;
+  const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "requestId");
+  if (!r) r = cJSON_GetObjectItemCaseSensitive(j, "request_id");
+  if (cJSON_IsString(r)) id = strtoull(r->valuestring, NULL, 10);
+  else if (cJSON_IsNumber(r) && r->valuedouble >= 0) id = (uint64_t)r->valuedouble;
+  cJSON_Delete(j);
+  return id;
+}
+
+static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
+  uint64_t t0 = cd_now_ns();
+  uint64_t seq = cd_conn_reserve(c, t0);
+  cd_req *r = cd_req_new(c, seq, t0);
+  if (!r) {
+    cd_status st;
+    cd_status_set(&st, CD_EXHAUSTED, "", "out of memory");
+    cd_conn_reply_error(c, seq, 0, &st);
+    return;
+  }
+  cd_wire_error we;
+  memset(&we, 0, sizeof we);
+  ProtobufCMessage *m = json ? cd_json_decode(&contactd__v1__envelope__descriptor, (const char *)body, len,
+                                              &r->budget, &we)
+                             : cd_frame_unpack(&contactd__v1__envelope__descriptor, body, len, &r->budget, &we);
+  if (!m) {
+    cd_status st;
+    st.code = we.code ? we.code : CD_INVALID;
+    snprintf(st.field, sizeof st.field, "%s", we.field);
+    snprintf(st.message, sizeof st.message, "%s%s", json ? "invalid JSON envelope: " : "invalid envelope: ",
+             we.message[0] ? we.message : "cannot decode");
+    r->request_id = json ? json_request_id((const char *)body, len) : proto_request_id(body, len);
+    cd_req_fail(r, &st);
+    return;
+  }
+  r->env = (Contactd__V1__Envelope *)m;
+  r->request_id = r->env->request_id;
+  cd_handle(r);
+}
+
+static void fatal_framing(cd_conn *c, int code, const char *msg) {
+  uint64_t seq = cd_conn_reserve(c, cd_now_ns());
+  cd_status st;
+  cd_status_set(&st, code, "", "%s", msg);
+  c->srv->stats.disconnects_framing++;
+  c->fatal = 1;
+  if (c->reading) {
+    uv_read_stop((uv_stream_t *)&c->h);
+    c->reading = 0;
+  }
+  cd_conn_reply_error(c, seq, 0, &st);
+  maybe_finish(c);
+}
+
+static int is_blank(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r') return 0;
+  return 1;
+}
+
+static void json_line(cd_conn *c, const char *s, size_t n) {
+  if (is_blank(s, n)) return;
+  handle_body(c, (const uint8_t *)s, n, 1);
+}
+
+static void hold(cd_conn *c, const uint8_t *data, size_t n) {
+  uint8_t *h = malloc(n);
+  if (!h) {
+    cd_conn_close(c, "out of memory holding input");
+    return;
+  }
+  memcpy(h, data, n);
+  free(c->held);
+  c->held = h;
+  c->held_len = n;
+  if (c->reading) {
+    uv_read_stop((uv_stream_t *)&c->h);
+    c->reading = 0;
+  }
+}
+
+static void process(cd_conn *c, const uint8_t *data, size_t n) {
+  c->processing++;
+  size_t off = 0;
+  while (off < n && !c->closing && !c->fatal) {
+    if (inflight(c) >= c->ring_cap) {
+      hold(c, data + off, n - off);
+      break;
+    }
+    if (c->wire == CD_WIRE_UNKNOWN) c->wire = data[off] == '{' ? CD_WIRE_JSON : CD_WIRE_PROTO;
+    if (c->wire == CD_WIRE_PROTO) {
+      size_t used = 0, flen = 0;
+      const uint8_t *frame = NULL;
+      cd_frame_status fs = cd_frame_decoder_feed(&c->dec, data + off, n - off, &used, &frame, &flen);
+      off += used;
+      if (fs == CD_FRAME_OK) {
+        handle_body(c, frame, flen, 0);
+      } else if (fs == CD_FRAME_NEED_MORE) {
+        break;
+      } else {
+        char msg[200];
+        if (fs == CD_FRAME_TOO_LARGE)
+          snprintf(msg, sizeof msg, "frame length %llu exceeds the limit of %llu bytes (max_frame_bytes)",
+                   (unsigned long long)c->dec.announced, (unsigned long long)lim(c)->max_frame_bytes);
+        else
+          snprintf(msg, sizeof msg, "framing lost: %s", cd_frame_strerror(fs));
+        fatal_framing(c, fs == CD_FRAME_TOO_LARGE ? CD_EXHAUSTED : CD_INVALID, msg);
+      }
+    } else {
+      const uint8_t *nl = memchr(data + off, '\n', n - off);
+      size_t take = nl ? (size_t)(nl - (data + off)) : n - off;
+      if (!c->line_overflow && c->line_len + take > lim(c)->max_frame_bytes) {
+        /* The line is too long: answer once, skip to its end, keep going. */
+        c->line_overflow = 1;
+        c->line_len = 0;
+        uint64_t seq = cd_conn_reserve(c, cd_now_ns());
+        cd_status st;
+        cd_status_set(&st, CD_EXHAUSTED, "", "JSON line longer than the limit of %llu bytes (max_frame_bytes)",
+                      (unsigned long long)lim(c)->max_frame_bytes);
+        cd_conn_reply_error(c, seq, 0, &st);
+      }
+      if (c->line_overflow) {
+        off += take;
+      } else if (nl && c->line_len == 0) {
+        json_line(c, (const char *)data + off, take); /* whole line in the buffer: no copy */
+        off += take;
+      } else {
+        if (c->line_len + take > c->line_cap) {
+          size_t nc = c->line_cap ? c->line_cap : 4096;
+          while (nc < c->line_len + take) nc *= 2;
+          char *nb = realloc(c->line, nc);
+          if (!nb) {
+            cd_conn_close(c, "out of memory assembling a JSON line");
+            break;
+          }
+          c->line = nb;
+          c->line_cap = nc;
+        }
+        memcpy(c->line + c->line_len, data + off, take);
+        c->line_len += take;
+        off += take;
+        if (nl) {
+          size_t ln = c->line_len;
+          c->line_len = 0;
+          json_line(c, c->line, ln);
+        }
+      }
+      if (nl) {
+        off++; /* the newline */
+        c->line_overflow = 0;
+      }
+    }
+  }
+  c->processing--;
+  if (!c->processing && !c->closing) {
+    /* Replies produced while processing may have freed room. */
+    flush(c);
+  }
+}
+
+static void on_idle(uv_timer_t *t) {
+  cd_conn *c = t->data;
+  if (c->closing) return;
+  if (inflight(c) == 0 && c->out_bytes == 0) {
+    c->srv->stats.disconnects_idle++;
+    cd_conn_close(c, "idle timeout");
+  } else {
+    uv_timer_again(t);
+  }
+}
+
+static void touch(cd_conn *c) {
+  if (lim(c)->idle_timeout_ms) uv_timer_again(&c->idle);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)h;
+  (void)suggested;
+  buf->base = malloc(READ_CHUNK);
+  buf->len = buf->base ? READ_CHUNK : 0;
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  cd_conn *c = st->data;
+  if (nread > 0) {
+    touch(c);
+    cd_conn_ref(c);
+    process(c, (const uint8_t *)buf->base, (size_t)nread);
+    cd_conn_unref(c);
+  } else if (nread < 0 && !c->closing) {
+    if (nread == UV_EOF) {
+      c->eof = 1;
+      uv_read_stop(st);
+      c->reading = 0;
+      size_t pend = c->wire == CD_WIRE_PROTO ? cd_frame_decoder_pending(&c->dec) : 0;
+      if (c->wire == CD_WIRE_JSON && c->line_len && !c->line_overflow) {
+        size_t ln = c->line_len;
+        c->line_len = 0;
+        cd_conn_ref(c);
+        c->processing++;
+        json_line(c, c->line, ln); /* a last line without its newline */
+        c->processing--;
+        flush(c);
+        cd_conn_unref(c);
+      } else if (pend && !c->fatal) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "truncated frame: the connection ended %zu bytes into an unfinished frame", pend);
+        fatal_framing(c, CD_INVALID, msg);
+      }
+      maybe_finish(c);
+    } else {
+      cd_conn_close(c, uv_strerror((int)nread));
+    }
+  }
+  free(buf->base);
+}
+
+void cd_conn_start_reading(cd_conn *c) {
+  if (c->reading || c->closing) return;
+  if (uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read) == 0) c->reading = 1;
+}
+
+/* ---- accept ------------------------------------------------------------ */
+
+void cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp) {
+  cd_conn *c = calloc(1, sizeof *c);
+  if (!c) return;
+  c->srv = s;
+  c->id = ++s->next_conn_id;
+  c->refs = 1;
+  if (is_tcp) uv_tcp_init(s->loop, &c->h.tcp);
+  else uv_pipe_init(s->loop, &c->h.pipe, 0);
+  c->h.tcp.data = c;
+  uv_timer_init(s->loop, &c->idle);
+  c->idle.data = c;
+  c->handles_open = 2;
+  if (uv_accept(server_stream, (uv_stream_t *)&c->h) != 0) {
+    c->closing = 1;
+    uv_close((uv_handle_t *)&c->h, on_handle_closed);
+    uv_close((uv_handle_t *)&c->idle, on_handle_closed);
+    c->srv = s;
+    return;
+  }
+  /* link first: on_handle_closed unlinks */
+  c->next = s->conns;
+  if (s->conns) s->conns->prev = c;
+  s->conns = c;
+  s->stats.connections++;
+  s->stats.connections_total++;
+  if (is_tcp) {
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    char host[64] = "?";
+    int port = 0;
+    uv_tcp_nodelay(&c->h.tcp, 1);
+    if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0) {
+      if (ss.ss_family == AF_INET6) {
+        uv_ip6_name((struct sockaddr_in6 *)&ss, host, sizeof host);
+        port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+      } else {
+        uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof host);
+        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+      }
+    }
+    snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
+  } else {
+    snprintf(c->peer, sizeof c->peer, "unix");
+  }
+  const cd_limits *l = lim(c);
+  c->ring_cap = l->max_inflight_per_conn;
+  c->ring = calloc(c->ring_cap, sizeof *c->ring);
+  cd_frame_decoder_init(&c->dec, l->max_frame_bytes);
+  cd_budget_init(&c->scratch, 0);
+  c->next_stream_id = 1;
+  CD_DEBUG("connection accepted", "conn=%llu peer=%s", (unsigned long long)c->id, c->peer);
+  if (!c->ring) {
+    cd_conn_close(c, "out of memory");
+    return;
+  }
+  if (s->stats.connections > l->max_connections) {
+    s->stats.connections_rejected++;
+    /* One UNAVAILABLE error (protobuf framing: the client may speak JSON,
+     * but it cannot have said so yet), then close. */
+    c->wire = CD_WIRE_PROTO;
+    char msg[128];
+    snprintf(msg, sizeof msg, "too many connections (max_connections %llu)", (unsigned long long)l->max_connections);
+    fatal_framing(c, CD_UNAVAILABLE, msg);
+    return;
+  }
+  if (l->idle_timeout_ms) uv_timer_start(&c->idle, on_idle, l->idle_timeout_ms, l->idle_timeout_ms);
+  cd_conn_start_reading(c);
+}
+
+/* ---- session ----------------------------------------------------------- */
+
+void cd_conn_hold_geometry(cd_conn *c, cd_cache_entry *e) {
+  for (size_t i = 0; i < c->ngeoms; i++)
+    if (c->geoms[i] == e) return;
+  if (c->ngeoms == c->geoms_cap) {
+    size_t nc = c->geoms_cap ? 2 * c->geoms_cap : 8;
+    cd_cache_entry **ng = realloc(c->geoms, nc * sizeof *ng);
+    if (!ng) return;
+    c->geoms = ng;
+    c->geoms_cap = nc;
+  }
+  c->geoms[c->ngeoms++] = e;
+  cd_cache_ref(e);
+}
+
+int cd_conn_release_geometry(cd_conn *c, cd_cache_entry *e) {
+  for (size_t i = 0; i < c->ngeoms; i++)
+    if (c->geoms[i] == e) {
+      c->geoms[i] = c->geoms[--c->ngeoms];
+      cd_cache_unref(e);
+      return 1;
+    }
+  return 0;
+}

@@ -1,0 +1,98 @@
+/* cd_conn.h — one client connection: input framing (protobuf delimited, or
+ * newline-delimited JSON when the first byte is '{'), the in-flight limit,
+ * the reorder buffer that makes replies leave in request order even when
+ * computed out of order, the output-bytes limit, the idle timer, and the
+ * session's geometry references and streams. Loop thread only. */
+#ifndef CD_CONN_H
+#define CD_CONN_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "cd_budget.h"
+#include "cd_cache.h"
+#include "cd_frame.h"
+#include "cd_status.h"
+
+typedef struct cd_server cd_server;
+typedef struct cd_stream cd_stream;
+typedef struct cd_conn cd_conn;
+
+typedef enum { CD_SLOT_FREE = 0, CD_SLOT_WAITING, CD_SLOT_READY, CD_SLOT_SKIP } cd_slot_state;
+
+typedef struct cd_slot {
+  cd_slot_state state;
+  char *data; /* encoded reply (frame or JSON line), malloc'd */
+  size_t len;
+  uint64_t t0_ns;
+  int is_error;
+} cd_slot;
+
+typedef enum { CD_WIRE_UNKNOWN = 0, CD_WIRE_PROTO, CD_WIRE_JSON } cd_wire;
+
+struct cd_conn {
+  cd_server *srv;
+  uint64_t id;
+  char peer[80];
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } h;
+  uv_timer_t idle;
+  int handles_open;   /* h and idle: closed asynchronously */
+  int refs;           /* 1 for the socket + one per request in progress */
+  int closing;        /* close requested: no more input or replies */
+  int eof;            /* peer half-closed: finish, flush, then close */
+  int fatal;          /* framing lost: close once queued replies flush */
+  int reading;
+  int processing;     /* inside process(): flush must not resume input */
+  cd_wire wire;
+  cd_frame_decoder dec;
+  /* JSON line assembly */
+  char *line;
+  size_t line_len, line_cap;
+  int line_overflow;  /* current line exceeded the cap: skip to newline */
+  /* input held back while the in-flight limit is reached */
+  uint8_t *held;
+  size_t held_len;
+  /* reorder ring: sequence numbers base .. next-1 are in flight */
+  cd_slot *ring;
+  uint64_t ring_cap, base_seq, next_seq;
+  uint64_t out_bytes; /* reply bytes handed to uv_write and not yet written */
+  uint64_t requests;
+  cd_budget scratch;  /* JSON encoding */
+  /* session */
+  cd_cache_entry **geoms;
+  size_t ngeoms, geoms_cap;
+  cd_stream *streams;
+  uint64_t next_stream_id;
+  cd_conn *prev, *next;
+};
+
+/* Accept a new connection on `server_stream` (TCP or pipe). */
+void cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp);
+
+/* Reserve the next reply slot (called by the decoder for every frame). */
+uint64_t cd_conn_reserve(cd_conn *c, uint64_t t0_ns);
+/* Fill a slot with the reply envelope (encoded now) / an error / nothing. */
+void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env);
+void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st);
+void cd_conn_skip(cd_conn *c, uint64_t seq);
+
+/* A request in progress holds a reference (the conn outlives it). */
+void cd_conn_ref(cd_conn *c);
+void cd_conn_unref(cd_conn *c);
+/* The socket is closed or closing: results are dropped. */
+static inline int cd_conn_gone(const cd_conn *c) { return c->closing; }
+
+/* Close now (logged with reason). */
+void cd_conn_close(cd_conn *c, const char *reason);
+/* Shutdown: close once in-flight work is answered and flushed. */
+void cd_conn_drain(cd_conn *c);
+
+/* Session geometry references. Adding an id already held is a no-op. */
+void cd_conn_hold_geometry(cd_conn *c, cd_cache_entry *e);
+/* 1 if the session held e (and now does not). */
+int cd_conn_release_geometry(cd_conn *c, cd_cache_entry *e);
+
+#endif

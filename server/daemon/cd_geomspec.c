@@ -1,0 +1,371 @@
+/* cd_geomspec.c — RegisterGeometry: checks, canonical id, build. */
+#include "cd_geomspec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cd_meshfile.h"
+
+typedef Contactd__V1__RegisterGeometry R;
+
+static int pos(double x) { return isfinite(x) && x > 0; }
+
+static const char *shape_field(const R *r) {
+  switch (r->shape_case) {
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE: return "registerGeometry.sphere";
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_BOX: return "registerGeometry.box";
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CYLINDER: return "registerGeometry.cylinder";
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CAPSULE: return "registerGeometry.capsule";
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_ELLIPSOID: return "registerGeometry.ellipsoid";
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HALF_SPACE: return "registerGeometry.halfSpace";
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CONVEX: return "registerGeometry.convex";
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TET_MESH: return "registerGeometry.tetMesh";
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH: return "registerGeometry.triMesh";
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE: return "registerGeometry.meshFile";
+    default: return "registerGeometry.shape";
+  }
+}
+
+static int meshes_primitive(const R *r) {
+  switch (r->shape_case) {
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE:
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_BOX:
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CYLINDER:
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CAPSULE:
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_ELLIPSOID:
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CONVEX: return 1;
+    default: return 0;
+  }
+}
+
+/* Fill a ce_shape (primitives only); also a bounding radius. */
+static void to_shape(const R *r, ce_shape *s, double *radius) {
+  memset(s, 0, sizeof *s);
+  *radius = 0;
+  switch (r->shape_case) {
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE:
+      s->type = CE_SHAPE_SPHERE;
+      s->radius = r->sphere->radius;
+      *radius = s->radius;
+      break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_BOX: {
+      s->type = CE_SHAPE_BOX;
+      const Contactd__V1__Vec3 *v = r->box->size;
+      s->size = (ce_vec3){v ? v->x : 0, v ? v->y : 0, v ? v->z : 0};
+      *radius = 0.5 * sqrt(s->size.x * s->size.x + s->size.y * s->size.y + s->size.z * s->size.z);
+      break;
+    }
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CYLINDER:
+      s->type = CE_SHAPE_CYLINDER;
+      s->radius = r->cylinder->radius;
+      s->length = r->cylinder->length;
+      *radius = sqrt(s->radius * s->radius + 0.25 * s->length * s->length);
+      break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CAPSULE:
+      s->type = CE_SHAPE_CAPSULE;
+      s->radius = r->capsule->radius;
+      s->length = r->capsule->length;
+      *radius = s->radius + 0.5 * s->length;
+      break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_ELLIPSOID:
+      s->type = CE_SHAPE_ELLIPSOID;
+      s->size = (ce_vec3){r->ellipsoid->a, r->ellipsoid->b, r->ellipsoid->c};
+      *radius = fmax(s->size.x, fmax(s->size.y, s->size.z));
+      break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HALF_SPACE:
+      s->type = CE_SHAPE_HALFSPACE;
+      *radius = INFINITY;
+      break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CONVEX:
+      s->type = CE_SHAPE_CONVEX;
+      s->points = r->convex->points;
+      s->npoints = (int32_t)(r->convex->n_points / 3);
+      for (int32_t i = 0; i < s->npoints; i++) {
+        const double *p = s->points + 3 * i;
+        double d = sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2]);
+        if (d > *radius) *radius = d;
+      }
+      break;
+    default: break;
+  }
+}
+
+static void to_props(const R *r, ce_props *p) {
+  memset(p, 0, sizeof *p);
+  p->compliance = r->compliance == CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT ? CE_COMPLIANT : CE_RIGID;
+  p->modulus = p->compliance == CE_COMPLIANT ? r->modulus : INFINITY;
+  p->hint = r->resolution_hint;
+  p->slab_thickness = r->slab_thickness ? r->slab_thickness->value : CD_DEFAULT_SLAB_THICKNESS;
+  if (r->material) {
+    p->material.dissipation = r->material->dissipation;
+    p->material.friction = r->material->friction;
+  }
+}
+
+static int check_array(size_t n, size_t k, uint64_t limit, const char *field, const char *what, cd_status *st) {
+  if (n == 0) return cd_status_set(st, CD_INVALID, field, "no %s", what);
+  if (n % k) return cd_status_set(st, CD_INVALID, field, "length %zu is not a multiple of %zu", n, k);
+  if (n / k > limit || n / k > INT32_MAX)
+    return cd_status_set(st, CD_EXHAUSTED, field, "%zu %s exceed the limit of %llu (max_mesh_elements)", n / k,
+                         what, (unsigned long long)limit);
+  return 0;
+}
+
+int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
+  if (r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE__NOT_SET)
+    return cd_status_set(st, CD_INVALID, "registerGeometry.shape",
+                         "no shape (set one of sphere, box, cylinder, capsule, ellipsoid, halfSpace, convex, "
+                         "tetMesh, triMesh, meshFile)");
+  if (r->compliance != CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID &&
+      r->compliance != CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT)
+    return cd_status_set(st, CD_INVALID, "registerGeometry.compliance",
+                         "must be COMPLIANCE_RIGID or COMPLIANCE_COMPLIANT (got %d)", (int)r->compliance);
+  int compliant = r->compliance == CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  if (compliant && !pos(r->modulus))
+    return cd_status_set(st, CD_INVALID, "registerGeometry.modulus",
+                         "a compliant geometry needs a finite modulus > 0 (got %g)", r->modulus);
+  if (r->slab_thickness && !pos(r->slab_thickness->value))
+    return cd_status_set(st, CD_INVALID, "registerGeometry.slabThickness", "must be finite and > 0 (got %g)",
+                         r->slab_thickness->value);
+  if (r->material) {
+    if (!(isfinite(r->material->dissipation) && r->material->dissipation >= 0))
+      return cd_status_set(st, CD_INVALID, "registerGeometry.material.dissipation",
+                           "must be finite and >= 0 (got %g)", r->material->dissipation);
+    if (!(isfinite(r->material->friction) && r->material->friction >= 0))
+      return cd_status_set(st, CD_INVALID, "registerGeometry.material.friction", "must be finite and >= 0 (got %g)",
+                           r->material->friction);
+  }
+  if (r->point_stiffness && !pos(r->point_stiffness->value))
+    return cd_status_set(st, CD_INVALID, "registerGeometry.pointStiffness", "must be finite and > 0 (got %g)",
+                         r->point_stiffness->value);
+  const char *f = shape_field(r);
+  char fld[160];
+  switch (r->shape_case) {
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE:
+      if (!pos(r->sphere->radius))
+        return cd_status_set(st, CD_INVALID, "registerGeometry.sphere.radius", "must be finite and > 0 (got %g)",
+                             r->sphere->radius);
+      break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_BOX: {
+      const Contactd__V1__Vec3 *v = r->box->size;
+      if (!v || !pos(v->x) || !pos(v->y) || !pos(v->z))
+        return cd_status_set(st, CD_INVALID, "registerGeometry.box.size",
+                             "every edge length must be finite and > 0 (got %g, %g, %g)", v ? v->x : 0,
+                             v ? v->y : 0, v ? v->z : 0);
+      break;
+    }
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CYLINDER:
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CAPSULE: {
+      int cyl = r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CYLINDER;
+      double rad = cyl ? r->cylinder->radius : r->capsule->radius;
+      double len = cyl ? r->cylinder->length : r->capsule->length;
+      if (!pos(rad)) {
+        snprintf(fld, sizeof fld, "%s.radius", f);
+        return cd_status_set(st, CD_INVALID, fld, "must be finite and > 0 (got %g)", rad);
+      }
+      if (!pos(len)) {
+        snprintf(fld, sizeof fld, "%s.length", f);
+        return cd_status_set(st, CD_INVALID, fld, "must be finite and > 0 (got %g)", len);
+      }
+      break;
+    }
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_ELLIPSOID:
+      if (!pos(r->ellipsoid->a) || !pos(r->ellipsoid->b) || !pos(r->ellipsoid->c))
+        return cd_status_set(st, CD_INVALID, "registerGeometry.ellipsoid",
+                             "semi-axes must be finite and > 0 (got %g, %g, %g)", r->ellipsoid->a,
+                             r->ellipsoid->b, r->ellipsoid->c);
+      break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HALF_SPACE: break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CONVEX: {
+      int rc = check_array(r->convex->n_points, 3, l->max_mesh_elements, "registerGeometry.convex.points",
+                           "points", st);
+      if (rc) return rc;
+      for (size_t i = 0; i < r->convex->n_points; i++)
+        if (!isfinite(r->convex->points[i]))
+          return cd_status_set(st, CD_INVALID, "registerGeometry.convex.points", "point %zu is not finite", i / 3);
+      break;
+    }
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TET_MESH: {
+      const Contactd__V1__TetMesh *m = r->tet_mesh;
+      if (!compliant)
+        return cd_status_set(st, CD_INVALID, "registerGeometry.compliance",
+                             "a tetMesh is compliant; use triMesh for rigid geometry");
+      int rc = check_array(m->n_vertices, 3, l->max_mesh_elements, "registerGeometry.tetMesh.vertices",
+                           "vertices", st);
+      if (!rc) rc = check_array(m->n_tets, 4, l->max_mesh_elements, "registerGeometry.tetMesh.tets", "tets", st);
+      if (rc) return rc;
+      if (m->pressure && m->pressure->n_values != m->n_vertices / 3)
+        return cd_status_set(st, CD_INVALID, "registerGeometry.tetMesh.pressure",
+                             "has %zu values for %zu vertices", m->pressure->n_values, m->n_vertices / 3);
+      break;
+    }
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH: {
+      const Contactd__V1__TriMesh *m = r->tri_mesh;
+      if (compliant)
+        return cd_status_set(st, CD_UNIMPLEMENTED, "registerGeometry.compliance",
+                             "a compliant geometry needs a tetMesh (or a primitive); triMesh is rigid only");
+      int rc = check_array(m->n_vertices, 3, l->max_mesh_elements, "registerGeometry.triMesh.vertices",
+                           "vertices", st);
+      if (!rc)
+        rc = check_array(m->n_triangles, 3, l->max_mesh_elements, "registerGeometry.triMesh.triangles",
+                         "triangles", st);
+      if (rc) return rc;
+      break;
+    }
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE:
+      if (r->mesh_file->data.len == 0)
+        return cd_status_set(st, CD_INVALID, "registerGeometry.meshFile.data", "is empty");
+      break;
+    default: break;
+  }
+  if (meshes_primitive(r) && r->shape_case != CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CONVEX) {
+    if (!pos(r->resolution_hint))
+      return cd_status_set(st, CD_INVALID, "registerGeometry.resolutionHint",
+                           "primitives need a finite resolution hint > 0 (target edge length, m; got %g)",
+                           r->resolution_hint);
+    ce_shape s;
+    double radius;
+    to_shape(r, &s, &radius);
+    double cells = pow(2 * radius / r->resolution_hint, compliant ? 3 : 2);
+    if (cells > (double)l->max_mesh_elements)
+      return cd_status_set(st, CD_EXHAUSTED, "registerGeometry.resolutionHint",
+                           "%g for a shape of radius %g needs about %.3g elements (max_mesh_elements %llu)",
+                           r->resolution_hint, radius, cells, (unsigned long long)l->max_mesh_elements);
+  }
+  return 0;
+}
+
+static void hash_doubles(cd_sha256 *h, const double *v, size_t n) {
+  cd_sha256_u64(h, n);
+  for (size_t i = 0; i < n; i++) cd_sha256_f64(h, v[i]);
+}
+
+static void hash_ints(cd_sha256 *h, const int32_t *v, size_t n) {
+  cd_sha256_u64(h, n);
+  for (size_t i = 0; i < n; i++) cd_sha256_u64(h, (uint64_t)(int64_t)v[i]);
+}
+
+void cd_geomspec_id(const R *r, char id[CD_HASH_HEX_LEN + 1]) {
+  cd_sha256 h;
+  cd_sha256_init(&h);
+  static const char tag[] = "contactd.geometry.v1";
+  cd_sha256_bytes(&h, tag, sizeof tag - 1);
+  cd_sha256_u64(&h, (uint64_t)r->shape_case);
+  ce_props p;
+  to_props(r, &p);
+  cd_sha256_u64(&h, (uint64_t)p.compliance);
+  cd_sha256_f64(&h, p.compliance == CE_COMPLIANT ? p.modulus : 0);
+  cd_sha256_f64(&h, meshes_primitive(r) ? p.hint : 0);
+  cd_sha256_f64(&h, r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HALF_SPACE ? p.slab_thickness : 0);
+  cd_sha256_f64(&h, p.material.dissipation);
+  cd_sha256_f64(&h, p.material.friction);
+  cd_sha256_f64(&h, r->point_stiffness ? r->point_stiffness->value : 0);
+  switch (r->shape_case) {
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE:
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_BOX:
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CYLINDER:
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CAPSULE:
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_ELLIPSOID: {
+      ce_shape s;
+      double radius;
+      to_shape(r, &s, &radius);
+      double v[5] = {s.radius, s.length, s.size.x, s.size.y, s.size.z};
+      hash_doubles(&h, v, 5);
+      break;
+    }
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CONVEX:
+      hash_doubles(&h, r->convex->points, r->convex->n_points);
+      break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TET_MESH:
+      hash_doubles(&h, r->tet_mesh->vertices, r->tet_mesh->n_vertices);
+      hash_ints(&h, r->tet_mesh->tets, r->tet_mesh->n_tets);
+      cd_sha256_u64(&h, r->tet_mesh->pressure != NULL);
+      if (r->tet_mesh->pressure) hash_doubles(&h, r->tet_mesh->pressure->values, r->tet_mesh->pressure->n_values);
+      break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH:
+      hash_doubles(&h, r->tri_mesh->vertices, r->tri_mesh->n_vertices);
+      hash_ints(&h, r->tri_mesh->triangles, r->tri_mesh->n_triangles);
+      cd_sha256_u64(&h, r->tri_mesh->allow_open ? 1 : 0);
+      break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE:
+      cd_sha256_u64(&h, (uint64_t)r->mesh_file->format);
+      cd_sha256_bytes(&h, r->mesh_file->data.data, r->mesh_file->data.len);
+      break;
+    default: break;
+  }
+  uint8_t d[32];
+  cd_sha256_final(&h, d);
+  cd_hash_hex(d, id);
+}
+
+static double max_norm(const double *v, size_t nv) {
+  double m = 0;
+  for (size_t i = 0; i < nv; i++) {
+    double d = sqrt(v[3 * i] * v[3 * i] + v[3 * i + 1] * v[3 * i + 1] + v[3 * i + 2] * v[3 * i + 2]);
+    if (d > m) m = d;
+  }
+  return m;
+}
+
+static int from_ce(cd_status *st, const char *field, ce_errno e, const ce_error *err) {
+  return cd_status_set(st, cd_status_from_ce(e), field, "%s", err->message[0] ? err->message : ce_strerror(e));
+}
+
+int cd_geomspec_build(const R *r, const cd_limits *l, ce_geometry **out, double *bound_radius, cd_status *st) {
+  ce_props p;
+  to_props(r, &p);
+  ce_error err;
+  memset(&err, 0, sizeof err);
+  ce_errno e;
+  *out = NULL;
+  const char *f = shape_field(r);
+  switch (r->shape_case) {
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TET_MESH: {
+      const Contactd__V1__TetMesh *m = r->tet_mesh;
+      *bound_radius = max_norm(m->vertices, m->n_vertices / 3);
+      e = ce_geometry_from_tetmesh(m->vertices, (int32_t)(m->n_vertices / 3), m->tets, (int32_t)(m->n_tets / 4),
+                                   m->pressure ? m->pressure->values : NULL, &p, out, &err);
+      break;
+    }
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH: {
+      const Contactd__V1__TriMesh *m = r->tri_mesh;
+      *bound_radius = max_norm(m->vertices, m->n_vertices / 3);
+      e = ce_geometry_from_trimesh(m->vertices, (int32_t)(m->n_vertices / 3), m->triangles,
+                                   (int32_t)(m->n_triangles / 3), !m->allow_open, &p, out, &err);
+      break;
+    }
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE: {
+      cd_mesh mesh;
+      int rc = cd_meshfile_parse(r->mesh_file->data.data, r->mesh_file->data.len, (int)r->mesh_file->format,
+                                 r->mesh_file->name, l->max_mesh_elements, &mesh, st);
+      if (rc) return rc;
+      int compliant = p.compliance == CE_COMPLIANT;
+      if (compliant != (mesh.per_element == 4)) {
+        cd_mesh_free(&mesh);
+        return cd_status_set(st, CD_INVALID, "registerGeometry.meshFile",
+                             compliant ? "a compliant geometry needs a tetrahedral mesh file (VTK)"
+                                       : "a rigid geometry needs a surface mesh file (OBJ or STL)");
+      }
+      *bound_radius = max_norm(mesh.vertices, (size_t)mesh.nv);
+      if (compliant)
+        e = ce_geometry_from_tetmesh(mesh.vertices, mesh.nv, mesh.elements, mesh.ne, NULL, &p, out, &err);
+      else
+        e = ce_geometry_from_trimesh(mesh.vertices, mesh.nv, mesh.elements, mesh.ne, 1, &p, out, &err);
+      cd_mesh_free(&mesh);
+      break;
+    }
+    default: {
+      ce_shape s;
+      to_shape(r, &s, bound_radius);
+      e = ce_geometry_from_shape(&s, &p, out, &err);
+      break;
+    }
+  }
+  if (e != CE_OK) {
+    if (*out) ce_geometry_free(*out);
+    *out = NULL;
+    return from_ce(st, f, e, &err);
+  }
+  return 0;
+}

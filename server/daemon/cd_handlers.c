@@ -1,0 +1,433 @@
+/* cd_handlers.c — answering each request kind. */
+#include "cd_handlers.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cd_geomspec.h"
+#include "cd_log.h"
+#include "cd_query.h"
+#include "cd_server.h"
+#include "cd_stream.h"
+#include "cd_version.h"
+
+typedef Contactd__V1__Envelope Envelope;
+
+/* ---- requests ------------------------------------------------------------ */
+
+cd_req *cd_req_new(cd_conn *c, uint64_t seq, uint64_t t0_ns) {
+  cd_req *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->conn = c;
+  r->seq = seq;
+  r->t0_ns = t0_ns;
+  cd_budget_init(&r->budget, c->srv->cfg.limits.decode_budget_bytes);
+  cd_conn_ref(c);
+  return r;
+}
+
+void cd_req_free(cd_req *r) {
+  if (!r) return;
+  cd_budget_destroy(&r->budget);
+  cd_conn_unref(r->conn);
+  free(r);
+}
+
+void cd_req_fail(cd_req *r, const cd_status *st) {
+  cd_conn_reply_error(r->conn, r->seq, r->request_id, st);
+  cd_req_free(r);
+}
+
+void cd_req_reply(cd_req *r, Envelope *env) {
+  env->request_id = r->request_id;
+  cd_conn_reply(r->conn, r->seq, env);
+  cd_req_free(r);
+}
+
+static void fail(cd_req *r, int code, const char *field, const char *fmt, const char *arg) {
+  cd_status st;
+  cd_status_set(&st, code, field, fmt, arg);
+  cd_req_fail(r, &st);
+}
+
+/* ---- hello ---------------------------------------------------------------- */
+
+static void on_hello(cd_req *r) {
+  const Contactd__V1__Hello *h = r->env->hello;
+  const cd_limits *l = &r->conn->srv->cfg.limits;
+  if (h->protocol_version > CD_PROTOCOL_VERSION) {
+    cd_status st;
+    cd_status_set(&st, CD_PRECONDITION, "hello.protocolVersion",
+                  "protocol version %u is newer than this server's (%d)", h->protocol_version,
+                  CD_PROTOCOL_VERSION);
+    cd_req_fail(r, &st);
+    return;
+  }
+  char q[160];
+  CD_INFO("hello", "conn=%llu peer=%s client=%s", (unsigned long long)r->conn->id, r->conn->peer,
+          cd_log_quote(q, sizeof q, h->client_name));
+  Contactd__V1__Limits lm = CONTACTD__V1__LIMITS__INIT;
+  lm.max_frame_bytes = l->max_frame_bytes;
+  lm.max_bodies = (uint32_t)l->max_bodies_per_query;
+  lm.max_pairs_per_query = (uint32_t)l->max_pairs_per_query;
+  lm.max_in_flight = (uint32_t)l->max_inflight_per_conn;
+  lm.max_output_bytes = l->max_output_bytes;
+  lm.idle_timeout_ms = l->idle_timeout_ms;
+  lm.max_connections = (uint32_t)l->max_connections;
+  lm.max_streams = (uint32_t)l->max_streams_per_conn;
+  lm.cache_budget_bytes = l->cache_bytes;
+  lm.max_decode_bytes = l->decode_budget_bytes;
+  static char *caps[] = {"json",           "streams",       "latest_only",   "all_pairs",
+                         "mesh_file:obj",  "mesh_file:stl", "mesh_file:vtk", "quaternion_tolerance:1e-3"};
+  Contactd__V1__HelloReply hr = CONTACTD__V1__HELLO_REPLY__INIT;
+  hr.server_version = CD_VERSION_STRING;
+  hr.protocol_version = CD_PROTOCOL_VERSION;
+  hr.limits = &lm;
+  hr.n_capabilities = sizeof caps / sizeof *caps;
+  hr.capabilities = caps;
+  Envelope env = CONTACTD__V1__ENVELOPE__INIT;
+  env.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY;
+  env.hello_reply = &hr;
+  cd_req_reply(r, &env);
+}
+
+/* ---- register ------------------------------------------------------------- */
+
+typedef struct reg_job {
+  cd_job job;
+  cd_req *req;
+  int stage; /* 0 = compute id, 1 = build */
+  char id[CD_HASH_HEX_LEN + 1];
+  cd_cache_entry *entry;
+  ce_geometry *geom;
+  double radius;
+  uint64_t build_us;
+  cd_status st;
+} reg_job;
+
+static void reply_registered(cd_req *r, cd_cache_entry *e, int already) {
+  if (!cd_conn_gone(r->conn)) cd_conn_hold_geometry(r->conn, e);
+  Contactd__V1__GeometryStats gs = CONTACTD__V1__GEOMETRY_STATS__INIT;
+  gs.vertices = e->info.vertices;
+  gs.tetrahedra = e->info.tetrahedra;
+  gs.triangles = e->info.triangles;
+  gs.bvh_nodes = e->info.bvh_nodes;
+  gs.bytes = e->info.bytes;
+  gs.build_time_us = already ? 0 : e->build_us;
+  gs.min_pressure = e->info.min_pressure;
+  gs.max_pressure = e->info.max_pressure;
+  gs.volume = e->info.volume;
+  Contactd__V1__RegisterReply rr = CONTACTD__V1__REGISTER_REPLY__INIT;
+  rr.geometry_id = e->id;
+  rr.already_cached = already;
+  rr.stats = &gs;
+  Envelope env = CONTACTD__V1__ENVELOPE__INIT;
+  env.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY;
+  env.register_reply = &rr;
+  cd_req_reply(r, &env);
+}
+
+/* A registration that found the content being built by someone else. */
+static void on_joined_build(void *arg, cd_cache_entry *e, int code, const char *message) {
+  cd_req *r = arg;
+  if (code) {
+    cd_status st;
+    cd_status_set(&st, code, "registerGeometry", "%s", message);
+    cd_req_fail(r, &st);
+    return;
+  }
+  cd_cache_note_hit(e->cache);
+  reply_registered(r, e, 1);
+}
+
+/* The registration whose content was new: it started the build. */
+static void on_own_build(void *arg, cd_cache_entry *e, int code, const char *message) {
+  cd_req *r = arg;
+  if (code) {
+    cd_status st;
+    cd_status_set(&st, code, "", "%s", message);
+    cd_req_fail(r, &st);
+    return;
+  }
+  reply_registered(r, e, 0);
+}
+
+static void reg_run(cd_job *job, cd_worker *w) {
+  (void)w;
+  reg_job *j = (reg_job *)job;
+  const cd_register_msg *m = j->req->env->register_geometry;
+  if (j->stage == 0) {
+    cd_geomspec_id(m, j->id);
+    return;
+  }
+  uint64_t t0 = cd_now_ns();
+  int rc = cd_geomspec_build(m, &j->req->conn->srv->cfg.limits, &j->geom, &j->radius, &j->st);
+  j->build_us = (cd_now_ns() - t0) / 1000;
+  if (rc) j->geom = NULL;
+}
+
+static void reg_done(cd_job *job) {
+  reg_job *j = (reg_job *)job;
+  cd_req *r = j->req;
+  cd_server *s = r->conn->srv;
+  const cd_register_msg *m = r->env->register_geometry;
+  if (j->stage == 0) {
+    cd_cache_entry *e = cd_cache_find(s->cache, j->id);
+    if (e && e->state == CD_ENTRY_READY) {
+      cd_cache_note_hit(s->cache);
+      free(j);
+      reply_registered(r, e, 1);
+      return;
+    }
+    if (e) { /* pending: one build, many replies */
+      free(j);
+      if (cd_cache_add_waiter(e, on_joined_build, r)) fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
+      return;
+    }
+    e = cd_cache_begin(s->cache, j->id, 0);
+    if (!e) {
+      free(j);
+      fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
+      return;
+    }
+    if (m->material) e->material = (ce_material){m->material->dissipation, m->material->friction};
+    if (cd_cache_add_waiter(e, on_own_build, r)) {
+      cd_cache_complete(s->cache, e, NULL, 0, CD_EXHAUSTED, "out of memory");
+      free(j);
+      fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
+      return;
+    }
+    j->entry = e;
+    j->stage = 1;
+    cd_pool_submit(s->pool, &j->job);
+    return;
+  }
+  cd_cache_entry *e = j->entry;
+  char q[300];
+  if (j->geom) {
+    e->bound_radius = j->radius;
+    CD_INFO("geometry built", "geometry=%s name=%s build_us=%llu", e->id, cd_log_quote(q, sizeof q, m->name),
+            (unsigned long long)j->build_us);
+  } else {
+    CD_INFO("geometry build failed", "geometry=%s error=%s", e->id, cd_log_quote(q, sizeof q, j->st.message));
+  }
+  /* This request is the first waiter (on_own_build), answered like the rest. */
+  cd_cache_complete(s->cache, e, j->geom, j->build_us, j->geom ? 0 : (j->st.code ? j->st.code : CD_INTERNAL),
+                    j->st.message);
+  free(j);
+}
+
+static void on_register(cd_req *r) {
+  cd_status st;
+  const cd_register_msg *m = r->env->register_geometry;
+  if (cd_geomspec_check(m, &r->conn->srv->cfg.limits, &st)) {
+    cd_req_fail(r, &st);
+    return;
+  }
+  reg_job *j = calloc(1, sizeof *j);
+  if (!j) {
+    fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
+    return;
+  }
+  j->job.run = reg_run;
+  j->job.done = reg_done;
+  j->req = r;
+  cd_pool_submit(r->conn->srv->pool, &j->job);
+}
+
+/* ---- has / release ---------------------------------------------------- */
+
+static void on_has(cd_req *r) {
+  const Contactd__V1__HasGeometry *h = r->env->has_geometry;
+  char **missing = cd_budget_calloc(&r->budget, h->n_geometry_ids ? h->n_geometry_ids : 1, sizeof(char *));
+  if (!missing) {
+    fail(r, CD_EXHAUSTED, "hasGeometry", "%s", "out of memory");
+    return;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < h->n_geometry_ids; i++) {
+    cd_cache_entry *e = cd_cache_find(r->conn->srv->cache, h->geometry_ids[i]);
+    if (!e || e->state != CD_ENTRY_READY) missing[n++] = h->geometry_ids[i];
+  }
+  Contactd__V1__HasGeometryReply hr = CONTACTD__V1__HAS_GEOMETRY_REPLY__INIT;
+  hr.n_missing = n;
+  hr.missing = missing;
+  Envelope env = CONTACTD__V1__ENVELOPE__INIT;
+  env.msg_case = CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY_REPLY;
+  env.has_geometry_reply = &hr;
+  cd_req_reply(r, &env);
+}
+
+static void on_release(cd_req *r) {
+  const Contactd__V1__ReleaseGeometry *h = r->env->release_geometry;
+  size_t n = h->n_geometry_ids ? h->n_geometry_ids : 1;
+  char **rel = cd_budget_calloc(&r->budget, n, sizeof(char *));
+  char **unk = cd_budget_calloc(&r->budget, n, sizeof(char *));
+  if (!rel || !unk) {
+    fail(r, CD_EXHAUSTED, "releaseGeometry", "%s", "out of memory");
+    return;
+  }
+  size_t nr = 0, nu = 0;
+  for (size_t i = 0; i < h->n_geometry_ids; i++) {
+    cd_cache_entry *e = cd_cache_find(r->conn->srv->cache, h->geometry_ids[i]);
+    if (e && cd_conn_release_geometry(r->conn, e)) rel[nr++] = h->geometry_ids[i];
+    else unk[nu++] = h->geometry_ids[i];
+  }
+  Contactd__V1__ReleaseReply rr = CONTACTD__V1__RELEASE_REPLY__INIT;
+  rr.n_released = nr;
+  rr.released = rel;
+  rr.n_unknown = nu;
+  rr.unknown = unk;
+  Envelope env = CONTACTD__V1__ENVELOPE__INIT;
+  env.msg_case = CONTACTD__V1__ENVELOPE__MSG_RELEASE_REPLY;
+  env.release_reply = &rr;
+  cd_req_reply(r, &env);
+}
+
+/* ---- query ---------------------------------------------------------------- */
+
+static void query_done(cd_query *q) {
+  cd_req *r = q->user;
+  if (q->err_pair >= 0) {
+    cd_req_fail(r, &q->err);
+  } else {
+    Contactd__V1__ContactReply cr = CONTACTD__V1__CONTACT_REPLY__INIT;
+    cr.n_results = (size_t)q->npairs;
+    cr.results = q->results;
+    cr.compute_time_us = q->wall_us;
+    cr.candidate_pairs = q->candidate_pairs;
+    Envelope env = CONTACTD__V1__ENVELOPE__INIT;
+    env.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY;
+    env.contact_reply = &cr;
+    cd_req_reply(r, &env);
+  }
+  cd_query_free(q);
+}
+
+static void on_query(cd_req *r) {
+  cd_server *s = r->conn->srv;
+  const Contactd__V1__ContactQuery *m = r->env->contact_query;
+  cd_status st;
+  cd_query *q = calloc(1, sizeof *q);
+  if (!q) {
+    fail(r, CD_EXHAUSTED, "contactQuery", "%s", "out of memory");
+    return;
+  }
+  q->srv = s;
+  q->owns_pins = 1;
+  q->user = r;
+  q->done = query_done;
+  if (cd_qopts_parse(m->options, "contactQuery.options", &q->opt, &st) ||
+      cd_qbodies_parse(s, m->bodies, m->n_bodies, "contactQuery.bodies", &q->bodies, &st)) {
+    cd_query_free(q);
+    cd_req_fail(r, &st);
+    return;
+  }
+  q->nbodies = (int32_t)m->n_bodies;
+  if (cd_qpairs_resolve(q->bodies, q->nbodies, m->pairs, m->n_pairs, m->all_pairs, "contactQuery",
+                        s->cfg.limits.max_pairs_per_query, &q->pairs, &q->npairs, &st)) {
+    cd_query_free(q);
+    cd_req_fail(r, &st);
+    return;
+  }
+  q->candidate_pairs = (uint64_t)q->npairs;
+  cd_query_run(q);
+}
+
+/* ---- stats ---------------------------------------------------------------- */
+
+static void on_stats(cd_req *r) {
+  cd_server *s = r->conn->srv;
+  cd_cache_stats cs;
+  cd_cache_get_stats(s->cache, &cs);
+  Contactd__V1__StatsReply sr = CONTACTD__V1__STATS_REPLY__INIT;
+  sr.connections = s->stats.connections;
+  sr.connections_total = s->stats.connections_total;
+  sr.requests = s->stats.requests;
+  sr.pairs = s->stats.pairs;
+  sr.errors = s->stats.errors;
+  sr.streams = s->stats.streams;
+  sr.cache_entries = cs.entries;
+  sr.cache_bytes = cs.bytes;
+  sr.cache_builds = cs.builds;
+  sr.cache_hits = cs.hits;
+  sr.cache_evictions = cs.evictions;
+  sr.uptime_s = (double)(cd_now_ns() - s->stats.start_ns) * 1e-9;
+  Contactd__V1__LatencyBucket b[CD_LATENCY_BUCKETS], *bp[CD_LATENCY_BUCKETS];
+  for (int i = 0; i < CD_LATENCY_BUCKETS; i++) {
+    contactd__v1__latency_bucket__init(&b[i]);
+    b[i].upper_bound_us = i < CD_LATENCY_BUCKETS - 1 ? cd_latency_bounds_us[i] : INFINITY;
+    b[i].count = s->stats.latency[i];
+    bp[i] = &b[i];
+  }
+  sr.n_latency = CD_LATENCY_BUCKETS;
+  sr.latency = bp;
+  int nw = cd_pool_size(s->pool);
+  double *u = cd_budget_calloc(&r->budget, (size_t)nw, sizeof *u);
+  if (u) {
+    for (int i = 0; i < nw; i++) u[i] = cd_pool_utilisation(s->pool, i);
+    sr.n_worker_utilisation = (size_t)nw;
+    sr.worker_utilisation = u;
+  }
+  Envelope env = CONTACTD__V1__ENVELOPE__INIT;
+  env.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY;
+  env.stats_reply = &sr;
+  cd_req_reply(r, &env);
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+static const char *reply_name(int c) {
+  switch (c) {
+    case CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY: return "helloReply";
+    case CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY: return "registerReply";
+    case CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS: return "registerProgress";
+    case CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY_REPLY: return "hasGeometryReply";
+    case CONTACTD__V1__ENVELOPE__MSG_RELEASE_REPLY: return "releaseReply";
+    case CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY: return "contactReply";
+    case CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM_REPLY: return "openStreamReply";
+    case CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT: return "streamResult";
+    case CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM_REPLY: return "closeStreamReply";
+    case CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY: return "statsReply";
+    case CONTACTD__V1__ENVELOPE__MSG_ERROR: return "error";
+    default: return NULL;
+  }
+}
+
+void cd_handle(cd_req *r) {
+  if (r->conn->srv->draining) {
+    fail(r, CD_UNAVAILABLE, "", "%s", "the server is shutting down");
+    return;
+  }
+  Envelope *e = r->env;
+  switch (e->msg_case) {
+    case CONTACTD__V1__ENVELOPE__MSG_HELLO: on_hello(r); return;
+    case CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY: on_register(r); return;
+    case CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY: on_has(r); return;
+    case CONTACTD__V1__ENVELOPE__MSG_RELEASE_GEOMETRY: on_release(r); return;
+    case CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY: on_query(r); return;
+    case CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM: cd_stream_open(r); return;
+    case CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE: cd_stream_update(r); return;
+    case CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM: cd_stream_close(r); return;
+    case CONTACTD__V1__ENVELOPE__MSG_STATS: on_stats(r); return;
+    case CONTACTD__V1__ENVELOPE__MSG__NOT_SET: {
+      cd_status st;
+      if (e->base.n_unknown_fields)
+        cd_status_set(&st, CD_INVALID, "msg",
+                      "the envelope carries no request this server knows (unknown field number %u)",
+                      e->base.unknown_fields[0].tag);
+      else
+        cd_status_set(&st, CD_INVALID, "msg", "the envelope carries no request");
+      cd_req_fail(r, &st);
+      return;
+    }
+    default: {
+      const char *n = reply_name((int)e->msg_case);
+      cd_status st;
+      cd_status_set(&st, CD_INVALID, n ? n : "msg", "%s is a reply, not a request", n ? n : "this message");
+      cd_req_fail(r, &st);
+      return;
+    }
+  }
+}

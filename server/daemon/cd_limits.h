@@ -1,0 +1,64 @@
+/* cd_limits.h — every limit the daemon enforces, in one place.
+ *
+ * Each row: C field, config-file key (inside "limits"), default, unit, what
+ * it bounds. The config file overrides a default (cd_config.c); nothing else
+ * in the daemon hard-codes a limit. The same table is reported to clients in
+ * the Hello reply and in --help, so documentation cannot drift.
+ *
+ * Memory bound per connection is roughly
+ *   max_frame_bytes (input buffer) + decode_budget_bytes (one decoded frame)
+ *   + max_output_bytes (queued replies)
+ * and the cache is bounded by cache_bytes (unreferenced entries are evicted
+ * least-recently-used first). */
+#ifndef CD_LIMITS_H
+#define CD_LIMITS_H
+
+#include <stdint.h>
+
+#define CD_MIB (UINT64_C(1) << 20)
+
+/* XX(field, default, unit, description) */
+#define CD_LIMITS_MAP(XX)                                                                  \
+  XX(max_frame_bytes, 64 * CD_MIB, "bytes",                                                \
+     "largest Envelope (or JSON line) accepted; checked before allocating")                \
+  XX(decode_budget_bytes, 256 * CD_MIB, "bytes",                                           \
+     "heap that decoding one frame may allocate (protobuf-c allocates per struct)")        \
+  XX(max_bodies_per_query, 10000, "bodies", "bodies in one ContactQuery or OpenStream")    \
+  XX(max_pairs_per_query, 1000000, "pairs",                                                \
+     "explicit pairs, or broad-phase candidates, in one query")                            \
+  XX(max_inflight_per_conn, 256, "requests",                                               \
+     "requests read but not yet answered on one connection; reading pauses beyond it")    \
+  XX(max_output_bytes, 256 * CD_MIB, "bytes",                                              \
+     "reply bytes queued to one connection; a client that stops reading is disconnected") \
+  XX(idle_timeout_ms, 300000, "ms", "a connection with no traffic and no work is closed") \
+  XX(max_connections, 1024, "connections", "open client connections (TCP + Unix)")        \
+  XX(max_streams_per_conn, 64, "streams", "open streams on one connection")               \
+  XX(cache_bytes, 1024 * CD_MIB, "bytes",                                                  \
+     "geometry cache budget; unreferenced entries are evicted LRU beyond it")             \
+  XX(max_mesh_elements, 4000000, "elements",                                               \
+     "vertices, tets or triangles in one geometry (estimated for primitives)")            \
+  XX(worker_arena_bytes, 1024 * CD_MIB, "bytes", "scratch one worker may use for a query") \
+  XX(pairs_per_job, 8, "pairs", "a query with more pairs is split into jobs of this size")
+
+typedef struct cd_limits {
+#define CD_XX_FIELD(field, def, unit, desc) uint64_t field;
+  CD_LIMITS_MAP(CD_XX_FIELD)
+#undef CD_XX_FIELD
+} cd_limits;
+
+/* Fill *l with the defaults above. */
+static inline void cd_limits_default(cd_limits *l) {
+#define CD_XX_DEF(field, def, unit, desc) l->field = (uint64_t)(def);
+  CD_LIMITS_MAP(CD_XX_DEF)
+#undef CD_XX_DEF
+}
+
+/* Quaternion rule (also stated in the Hello reply): a pose quaternion q is
+ * rejected with INVALID_ARGUMENT naming the body when |q| is outside
+ * [1 - CD_QUAT_TOLERANCE, 1 + CD_QUAT_TOLERANCE]; otherwise it is normalised.
+ * Non-finite pose or velocity components are INVALID_ARGUMENT. */
+#define CD_QUAT_TOLERANCE 1e-3
+
+#define CD_PROTOCOL_VERSION 1
+
+#endif /* CD_LIMITS_H */

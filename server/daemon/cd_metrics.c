@@ -1,0 +1,171 @@
+/* cd_metrics.c — Prometheus endpoint and health probes over plain HTTP. */
+#include "cd_metrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cd_log.h"
+#include "cd_server.h"
+
+#define REQ_MAX 4096
+
+struct cd_metrics {
+  cd_server *srv;
+  uv_tcp_t listener;
+  int nconns;
+  int stopping;
+  int listener_closed;
+};
+
+typedef struct mconn {
+  uv_tcp_t h;
+  cd_metrics *m;
+  char req[REQ_MAX];
+  size_t len;
+  int done;
+  uv_write_t w;
+  char *resp;
+} mconn;
+
+static void free_metrics(cd_metrics *m) {
+  if (m->stopping && m->listener_closed && m->nconns == 0) free(m);
+}
+
+static void on_mclose(uv_handle_t *h) {
+  mconn *c = h->data;
+  cd_metrics *m = c->m;
+  free(c->resp);
+  free(c);
+  m->nconns--;
+  free_metrics(m);
+}
+
+static void on_written(uv_write_t *w, int status) {
+  (void)status;
+  mconn *c = w->data;
+  uv_close((uv_handle_t *)&c->h, on_mclose);
+}
+
+static void respond(mconn *c, int code, const char *ctype, const char *body, size_t blen) {
+  const char *reason = code == 200 ? "OK" : code == 404 ? "Not Found" : code == 503 ? "Service Unavailable"
+                                                                                     : "Bad Request";
+  size_t cap = blen + 256;
+  c->resp = malloc(cap);
+  if (!c->resp) {
+    uv_close((uv_handle_t *)&c->h, on_mclose);
+    return;
+  }
+  int n = snprintf(c->resp, cap,
+                   "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", code,
+                   reason, ctype, blen);
+  memcpy(c->resp + n, body, blen);
+  uv_buf_t b = uv_buf_init(c->resp, (unsigned)(n + (int)blen));
+  c->w.data = c;
+  if (uv_write(&c->w, (uv_stream_t *)&c->h, &b, 1, on_written) < 0) uv_close((uv_handle_t *)&c->h, on_mclose);
+}
+
+static void handle(mconn *c) {
+  c->done = 1;
+  uv_read_stop((uv_stream_t *)&c->h);
+  cd_server *s = c->m->srv;
+  char method[8], path[256];
+  if (sscanf(c->req, "%7s %255s", method, path) != 2 || strcmp(method, "GET") != 0) {
+    respond(c, 400, "text/plain", "bad request\n", 12);
+    return;
+  }
+  char *qm = strchr(path, '?');
+  if (qm) *qm = 0;
+  if (strcmp(path, "/metrics") == 0) {
+    size_t cap = 16384;
+    char *buf = malloc(cap);
+    if (!buf) {
+      uv_close((uv_handle_t *)&c->h, on_mclose);
+      return;
+    }
+    size_t n = cd_server_render_metrics(s, buf, cap);
+    respond(c, 200, "text/plain; version=0.0.4", buf, n);
+    free(buf);
+  } else if (strcmp(path, "/healthz") == 0) {
+    respond(c, 200, "text/plain", "ok\n", 3);
+  } else if (strcmp(path, "/readyz") == 0) {
+    if (s->draining) respond(c, 503, "text/plain", "shutting down\n", 14);
+    else respond(c, 200, "text/plain", "ready\n", 6);
+  } else {
+    respond(c, 404, "text/plain", "not found\n", 10);
+  }
+}
+
+static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
+  (void)sz;
+  mconn *c = h->data;
+  b->base = c->req + c->len;
+  b->len = REQ_MAX - 1 - c->len;
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  (void)b;
+  mconn *c = st->data;
+  if (c->done) return;
+  if (n < 0) {
+    uv_close((uv_handle_t *)&c->h, on_mclose);
+    return;
+  }
+  c->len += (size_t)n;
+  c->req[c->len] = 0;
+  if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) handle(c);
+  else if (c->len >= REQ_MAX - 1) respond(c, 400, "text/plain", "request too large\n", 18);
+}
+
+static void on_listener_closed(uv_handle_t *h) {
+  cd_metrics *m = h->data;
+  m->listener_closed = 1;
+  free_metrics(m); /* open metric connections close after one response */
+}
+
+static void on_conn(uv_stream_t *ls, int status) {
+  cd_metrics *m = ls->data;
+  if (status < 0) return;
+  mconn *c = calloc(1, sizeof *c);
+  if (!c) return;
+  c->m = m;
+  uv_tcp_init(ls->loop, &c->h);
+  c->h.data = c;
+  m->nconns++;
+  if (uv_accept(ls, (uv_stream_t *)&c->h) != 0 || m->stopping) {
+    uv_close((uv_handle_t *)&c->h, on_mclose);
+    return;
+  }
+  uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read);
+}
+
+cd_metrics *cd_metrics_start(cd_server *s, const char *host, int port, int *bound) {
+  cd_metrics *m = calloc(1, sizeof *m);
+  if (!m) return NULL;
+  m->srv = s;
+  struct sockaddr_storage addr;
+  int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr)
+                             : uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+  uv_tcp_init(s->loop, &m->listener);
+  m->listener.data = m;
+  if (!rc) rc = uv_tcp_bind(&m->listener, (struct sockaddr *)&addr, 0);
+  if (!rc) rc = uv_listen((uv_stream_t *)&m->listener, 64, on_conn);
+  if (rc) {
+    CD_ERROR("cannot listen for metrics", "host=%s port=%d error=\"%s\"", host, port, uv_strerror(rc));
+    m->stopping = 1;
+    uv_close((uv_handle_t *)&m->listener, on_listener_closed);
+    return NULL;
+  }
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  uv_tcp_getsockname(&m->listener, (struct sockaddr *)&ss, &len);
+  *bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                          : ((struct sockaddr_in *)&ss)->sin_port);
+  return m;
+}
+
+
+void cd_metrics_stop(cd_metrics *m) {
+  if (!m) return;
+  m->stopping = 1;
+  uv_close((uv_handle_t *)&m->listener, on_listener_closed);
+}

@@ -1,0 +1,18 @@
+/* cd_metrics.h — a minimal HTTP/1.0 responder on the loop: GET /metrics
+ * (Prometheus text format), /healthz (liveness: the loop answers) and
+ * /readyz (readiness: 503 while shutting down). One request per
+ * connection; anything else is 404. */
+#ifndef CD_METRICS_H
+#define CD_METRICS_H
+
+#include <uv.h>
+
+typedef struct cd_server cd_server;
+typedef struct cd_metrics cd_metrics;
+
+/* Listen on host:port (port 0 = ephemeral; *bound receives the port). */
+cd_metrics *cd_metrics_start(cd_server *s, const char *host, int port, int *bound);
+/* Stop listening and close open metric connections. */
+void cd_metrics_stop(cd_metrics *m);
+
+#endif

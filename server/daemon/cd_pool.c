@@ -1,0 +1,158 @@
+/* cd_pool.c — worker threads, job queue (mutex + condition variable) and a
+ * completion queue drained on the loop after uv_async_send. */
+#include "cd_pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cd_log.h"
+
+typedef struct worker_slot {
+  cd_worker w;
+  pthread_t thread;
+  struct cd_pool *pool;
+  _Atomic uint64_t busy_ns;
+} worker_slot;
+
+struct cd_pool {
+  uv_loop_t *loop;
+  uv_async_t async;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  cd_job *head, *tail; /* pending jobs, FIFO */
+  int stopping;
+  pthread_mutex_t done_mu;
+  cd_job *done_head, *done_tail; /* finished jobs, FIFO */
+  int n;
+  worker_slot *slots;
+  uint64_t pending; /* loop thread only */
+  uint64_t start_ns;
+};
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *worker_main(void *arg) {
+  worker_slot *s = arg;
+  cd_pool *p = s->pool;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    while (!p->head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
+    cd_job *job = p->head;
+    if (!job) { /* stopping and drained */
+      pthread_mutex_unlock(&p->mu);
+      break;
+    }
+    p->head = job->next;
+    if (!p->head) p->tail = NULL;
+    pthread_mutex_unlock(&p->mu);
+
+    uint64_t t0 = now_ns();
+    ce_arena_reset(s->w.arena);
+    job->run(job, &s->w);
+    ce_arena_reset(s->w.arena);
+    atomic_fetch_add(&s->busy_ns, now_ns() - t0);
+
+    job->next = NULL;
+    pthread_mutex_lock(&p->done_mu);
+    if (p->done_tail) p->done_tail->next = job;
+    else p->done_head = job;
+    p->done_tail = job;
+    pthread_mutex_unlock(&p->done_mu);
+    uv_async_send(&p->async);
+  }
+  return NULL;
+}
+
+static void drain(cd_pool *p) {
+  for (;;) {
+    pthread_mutex_lock(&p->done_mu);
+    cd_job *j = p->done_head;
+    p->done_head = p->done_tail = NULL;
+    pthread_mutex_unlock(&p->done_mu);
+    if (!j) return;
+    while (j) {
+      cd_job *next = j->next;
+      p->pending--;
+      j->done(j);
+      j = next;
+    }
+  }
+}
+
+static void on_async(uv_async_t *h) { drain(h->data); }
+
+cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
+  cd_pool *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->loop = loop;
+  p->n = n;
+  p->slots = calloc((size_t)n, sizeof *p->slots);
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  pthread_mutex_init(&p->done_mu, NULL);
+  uv_async_init(loop, &p->async, on_async);
+  p->async.data = p;
+  p->start_ns = now_ns();
+  for (int i = 0; i < n; i++) {
+    worker_slot *s = &p->slots[i];
+    s->pool = p;
+    s->w.index = i;
+    s->w.arena = ce_arena_create(1 << 20);
+    ce_arena_set_budget(s->w.arena, arena_budget);
+    if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
+      CD_ERROR("cannot start worker thread", "worker=%d", i);
+      abort();
+    }
+  }
+  return p;
+}
+
+void cd_pool_submit(cd_pool *p, cd_job *job) {
+  job->next = NULL;
+  p->pending++;
+  pthread_mutex_lock(&p->mu);
+  if (p->tail) p->tail->next = job;
+  else p->head = job;
+  p->tail = job;
+  pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
+uint64_t cd_pool_pending(const cd_pool *p) { return p->pending; }
+int cd_pool_size(const cd_pool *p) { return p->n; }
+
+double cd_pool_utilisation(cd_pool *p, int i) {
+  if (i < 0 || i >= p->n) return 0;
+  uint64_t wall = now_ns() - p->start_ns;
+  if (!wall) return 0;
+  double u = (double)atomic_load(&p->slots[i].busy_ns) / (double)wall;
+  return u > 1 ? 1 : u;
+}
+
+static void on_close(uv_handle_t *h) {
+  cd_pool *p = h->data;
+  free(p->slots);
+  free(p);
+}
+
+void cd_pool_destroy(cd_pool *p) {
+  pthread_mutex_lock(&p->mu);
+  p->stopping = 1;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  for (int i = 0; i < p->n; i++) {
+    pthread_join(p->slots[i].thread, NULL);
+    ce_arena_destroy(p->slots[i].w.arena);
+  }
+  drain(p);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->done_mu);
+  uv_close((uv_handle_t *)&p->async, on_close);
+}

@@ -1,0 +1,44 @@
+/* cd_pool.h — the worker pool: our own pthreads (not uv_queue_work, which
+ * would starve libuv's file and DNS work), each with its own ce_arena.
+ *
+ * A job's run() executes on a worker; its done() then executes on the loop
+ * thread. Workers hand finished jobs back through a completion queue and
+ * uv_async_send (which coalesces wake-ups, so the loop drains the whole
+ * queue each time). */
+#ifndef CD_POOL_H
+#define CD_POOL_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "ce.h"
+
+typedef struct cd_worker {
+  int index;
+  ce_arena *arena;       /* reset by the pool before each job */
+} cd_worker;
+
+typedef struct cd_job cd_job;
+struct cd_job {
+  void (*run)(cd_job *job, cd_worker *w); /* on a worker thread */
+  void (*done)(cd_job *job);              /* on the loop thread */
+  cd_job *next;                           /* pool-private */
+};
+
+typedef struct cd_pool cd_pool;
+
+/* Start n workers; each arena may grow to arena_budget bytes (0 = no cap). */
+cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget);
+/* Queue a job (loop thread). */
+void cd_pool_submit(cd_pool *p, cd_job *job);
+/* Jobs submitted whose done() has not run yet. */
+uint64_t cd_pool_pending(const cd_pool *p);
+int cd_pool_size(const cd_pool *p);
+/* Busy fraction of worker i since the pool started. */
+double cd_pool_utilisation(cd_pool *p, int i);
+/* Stop the workers after the queue drains, join them, run the remaining
+ * done() callbacks, close the async handle (callers then run the loop until
+ * handles close) and free the pool once closed. */
+void cd_pool_destroy(cd_pool *p);
+
+#endif

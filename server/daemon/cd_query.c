@@ -1,0 +1,521 @@
+/* cd_query.c — query input checks, splitting across the pool, and the
+ * conversion of engine results to wire messages (on the workers). */
+#include "cd_query.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cd_broadphase.h"
+#include "cd_pool.h"
+#include "cd_server.h"
+#include "ce_math.h"
+
+typedef struct cd_qjob {
+  cd_job job;
+  cd_query *q;
+  int64_t first, count;
+  ce_arena *out; /* wire messages of this job's results */
+  cd_status err;
+  int64_t err_pair;
+} cd_qjob;
+
+/* ---- input ------------------------------------------------------------- */
+
+static int finite3(const Contactd__V1__Vec3 *v) {
+  return !v || (isfinite(v->x) && isfinite(v->y) && isfinite(v->z));
+}
+
+int cd_pose_from_msg(const Contactd__V1__Pose *p, ce_pose *out, const char *field, const char *what,
+                     cd_status *st) {
+  ce_quat q = {1, 0, 0, 0};
+  ce_vec3 x = {0, 0, 0};
+  char f[192];
+  if (p && p->position) {
+    if (!finite3(p->position)) {
+      snprintf(f, sizeof f, "%s.position", field);
+      return cd_status_set(st, CD_INVALID, f, "%s: position (%g, %g, %g) is not finite", what, p->position->x,
+                           p->position->y, p->position->z);
+    }
+    x = (ce_vec3){p->position->x, p->position->y, p->position->z};
+  }
+  if (p && p->orientation) {
+    const Contactd__V1__Quat *o = p->orientation;
+    snprintf(f, sizeof f, "%s.orientation", field);
+    if (!(isfinite(o->w) && isfinite(o->x) && isfinite(o->y) && isfinite(o->z)))
+      return cd_status_set(st, CD_INVALID, f, "%s: quaternion (%g, %g, %g, %g) is not finite", what, o->w, o->x,
+                           o->y, o->z);
+    double n = sqrt(o->w * o->w + o->x * o->x + o->y * o->y + o->z * o->z);
+    if (!(fabs(n - 1) <= CD_QUAT_TOLERANCE))
+      return cd_status_set(st, CD_INVALID, f,
+                           "%s: quaternion norm %.6g is not within %g of 1 (quaternions are normalised only "
+                           "when |q| is in [%g, %g])",
+                           what, n, CD_QUAT_TOLERANCE, 1 - CD_QUAT_TOLERANCE, 1 + CD_QUAT_TOLERANCE);
+    q = (ce_quat){o->w / n, o->x / n, o->y / n, o->z / n};
+  }
+  *out = ce_pose_from_quat(q, x);
+  return 0;
+}
+
+int cd_velocity_from_msg(const Contactd__V1__SpatialVelocity *v, ce_spatial_velocity *out, const char *field,
+                         const char *what, cd_status *st) {
+  memset(out, 0, sizeof *out);
+  if (!v) return 0;
+  if (!finite3(v->angular) || !finite3(v->linear))
+    return cd_status_set(st, CD_INVALID, field, "%s: spatial velocity is not finite", what);
+  if (v->angular) out->w = (ce_vec3){v->angular->x, v->angular->y, v->angular->z};
+  if (v->linear) out->v = (ce_vec3){v->linear->x, v->linear->y, v->linear->z};
+  return 0;
+}
+
+static void body_name(const Contactd__V1__Body *b, char *out, size_t n) {
+  if (b->name && b->name[0]) snprintf(out, n, "body %u (%.40s)", b->body_id, b->name);
+  else snprintf(out, n, "body %u", b->body_id);
+}
+
+void cd_qbodies_unpin(cd_qbody *b, int32_t n) {
+  for (int32_t i = 0; i < n; i++)
+    if (b[i].entry) {
+      cd_cache_unpin(b[i].entry);
+      b[i].entry = NULL;
+    }
+}
+
+int32_t cd_qbodies_find(const cd_qbody *b, int32_t n, uint32_t id) {
+  for (int32_t i = 0; i < n; i++)
+    if (b[i].id == id) return i;
+  return -1;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char *field, cd_qbody **out,
+                     cd_status *st) {
+  const cd_limits *l = &s->cfg.limits;
+  *out = NULL;
+  if (n > l->max_bodies_per_query)
+    return cd_status_set(st, CD_EXHAUSTED, field, "%zu bodies exceed the limit of %llu (max_bodies_per_query)", n,
+                         (unsigned long long)l->max_bodies_per_query);
+  cd_qbody *b = calloc(n ? n : 1, sizeof *b);
+  uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+  if (!b || !ids) {
+    free(b);
+    free(ids);
+    return cd_status_set(st, CD_EXHAUSTED, field, "out of memory");
+  }
+  char f[192], what[96];
+  int rc = 0;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    const Contactd__V1__Body *m = in[i];
+    body_name(m, what, sizeof what);
+    cd_qbody *q = &b[i];
+    q->id = m->body_id;
+    ids[i] = m->body_id;
+    snprintf(f, sizeof f, "%s[%zu].geometryId", field, i);
+    cd_cache_entry *e = cd_cache_find(s->cache, m->geometry_id);
+    if (!e || e->state != CD_ENTRY_READY) {
+      rc = cd_status_set(st, CD_NOT_FOUND, f, "%s: geometry \"%.64s\" is %s", what, m->geometry_id,
+                         e ? "still being built" : "not registered");
+      break;
+    }
+    q->body.geometry = e->geometry;
+    snprintf(f, sizeof f, "%s[%zu].pose", field, i);
+    if ((rc = cd_pose_from_msg(m->pose, &q->body.X_WB, f, what, st))) break;
+    snprintf(f, sizeof f, "%s[%zu].velocity", field, i);
+    if ((rc = cd_velocity_from_msg(m->velocity, &q->body.V_WB, f, what, st))) break;
+    /* The geometry's material unless overridden. */
+    if (m->material) {
+      snprintf(f, sizeof f, "%s[%zu].material", field, i);
+      if (!(isfinite(m->material->dissipation) && m->material->dissipation >= 0) ||
+          !(isfinite(m->material->friction) && m->material->friction >= 0)) {
+        rc = cd_status_set(st, CD_INVALID, f, "%s: dissipation %g and friction %g must be finite and >= 0", what,
+                           m->material->dissipation, m->material->friction);
+        break;
+      }
+      q->body.material = (ce_material){m->material->dissipation, m->material->friction};
+    } else {
+      q->body.material = e->material;
+    }
+    q->group = m->filter ? m->filter->group : 0xffffffffu;
+    q->mask = m->filter ? m->filter->mask : 0xffffffffu;
+    q->entry = e;
+    cd_cache_pin(e);
+  }
+  if (!rc && n > 1) {
+    qsort(ids, n, sizeof *ids, cmp_u32);
+    for (size_t k = 1; k < n; k++)
+      if (ids[k] == ids[k - 1]) {
+        rc = cd_status_set(st, CD_INVALID, field, "body id %u appears more than once", ids[k]);
+        break;
+      }
+  }
+  free(ids);
+  if (rc) {
+    cd_qbodies_unpin(b, (int32_t)n);
+    free(b);
+    return rc;
+  }
+  *out = b;
+  return 0;
+}
+
+int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qopts *out, cd_status *st) {
+  ce_options_default(&out->ce);
+  if (!o) return 0;
+  char f[160];
+  switch (o->representation) {
+    case CONTACTD__V1__REPRESENTATION__REPRESENTATION_UNSPECIFIED:
+    case CONTACTD__V1__REPRESENTATION__REPRESENTATION_POLYGON:
+      out->ce.representation = CE_REPRESENTATION_POLYGON;
+      break;
+    case CONTACTD__V1__REPRESENTATION__REPRESENTATION_TRIANGLE:
+      out->ce.representation = CE_REPRESENTATION_TRIANGLE;
+      break;
+    default:
+      snprintf(f, sizeof f, "%s.representation", field);
+      return cd_status_set(st, CD_INVALID, f, "unknown representation %d", (int)o->representation);
+  }
+  switch (o->detail) {
+    case CONTACTD__V1__DETAIL__DETAIL_UNSPECIFIED:
+    case CONTACTD__V1__DETAIL__DETAIL_WRENCH: break;
+    case CONTACTD__V1__DETAIL__DETAIL_SURFACE: out->ce.want_surface = 1; /* fall through */
+    case CONTACTD__V1__DETAIL__DETAIL_PATCHES: out->ce.want_patches = 1; break;
+    default:
+      snprintf(f, sizeof f, "%s.detail", field);
+      return cd_status_set(st, CD_INVALID, f, "unknown detail %d", (int)o->detail);
+  }
+  out->ce.want_points = o->point_contacts ? 1 : 0;
+  if (!isfinite(o->stiction_tolerance)) {
+    snprintf(f, sizeof f, "%s.stictionTolerance", field);
+    return cd_status_set(st, CD_INVALID, f, "must be finite (got %g)", o->stiction_tolerance);
+  }
+  if (o->stiction_tolerance > 0) out->ce.stiction_tolerance = o->stiction_tolerance;
+  if (o->contact_model == CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT) {
+    snprintf(f, sizeof f, "%s.contactModel", field);
+    return cd_status_set(st, CD_UNIMPLEMENTED, f, "CONTACT_MODEL_POINT is not implemented by this server");
+  }
+  if ((int)o->contact_model < 0 || (int)o->contact_model > 3) {
+    snprintf(f, sizeof f, "%s.contactModel", field);
+    return cd_status_set(st, CD_INVALID, f, "unknown contact model %d", (int)o->contact_model);
+  }
+  return 0;
+}
+
+int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs, size_t npairs,
+                      const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qpair **out,
+                      int64_t *nout, cd_status *st) {
+  char f[192];
+  *out = NULL;
+  *nout = 0;
+  if (all && npairs) {
+    snprintf(f, sizeof f, "%s.pairs", field);
+    return cd_status_set(st, CD_INVALID, f, "give either pairs or allPairs, not both");
+  }
+  if (all) {
+    if (!(isfinite(all->margin) && all->margin >= 0)) {
+      snprintf(f, sizeof f, "%s.allPairs.margin", field);
+      return cd_status_set(st, CD_INVALID, f, "must be finite and >= 0 (got %g)", all->margin);
+    }
+    cd_qpair *ex = calloc(all->n_exclude ? all->n_exclude : 1, sizeof *ex);
+    if (!ex) return cd_status_set(st, CD_EXHAUSTED, field, "out of memory");
+    for (size_t i = 0; i < all->n_exclude; i++) {
+      int32_t ia = cd_qbodies_find(b, nb, all->exclude[i]->a), ib = cd_qbodies_find(b, nb, all->exclude[i]->b);
+      if (ia < 0 || ib < 0) {
+        free(ex);
+        snprintf(f, sizeof f, "%s.allPairs.exclude[%zu]", field, i);
+        return cd_status_set(st, CD_INVALID, f, "body %u is not in the query",
+                             ia < 0 ? all->exclude[i]->a : all->exclude[i]->b);
+      }
+      ex[i] = (cd_qpair){ia, ib};
+    }
+    snprintf(f, sizeof f, "%s.allPairs", field);
+    int rc = cd_broadphase(b, nb, all->margin, ex, all->n_exclude, max_pairs, f, out, nout, st);
+    free(ex);
+    return rc;
+  }
+  snprintf(f, sizeof f, "%s.pairs", field);
+  if (npairs > max_pairs)
+    return cd_status_set(st, CD_EXHAUSTED, f, "%zu pairs exceed the limit of %llu (max_pairs_per_query)", npairs,
+                         (unsigned long long)max_pairs);
+  cd_qpair *p = calloc(npairs ? npairs : 1, sizeof *p);
+  if (!p) return cd_status_set(st, CD_EXHAUSTED, f, "out of memory");
+  /* body id -> index via a sorted copy, so large queries stay n log n */
+  typedef struct { uint32_t id; int32_t i; } idx;
+  idx *m = malloc((nb ? (size_t)nb : 1) * sizeof *m);
+  if (!m) {
+    free(p);
+    return cd_status_set(st, CD_EXHAUSTED, f, "out of memory");
+  }
+  for (int32_t i = 0; i < nb; i++) m[i] = (idx){b[i].id, i};
+  qsort(m, (size_t)nb, sizeof *m, cmp_u32); /* id is the first member */
+  for (size_t i = 0; i < npairs; i++) {
+    const Contactd__V1__Pair *q = pairs[i];
+    if (q->contact_model == CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT) {
+      free(p);
+      free(m);
+      snprintf(f, sizeof f, "%s.pairs[%zu].contactModel", field, i);
+      return cd_status_set(st, CD_UNIMPLEMENTED, f, "CONTACT_MODEL_POINT is not implemented by this server");
+    }
+    idx key = {q->a, 0}, key2 = {q->b, 0};
+    idx *fa = bsearch(&key, m, (size_t)nb, sizeof *m, cmp_u32);
+    idx *fb = bsearch(&key2, m, (size_t)nb, sizeof *m, cmp_u32);
+    if (!fa || !fb || q->a == q->b) {
+      free(p);
+      free(m);
+      snprintf(f, sizeof f, "%s.pairs[%zu]", field, i);
+      if (q->a == q->b) return cd_status_set(st, CD_INVALID, f, "pairs body %u with itself", q->a);
+      return cd_status_set(st, CD_INVALID, f, "body %u is not in the query", !fa ? q->a : q->b);
+    }
+    p[i] = (cd_qpair){fa->i, fb->i};
+  }
+  free(m);
+  *out = p;
+  *nout = (int64_t)npairs;
+  return 0;
+}
+
+/* ---- results to wire messages (worker) ---------------------------------- */
+
+#define NEW(a, T, init)                                  \
+  ({                                                     \
+    T *_p = ce_arena_alloc((a), sizeof(T));              \
+    if (_p) {                                            \
+      T _i = init;                                       \
+      *_p = _i;                                          \
+    }                                                    \
+    _p;                                                  \
+  })
+
+static Contactd__V1__Vec3 *vec3(ce_arena *a, ce_vec3 v) {
+  Contactd__V1__Vec3 *m = NEW(a, Contactd__V1__Vec3, CONTACTD__V1__VEC3__INIT);
+  if (m) {
+    m->x = v.x;
+    m->y = v.y;
+    m->z = v.z;
+  }
+  return m;
+}
+
+static Contactd__V1__Wrench *wrench(ce_arena *a, const ce_wrench *w) {
+  Contactd__V1__Wrench *m = NEW(a, Contactd__V1__Wrench, CONTACTD__V1__WRENCH__INIT);
+  if (m) {
+    m->torque = vec3(a, w->torque);
+    m->force = vec3(a, w->force);
+    if (!m->torque || !m->force) return NULL;
+  }
+  return m;
+}
+
+static Contactd__V1__Patch *patch(ce_arena *a, const ce_patch *p) {
+  Contactd__V1__Patch *m = NEW(a, Contactd__V1__Patch, CONTACTD__V1__PATCH__INIT);
+  if (m) {
+    m->faces = p->faces;
+    m->area = p->area;
+    m->normal_force = vec3(a, p->normal_force);
+    m->normal_force_magnitude = p->normal_force_magnitude;
+    m->point = vec3(a, p->point);
+    if (!m->normal_force || !m->point) return NULL;
+  }
+  return m;
+}
+
+static double *flat3(ce_arena *a, const ce_vec3 *v, int32_t n) {
+  double *d = ce_arena_alloc(a, (size_t)(n ? n : 1) * 3 * sizeof *d);
+  if (d)
+    for (int32_t i = 0; i < n; i++) {
+      d[3 * i] = v[i].x;
+      d[3 * i + 1] = v[i].y;
+      d[3 * i + 2] = v[i].z;
+    }
+  return d;
+}
+
+static void *adup(ce_arena *a, const void *src, size_t bytes) {
+  void *d = ce_arena_alloc(a, bytes ? bytes : 1);
+  if (d && bytes) memcpy(d, src, bytes);
+  return d;
+}
+
+static Contactd__V1__Surface *surface(ce_arena *a, const ce_surface *s) {
+  Contactd__V1__Surface *m = NEW(a, Contactd__V1__Surface, CONTACTD__V1__SURFACE__INIT);
+  if (!m) return NULL;
+  int32_t nv = s->nv, nf = s->nf;
+  int32_t nfv = nf ? s->face_offsets[nf] : 0;
+  m->n_vertices = (size_t)nv * 3;
+  m->vertices = flat3(a, s->vertices, nv);
+  m->n_pressure = (size_t)nv;
+  m->pressure = adup(a, s->pressure, (size_t)nv * sizeof(double));
+  m->n_face_offsets = nf ? (size_t)nf + 1 : 0;
+  m->face_offsets = adup(a, s->face_offsets, m->n_face_offsets * sizeof(int32_t));
+  m->n_face_vertices = (size_t)nfv;
+  m->face_vertices = adup(a, s->face_vertices, (size_t)nfv * sizeof(int32_t));
+  m->n_normals = (size_t)nf * 3;
+  m->normals = flat3(a, s->normal, nf);
+  m->n_areas = (size_t)nf;
+  m->areas = adup(a, s->area, (size_t)nf * sizeof(double));
+  m->n_centroids = (size_t)nf * 3;
+  m->centroids = flat3(a, s->centroid, nf);
+  m->n_centroid_pressure = (size_t)nf;
+  m->centroid_pressure = adup(a, s->centroid_pressure, (size_t)nf * sizeof(double));
+  if (s->patch) {
+    m->n_patch = (size_t)nf;
+    m->patch = adup(a, s->patch, (size_t)nf * sizeof(int32_t));
+  }
+  if (!m->vertices || !m->pressure || !m->face_offsets || !m->face_vertices || !m->normals || !m->areas ||
+      !m->centroids || !m->centroid_pressure || (s->patch && !m->patch))
+    return NULL;
+  return m;
+}
+
+static Contactd__V1__PairResult *convert(ce_arena *a, const cd_query *q, const cd_qpair *pr, const ce_result *r,
+                                         uint64_t us) {
+  Contactd__V1__PairResult *m = NEW(a, Contactd__V1__PairResult, CONTACTD__V1__PAIR_RESULT__INIT);
+  if (!m) return NULL;
+  m->a = q->bodies[pr->a].id;
+  m->b = q->bodies[pr->b].id;
+  switch (r->status) {
+    case CE_CONTACT_SURFACE: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE; break;
+    case CE_CONTACT_UNSUPPORTED: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_UNSUPPORTED; break;
+    default: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_NONE; break;
+  }
+  m->model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_HYDROELASTIC;
+  m->wrench_a = wrench(a, &r->wrench_a);
+  m->wrench_b = wrench(a, &r->wrench_b);
+  m->wrench_a_centroid = wrench(a, &r->wrench_a_centroid);
+  m->area = r->area;
+  m->centroid = vec3(a, r->centroid);
+  m->total = patch(a, &r->total);
+  if (!m->wrench_a || !m->wrench_b || !m->wrench_a_centroid || !m->centroid || !m->total) return NULL;
+  if (q->opt.ce.want_patches && r->npatches > 0) {
+    m->patches = ce_arena_alloc(a, (size_t)r->npatches * sizeof *m->patches);
+    if (!m->patches) return NULL;
+    m->n_patches = (size_t)r->npatches;
+    for (int32_t i = 0; i < r->npatches; i++)
+      if (!(m->patches[i] = patch(a, &r->patches[i]))) return NULL;
+  }
+  if (q->opt.ce.want_surface && r->surface.nf > 0 && !(m->surface = surface(a, &r->surface))) return NULL;
+  if (q->opt.ce.want_points && r->npoints > 0) {
+    m->point_contacts = ce_arena_alloc(a, (size_t)r->npoints * sizeof *m->point_contacts);
+    if (!m->point_contacts) return NULL;
+    m->n_point_contacts = (size_t)r->npoints;
+    for (int32_t i = 0; i < r->npoints; i++) {
+      const ce_point_contact *p = &r->points[i];
+      Contactd__V1__PointContact *pc = NEW(a, Contactd__V1__PointContact, CONTACTD__V1__POINT_CONTACT__INIT);
+      if (!pc) return NULL;
+      pc->face = p->face;
+      pc->position = vec3(a, p->position);
+      pc->normal = vec3(a, p->normal);
+      pc->area = p->area;
+      pc->pressure = p->pressure;
+      pc->g = p->g;
+      pc->stiffness = p->stiffness;
+      pc->phi0 = p->phi0;
+      if (!pc->position || !pc->normal) return NULL;
+      m->point_contacts[i] = pc;
+    }
+  }
+  m->points_excluded = r->points_excluded;
+  m->candidate_pairs = r->candidate_pairs;
+  m->polygons = r->polygons;
+  m->faces_dropped = r->faces_dropped;
+  m->compute_time_us = us;
+  m->combined_modulus = r->combined_modulus;
+  Contactd__V1__Material *mat = NEW(a, Contactd__V1__Material, CONTACTD__V1__MATERIAL__INIT);
+  if (!mat) return NULL;
+  mat->dissipation = r->combined_material.dissipation;
+  mat->friction = r->combined_material.friction;
+  m->combined_material = mat;
+  return m;
+}
+
+static void qjob_run(cd_job *job, cd_worker *w) {
+  cd_qjob *j = (cd_qjob *)job;
+  cd_query *q = j->q;
+  j->out = ce_arena_create(16384);
+  if (!j->out) {
+    cd_status_set(&j->err, CD_EXHAUSTED, "", "out of memory");
+    j->err_pair = j->first;
+    return;
+  }
+  for (int64_t i = j->first; i < j->first + j->count; i++) {
+    const cd_qpair *pr = &q->pairs[i];
+    ce_arena_reset(w->arena);
+    ce_result r;
+    ce_error err;
+    err.message[0] = 0;
+    uint64_t t0 = cd_now_ns();
+    ce_errno e = ce_contact(&q->bodies[pr->a].body, &q->bodies[pr->b].body, &q->opt.ce, w->arena, &r, &err);
+    uint64_t us = (cd_now_ns() - t0) / 1000;
+    if (e != CE_OK) {
+      cd_status_set(&j->err, cd_status_from_ce(e), "", "pair %lld (bodies %u and %u): %s", (long long)i,
+                    q->bodies[pr->a].id, q->bodies[pr->b].id, err.message[0] ? err.message : ce_strerror(e));
+      j->err_pair = i;
+      return;
+    }
+    if (!(q->results[i] = convert(j->out, q, pr, &r, us))) {
+      cd_status_set(&j->err, CD_EXHAUSTED, "", "pair %lld: out of memory converting the result", (long long)i);
+      j->err_pair = i;
+      return;
+    }
+  }
+}
+
+static void qjob_done(cd_job *job) {
+  cd_qjob *j = (cd_qjob *)job;
+  cd_query *q = j->q;
+  if (j->err_pair >= 0 && (q->err_pair < 0 || j->err_pair < q->err_pair)) {
+    q->err = j->err;
+    q->err_pair = j->err_pair;
+  }
+  if (--q->jobs_left == 0) {
+    q->wall_us = (cd_now_ns() - q->t0_ns) / 1000;
+    q->srv->stats.pairs += (uint64_t)q->npairs;
+    q->done(q);
+  }
+}
+
+void cd_query_run(cd_query *q) {
+  uint64_t per = q->srv->cfg.limits.pairs_per_job;
+  q->t0_ns = cd_now_ns();
+  q->err_pair = -1;
+  q->njobs = q->npairs ? (q->npairs + (int64_t)per - 1) / (int64_t)per : 0;
+  q->results = calloc(q->npairs ? (size_t)q->npairs : 1, sizeof *q->results);
+  q->jobs = calloc(q->njobs ? (size_t)q->njobs : 1, sizeof *q->jobs);
+  if (!q->results || !q->jobs) {
+    cd_status_set(&q->err, CD_EXHAUSTED, "", "out of memory");
+    q->err_pair = 0;
+    q->done(q);
+    return;
+  }
+  if (q->njobs == 0) {
+    q->done(q);
+    return;
+  }
+  q->jobs_left = q->njobs;
+  for (int64_t k = 0; k < q->njobs; k++) {
+    cd_qjob *j = &q->jobs[k];
+    j->job.run = qjob_run;
+    j->job.done = qjob_done;
+    j->q = q;
+    j->first = k * (int64_t)per;
+    j->count = q->npairs - j->first < (int64_t)per ? q->npairs - j->first : (int64_t)per;
+    j->err_pair = -1;
+    cd_pool_submit(q->srv->pool, &j->job);
+  }
+}
+
+void cd_query_free(cd_query *q) {
+  if (!q) return;
+  if (q->jobs)
+    for (int64_t k = 0; k < q->njobs; k++) ce_arena_destroy(q->jobs[k].out);
+  free(q->jobs);
+  free(q->results);
+  if (q->owns_pins) cd_qbodies_unpin(q->bodies, q->nbodies);
+  free(q->bodies);
+  free(q->pairs);
+  free(q);
+}

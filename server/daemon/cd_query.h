@@ -1,0 +1,84 @@
+/* cd_query.h — a contact query as the daemon runs it: bodies resolved to
+ * pinned cache entries with checked poses, pairs (explicit or from the broad
+ * phase), options; split across the workers in jobs of a few pairs; the
+ * per-pair results converted to wire messages on the worker. */
+#ifndef CD_QUERY_H
+#define CD_QUERY_H
+
+#include <stdint.h>
+
+#include "cd_cache.h"
+#include "cd_limits.h"
+#include "cd_status.h"
+#include "ce.h"
+
+typedef struct cd_server cd_server;
+
+typedef struct cd_qbody {
+  uint32_t id;            /* client body id */
+  cd_cache_entry *entry;  /* pinned by whoever owns the array */
+  ce_body body;
+  uint32_t group, mask;   /* collision filter (all ones when absent) */
+} cd_qbody;
+
+typedef struct cd_qpair {
+  int32_t a, b; /* indices into the bodies */
+} cd_qpair;
+
+typedef struct cd_qopts {
+  ce_options ce;
+} cd_qopts;
+
+typedef struct cd_query cd_query;
+typedef void (*cd_query_done_fn)(cd_query *q);
+
+struct cd_query {
+  cd_server *srv;
+  cd_qbody *bodies; /* owned copy */
+  int32_t nbodies;
+  int owns_pins;    /* unpin the bodies' entries on free */
+  cd_qpair *pairs;  /* owned */
+  int64_t npairs;
+  uint64_t candidate_pairs;
+  cd_qopts opt;
+  Contactd__V1__PairResult **results; /* npairs, filled by the jobs */
+  struct cd_qjob *jobs;
+  int64_t njobs, jobs_left;
+  cd_status err;      /* first failure (lowest pair index) */
+  int64_t err_pair;   /* -1 = none */
+  uint64_t t0_ns, wall_us;
+  cd_query_done_fn done; /* on the loop once every job finished */
+  void *user;
+};
+
+/* Parse and check bodies (field: "contactQuery.bodies"): unique ids,
+ * registered READY geometry (NOT_FOUND otherwise), finite poses, the
+ * quaternion rule, finite velocities, valid material overrides. Pins each
+ * body's entry (undo with cd_qbodies_unpin). */
+int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char *field, cd_qbody **out,
+                     cd_status *st);
+void cd_qbodies_unpin(cd_qbody *b, int32_t n);
+/* Index of body id in b, or -1 (b sorted by nothing: linear or via map). */
+int32_t cd_qbodies_find(const cd_qbody *b, int32_t n, uint32_t id);
+
+/* Pose / velocity from the wire with the checks above; `what` names the
+ * body in messages. */
+int cd_pose_from_msg(const Contactd__V1__Pose *p, ce_pose *out, const char *field, const char *what,
+                     cd_status *st);
+int cd_velocity_from_msg(const Contactd__V1__SpatialVelocity *v, ce_spatial_velocity *out, const char *field,
+                         const char *what, cd_status *st);
+
+/* Options (field: "contactQuery.options"). */
+int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qopts *out, cd_status *st);
+
+/* Explicit pairs by body id → index pairs (checked); or, when all is
+ * non-NULL, the broad phase. */
+int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs, size_t npairs,
+                      const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qpair **out,
+                      int64_t *nout, cd_status *st);
+
+/* Run q on the pool (q->done runs on the loop when finished). */
+void cd_query_run(cd_query *q);
+void cd_query_free(cd_query *q);
+
+#endif

@@ -1,0 +1,50 @@
+/* cd_server.h — the daemon's shared state and its libuv loop: TCP and Unix
+ * listeners, accept with a connection limit, the worker pool, the geometry
+ * cache, statistics, the metrics endpoint and graceful shutdown. */
+#ifndef CD_SERVER_H
+#define CD_SERVER_H
+
+#include <uv.h>
+
+#include "cd_cache.h"
+#include "cd_config.h"
+#include "cd_pool.h"
+#include "cd_stats.h"
+
+typedef struct cd_conn cd_conn;
+typedef struct cd_metrics cd_metrics;
+
+typedef struct cd_server {
+  uv_loop_t *loop;
+  cd_config cfg;
+  cd_pool *pool;
+  cd_cache *cache;
+  cd_stats stats;
+  cd_metrics *metrics;
+  uv_tcp_t tcp;
+  uv_pipe_t unix_sock;
+  int have_tcp, have_unix;
+  int tcp_port;        /* bound port (resolves --listen HOST:0) */
+  uv_signal_t sigterm, sigint;
+  uv_timer_t drain_timer;
+  cd_conn *conns;      /* open connections (doubly linked) */
+  uint64_t next_conn_id;
+  int draining;        /* SIGTERM/SIGINT seen: not accepting */
+  int exit_code;
+} cd_server;
+
+/* Bind listeners, start the pool; 0 on success (errors are logged). */
+int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg);
+/* Stop accepting, let in-flight work finish and replies flush, then close
+ * everything (the loop then runs out of handles). Idempotent. */
+void cd_server_shutdown(cd_server *s, const char *reason);
+/* Release what init allocated (after the loop has returned). */
+void cd_server_free(cd_server *s);
+
+/* Called by cd_conn when a connection is gone; may finish a shutdown. */
+void cd_server_conn_closed(cd_server *s, cd_conn *c);
+
+/* Prometheus text exposition of the server state into buf; returns length. */
+size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap);
+
+#endif

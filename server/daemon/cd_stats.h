@@ -1,0 +1,27 @@
+/* cd_stats.h — server counters and the request latency histogram (loop
+ * thread only). */
+#ifndef CD_STATS_H
+#define CD_STATS_H
+
+#include <stdint.h>
+
+#define CD_LATENCY_BUCKETS 16
+/* Upper bounds in µs of the first CD_LATENCY_BUCKETS - 1 buckets; the last
+ * bucket is unbounded. */
+extern const double cd_latency_bounds_us[CD_LATENCY_BUCKETS - 1];
+
+typedef struct cd_stats {
+  uint64_t connections, connections_total, connections_rejected;
+  uint64_t requests, errors, pairs, streams;
+  uint64_t disconnects_slow_reader, disconnects_idle, disconnects_framing;
+  uint64_t latency[CD_LATENCY_BUCKETS];
+  double latency_sum_us;
+  uint64_t start_ns;
+} cd_stats;
+
+void cd_stats_init(cd_stats *s);
+void cd_stats_latency(cd_stats *s, double us);
+/* Monotonic clock, ns. */
+uint64_t cd_now_ns(void);
+
+#endif
