@@ -20,7 +20,8 @@
  * N's outward normal, so the rule removes the faces of N whose outward normal
  * points against M's pressure gradient — the back faces of thin rigid objects
  * that poke through the compliant body, whose pressure would otherwise push N
- * the wrong way. faces_dropped counts candidate pairs rejected by this rule.
+ * the wrong way. faces_dropped counts the polygons (non-empty intersections)
+ * rejected by this rule.
  *
  * Shared vertices: slices of neighbouring tets (and clipped neighbouring
  * triangles) share their vertices through an open-addressing hash keyed by
@@ -203,12 +204,12 @@ ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const 
     ce_vec3 nrm = ce_pose_rotate(X_MN, S->normal[f]);
     ce_vec3 g = T->grad[t];
     ce_vec3 gh = ce_normalize(g);
-    /* Gradient rule first: it needs no clipping (see the file comment). A
-     * zero gradient (constant field) gives 0 > cos(5pi/8): accepted. */
-    if (!(ce_dot(nrm, gh) > CE_GRADIENT_COS_LIMIT)) {
-      c->faces_dropped++;
-      continue;
-    }
+    /* Gradient rule (see the file comment). A zero gradient (constant
+     * field) gives 0 > cos(5pi/8): accepted. The pair is still clipped when
+     * the rule fails, so that faces_dropped counts only polygons that
+     * exist (as the compliant-compliant intersector does), not every
+     * candidate pair whose bounding boxes overlap. */
+    const int rule_ok = ce_dot(nrm, gh) > CE_GRADIENT_COS_LIMIT;
     const int32_t *tv = T->tet[t];
     ce_vec3 X[4] = {T->v[tv[0]], T->v[tv[1]], T->v[tv[2]], T->v[tv[3]]};
     ce_vec3 P[MAXV], Q[MAXV];
@@ -246,6 +247,10 @@ ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const 
     if (k < 3) continue;
     ce_vec3 a2 = poly_area2(Q, k);
     if (!(ce_dot(a2, nrm) > 0)) continue; /* zero area (or degenerate) */
+    if (!rule_ok) {
+      c->faces_dropped++;
+      continue;
+    }
     double p[MAXV];
     for (int i = 0; i < k; i++) p[i] = fmax(0.0, ce_dot(g, Q[i]) + T->offset[t]);
     if ((e = ce_builder_add_polygon(b, Q, p, k, nrm, g, zero, t, f)) != CE_OK) return e;
@@ -463,14 +468,17 @@ ce_errno ce_intersect_halfspace_tri(const ce_geometry *m, const ce_geometry *n, 
   for (int64_t q = 0; q < tris.len; q++) {
     int32_t f = ((const int32_t *)tris.data)[q];
     ce_vec3 nrm = ce_pose_rotate(X_MN, S->normal[f]);
-    /* gradient rule with the unit gradient -z (pressure grows with depth) */
-    if (!(-nrm.z > CE_GRADIENT_COS_LIMIT)) {
-      c->faces_dropped++;
-      continue;
-    }
     const int32_t *tv = S->tri[f];
     ce_vec3 x[3];
     for (int i = 0; i < 3; i++) x[i] = ce_pose_apply(X_MN, S->v[tv[i]]);
+    /* gradient rule with the unit gradient -z (pressure grows with depth).
+     * A failing triangle has |n.z| > 0.38, so it holds a polygon of nonzero
+     * area exactly when a vertex lies strictly below z = 0: only those are
+     * counted as dropped. */
+    if (!(-nrm.z > CE_GRADIENT_COS_LIMIT)) {
+      if (x[0].z < 0 || x[1].z < 0 || x[2].z < 0) c->faces_dropped++;
+      continue;
+    }
     int32_t ids[MAXV];
     int ni = 0;
     if ((e = vcache_reserve(&cache, 6)) != CE_OK) return e;

@@ -442,3 +442,217 @@ Test(intersect_rigid, halfspace_tri_with_pose, .init = setup, .fini = teardown) 
   ce_geometry_free(n);
   ce_geometry_free(m);
 }
+
+/* ---- consistency on a real mesh -------------------------------------------- */
+
+/* The cube [-0.5, 0.5]^3 as 12 tets around its centre (vertex 8): pressure
+ * 0 at the corners, E at the centre (built by the public builder). */
+static ce_geometry *pyramid_cube(double E) {
+  double v[27];
+  for (int i = 0; i < 8; i++) {
+    v[3 * i] = (i & 1) ? 0.5 : -0.5;
+    v[3 * i + 1] = (i & 2) ? 0.5 : -0.5;
+    v[3 * i + 2] = (i & 4) ? 0.5 : -0.5;
+  }
+  v[24] = v[25] = v[26] = 0;
+  int32_t t[48];
+  int nt = 0;
+  for (int k = 0; k < 3; k++)
+    for (int s = 0; s < 2; s++) {
+      int u = (k + 1) % 3, w = (k + 2) % 3;
+      int q[4], uv[4][2] = {{0, 0}, {1, 0}, {1, 1}, {0, 1}};
+      for (int i = 0; i < 4; i++) q[i] = (s << k) | (uv[i][0] << u) | (uv[i][1] << w);
+      int tri[2][3] = {{q[0], q[1], q[2]}, {q[0], q[2], q[3]}};
+      for (int j = 0; j < 2; j++) {
+        int32_t *o = t + 4 * nt++;
+        o[0] = tri[j][0];
+        o[1] = tri[j][1];
+        o[2] = tri[j][2];
+        o[3] = 8;
+        ce_vec3 a = ce_v3(v[3 * o[0]], v[3 * o[0] + 1], v[3 * o[0] + 2]);
+        ce_vec3 b = ce_v3(v[3 * o[1]], v[3 * o[1] + 1], v[3 * o[1] + 2]);
+        ce_vec3 c = ce_v3(v[3 * o[2]], v[3 * o[2] + 1], v[3 * o[2] + 2]);
+        if (ce_dot(ce_cross(ce_sub(b, a), ce_sub(c, a)), ce_neg(a)) < 0) {
+          o[1] = tri[j][2];
+          o[2] = tri[j][1];
+        }
+      }
+    }
+  double p[9] = {0, 0, 0, 0, 0, 0, 0, 0, E};
+  ce_props pr = ce_test_props(CE_COMPLIANT, E, 1);
+  ce_geometry *g = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_tetmesh(v, 9, t, nt, p, &pr, &g, &err), CE_OK, "%s", err.message);
+  return g;
+}
+
+/* A rigid square [-L, L]^2 in z = 0 of its frame, normal +z (2 triangles). */
+static ce_geometry *rigid_square(double L) {
+  double v[] = {-L, -L, 0, L, -L, 0, L, L, 0, -L, L, 0};
+  int32_t t[] = {0, 1, 2, 0, 2, 3};
+  return rigid_trimesh(4, v, 2, t);
+}
+
+static void run(ce_errno (*fn)(const ce_geometry *, const ce_geometry *, const ce_pose *, ce_builder *,
+                               ce_counters *),
+                const ce_geometry *m, const ce_geometry *n, const ce_pose *X, ce_representation rep,
+                ce_surface *s, ce_counters *c) {
+  ce_builder b;
+  memset(c, 0, sizeof *c);
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(fn(m, n, X, &b, c), CE_OK);
+  ce_pose I = ce_pose_identity();
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, n->compliance == CE_COMPLIANT, rep, s), CE_OK);
+}
+
+Test(intersect_rigid, plane_through_centre_vertex_counted_once, .init = setup, .fini = teardown) {
+  /* z = 0 passes through the centre vertex shared by all 12 tets: the slice
+   * is the unit square once, its pressure a pyramid of height E: E/3 */
+  ce_geometry *m = pyramid_cube(1e5);
+  ce_geometry *n = halfspace(CE_RIGID, 0, 0);
+  ce_geometry *sq = rigid_square(2);
+  ce_pose X = ce_pose_identity();
+  ce_surface s, s2;
+  ce_counters c, c2;
+  run(ce_intersect_tet_halfspace, m, n, &X, CE_REPRESENTATION_POLYGON, &s, &c);
+  cr_assert(fabs(surface_area(&s) - 1) < 1e-14, "area %.17g", surface_area(&s));
+  cr_assert(fabs(surface_force(&s) - 1e5 / 3) < 1e-9);
+  cr_assert_eq(c.polygons, 8);
+  assert_ccw(&s);
+  run(ce_intersect_tet_tri, m, sq, &X, CE_REPRESENTATION_POLYGON, &s2, &c2);
+  cr_assert(fabs(surface_area(&s2) - 1) < 1e-14, "area %.17g", surface_area(&s2));
+  cr_assert(fabs(surface_force(&s2) - 1e5 / 3) < 1e-9);
+  ce_geometry_free(sq);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+Test(intersect_rigid, halfspace_slice_equals_clipped_square, .init = setup, .fini = teardown) {
+  /* The same plane as a rigid half space and as a big rigid square: both
+   * must give the same area and pressure integral. Planes tilted <= 20 deg
+   * from +z, below the centre, so no cut tet opposes the normal and the
+   * square's gradient rule drops nothing. */
+  ce_geometry *m = pyramid_cube(1e5);
+  ce_geometry *n = halfspace(CE_RIGID, 0, 0);
+  ce_geometry *sq = rigid_square(3);
+  uint64_t seed = 12345;
+  for (int it = 0; it < 50; it++) {
+    ce_arena_reset(arena);
+    double tilt = 20 * M_PI / 180 * ce_test_rand(&seed), az = 2 * M_PI * ce_test_rand(&seed);
+    ce_quat q1 = ce_quat_from_axis_angle(ce_v3(cos(az), sin(az), 0), tilt);
+    ce_quat q0 = ce_quat_from_axis_angle(ce_v3(0, 0, 1), 2 * M_PI * ce_test_rand(&seed));
+    ce_quat q = ce_quat_mul(q1, q0);
+    ce_vec3 nz = ce_quat_rotate(q, ce_v3(0, 0, 1));
+    double depth = 0.02 + 0.3 * ce_test_rand(&seed); /* centre above the plane */
+    ce_vec3 p = ce_axpy(ce_v3(0.2 * ce_test_rand(&seed) - 0.1, 0.2 * ce_test_rand(&seed) - 0.1, 0), -depth, nz);
+    ce_pose X = ce_pose_from_quat(q, p);
+    ce_surface s1, s2;
+    ce_counters c1, c2;
+    run(ce_intersect_tet_halfspace, m, n, &X, CE_REPRESENTATION_POLYGON, &s1, &c1);
+    run(ce_intersect_tet_tri, m, sq, &X, CE_REPRESENTATION_TRIANGLE, &s2, &c2);
+    cr_assert_eq(c2.faces_dropped, 0);
+    cr_assert(c1.polygons > 0);
+    double A1 = surface_area(&s1), A2 = surface_area(&s2);
+    double F1 = surface_force(&s1), F2 = surface_force(&s2);
+    cr_assert(fabs(A1 - A2) < 1e-12 * A1, "it %d: area %.17g vs %.17g", it, A1, A2);
+    cr_assert(fabs(F1 - F2) < 1e-10 * F1, "it %d: force %.17g vs %.17g", it, F1, F2);
+    for (int f = 0; f < s1.nf; f++) cr_assert(ce_norm(ce_sub(s1.normal[f], nz)) < 1e-14);
+    assert_ccw(&s1);
+    assert_ccw(&s2);
+    /* the slice is connected and shares its vertices: Euler V - E + F = 1
+     * for a disc; every interior edge is used twice */
+    int64_t E2 = 0;
+    for (int f = 0; f < s1.nf; f++) E2 += s1.face_offsets[f + 1] - s1.face_offsets[f];
+    int64_t boundary = 0;
+    for (int f = 0; f < s1.nf; f++) {
+      const int32_t *ids = s1.face_vertices + s1.face_offsets[f];
+      int k = s1.face_offsets[f + 1] - s1.face_offsets[f];
+      for (int i = 0; i < k; i++) {
+        int32_t a = ids[i], b = ids[(i + 1) % k];
+        int twin = 0;
+        for (int g = 0; g < s1.nf && !twin; g++) {
+          const int32_t *jd = s1.face_vertices + s1.face_offsets[g];
+          int kk = s1.face_offsets[g + 1] - s1.face_offsets[g];
+          for (int j = 0; j < kk; j++)
+            if (jd[j] == b && jd[(j + 1) % kk] == a) twin = 1;
+        }
+        boundary += !twin;
+      }
+    }
+    int64_t edges = (E2 + boundary) / 2;
+    cr_assert_eq(s1.nv - edges + s1.nf, 1, "it %d: V %d E %lld F %d", it, s1.nv, (long long)edges, s1.nf);
+  }
+  ce_geometry_free(sq);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
+
+Test(intersect_rigid, stiff_compliant_halfspace_approaches_rigid, .init = setup, .fini = teardown) {
+  ce_geometry *m = pyramid_cube(1e5);
+  ce_geometry *nr = halfspace(CE_RIGID, 0, 0);
+  ce_geometry *nc = halfspace(CE_COMPLIANT, 1e13, 1.0);
+  ce_pose X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(1, 1, 0), 0.2), ce_v3(0.05, -0.02, -0.2));
+  ce_surface s1, s2;
+  ce_counters c1, c2;
+  run(ce_intersect_tet_halfspace, m, nr, &X, CE_REPRESENTATION_POLYGON, &s1, &c1);
+  run(ce_intersect_tet_halfspace, m, nc, &X, CE_REPRESENTATION_POLYGON, &s2, &c2);
+  cr_assert_eq(c2.faces_dropped, 0);
+  double A1 = surface_area(&s1), A2 = surface_area(&s2);
+  double F1 = surface_force(&s1), F2 = surface_force(&s2);
+  /* the equal-pressure plane sits p / (E_N / s) ~ 1e-8 below the boundary */
+  cr_assert(fabs(A1 - A2) < 1e-6 * A1, "area %.17g vs %.17g", A1, A2);
+  cr_assert(fabs(F1 - F2) < 1e-6 * F1, "force %.17g vs %.17g", F1, F2);
+  cr_assert(F2 < F1); /* slightly shallower */
+  ce_geometry_free(nc);
+  ce_geometry_free(nr);
+  ce_geometry_free(m);
+}
+
+Test(intersect_rigid, contact_role_swap_and_representations, .init = setup, .fini = teardown) {
+  ce_geometry *m = pyramid_cube(1e5);
+  ce_geometry *h = halfspace(CE_RIGID, 0, 0);
+  ce_geometry *hc = halfspace(CE_COMPLIANT, 2e5, 0.5);
+  ce_geometry *sq = rigid_square(3);
+  uint64_t seed = 99;
+  ce_body cube = ce_test_body(m, ce_test_rand_quat(&seed), ce_v3(0.1, 0.2, 0.3));
+  /* N's boundary 0.2 below the cube centre, tilted */
+  ce_quat qn = ce_quat_from_axis_angle(ce_v3(0, 1, 0), 0.15);
+  ce_vec3 pn = ce_axpy(ce_v3(0.1, 0.2, 0.3), -0.2, ce_quat_rotate(qn, ce_v3(0, 0, 1)));
+  const ce_geometry *others[3] = {h, hc, sq};
+  for (int k = 0; k < 3; k++) {
+    ce_body other = ce_test_body(others[k], qn, pn);
+    ce_options o;
+    ce_options_default(&o);
+    o.want_surface = 1;
+    ce_result r1, r2, r3;
+    ce_error err;
+    ce_arena_reset(arena);
+    cr_assert_eq(ce_contact(&cube, &other, &o, arena, &r1, &err), CE_OK, "%s", err.message);
+    cr_assert_eq(ce_contact(&other, &cube, &o, arena, &r2, &err), CE_OK, "%s", err.message);
+    o.representation = CE_REPRESENTATION_TRIANGLE;
+    cr_assert_eq(ce_contact(&other, &cube, &o, arena, &r3, &err), CE_OK, "%s", err.message);
+    cr_assert_eq(r1.status, CE_CONTACT_SURFACE, "pair %d", k);
+    double F = ce_norm(r1.wrench_a.force);
+    cr_assert(F > 0);
+    /* the cube is pushed along the plane's +z, away from N */
+    ce_vec3 nz = ce_quat_rotate(qn, ce_v3(0, 0, 1));
+    cr_assert(ce_dot(r1.wrench_a.force, nz) > 0.999 * F, "pair %d", k);
+    cr_assert(ce_norm(ce_sub(r1.wrench_a.force, r2.wrench_b.force)) < 1e-9 * F, "pair %d", k);
+    cr_assert(ce_norm(ce_sub(r1.wrench_a.torque, r2.wrench_b.torque)) < 1e-9 * F, "pair %d", k);
+    cr_assert(ce_norm(ce_sub(r3.wrench_b.force, r2.wrench_b.force)) < 1e-9 * F, "pair %d", k);
+    cr_assert(ce_norm(ce_sub(r3.wrench_b.torque, r2.wrench_b.torque)) < 1e-9 * F, "pair %d", k);
+    cr_assert(fabs(r1.area - r2.area) < 1e-12, "pair %d", k);
+    cr_assert(fabs(r3.area - r2.area) < 1e-12, "pair %d", k);
+    /* rigid N: the plane's normal; compliant N: (gM - gN)/|gM - gN| */
+    double lim = others[k]->compliance == CE_COMPLIANT ? 0.5 : 0.999999;
+    for (int f = 0; f < r1.surface.nf; f++) cr_assert(ce_dot(r1.surface.normal[f], nz) > lim);
+    for (int f = 0; f < r2.surface.nf; f++) cr_assert(ce_dot(r2.surface.normal[f], nz) < -lim);
+    assert_ccw(&r1.surface);
+    assert_ccw(&r2.surface);
+    assert_ccw(&r3.surface);
+  }
+  ce_geometry_free(sq);
+  ce_geometry_free(hc);
+  ce_geometry_free(h);
+  ce_geometry_free(m);
+}
