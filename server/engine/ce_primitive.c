@@ -48,13 +48,16 @@ static void orient_tets(const ce_vec3 *v, int32_t (*t)[4], int32_t nt) {
     }
 }
 
-/* Rigid primitives are convex and contain the origin: a triangle faces
- * outward when its normal points away from the origin. */
-static void orient_tris_outward(const ce_vec3 *v, int32_t (*f)[3], int32_t nf) {
+/* Rigid primitives are convex: a triangle faces outward when its normal
+ * points away from the nearest point of the medial segment z in [-l, l]
+ * (l = 0: the origin; the capsule passes its half length, since far from
+ * the origin a band triangle's tiny axial normal component would decide). */
+static void orient_tris_outward(const ce_vec3 *v, int32_t (*f)[3], int32_t nf, double l) {
   for (int32_t i = 0; i < nf; ++i) {
     ce_vec3 a = v[f[i][0]], b = v[f[i][1]], c = v[f[i][2]];
     ce_vec3 n = ce_cross(ce_sub(b, a), ce_sub(c, a));
     ce_vec3 g = ce_scale(ce_add(ce_add(a, b), c), 1.0 / 3.0);
+    g.z -= fmax(-l, fmin(l, g.z));
     if (ce_dot(n, g) < 0) {
       int32_t s = f[i][1];
       f[i][1] = f[i][2];
@@ -284,7 +287,7 @@ static ce_errno ellipsoid_mesh(ce_vec3 axes, double hr, int compliant, double E,
     m->nv = nsv;
     m->tri = sf;
     m->nf = nsf;
-    orient_tris_outward(m->v, m->tri, m->nf);
+    orient_tris_outward(m->v, m->tri, m->nf, 0.0);
     return CE_OK;
   }
   int32_t *foot = calloc((size_t)nsv, sizeof *foot);
@@ -306,86 +309,139 @@ static ce_errno ellipsoid_mesh(ce_vec3 axes, double hr, int compliant, double E,
 
 /* ---- capsule -------------------------------------------------------------- */
 
-/* Capsule surface: pole, latitude rings of the top hemisphere (the last is
- * the top equator z = +l), band rings, bottom hemisphere rings, pole. Every
- * ring has n vertices; quads between rings are split into 2 triangles.
- * foot[i] indexes the axis points: 0 = top end (0,0,l), 1..mb-1 band ring
- * centres, mb = bottom end. */
-static ce_errno capsule_surface(double R, double L, double h, ce_vec3 **pv,
-                                int32_t **pfoot, int32_t *pns, ce_vec3 **paxis,
-                                int32_t *pnaxis, int32_t (**pf)[3], int32_t *pnf,
-                                ce_error *err) {
+/* Capsule surface as rings of latitude from the top pole to the bottom one:
+ * top hemisphere rings (angle phi_j = j (pi/2) / nphi from the pole; the
+ * last is the top equator z = +l), band rings every ~L/mb, bottom
+ * hemisphere rings. Hemisphere rings hold about 2 pi R sin(phi) / h
+ * vertices (so the tets near the poles are not slivers); the equators and
+ * band rings hold n. Alternate rings are rotated by half a step and
+ * consecutive rings are zipped into triangles by angle. Every vertex's
+ * foot (nearest point of the medial segment) is an axis point: 0 = top end
+ * (0,0,l), 1..mb-1 band ring centres, mb = bottom end, so each triangle's
+ * feet span at most two axis points, which the collapse layer needs. */
+typedef struct cap_ring { int32_t n, first, foot; double z, r, off; } cap_ring;
+
+typedef struct cap_plan {
+  int32_t n, nphi, mb, nrings;
+  double nv, nf; /* totals (doubles: computed before the limit check) */
+} cap_plan;
+
+static double cap_ring_count(const cap_plan *P, double R, double h, int32_t j) {
+  /* ring j of a hemisphere, 1 <= j <= nphi, counted from the pole */
+  if (j >= P->nphi) return P->n;
+  double phi = 0.5 * M_PI * j / P->nphi;
+  return fmin((double)P->n, fmax(5.0, ceil(2.0 * M_PI * R * sin(phi) / h)));
+}
+
+static cap_plan capsule_plan(double R, double L, double h) {
+  cap_plan P;
+  double n = fmax(8.0, ceil(2.0 * M_PI * R / h));
+  double nphi = fmax(2.0, ceil(0.5 * M_PI * R / h));
+  double mb = fmax(1.0, ceil(L / h));
+  P.n = n > 1e8 ? 100000000 : (int32_t)n;
+  P.nphi = nphi > 1e8 ? 100000000 : (int32_t)nphi;
+  P.mb = mb > 1e8 ? 100000000 : (int32_t)mb;
+  P.nrings = 2 * P.nphi + P.mb - 1;
+  /* vertices: poles + rings; triangles: pole fans + 2 per ring pair vertex */
+  double hemi = 0;
+  if (n <= 1e7 && nphi <= 1e7)
+    for (int32_t j = 1; j < P.nphi; ++j) hemi += cap_ring_count(&P, R, h, j);
+  else
+    hemi = INFINITY;
+  double ringv = 2.0 * hemi + (mb + 1.0) * n;
+  P.nv = 2.0 + ringv;
+  P.nf = 2.0 * ringv; /* a closed triangulation: 2 V - 4 */
+  return P;
+}
+
+static ce_errno capsule_surface(double R, double L, double h, const cap_plan *P,
+                                ce_vec3 **pv, int32_t **pfoot, int32_t *pns,
+                                ce_vec3 **paxis, int32_t *pnaxis, int32_t (**pf)[3],
+                                int32_t *pnf, ce_error *err) {
   double l = 0.5 * L;
-  int32_t n = (int32_t)fmax(8.0, ceil(2.0 * M_PI * R / h));
-  int32_t nphi = (int32_t)fmax(2.0, ceil(0.5 * M_PI * R / h));
-  int32_t mb = (int32_t)fmax(1.0, ceil(L / h));
-  int32_t rings = 2 * nphi + mb - 1;
-  int32_t ns = 2 + n * rings, nf = 2 * n * rings, naxis = mb + 1;
+  int32_t mb = P->mb, nphi = P->nphi, nr = P->nrings;
+  int32_t ns = (int32_t)P->nv, nf = (int32_t)P->nf, naxis = mb + 1;
   ce_vec3 *v = malloc((size_t)ns * sizeof *v);
   int32_t *foot = malloc((size_t)ns * sizeof *foot);
   ce_vec3 *axis = malloc((size_t)naxis * sizeof *axis);
   int32_t(*f)[3] = malloc((size_t)nf * sizeof *f);
-  if (!v || !foot || !axis || !f) {
-    free(v); free(foot); free(axis); free(f);
+  cap_ring *ring = malloc((size_t)nr * sizeof *ring);
+  if (!v || !foot || !axis || !f || !ring) {
+    free(v); free(foot); free(axis); free(f); free(ring);
     return oom(err, "capsule");
   }
-  for (int32_t j = 0; j <= mb; ++j) axis[j] = ce_v3(0, 0, l - L * j / mb);
-  v[0] = ce_v3(0, 0, l + R);
-  foot[0] = 0;
+  for (int32_t j = 0; j <= mb; ++j) axis[j] = ce_v3(0, 0, j == mb ? -l : l - L * j / mb);
   int32_t r = 0;
   for (int32_t j = 1; j <= nphi; ++j, ++r) { /* top hemisphere */
     double phi = 0.5 * M_PI * j / nphi;
-    double rr = j == nphi ? R : R * sin(phi), z = j == nphi ? l : l + R * cos(phi);
-    for (int32_t k = 0; k < n; ++k) {
-      double th = 2.0 * M_PI * k / n;
-      v[1 + r * n + k] = ce_v3(rr * cos(th), rr * sin(th), z);
-      foot[1 + r * n + k] = 0;
-    }
+    ring[r].n = (int32_t)cap_ring_count(P, R, h, j);
+    ring[r].r = j == nphi ? R : R * sin(phi);
+    ring[r].z = j == nphi ? l : l + R * cos(phi);
+    ring[r].foot = 0;
   }
-  for (int32_t j = 1; j < mb; ++j, ++r) /* band */
-    for (int32_t k = 0; k < n; ++k) {
-      double th = 2.0 * M_PI * k / n;
-      v[1 + r * n + k] = ce_v3(R * cos(th), R * sin(th), axis[j].z);
-      foot[1 + r * n + k] = j;
-    }
+  for (int32_t j = 1; j < mb; ++j, ++r) { /* band */
+    ring[r].n = P->n;
+    ring[r].r = R;
+    ring[r].z = axis[j].z;
+    ring[r].foot = j;
+  }
   for (int32_t j = nphi; j >= 1; --j, ++r) { /* bottom hemisphere */
     double phi = 0.5 * M_PI * j / nphi;
-    double rr = j == nphi ? R : R * sin(phi), z = j == nphi ? -l : -l - R * cos(phi);
-    for (int32_t k = 0; k < n; ++k) {
-      double th = 2.0 * M_PI * k / n;
-      v[1 + r * n + k] = ce_v3(rr * cos(th), rr * sin(th), z);
-      foot[1 + r * n + k] = mb;
+    ring[r].n = (int32_t)cap_ring_count(P, R, h, j);
+    ring[r].r = j == nphi ? R : R * sin(phi);
+    ring[r].z = j == nphi ? -l : -l - R * cos(phi);
+    ring[r].foot = mb;
+  }
+  int32_t nv = 0;
+  v[nv] = ce_v3(0, 0, l + R);
+  foot[nv++] = 0;
+  for (r = 0; r < nr; ++r) {
+    ring[r].first = nv;
+    ring[r].off = (r % 2) ? M_PI / ring[r].n : 0.0; /* stagger alternate rings */
+    for (int32_t k = 0; k < ring[r].n; ++k) {
+      double th = ring[r].off + 2.0 * M_PI * k / ring[r].n;
+      v[nv] = ce_v3(ring[r].r * cos(th), ring[r].r * sin(th), ring[r].z);
+      foot[nv++] = ring[r].foot;
     }
   }
-  v[ns - 1] = ce_v3(0, 0, -l - R);
-  foot[ns - 1] = mb;
+  v[nv] = ce_v3(0, 0, -l - R);
+  foot[nv++] = mb;
   int32_t t = 0;
-  for (int32_t k = 0; k < n; ++k) {
-    int32_t k1 = (k + 1) % n;
-    f[t][0] = 0; f[t][1] = 1 + k; f[t][2] = 1 + k1; ++t;
-    int32_t lb = 1 + (rings - 1) * n;
-    f[t][0] = ns - 1; f[t][1] = lb + k1; f[t][2] = lb + k; ++t;
-    for (int32_t q = 0; q + 1 < rings; ++q) {
-      int32_t a = 1 + q * n + k, b = 1 + q * n + k1;
-      int32_t c = a + n, d = b + n;
-      f[t][0] = a; f[t][1] = c; f[t][2] = d; ++t;
-      f[t][0] = a; f[t][1] = d; f[t][2] = b; ++t;
+  for (int32_t k = 0; k < ring[0].n; ++k) {
+    f[t][0] = 0; f[t][1] = ring[0].first + k; f[t][2] = ring[0].first + (k + 1) % ring[0].n; ++t;
+  }
+  const cap_ring *lr = &ring[nr - 1];
+  for (int32_t k = 0; k < lr->n; ++k) {
+    f[t][0] = nv - 1; f[t][1] = lr->first + k; f[t][2] = lr->first + (k + 1) % lr->n; ++t;
+  }
+  for (r = 0; r + 1 < nr; ++r) { /* zip ring r to ring r + 1 by angle */
+    const cap_ring *A = &ring[r], *B = &ring[r + 1];
+    int32_t i = 0, k = 0;
+    while (i < A->n || k < B->n) {
+      double ta = A->off + 2.0 * M_PI * (i + 1) / A->n, tb = B->off + 2.0 * M_PI * (k + 1) / B->n;
+      int32_t a0 = A->first + i % A->n, b0 = B->first + k % B->n;
+      if (k == B->n || (i < A->n && ta <= tb)) {
+        f[t][0] = a0; f[t][1] = A->first + (i + 1) % A->n; f[t][2] = b0;
+        ++i;
+      } else {
+        f[t][0] = a0; f[t][1] = B->first + (k + 1) % B->n; f[t][2] = b0;
+        ++k;
+      }
+      ++t;
     }
   }
-  orient_tris_outward(v, f, nf);
-  *pv = v; *pfoot = foot; *pns = ns; *paxis = axis; *pnaxis = naxis; *pf = f; *pnf = nf;
+  free(ring);
+  orient_tris_outward(v, f, t, l);
+  *pv = v; *pfoot = foot; *pns = nv; *paxis = axis; *pnaxis = naxis; *pf = f; *pnf = t;
   return CE_OK;
 }
 
 static ce_errno capsule_mesh(double R, double L, double h, int compliant, double E,
                              ce_rawmesh *m, ce_error *err) {
-  double n = fmax(8.0, ceil(2.0 * M_PI * R / h));
-  double nphi = fmax(2.0, ceil(0.5 * M_PI * R / h));
-  double mb = fmax(1.0, ceil(L / h));
-  double nf = 2.0 * n * (2.0 * nphi + mb - 1.0);
+  cap_plan P = capsule_plan(R, L, h);
   int K = compliant ? layer_count(h / R) : 0;
-  double count = compliant ? nf * (3.0 * K + 2.0) : nf;
-  if (count > MAXEL)
+  double count = compliant ? P.nf * (3.0 * K + 2.0) : P.nf;
+  if (!(count <= MAXEL))
     return ce_fail(err, CE_ELIMIT,
                    "capsule radius %g length %g with hint %g needs about %.3g %s, "
                    "over the limit of %d",
@@ -393,7 +449,7 @@ static ce_errno capsule_mesh(double R, double L, double h, int compliant, double
   ce_vec3 *v = NULL, *axis = NULL;
   int32_t *foot = NULL, ns = 0, naxis = 0, nsf = 0;
   int32_t(*f)[3] = NULL;
-  ce_errno e = capsule_surface(R, L, h, &v, &foot, &ns, &axis, &naxis, &f, &nsf, err);
+  ce_errno e = capsule_surface(R, L, h, &P, &v, &foot, &ns, &axis, &naxis, &f, &nsf, err);
   if (e) return e;
   if (!compliant) {
     free(foot);
@@ -806,7 +862,7 @@ static ce_errno box_surface(const double hs[3], double h, ce_rawmesh *m, ce_erro
   m->nv = B.nv;
   m->tri = B.tri;
   m->nf = B.ntri;
-  orient_tris_outward(m->v, m->tri, m->nf);
+  orient_tris_outward(m->v, m->tri, m->nf, 0.0);
   return CE_OK;
 }
 
@@ -852,7 +908,7 @@ static ce_errno cylinder_surface(double R, double L, double h, int32_t n, ce_raw
   }
   m->nv = nv;
   m->nf = t;
-  orient_tris_outward(m->v, m->tri, m->nf);
+  orient_tris_outward(m->v, m->tri, m->nf, 0.0);
   return CE_OK;
 }
 

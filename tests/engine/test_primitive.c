@@ -377,7 +377,10 @@ Test(primitive, capsule_compliant) {
 
 /* ---- rigid surfaces --------------------------------------------------------- */
 
-static void check_rigid(ce_shape s, double h, double V, double rtol, const char *what) {
+/* Outward: the normal points away from the nearest point of the segment
+ * z in [-l, l] (l = 0 for all but the capsule). */
+static void check_rigid_l(ce_shape s, double h, double V, double rtol, double l,
+                          const char *what) {
   ce_rawmesh m = make(s, CE_RIGID, h);
   cr_assert_null(m.p);
   cr_assert_gt(m.nf, 0);
@@ -386,12 +389,18 @@ static void check_rigid(ce_shape s, double h, double V, double rtol, const char 
     ce_vec3 a = m.v[m.tri[i][0]], b = m.v[m.tri[i][1]], c = m.v[m.tri[i][2]];
     ce_vec3 n = ce_cross(ce_sub(b, a), ce_sub(c, a));
     cr_assert_gt(ce_norm(n), 0, "%s: triangle %d degenerate", what, i);
-    cr_assert_gt(ce_dot(n, ce_add(a, ce_add(b, c))), 0, "%s: triangle %d faces inward", what, i);
+    ce_vec3 g = ce_scale(ce_add(a, ce_add(b, c)), 1.0 / 3.0);
+    g.z -= fmax(-l, fmin(l, g.z));
+    cr_assert_gt(ce_dot(n, g), 0, "%s: triangle %d faces inward", what, i);
   }
   double vol = surface_volume(m.v, m.tri, m.nf);
   cr_assert_gt(vol, 0);
   cr_assert(ce_test_close(vol, V, rtol, 0), "%s: volume %.15g vs %.15g", what, vol, V);
   ce_rawmesh_free(&m);
+}
+
+static void check_rigid(ce_shape s, double h, double V, double rtol, const char *what) {
+  check_rigid_l(s, h, V, rtol, 0.0, what);
 }
 
 Test(primitive, rigid_surfaces) {
@@ -401,8 +410,11 @@ Test(primitive, rigid_surfaces) {
   check_rigid(shape_box(0.4, 0.2, 0.1), 0.03, 0.008, 1e-12, "fine box");
   check_rigid(shape_rl(CE_SHAPE_CYLINDER, 0.05, 0.2), 0.0033, M_PI * 0.05 * 0.05 * 0.2, 0.002,
               "cylinder");
-  check_rigid(shape_rl(CE_SHAPE_CAPSULE, 0.05, 0.1), 0.0033,
-              M_PI * 0.0025 * 0.1 + 4.0 / 3.0 * M_PI * 0.05 * 0.0025, 0.01, "capsule");
+  check_rigid_l(shape_rl(CE_SHAPE_CAPSULE, 0.05, 0.1), 0.0033,
+                M_PI * 0.0025 * 0.1 + 4.0 / 3.0 * M_PI * 0.05 * 0.0025, 0.01, 0.05, "capsule");
+  /* long and thin: far from the origin the band triangles still face out */
+  check_rigid_l(shape_rl(CE_SHAPE_CAPSULE, 0.01, 2.0), 0.002,
+                M_PI * 1e-4 * 2.0 + 4.0 / 3.0 * M_PI * 1e-6, 0.01, 1.0, "long capsule");
 }
 
 Test(primitive, rigid_box_counts) {
@@ -559,4 +571,43 @@ Test(primitive, from_shape_errors) {
   props = ce_test_props(CE_RIGID, 0, 0.01);
   cr_assert_eq(ce_geometry_from_shape(&s, &props, &g, &err), CE_EINVAL);
   cr_assert_str_eq(err.message, "sphere radius must be finite and > 0 (got -2)");
+}
+
+/* Tets with a face on the boundary (where contact happens) are well shaped:
+ * q = 6 sqrt(2) V / l_rms^3 (1 for a regular tet) stays above 0.4. */
+static double surface_tet_quality(const ce_rawmesh *m) {
+  double qmin = INFINITY;
+  for (int32_t t = 0; t < m->nt; ++t) {
+    int zeros = 0;
+    double s2 = 0;
+    for (int i = 0; i < 4; ++i) {
+      zeros += m->p[m->tet[t][i]] == 0;
+      for (int j = i + 1; j < 4; ++j) s2 += ce_norm2(ce_sub(m->v[m->tet[t][i]], m->v[m->tet[t][j]]));
+    }
+    if (zeros < 3) continue;
+    double lr = sqrt(s2 / 6);
+    qmin = fmin(qmin, 6 * sqrt(2) * tet_volume(m, t) / (lr * lr * lr));
+  }
+  return qmin;
+}
+
+Test(primitive, surface_tets_well_shaped) {
+  ce_rawmesh m = make(shape_sphere(0.1), CE_COMPLIANT, 0.0066);
+  double q = surface_tet_quality(&m);
+  cr_assert_gt(q, 0.4, "sphere surface tet quality %g", q);
+  ce_rawmesh_free(&m);
+  m = make(shape_rl(CE_SHAPE_CAPSULE, 0.05, 0.1), CE_COMPLIANT, 0.0033);
+  q = surface_tet_quality(&m);
+  cr_assert_gt(q, 0.4, "capsule surface tet quality %g", q);
+  ce_rawmesh_free(&m);
+}
+
+Test(primitive, long_capsule_compliant) {
+  ce_rawmesh m = make(shape_rl(CE_SHAPE_CAPSULE, 0.01, 2.0), CE_COMPLIANT, 0.002);
+  assert_good_tets(&m, E0, "long capsule");
+  double V = M_PI * 1e-4 * 2.0 + 4.0 / 3.0 * M_PI * 1e-6;
+  double vol = check_tets(&m).volume;
+  cr_assert_lt((V - vol) / V, 0.01);
+  cr_assert_gt((V - vol) / V, 0);
+  ce_rawmesh_free(&m);
 }
