@@ -1,0 +1,329 @@
+/* cd_test_client.c — see cd_test_client.h. */
+#include "cd_test_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cd_frame.h"
+
+#ifndef CONTACTD_BIN
+#error "CONTACTD_BIN must name the contactd executable"
+#endif
+
+static void die(const char *what) {
+  fprintf(stderr, "tc: %s: %s\n", what, strerror(errno));
+  abort();
+}
+
+static long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static char *read_log(tc_daemon *d) {
+  FILE *f = fopen(d->log_path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *b = malloc(cap);
+  size_t k;
+  while ((k = fread(b + n, 1, cap - n - 1, f)) > 0) {
+    n += k;
+    if (n + 1 >= cap) b = realloc(b, cap *= 2);
+  }
+  b[n] = 0;
+  fclose(f);
+  return b;
+}
+
+int tc_log_count(tc_daemon *d, const char *needle) {
+  char *b = read_log(d);
+  if (!b) return 0;
+  int c = 0;
+  for (char *p = b; (p = strstr(p, needle)); p++) c++;
+  free(b);
+  return c;
+}
+
+void tc_start(tc_daemon *d, const char *const *extra) {
+  memset(d, 0, sizeof *d);
+  snprintf(d->dir, sizeof d->dir, "/tmp/contactd-test-XXXXXX");
+  if (!mkdtemp(d->dir)) die("mkdtemp");
+  snprintf(d->unix_path, sizeof d->unix_path, "%s/contactd.sock", d->dir);
+  snprintf(d->log_path, sizeof d->log_path, "%s/contactd.log", d->dir);
+  const char *argv[64];
+  int n = 0;
+  argv[n++] = CONTACTD_BIN;
+  argv[n++] = "--listen";
+  argv[n++] = "127.0.0.1:0";
+  argv[n++] = "--unix";
+  argv[n++] = d->unix_path;
+  argv[n++] = "--workers";
+  argv[n++] = "2";
+  for (int i = 0; extra && extra[i] && n < 62; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+  pid_t pid = fork();
+  if (pid < 0) die("fork");
+  if (pid == 0) {
+    int fd = open(d->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 2);
+      close(fd);
+    }
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  d->pid = pid;
+  long t0 = now_ms();
+  while (now_ms() - t0 < 20000) {
+    char *b = read_log(d);
+    if (b) {
+      char *p = strstr(b, "msg=\"listening\" tcp=");
+      if (p) {
+        char *q = strstr(p, "port=");
+        if (q) d->port = atoi(q + 5);
+      }
+      char *m = strstr(b, "metrics_port=");
+      if (m) d->metrics_port = atoi(m + 13);
+      int ready = strstr(b, "msg=\"ready\"") != NULL;
+      free(b);
+      if (ready && d->port > 0) return;
+    }
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      fprintf(stderr, "tc: contactd exited during startup\n");
+      abort();
+    }
+    usleep(10000);
+  }
+  fprintf(stderr, "tc: contactd did not become ready\n");
+  kill(pid, SIGKILL);
+  abort();
+}
+
+int tc_alive(tc_daemon *d) {
+  int st;
+  return waitpid(d->pid, &st, WNOHANG) == 0;
+}
+
+int tc_stop(tc_daemon *d) {
+  kill(d->pid, SIGTERM);
+  int st = 0;
+  long t0 = now_ms();
+  for (;;) {
+    pid_t r = waitpid(d->pid, &st, WNOHANG);
+    if (r == d->pid) break;
+    if (now_ms() - t0 > 60000) {
+      kill(d->pid, SIGKILL);
+      waitpid(d->pid, &st, 0);
+      return 255;
+    }
+    usleep(10000);
+  }
+  unlink(d->log_path);
+  unlink(d->unix_path);
+  rmdir(d->dir);
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  return 128 + WTERMSIG(st);
+}
+
+int tc_connect_tcp(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(0x7f000001);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+    close(fd);
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+int tc_connect_unix(const char *path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof a);
+  a.sun_family = AF_UNIX;
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int tc_send_raw(int fd, const void *data, size_t n) {
+  const char *p = data;
+  while (n) {
+    ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+int tc_send(int fd, const Contactd__V1__Envelope *env) {
+  size_t body;
+  size_t total = cd_frame_size(&env->base, &body);
+  uint8_t *buf = malloc(total);
+  cd_frame_write(&env->base, body, buf);
+  int rc = tc_send_raw(fd, buf, total);
+  free(buf);
+  return rc;
+}
+
+/* Read exactly n bytes within the deadline. */
+static int read_full(int fd, void *buf, size_t n, long deadline) {
+  char *p = buf;
+  while (n) {
+    long left = deadline - now_ms();
+    if (left <= 0) return -1;
+    struct pollfd pf = {fd, POLLIN, 0};
+    int r = poll(&pf, 1, (int)left);
+    if (r <= 0) return -1;
+    ssize_t k = recv(fd, p, n, 0);
+    if (k <= 0) {
+      if (k < 0 && errno == EINTR) continue;
+      return -1;
+    }
+    p += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+Contactd__V1__Envelope *tc_recv(int fd, int timeout_ms) {
+  long deadline = now_ms() + timeout_ms;
+  uint64_t len = 0;
+  int shift = 0;
+  for (;;) {
+    uint8_t b;
+    if (read_full(fd, &b, 1, deadline)) return NULL;
+    len |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) break;
+    shift += 7;
+    if (shift > 63) return NULL;
+  }
+  uint8_t *buf = malloc(len ? len : 1);
+  if (read_full(fd, buf, len, deadline)) {
+    free(buf);
+    return NULL;
+  }
+  Contactd__V1__Envelope *e = contactd__v1__envelope__unpack(NULL, len, buf);
+  free(buf);
+  return e;
+}
+
+int tc_wait_closed(int fd, int timeout_ms) {
+  long deadline = now_ms() + timeout_ms;
+  char buf[4096];
+  for (;;) {
+    long left = deadline - now_ms();
+    if (left <= 0) return 0;
+    struct pollfd pf = {fd, POLLIN, 0};
+    if (poll(&pf, 1, (int)left) <= 0) return 0;
+    ssize_t k = recv(fd, buf, sizeof buf, 0);
+    if (k == 0) return 1;
+    if (k < 0 && errno != EINTR) return 1;
+  }
+}
+
+int tc_send_line(int fd, const char *json) {
+  if (tc_send_raw(fd, json, strlen(json))) return -1;
+  return tc_send_raw(fd, "\n", 1);
+}
+
+char *tc_recv_line(int fd, int timeout_ms) {
+  long deadline = now_ms() + timeout_ms;
+  size_t cap = 4096, n = 0;
+  char *b = malloc(cap);
+  for (;;) {
+    char c;
+    if (read_full(fd, &c, 1, deadline)) {
+      free(b);
+      return NULL;
+    }
+    if (c == '\n') break;
+    if (n + 2 >= cap) b = realloc(b, cap *= 2);
+    b[n++] = c;
+  }
+  b[n] = 0;
+  return b;
+}
+
+Contactd__V1__Envelope *tc_call(int fd, Contactd__V1__Envelope *req, int timeout_ms) {
+  if (tc_send(fd, req)) return NULL;
+  return tc_recv(fd, timeout_ms);
+}
+
+static char *register_msg(int fd, Contactd__V1__RegisterGeometry *rg, uint64_t id) {
+  Contactd__V1__Envelope e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  e.register_geometry = rg;
+  Contactd__V1__Envelope *r = tc_call(fd, &e, 60000);
+  char *out = NULL;
+  if (r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY) out = strdup(r->register_reply->geometry_id);
+  else if (r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR)
+    fprintf(stderr, "tc: register failed: %s\n", r->error->message);
+  if (r) contactd__v1__envelope__free_unpacked(r, NULL);
+  return out;
+}
+
+char *tc_register_sphere(int fd, uint64_t request_id, double radius, double modulus, double hint) {
+  Contactd__V1__Sphere s = CONTACTD__V1__SPHERE__INIT;
+  s.radius = radius;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
+  rg.sphere = &s;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  rg.modulus = modulus;
+  rg.resolution_hint = hint;
+  return register_msg(fd, &rg, request_id);
+}
+
+char *tc_register_halfspace(int fd, uint64_t request_id, int compliant, double modulus) {
+  Contactd__V1__HalfSpace h = CONTACTD__V1__HALF_SPACE__INIT;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HALF_SPACE;
+  rg.half_space = &h;
+  rg.compliance = compliant ? CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT : CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  rg.modulus = modulus;
+  return register_msg(fd, &rg, request_id);
+}
+
+void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3 *pos, uint32_t id,
+             const char *geometry_id, double x, double y, double z) {
+  contactd__v1__body__init(b);
+  contactd__v1__pose__init(pose);
+  contactd__v1__vec3__init(pos);
+  pos->x = x;
+  pos->y = y;
+  pos->z = z;
+  pose->position = pos;
+  b->body_id = id;
+  b->geometry_id = (char *)geometry_id;
+  b->pose = pose;
+}

@@ -1,0 +1,59 @@
+/* cd_test_client.h — integration-test harness: start the real contactd
+ * binary on an ephemeral port (plus a Unix socket), and a small blocking
+ * client speaking delimited protobuf or newline-delimited JSON. */
+#ifndef CD_TEST_CLIENT_H
+#define CD_TEST_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "contactd.pb-c.h"
+
+typedef struct tc_daemon {
+  pid_t pid;
+  int port;
+  int metrics_port;
+  char dir[256];
+  char unix_path[300];
+  char log_path[300];
+} tc_daemon;
+
+/* Start contactd with --listen 127.0.0.1:0 --unix DIR/contactd.sock
+ * --workers 2 and extra flags (NULL-terminated); waits until it is ready.
+ * Aborts the test on failure. */
+void tc_start(tc_daemon *d, const char *const *extra);
+/* SIGTERM and wait: returns the exit status (or 128 + signal). */
+int tc_stop(tc_daemon *d);
+/* 1 if the process is still running. */
+int tc_alive(tc_daemon *d);
+/* Count lines of the daemon's log containing needle. */
+int tc_log_count(tc_daemon *d, const char *needle);
+
+int tc_connect_tcp(int port);
+int tc_connect_unix(const char *path);
+
+/* Protobuf framing. */
+int tc_send(int fd, const Contactd__V1__Envelope *env);
+int tc_send_raw(int fd, const void *data, size_t n);
+/* NULL on EOF, error or timeout (ms). Free with contactd__v1__envelope__free_unpacked. */
+Contactd__V1__Envelope *tc_recv(int fd, int timeout_ms);
+/* 1 if the peer closed the connection within timeout_ms (reads and drops data). */
+int tc_wait_closed(int fd, int timeout_ms);
+
+/* JSON lines: send one line (newline added), receive one line (malloc'd). */
+int tc_send_line(int fd, const char *json);
+char *tc_recv_line(int fd, int timeout_ms);
+
+/* Conveniences (protobuf): each sends one request and returns its reply. */
+Contactd__V1__Envelope *tc_call(int fd, Contactd__V1__Envelope *req, int timeout_ms);
+/* Register a compliant sphere (radius, modulus, hint) → geometry id (malloc'd). */
+char *tc_register_sphere(int fd, uint64_t request_id, double radius, double modulus, double hint);
+/* Register a rigid half space → id. */
+char *tc_register_halfspace(int fd, uint64_t request_id, int compliant, double modulus);
+
+/* Body helper (static storage rotates among a few slots). */
+void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3 *pos, uint32_t id,
+             const char *geometry_id, double x, double y, double z);
+
+#endif

@@ -1,0 +1,406 @@
+/* test_daemon_api.c — the protocol end to end against the real contactd:
+ * hello, register, has, query (explicit and all pairs), stats, release, over
+ * TCP and the Unix socket, in protobuf and in JSON; two clients share one
+ * cached geometry (one build, visible in stats). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cd_test_client.h"
+
+typedef Contactd__V1__Envelope Env;
+
+static tc_daemon D;
+static void up(void) { tc_start(&D, NULL); }
+static void down(void) { cr_expect_eq(tc_stop(&D), 0, "contactd exits 0 on SIGTERM"); }
+
+static Env *stats(int fd, uint64_t id) {
+  Contactd__V1__Stats s = CONTACTD__V1__STATS__INIT;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
+  e.stats = &s;
+  Env *r = tc_call(fd, &e, 10000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY);
+  cr_assert_eq(r->request_id, id);
+  return r;
+}
+
+/* Sphere (body 1) at height z over a rigid half space (body 2). */
+static Env *query_sphere_plane(int fd, uint64_t id, const char *sphere, const char *plane, double z, int all) {
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, z);
+  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
+  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+  pr.a = 1;
+  pr.b = 2;
+  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = 2;
+  q.bodies = bodies;
+  if (all) q.all_pairs = &ap;
+  else {
+    q.n_pairs = 1;
+    q.pairs = prs;
+  }
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &q;
+  Env *r = tc_call(fd, &e, 30000);
+  cr_assert(r, "a reply arrives");
+  cr_assert_eq(r->request_id, id);
+  return r;
+}
+
+Test(daemon_api, hello_reports_version_limits_and_capabilities, .init = up, .fini = down) {
+  int fd = tc_connect_tcp(D.port);
+  cr_assert_geq(fd, 0);
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  h.client_name = "test";
+  h.protocol_version = 1;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 42;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
+  e.hello = &h;
+  Env *r = tc_call(fd, &e, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY);
+  cr_expect_eq(r->request_id, 42);
+  cr_expect_eq(r->hello_reply->protocol_version, 1);
+  cr_expect_str_eq(r->hello_reply->server_version, "0.1.0");
+  cr_assert(r->hello_reply->limits);
+  cr_expect_eq(r->hello_reply->limits->max_frame_bytes, 64u << 20);
+  cr_expect_eq(r->hello_reply->limits->max_in_flight, 256);
+  int json = 0, streams = 0;
+  for (size_t i = 0; i < r->hello_reply->n_capabilities; i++) {
+    json |= strcmp(r->hello_reply->capabilities[i], "json") == 0;
+    streams |= strcmp(r->hello_reply->capabilities[i], "latest_only") == 0;
+  }
+  cr_expect(json && streams);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  cr_expect_eq(tc_log_count(&D, "client=\"test\""), 1, "the hello is logged with the client name");
+  close(fd);
+}
+
+Test(daemon_api, register_has_query_stats_release_over_tcp, .init = up, .fini = down) {
+  int fd = tc_connect_tcp(D.port);
+  char *sphere = tc_register_sphere(fd, 1, 0.1, 1e6, 0.05);
+  char *plane = tc_register_halfspace(fd, 2, 0, 0);
+  cr_assert(sphere && plane);
+  cr_expect_eq(strlen(sphere), 64, "ids are hex SHA-256");
+  cr_expect_str_neq(sphere, plane);
+  /* same content again: same id, nothing built */
+  char *again = tc_register_sphere(fd, 3, 0.1, 1e6, 0.05);
+  cr_expect_str_eq(again, sphere);
+  /* a different modulus is a different geometry */
+  char *stiffer = tc_register_sphere(fd, 4, 0.1, 2e6, 0.05);
+  cr_expect_str_neq(stiffer, sphere);
+
+  /* has: which are missing */
+  Contactd__V1__HasGeometry h = CONTACTD__V1__HAS_GEOMETRY__INIT;
+  char *ids[3] = {sphere, "0000", plane};
+  h.n_geometry_ids = 3;
+  h.geometry_ids = ids;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 5;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY;
+  e.has_geometry = &h;
+  Env *r = tc_call(fd, &e, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY_REPLY);
+  cr_assert_eq(r->has_geometry_reply->n_missing, 1);
+  cr_expect_str_eq(r->has_geometry_reply->missing[0], "0000");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+
+  /* query: the sphere sinks 1 cm into the plane */
+  r = query_sphere_plane(fd, 6, sphere, plane, 0.09, 0);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  cr_assert_eq(r->contact_reply->n_results, 1);
+  Contactd__V1__PairResult *pr = r->contact_reply->results[0];
+  cr_expect_eq(pr->a, 1);
+  cr_expect_eq(pr->b, 2);
+  cr_expect_eq(pr->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE);
+  double fz = pr->wrench_a->force->z;
+  cr_expect_gt(fz, 50.0, "the plane pushes the sphere up (normal into A), got %g", fz);
+  cr_expect_lt(fz, 600.0);
+  cr_expect_float_eq(pr->wrench_b->force->z, -fz, 1e-9 * fz, "third law");
+  cr_expect_gt(pr->area, 0.0);
+  cr_expect_float_eq(pr->combined_modulus, 1e6, 1e-3);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+
+  /* all pairs: the broad phase finds the same pair, same numbers */
+  r = query_sphere_plane(fd, 7, sphere, plane, 0.09, 1);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  cr_assert_eq(r->contact_reply->n_results, 1);
+  cr_expect_float_eq(r->contact_reply->results[0]->wrench_a->force->z, fz, 1e-12 * fz);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* far above: no candidate pair */
+  r = query_sphere_plane(fd, 8, sphere, plane, 5.0, 1);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  cr_expect_eq(r->contact_reply->n_results, 0);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* explicit pair far above: computed, no contact */
+  r = query_sphere_plane(fd, 9, sphere, plane, 5.0, 0);
+  cr_assert_eq(r->contact_reply->n_results, 1);
+  cr_expect_eq(r->contact_reply->results[0]->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_NONE);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+
+  r = stats(fd, 10);
+  cr_expect_eq(r->stats_reply->connections, 1);
+  cr_expect_eq(r->stats_reply->cache_builds, 3);
+  cr_expect_eq(r->stats_reply->cache_hits, 1);
+  cr_expect_eq(r->stats_reply->cache_entries, 3);
+  cr_expect_gt(r->stats_reply->cache_bytes, 0);
+  cr_expect_eq(r->stats_reply->pairs, 3);
+  cr_expect_eq(r->stats_reply->n_worker_utilisation, 2);
+  cr_expect_eq(r->stats_reply->n_latency, 16);
+  uint64_t counted = 0;
+  for (size_t i = 0; i < r->stats_reply->n_latency; i++) counted += r->stats_reply->latency[i]->count;
+  cr_expect_eq(counted, 9, "nine requests answered before this one");
+  cr_expect(isinf(r->stats_reply->latency[15]->upper_bound_us));
+  contactd__v1__envelope__free_unpacked(r, NULL);
+
+  /* release: held ids are released once, unknown ones reported */
+  Contactd__V1__ReleaseGeometry rel = CONTACTD__V1__RELEASE_GEOMETRY__INIT;
+  char *rids[2] = {sphere, "ffff"};
+  rel.n_geometry_ids = 2;
+  rel.geometry_ids = rids;
+  Env re = CONTACTD__V1__ENVELOPE__INIT;
+  re.request_id = 11;
+  re.msg_case = CONTACTD__V1__ENVELOPE__MSG_RELEASE_GEOMETRY;
+  re.release_geometry = &rel;
+  r = tc_call(fd, &re, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_RELEASE_REPLY);
+  cr_assert_eq(r->release_reply->n_released, 1);
+  cr_expect_str_eq(r->release_reply->released[0], sphere);
+  cr_assert_eq(r->release_reply->n_unknown, 1);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  r = tc_call(fd, &re, 5000);
+  cr_expect_eq(r->release_reply->n_released, 0, "a second release finds nothing to drop");
+  cr_expect_eq(r->release_reply->n_unknown, 2);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(sphere);
+  free(plane);
+  free(again);
+  free(stiffer);
+  close(fd);
+}
+
+Test(daemon_api, unix_socket_and_tcp_give_the_same_numbers, .init = up, .fini = down) {
+  int t = tc_connect_tcp(D.port), u = tc_connect_unix(D.unix_path);
+  cr_assert(t >= 0 && u >= 0);
+  char *s1 = tc_register_sphere(u, 1, 0.1, 1e6, 0.05), *p1 = tc_register_halfspace(u, 2, 0, 0);
+  Env *a = query_sphere_plane(u, 3, s1, p1, 0.095, 0);
+  Env *b = query_sphere_plane(t, 4, s1, p1, 0.095, 0);
+  cr_assert(a->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  cr_assert(b->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  cr_expect_eq(a->contact_reply->results[0]->wrench_a->force->z, b->contact_reply->results[0]->wrench_a->force->z);
+  cr_expect_gt(a->contact_reply->results[0]->wrench_a->force->z, 0.0);
+  contactd__v1__envelope__free_unpacked(a, NULL);
+  contactd__v1__envelope__free_unpacked(b, NULL);
+  free(s1);
+  free(p1);
+  close(t);
+  close(u);
+}
+
+static double json_number_after(const char *s, const char *key) {
+  const char *p = strstr(s, key);
+  cr_assert(p, "%s in %s", key, s);
+  return strtod(p + strlen(key), NULL);
+}
+
+Test(daemon_api, json_connection_mirrors_protobuf, .init = up, .fini = down) {
+  int j = tc_connect_unix(D.unix_path), t = tc_connect_tcp(D.port);
+  tc_send_line(j, "{\"requestId\":\"1\",\"hello\":{\"clientName\":\"json-client\"}}");
+  char *l = tc_recv_line(j, 5000);
+  cr_assert(l);
+  cr_expect(strstr(l, "\"requestId\":\"1\"") && strstr(l, "\"helloReply\""), "%s", l);
+  cr_expect(strstr(l, "\"maxFrameBytes\":\"67108864\""), "64-bit integers are strings: %s", l);
+  free(l);
+  tc_send_line(j, "{\"requestId\":\"2\",\"registerGeometry\":{\"sphere\":{\"radius\":0.1},"
+                  "\"compliance\":\"COMPLIANCE_COMPLIANT\",\"modulus\":1e6,\"resolutionHint\":0.05}}");
+  l = tc_recv_line(j, 30000);
+  cr_assert(l && strstr(l, "registerReply"), "%s", l);
+  char sid[65];
+  const char *p = strstr(l, "\"geometryId\":\"");
+  cr_assert(p);
+  memcpy(sid, p + 14, 64);
+  sid[64] = 0;
+  free(l);
+  /* the protobuf client registering the same content gets the same id */
+  char *same = tc_register_sphere(t, 9, 0.1, 1e6, 0.05);
+  cr_expect_str_eq(same, sid);
+  char *plane = tc_register_halfspace(t, 10, 0, 0);
+  char line[1024];
+  snprintf(line, sizeof line,
+           "{\"requestId\":\"3\",\"contactQuery\":{\"bodies\":[{\"bodyId\":1,\"geometryId\":\"%s\","
+           "\"pose\":{\"position\":{\"z\":0.09}}},{\"bodyId\":2,\"geometryId\":\"%s\"}],"
+           "\"pairs\":[{\"a\":1,\"b\":2}]}}",
+           sid, plane);
+  tc_send_line(j, line);
+  l = tc_recv_line(j, 30000);
+  cr_assert(l && strstr(l, "\"contactReply\""), "%s", l);
+  cr_expect(strstr(l, "\"status\":\"CONTACT_STATUS_SURFACE\""), "enums by name: %s", l);
+  /* the JSON force equals the protobuf force */
+  const char *wa = strstr(l, "\"wrenchA\"");
+  cr_assert(wa);
+  double fz_json = json_number_after(strstr(wa, "\"force\""), "\"z\":");
+  Env *r = query_sphere_plane(t, 11, sid, plane, 0.09, 0);
+  cr_expect_eq(fz_json, r->contact_reply->results[0]->wrench_a->force->z);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(l);
+  free(same);
+  free(plane);
+  close(j);
+  close(t);
+}
+
+Test(daemon_api, two_clients_share_one_build, .init = up, .fini = down) {
+  int a = tc_connect_tcp(D.port), b = tc_connect_unix(D.unix_path);
+  /* Both send before either reads: the second joins the first's build. */
+  Contactd__V1__Sphere s = CONTACTD__V1__SPHERE__INIT;
+  s.radius = 0.2;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
+  rg.sphere = &s;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  rg.modulus = 1e7;
+  rg.resolution_hint = 0.02;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  e.register_geometry = &rg;
+  e.request_id = 100;
+  tc_send(a, &e);
+  e.request_id = 200;
+  tc_send(b, &e);
+  Env *ra = tc_recv(a, 60000), *rb = tc_recv(b, 60000);
+  cr_assert(ra && rb);
+  cr_assert_eq(ra->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY);
+  cr_assert_eq(rb->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY);
+  cr_expect_eq(ra->request_id, 100);
+  cr_expect_eq(rb->request_id, 200);
+  cr_expect_str_eq(ra->register_reply->geometry_id, rb->register_reply->geometry_id);
+  cr_expect_eq(ra->register_reply->already_cached + rb->register_reply->already_cached, 1,
+               "exactly one of the two built it");
+  cr_expect_eq(ra->register_reply->stats->tetrahedra, rb->register_reply->stats->tetrahedra);
+  cr_expect_gt(ra->register_reply->stats->tetrahedra, 0);
+  Env *st = stats(a, 300);
+  cr_expect_eq(st->stats_reply->cache_builds, 1, "built once");
+  cr_expect_eq(st->stats_reply->cache_hits, 1);
+  cr_expect_eq(st->stats_reply->cache_entries, 1);
+  cr_expect_eq(st->stats_reply->connections, 2);
+  contactd__v1__envelope__free_unpacked(st, NULL);
+  /* b's query uses the geometry a registered */
+  char *plane = tc_register_halfspace(a, 301, 0, 0);
+  Env *q = query_sphere_plane(b, 302, ra->register_reply->geometry_id, plane, 0.19, 0);
+  cr_expect_eq(q->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  contactd__v1__envelope__free_unpacked(q, NULL);
+  contactd__v1__envelope__free_unpacked(ra, NULL);
+  contactd__v1__envelope__free_unpacked(rb, NULL);
+  free(plane);
+  close(a);
+  close(b);
+}
+
+Test(daemon_api, replies_leave_in_request_order, .init = up, .fini = down) {
+  int fd = tc_connect_tcp(D.port);
+  char *s = tc_register_sphere(fd, 1, 0.1, 1e6, 0.02), *p = tc_register_halfspace(fd, 2, 0, 0);
+  /* A slow query (fine sphere, full surface) then cheap stats requests:
+   * the stats are computed first but must not overtake the query. */
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, s, 0, 0, 0.05);
+  tc_body(&b2, &p2, &v2, 2, p, 0, 0, 0);
+  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+  pr.a = 1;
+  pr.b = 2;
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
+  o.point_contacts = 1;
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = 2;
+  q.bodies = bodies;
+  q.n_pairs = 1;
+  q.pairs = prs;
+  q.options = &o;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &q;
+  Contactd__V1__Stats st = CONTACTD__V1__STATS__INIT;
+  Env se = CONTACTD__V1__ENVELOPE__INIT;
+  se.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
+  se.stats = &st;
+  for (uint64_t i = 0; i < 20; i++) {
+    if (i % 2 == 0) {
+      e.request_id = 1000 + i;
+      tc_send(fd, &e);
+    } else {
+      se.request_id = 1000 + i;
+      tc_send(fd, &se);
+    }
+  }
+  for (uint64_t i = 0; i < 20; i++) {
+    Env *r = tc_recv(fd, 30000);
+    cr_assert(r);
+    cr_assert_eq(r->request_id, 1000 + i, "reply %llu out of order (got %llu)", (unsigned long long)i,
+                 (unsigned long long)r->request_id);
+    if (i % 2 == 0) {
+      cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+      Contactd__V1__PairResult *res = r->contact_reply->results[0];
+      cr_assert(res->surface, "DETAIL_SURFACE sends the surface");
+      cr_expect_gt(res->surface->n_areas, 0);
+      cr_expect_eq(res->surface->n_face_offsets, res->surface->n_areas + 1);
+      cr_expect_gt(res->n_patches, 0);
+      cr_expect_gt(res->n_point_contacts, 0);
+      double area = 0;
+      for (size_t f = 0; f < res->surface->n_areas; f++) area += res->surface->areas[f];
+      cr_expect_float_eq(area, res->area, 1e-9 * res->area, "face areas sum to the total");
+    } else {
+      cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY);
+    }
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  free(s);
+  free(p);
+  close(fd);
+}
+
+Test(daemon_api, metrics_endpoint_serves_prometheus_text) {
+  const char *extra[] = {"--metrics-port", "0", NULL};
+  tc_start(&D, extra);
+  cr_assert_gt(D.metrics_port, 0);
+  int fd = tc_connect_tcp(D.metrics_port);
+  const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
+  tc_send_raw(fd, req, strlen(req));
+  char buf[16384];
+  size_t n = 0;
+  for (;;) {
+    ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
+    if (k <= 0) break;
+    n += (size_t)k;
+  }
+  buf[n] = 0;
+  cr_expect(strstr(buf, "HTTP/1.0 200"), "%s", buf);
+  cr_expect(strstr(buf, "contactd_requests_total"));
+  cr_expect(strstr(buf, "contactd_request_latency_us_bucket{le=\"+Inf\"}"));
+  close(fd);
+  fd = tc_connect_tcp(D.metrics_port);
+  const char *rz = "GET /readyz HTTP/1.0\r\n\r\n";
+  tc_send_raw(fd, rz, strlen(rz));
+  n = 0;
+  for (;;) {
+    ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
+    if (k <= 0) break;
+    n += (size_t)k;
+  }
+  buf[n] = 0;
+  cr_expect(strstr(buf, "200 OK") && strstr(buf, "ready"), "%s", buf);
+  close(fd);
+  cr_expect_eq(tc_stop(&D), 0);
+}
