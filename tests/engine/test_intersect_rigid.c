@@ -656,3 +656,39 @@ Test(intersect_rigid, contact_role_swap_and_representations, .init = setup, .fin
   ce_geometry_free(h);
   ce_geometry_free(m);
 }
+
+Test(intersect_rigid, diagonal_plane_along_shared_tet_faces, .init = setup, .fini = teardown) {
+  /* The plane x = y contains tet faces of the cube mesh (the split diagonals
+   * of the z = +-0.5 faces with the centre, and the cube edges x = y = +-0.5
+   * with the centre). On it p = E (1 - 2 max(|t|, |z|)) for points (t, t, z),
+   * so the slice has area sqrt2 and pressure integral sqrt2 E / 3. */
+  const double E = 1e5;
+  ce_geometry *m = pyramid_cube(E);
+  ce_geometry *n = halfspace(CE_RIGID, 0, 0);
+  ce_geometry *sq = rigid_square(3);
+  /* N's +z = (1, -1, 0)/sqrt2: rotate 90 degrees about (1, 1, 0)/sqrt2 */
+  ce_quat q = ce_quat_from_axis_angle(ce_v3(M_SQRT1_2, M_SQRT1_2, 0), M_PI / 2);
+  ce_pose X = ce_pose_from_quat(q, ce_v3(0, 0, 0));
+  ce_vec3 nz = ce_pose_rotate(&X, ce_v3(0, 0, 1));
+  cr_assert(ce_norm(ce_sub(nz, ce_v3(M_SQRT1_2, -M_SQRT1_2, 0))) < 1e-15);
+  ce_surface s;
+  ce_counters c;
+  run(ce_intersect_tet_halfspace, m, n, &X, CE_REPRESENTATION_POLYGON, &s, &c);
+  cr_assert(fabs(surface_area(&s) - sqrt(2.0)) < 1e-13, "area %.17g", surface_area(&s));
+  cr_assert(fabs(surface_force(&s) - sqrt(2.0) * E / 3) < 1e-8, "force %.17g", surface_force(&s));
+  assert_ccw(&s);
+  /* As a rigid square: only the z = +-0.5 pyramids pass the gradient rule
+   * (their gradients are perpendicular to n); their shared diagonal faces
+   * lie in the plane and must be counted once: area sqrt2/2, force sqrt2 E/6.
+   * (Counted twice, the area would be sqrt2.) */
+  run(ce_intersect_tet_tri, m, sq, &X, CE_REPRESENTATION_POLYGON, &s, &c);
+  cr_assert(fabs(surface_area(&s) - sqrt(2.0) / 2) < 1e-13, "area %.17g", surface_area(&s));
+  cr_assert(fabs(surface_force(&s) - sqrt(2.0) * E / 6) < 1e-8, "force %.17g", surface_force(&s));
+  for (int f = 0; f < s.nf; f++) {
+    ce_vec3 g = m->tet.grad[s.element_a[f]];
+    cr_assert(fabs(ce_dot(g, nz)) < 1e-9 * E, "face %d from tet %d", f, s.element_a[f]);
+  }
+  ce_geometry_free(sq);
+  ce_geometry_free(n);
+  ce_geometry_free(m);
+}
