@@ -47,8 +47,9 @@ ce_errno ce_builder_init(ce_builder *b, ce_arena *arena) {
 
 int32_t ce_builder_add_vertex(ce_builder *b, ce_vec3 x, double p) {
   if (b->v.len >= INT32_MAX) return -1;
-  if (ce_buf_reserve(b->arena, &b->v, 1) != CE_OK) return -1;
-  if (ce_buf_reserve(b->arena, &b->p, 1) != CE_OK) return -1;
+  if ((b->v.len >= b->v.cap || b->p.len >= b->p.cap) &&
+      (ce_buf_reserve(b->arena, &b->v, 1) != CE_OK || ce_buf_reserve(b->arena, &b->p, 1) != CE_OK))
+    return -1;
   int32_t id = (int32_t)b->v.len;
   ((ce_vec3 *)b->v.data)[b->v.len++] = x;
   ((double *)b->p.data)[b->p.len++] = p;
@@ -62,10 +63,15 @@ ce_errno ce_builder_add_face(ce_builder *b, const int32_t *ids, int n, ce_vec3 n
     if (ids[i] < 0 || ids[i] >= b->v.len) return CE_ERANGE;
   ce_arena *a = b->arena;
   if (b->face_vert.len + n > INT32_MAX) return CE_ELIMIT;
-  if (ce_buf_reserve(a, &b->face_vert, n) != CE_OK || ce_buf_reserve(a, &b->face_off, 1) != CE_OK ||
-      ce_buf_reserve(a, &b->normal, 1) != CE_OK || ce_buf_reserve(a, &b->grad_m, 1) != CE_OK ||
-      ce_buf_reserve(a, &b->grad_n, 1) != CE_OK || ce_buf_reserve(a, &b->elem_m, 1) != CE_OK ||
-      ce_buf_reserve(a, &b->elem_n, 1) != CE_OK)
+  /* the per-face arrays grow together; check them all inline first */
+  int room = b->face_vert.len + n <= b->face_vert.cap && b->face_off.len < b->face_off.cap &&
+             b->normal.len < b->normal.cap && b->grad_m.len < b->grad_m.cap &&
+             b->grad_n.len < b->grad_n.cap && b->elem_m.len < b->elem_m.cap && b->elem_n.len < b->elem_n.cap;
+  if (!room &&
+      (ce_buf_reserve(a, &b->face_vert, n) != CE_OK || ce_buf_reserve(a, &b->face_off, 1) != CE_OK ||
+       ce_buf_reserve(a, &b->normal, 1) != CE_OK || ce_buf_reserve(a, &b->grad_m, 1) != CE_OK ||
+       ce_buf_reserve(a, &b->grad_n, 1) != CE_OK || ce_buf_reserve(a, &b->elem_m, 1) != CE_OK ||
+       ce_buf_reserve(a, &b->elem_n, 1) != CE_OK))
     return CE_ENOMEM;
   memcpy((int32_t *)b->face_vert.data + b->face_vert.len, ids, (size_t)n * sizeof(int32_t));
   b->face_vert.len += n;
