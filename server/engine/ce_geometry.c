@@ -245,32 +245,80 @@ done:
   return e;
 }
 
-/* p = E * d / max d, d = exact distance to the boundary surface. Brute force
- * over all (vertex, boundary face) pairs, O(nv * nboundary): fine for the
- * mesh sizes users send today; a BVH distance query would replace it for
- * large meshes. */
+/* Lower bound of the distance from x to anything inside a BVH node's box. */
+static double node_distance(const ce_bvh_node *n, ce_vec3 x) {
+  ce_vec3 l = ce_mat3_tmul_vec(&n->axes, ce_sub(x, n->center));
+  ce_vec3 ex = ce_v3(fmax(fabs(l.x) - n->half.x, 0), fmax(fabs(l.y) - n->half.y, 0), fmax(fabs(l.z) - n->half.z, 0));
+  return ce_norm(ex);
+}
+
+/* Exact distance from x to the nearest triangle of a triangle BVH:
+ * depth-first, nearer child first, pruning boxes no nearer than the best
+ * triangle so far. `stack` holds bvh->nnodes + 1 entries. */
+static double bvh_nearest(const ce_bvh *b, const int32_t (*tri)[3], const ce_vec3 *v, ce_vec3 x, int32_t *stack) {
+  double best = INFINITY;
+  int32_t sp = 0;
+  stack[sp++] = 0;
+  while (sp > 0) {
+    const ce_bvh_node *n = &b->nodes[stack[--sp]];
+    if (n->left < 0) {
+      for (int32_t k = n->first; k < n->first + n->count; k++) {
+        const int32_t *t = tri[b->order[k]];
+        double d = point_triangle_distance(x, v[t[0]], v[t[1]], v[t[2]]);
+        if (d < best) best = d;
+      }
+      continue;
+    }
+    double dl = node_distance(&b->nodes[n->left], x), dr = node_distance(&b->nodes[n->right], x);
+    int32_t near = dl <= dr ? n->left : n->right, far = dl <= dr ? n->right : n->left;
+    if (fmax(dl, dr) < best) stack[sp++] = far;
+    if (fmin(dl, dr) < best) stack[sp++] = near;
+  }
+  return best;
+}
+
+/* p = E * d / max d, d = exact distance to the boundary surface (nearest
+ * boundary triangle, found through a BVH over the boundary triangles). */
 static ce_errno tet_distance_field(ce_tetmesh *m, double modulus, const unsigned char *boundary,
                                    const unsigned char *used, int32_t (*bfaces)[2], int64_t nb,
                                    ce_error *err) {
+  ce_errno e = CE_OK;
+  ce_bvh bb;
+  memset(&bb, 0, sizeof bb);
+  int32_t *stack = NULL;
+  int32_t(*btri)[3] = malloc((size_t)(nb > 0 ? nb : 1) * sizeof *btri);
+  if (!btri) return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %lld boundary triangles", (long long)nb);
+  for (int64_t f = 0; f < nb; f++) {
+    const int32_t *t = m->tet[bfaces[f][0]];
+    const int *loc = kTetFace[bfaces[f][1]];
+    for (int j = 0; j < 3; j++) btri[f][j] = t[loc[j]];
+  }
+  if ((e = ce_bvh_build(&bb, (int32_t)nb, 3, &btri[0][0], m->v, NULL, err)) != CE_OK) goto done;
+  stack = malloc(((size_t)bb.nnodes + 1) * sizeof *stack);
+  if (!stack) {
+    e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for the distance query");
+    goto done;
+  }
   double dmax = 0;
   for (int32_t i = 0; i < m->nv; i++) {
     double d = 0;
-    if (used[i] && !boundary[i]) {
-      d = INFINITY;
-      for (int64_t f = 0; f < nb; f++) {
-        const int32_t *t = m->tet[bfaces[f][0]];
-        const int *loc = kTetFace[bfaces[f][1]];
-        double df = point_triangle_distance(m->v[i], m->v[t[loc[0]]], m->v[t[loc[1]]], m->v[t[loc[2]]]);
-        if (df < d) d = df;
-      }
+    if (used[i] && !boundary[i] && bb.nnodes > 0) {
+      d = bvh_nearest(&bb, (const int32_t(*)[3])btri, m->v, m->v[i], stack);
       if (!isfinite(d)) d = 0;
     }
     m->p[i] = d;
     if (d > dmax) dmax = d;
   }
-  if (!(dmax > 0)) return ce_fail(err, CE_EFIELD, "mesh has no interior vertex: cannot build a pressure field");
+  if (!(dmax > 0)) {
+    e = ce_fail(err, CE_EFIELD, "mesh has no interior vertex: cannot build a pressure field");
+    goto done;
+  }
   for (int32_t i = 0; i < m->nv; i++) m->p[i] = modulus * (m->p[i] / dmax);
-  return CE_OK;
+done:
+  free(stack);
+  ce_bvh_free(&bb);
+  free(btri);
+  return e;
 }
 
 static ce_errno tet_build(ce_geometry *g, ce_error *err) {
