@@ -733,22 +733,110 @@ static double cyl_field(const void *ctx, ce_vec3 x) {
   return d <= 0 ? 0.0 : c->E * d / c->H;
 }
 
-/* Regular n-gon prism, medial-axis mesh. Long (l >= apothem rho): the
- * medial set includes the axis segment |z| <= l - rho; the side faces own
- * wedges reaching the axis, the caps own pyramids with apexes at the ends of
- * the segment. Flat (l < rho): the medial set includes the polygon W of
- * apothem rho - l in z = 0; the caps own frustums down to W, the sides own
- * wedges up to W's edges. */
-static ce_errno cylinder_tets(double R, double L, int32_t n, double E, ce_rawmesh *m,
-                              ce_error *err) {
+static void mmb_tet(mmb *b, int32_t a, int32_t c, int32_t d, int32_t e) {
+  if (b->oom) return;
+  if (!grow((void **)&b->tet, &b->capt, b->nt + 1, sizeof *b->tet)) { b->oom = 1; return; }
+  int32_t *q = b->tet[b->nt++];
+  q[0] = a; q[1] = c; q[2] = d; q[3] = e;
+}
+
+/* Split the prism p[0..2] (bottom) / p[3..5] (top, p[i+3] above p[i]) into
+ * 3 tets whose quad faces are cut through their smallest vertex index, so
+ * neighbouring prisms agree (Dompierre et al. 1999). */
+static void mmb_prism(mmb *b, const int32_t p[6]) {
+  int im = 0;
+  for (int i = 1; i < 6; ++i)
+    if (p[i] < p[im]) im = i;
+  int32_t q[6];
+  for (int k = 0; k < 3; ++k) {
+    int c = (im % 3 + k) % 3;
+    q[k] = im >= 3 ? p[c + 3] : p[c];
+    q[k + 3] = im >= 3 ? p[c] : p[c + 3];
+  }
+  int32_t m15 = q[1] < q[5] ? q[1] : q[5], m24 = q[2] < q[4] ? q[2] : q[4];
+  if (m15 < m24) {
+    mmb_tet(b, q[0], q[1], q[2], q[5]);
+    mmb_tet(b, q[0], q[1], q[5], q[4]);
+  } else {
+    mmb_tet(b, q[0], q[1], q[2], q[4]);
+    mmb_tet(b, q[0], q[4], q[2], q[5]);
+  }
+  mmb_tet(b, q[0], q[4], q[5], q[3]);
+}
+
+/* Long prism (l >= rho): the side faces own wedges reaching the axis segment
+ * |z| <= zo = l - rho, the caps own pyramids with apexes at its ends. Each
+ * side wedge is cut into m slices of height ~h along |z| <= zo (triangular
+ * prisms O_j P_i,j P_i+1,j, split by the smallest-index rule) plus a
+ * pyramid at each end (apex at the segment's end, base the outer face
+ * above |z| = zo); each cap region is coned from its apex over the cap
+ * fanned around its centre. */
+static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, double E,
+                                   ce_rawmesh *out, ce_error *err) {
   double l = 0.5 * L, rho = R * cos(M_PI / n);
+  double zo = snap(l - rho, l);
+  if (zo == 0) m = 0;
   cyl_ctx ctx = {n, R, rho, l, E, fmin(rho, l)};
   mmb B;
   memset(&B, 0, sizeof B);
   B.field = cyl_field;
   B.ctx = &ctx;
+  int64_t np = (int64_t)(m + 1) * n;
+  int32_t *P = malloc((size_t)np * sizeof *P), *O = malloc((size_t)(m + 1) * sizeof *O);
   int32_t *Vp = malloc((size_t)n * sizeof *Vp), *Vm = malloc((size_t)n * sizeof *Vm);
-  int32_t *W = malloc((size_t)n * sizeof *W), *poly = malloc((size_t)(2 * n + 4) * sizeof *poly);
+  if (!P || !O || !Vp || !Vm) {
+    free(P); free(O); free(Vp); free(Vm);
+    return oom(err, "cylinder");
+  }
+  for (int32_t j = 0; j <= m; ++j) {
+    double z = j == m ? zo : (m ? -zo + 2.0 * zo * j / m : 0.0);
+    O[j] = mmb_vertex(&B, ce_v3(0, 0, z), 0);
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    double th = 2.0 * M_PI * i / n, x = R * cos(th), y = R * sin(th);
+    Vp[i] = mmb_vertex(&B, ce_v3(x, y, l), 1);
+    Vm[i] = mmb_vertex(&B, ce_v3(x, y, -l), 1);
+    for (int32_t j = 0; j <= m; ++j) P[(int64_t)j * n + i] = mmb_vertex(&B, ce_v3(x, y, B.v[O[j]].z), 1);
+  }
+  int32_t Cp = mmb_vertex(&B, ce_v3(0, 0, l), 1), Cm = mmb_vertex(&B, ce_v3(0, 0, -l), 1);
+  for (int32_t i = 0; i < n && !B.oom; ++i) {
+    int32_t k = (i + 1) % n;
+    for (int32_t j = 0; j < m; ++j) {
+      int32_t pr[6] = {O[j], P[(int64_t)j * n + i], P[(int64_t)j * n + k],
+                       O[j + 1], P[(int64_t)(j + 1) * n + i], P[(int64_t)(j + 1) * n + k]};
+      mmb_prism(&B, pr);
+    }
+    /* end pyramids: apex O, base (P_i, P_k, V_k, V_i) split along P_i - V_k */
+    int32_t ot = O[m], pi = P[(int64_t)m * n + i], pk = P[(int64_t)m * n + k];
+    mmb_tet(&B, ot, pi, pk, Vp[k]);
+    mmb_tet(&B, ot, pi, Vp[k], Vp[i]);
+    int32_t ob = O[0], qi = P[i], qk = P[k];
+    mmb_tet(&B, ob, qi, qk, Vm[k]);
+    mmb_tet(&B, ob, qi, Vm[k], Vm[i]);
+    /* caps */
+    mmb_tet(&B, ot, Cp, Vp[i], Vp[k]);
+    mmb_tet(&B, ob, Cm, Vm[i], Vm[k]);
+  }
+  free(P); free(O); free(Vp); free(Vm);
+  return mmb_finish(&B, out, "cylinder", err);
+}
+
+/* Regular n-gon prism, medial-axis mesh. Long (l >= apothem rho): see
+ * cylinder_long_tets. Flat (l < rho): the medial set includes the polygon W
+ * of apothem rho - l in z = 0; the caps own frustums down to W, the sides
+ * own wedges up to W's edges; every region is coned from an interior
+ * point. */
+static ce_errno cylinder_tets(double R, double L, int32_t n, int32_t slices, double E,
+                              ce_rawmesh *m, ce_error *err) {
+  double l = 0.5 * L, rho = R * cos(M_PI / n);
+  if (!(l < rho && snap(rho - l, rho) > 0)) return cylinder_long_tets(R, L, n, slices, E, m, err);
+  cyl_ctx ctx = {n, R, rho, l, E, fmin(rho, l)};
+  mmb B;
+  memset(&B, 0, sizeof B);
+  B.field = cyl_field;
+  B.ctx = &ctx;
+  int32_t *Vp = calloc((size_t)n, sizeof *Vp), *Vm = calloc((size_t)n, sizeof *Vm);
+  int32_t *W = calloc((size_t)n, sizeof *W), *poly = malloc((size_t)(2 * n + 4) * sizeof *poly);
   int32_t *side = malloc((size_t)n * sizeof *side), *rad = malloc((size_t)n * sizeof *rad);
   int32_t *roofp = malloc((size_t)n * sizeof *roofp), *roofm = malloc((size_t)n * sizeof *roofm);
   ce_vec3 *ring = malloc((size_t)n * sizeof *ring);
@@ -763,36 +851,20 @@ static ce_errno cylinder_tets(double R, double L, int32_t n, double E, ce_rawmes
     Vp[i] = mmb_vertex(&B, ce_v3(ring[i].x, ring[i].y, l), 1);
     Vm[i] = mmb_vertex(&B, ce_v3(ring[i].x, ring[i].y, -l), 1);
   }
-  int flat = l < rho && snap(rho - l, rho) > 0;
-  int32_t Op = 0, Om = 0;
-  if (flat) {
-    double s = (rho - l) / rho;
-    for (int32_t i = 0; i < n; ++i) W[i] = mmb_vertex(&B, ce_v3(ring[i].x * s, ring[i].y * s, 0), 0);
-  } else {
-    double zo = snap(l - rho, l);
-    Op = mmb_vertex(&B, ce_v3(0, 0, zo), 0);
-    Om = mmb_vertex(&B, ce_v3(0, 0, -zo), 0);
-  }
+  double s = (rho - l) / rho;
+  for (int32_t i = 0; i < n; ++i) W[i] = mmb_vertex(&B, ce_v3(ring[i].x * s, ring[i].y * s, 0), 0);
   for (int32_t i = 0; i < n; ++i) {
     int32_t j = (i + 1) % n;
     int32_t s4[4] = {Vm[i], Vm[j], Vp[j], Vp[i]};
     side[i] = mmb_polygon(&B, s4, 4, 1);
-    if (flat) {
-      int32_t q[3] = {Vp[i], Vm[i], W[i]};
-      int32_t rp[4] = {Vp[i], Vp[j], W[j], W[i]}, rm[4] = {Vm[i], Vm[j], W[j], W[i]};
-      rad[i] = mmb_polygon(&B, q, 3, 0);
-      roofp[i] = mmb_polygon(&B, rp, 4, 0);
-      roofm[i] = mmb_polygon(&B, rm, 4, 0);
-    } else {
-      int32_t q[4] = {Om, Op, Vp[i], Vm[i]};
-      int32_t rp[3] = {Op, Vp[i], Vp[j]}, rm[3] = {Om, Vm[i], Vm[j]};
-      rad[i] = mmb_polygon(&B, q, 4, 0);
-      roofp[i] = mmb_polygon(&B, rp, 3, 0);
-      roofm[i] = mmb_polygon(&B, rm, 3, 0);
-    }
+    int32_t q[3] = {Vp[i], Vm[i], W[i]};
+    int32_t rp[4] = {Vp[i], Vp[j], W[j], W[i]}, rm[4] = {Vm[i], Vm[j], W[j], W[i]};
+    rad[i] = mmb_polygon(&B, q, 3, 0);
+    roofp[i] = mmb_polygon(&B, rp, 4, 0);
+    roofm[i] = mmb_polygon(&B, rm, 4, 0);
   }
   int32_t capp = mmb_polygon(&B, Vp, n, 1), capm = mmb_polygon(&B, Vm, n, 1);
-  int32_t mid = flat ? mmb_polygon(&B, W, n, 0) : -1;
+  int32_t mid = mmb_polygon(&B, W, n, 0);
   for (int32_t i = 0; i < n && !B.oom; ++i) {
     int32_t r[5] = {side[i], rad[i], rad[(i + 1) % n], roofp[i], roofm[i]};
     mmb_region(&B, r, 5);
@@ -801,7 +873,7 @@ static ce_errno cylinder_tets(double R, double L, int32_t n, double E, ce_rawmes
     int32_t k = 0;
     poly[k++] = sgn ? capm : capp;
     for (int32_t i = 0; i < n; ++i) poly[k++] = sgn ? roofm[i] : roofp[i];
-    if (flat) poly[k++] = mid;
+    poly[k++] = mid;
     mmb_region(&B, poly, k);
   }
   free(Vp); free(Vm); free(W); free(poly); free(side); free(rad); free(roofp); free(roofm);
@@ -973,14 +1045,19 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
         return e;
       double R = shape->radius, L = shape->length;
       double nd = fmax(8.0, ceil(2.0 * M_PI * R / hint));
-      /* Each side region makes at most 14 tets, each cap at most 6 n. */
-      double bound = compliant ? 26.0 * nd : 2.0 * nd;
+      /* long: m slices of the axis segment |z| <= L/2 - apothem */
+      double zo = 0.5 * L - R * cos(M_PI / fmin(nd, 1e9));
+      double slices = zo > 0 ? ceil(2.0 * zo / hint) : 0.0;
+      /* flat: each side region makes at most 14 tets, each cap at most 6 n;
+       * long: 3 per slice and 6 more per side */
+      double bound = compliant ? nd * fmax(26.0, 3.0 * slices + 6.0) : 2.0 * nd;
       if (bound > MAXEL)
         return ce_fail(err, CE_ELIMIT,
-                       "cylinder radius %g with hint %g needs a %.3g-gon (~%.3g %s), over "
-                       "the limit of %d",
-                       R, hint, nd, bound, compliant ? "tets" : "triangles", MAXEL);
-      return compliant ? cylinder_tets(R, L, (int32_t)nd, E, m, err)
+                       "cylinder radius %g length %g with hint %g needs a %.3g-gon (%.3g "
+                       "slices, ~%.3g %s), over the limit of %d",
+                       R, L, hint, nd, compliant ? slices : 0.0, bound,
+                       compliant ? "tets" : "triangles", MAXEL);
+      return compliant ? cylinder_tets(R, L, (int32_t)nd, (int32_t)slices, E, m, err)
                        : cylinder_surface(R, L, hint, (int32_t)nd, m, err);
     }
     case CE_SHAPE_CAPSULE: {

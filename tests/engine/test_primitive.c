@@ -335,6 +335,28 @@ Test(primitive, cylinder_exact_field) {
   }
 }
 
+Test(primitive, long_cylinder_sliced_along_axis) {
+  /* the side wedges are cut into slices of height <= h along the medial
+   * segment |z| <= L/2 - apothem: n (3 slices + 4) + 2 n cap tets */
+  const double R = 0.1, L = 0.5, h = 0.02;
+  const int n = 32;
+  const double zo = L / 2 - R * cos(M_PI / n);
+  const int slices = (int)ceil(2 * zo / h);
+  ce_rawmesh m = make(shape_rl(CE_SHAPE_CYLINDER, R, L), CE_COMPLIANT, h);
+  cr_assert_eq(slices, 16);
+  cr_assert_eq(m.nt, n * (3 * slices + 6));
+  for (int32_t t = 0; t < m.nt; ++t) {
+    double zlo = INFINITY, zhi = -INFINITY;
+    for (int k = 0; k < 4; ++k) {
+      zlo = fmin(zlo, m.v[m.tet[t][k]].z);
+      zhi = fmax(zhi, m.v[m.tet[t][k]].z);
+    }
+    if (zhi <= zo + 1e-12 && zlo >= -zo - 1e-12)
+      cr_assert_leq(zhi - zlo, h, "tet %d spans %g in z", t, zhi - zlo);
+  }
+  ce_rawmesh_free(&m);
+}
+
 Test(primitive, cylinder_volume_converges) {
   const double R = 0.05, L = 0.2, V = M_PI * R * R * L;
   double prev = INFINITY;
