@@ -557,14 +557,31 @@ out:
 
 static cJSON *emit_message(jctx *c, const ProtobufCMessage *m);
 
+/* A JSON number written by us: cJSON prints doubles with 15 significant
+ * digits whenever that is within an epsilon of the value, which does not
+ * round-trip exactly. Use the shortest of %.15g/%.16g/%.17g that parses back
+ * to the same value. */
+static cJSON *raw_double(double d) {
+  char num[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(num, sizeof num, "%.*g", prec, d);
+    if (strtod(num, NULL) == d) break;
+  }
+  return cJSON_CreateRaw(num);
+}
+
 static cJSON *emit_value(jctx *c, const ProtobufCFieldDescriptor *f, const void *src) {
   char num[32];
   switch (f->type) {
   case PROTOBUF_C_TYPE_INT32:
   case PROTOBUF_C_TYPE_SINT32:
-  case PROTOBUF_C_TYPE_SFIXED32: return cJSON_CreateNumber(*(const int32_t *)src);
+  case PROTOBUF_C_TYPE_SFIXED32:
+    snprintf(num, sizeof num, "%d", (int)*(const int32_t *)src);
+    return cJSON_CreateRaw(num);
   case PROTOBUF_C_TYPE_UINT32:
-  case PROTOBUF_C_TYPE_FIXED32: return cJSON_CreateNumber(*(const uint32_t *)src);
+  case PROTOBUF_C_TYPE_FIXED32:
+    snprintf(num, sizeof num, "%u", (unsigned)*(const uint32_t *)src);
+    return cJSON_CreateRaw(num);
   case PROTOBUF_C_TYPE_INT64:
   case PROTOBUF_C_TYPE_SINT64:
   case PROTOBUF_C_TYPE_SFIXED64:
@@ -580,13 +597,15 @@ static cJSON *emit_value(jctx *c, const ProtobufCFieldDescriptor *f, const void 
                                                 : *(const double *)src;
     if (isnan(d)) return cJSON_CreateString("NaN");
     if (isinf(d)) return cJSON_CreateString(d > 0 ? "Infinity" : "-Infinity");
-    return cJSON_CreateNumber(d);
+    return raw_double(d);
   }
   case PROTOBUF_C_TYPE_BOOL: return cJSON_CreateBool(*(const protobuf_c_boolean *)src);
   case PROTOBUF_C_TYPE_ENUM: {
     int32_t v = *(const int32_t *)src;
     const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(f->descriptor, v);
-    return ev ? cJSON_CreateStringReference(ev->name) : cJSON_CreateNumber(v);
+    if (ev) return cJSON_CreateStringReference(ev->name);
+    snprintf(num, sizeof num, "%d", (int)v);
+    return cJSON_CreateRaw(num);
   }
   case PROTOBUF_C_TYPE_STRING: {
     const char *s = *(char *const *)src;
@@ -615,9 +634,12 @@ static int is_default(const ProtobufCFieldDescriptor *f, const void *src) {
   }
   case PROTOBUF_C_TYPE_BYTES: return ((const ProtobufCBinaryData *)src)->len == 0;
   case PROTOBUF_C_TYPE_MESSAGE: return *(ProtobufCMessage *const *)src == NULL;
+  /* 0 and -0 are both omitted, as protobuf-c's packer omits them, so the
+   * JSON and binary forms of a message carry the same fields */
+  case PROTOBUF_C_TYPE_FLOAT: return *(const float *)src == 0;
+  case PROTOBUF_C_TYPE_DOUBLE: return *(const double *)src == 0;
   default: {
-    /* numbers, enums, bools: all-zero bits (so -0.0 is written, as protobuf
-     * does) */
+    /* integers, enums, bools */
     static const uint8_t zero[8];
     return memcmp(src, zero, elem_size(f->type)) == 0;
   }
