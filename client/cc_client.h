@@ -1,0 +1,218 @@
+/* cc_client.h — the contactd C client library (prefix cc_).
+ *
+ * A blocking client for the contactd wire protocol (proto/contactd.proto,
+ * package contactd.v1): delimited protobuf over TCP ("host:port",
+ * "[v6addr]:port") or a Unix socket ("unix:/path").
+ *
+ *   cc_client *c;
+ *   cc_error err;
+ *   if (cc_connect("127.0.0.1:7411", NULL, &c, &err)) { ...err.message... }
+ *   cc_shape s = {.kind = CC_SHAPE_SPHERE, .a = 0.05, .modulus = 1e5, .hint = 0.01};
+ *   char id[CC_ID_MAX];
+ *   cc_register_shape(c, &s, id, NULL, &err);
+ *   ...
+ *   Contactd__V1__ContactReply *rep;
+ *   cc_query_bodies(c, bodies, 2, pairs, 1, NULL, &rep, &err);
+ *   ... rep->results[0]->wrench_a->force->z ...
+ *   cc_free(rep);
+ *   cc_close(c);
+ *
+ * Conventions:
+ *  - Every call returns 0 on success, else a gRPC canonical code (the numbers
+ *    of contactd.v1.ErrorCode, CC_E* below) and fills *err (err may be NULL).
+ *    err->remote says whether the server sent the error (its code, message
+ *    and field verbatim) or the client raised it (connection refused or lost
+ *    = CC_EUNAVAILABLE, timeout = CC_EDEADLINE_EXCEEDED, a malformed or
+ *    unexpected reply = CC_EINTERNAL, bad arguments = CC_EINVALID_ARGUMENT).
+ *  - Memory: requests are borrowed (never freed or kept by the library);
+ *    every reply is a protobuf-c message (contactd.pb-c.h) owned by the
+ *    caller, released with cc_free(). Replies are never shared between calls.
+ *  - Timeouts: cc_options.connect_timeout_ms bounds connect();
+ *    cc_options.timeout_ms bounds each wait for a reply (and each blocked
+ *    write). After a timeout the late reply, if it ever comes, is discarded.
+ *  - A cc_client is not thread-safe: use one per thread (connections are
+ *    cheap; the daemon's geometry cache is shared by all of them).
+ *  - Streams: cc_stream_update() only sends; results arrive in order and are
+ *    read with cc_stream_recv(). Results that arrive while another call waits
+ *    for its reply are queued and handed out by cc_stream_recv() later. Keep
+ *    the number of unanswered updates below the server's max_in_flight limit
+ *    (HelloReply.limits), or use CC latest-only mode.
+ */
+#ifndef CC_CLIENT_H
+#define CC_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "contactd.pb-c.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CC_VERSION "0.1.0"
+#define CC_PROTOCOL_VERSION 1
+#define CC_DEFAULT_ADDR "127.0.0.1:7411"
+#define CC_ID_MAX 128 /* buffer size that holds any geometry id */
+
+/* gRPC canonical codes (contactd.v1.ErrorCode). */
+enum {
+  CC_OK = 0,
+  CC_ECANCELLED = 1,
+  CC_EUNKNOWN = 2,
+  CC_EINVALID_ARGUMENT = 3,
+  CC_EDEADLINE_EXCEEDED = 4,
+  CC_ENOT_FOUND = 5,
+  CC_EALREADY_EXISTS = 6,
+  CC_EPERMISSION_DENIED = 7,
+  CC_ERESOURCE_EXHAUSTED = 8,
+  CC_EFAILED_PRECONDITION = 9,
+  CC_EABORTED = 10,
+  CC_EOUT_OF_RANGE = 11,
+  CC_EUNIMPLEMENTED = 12,
+  CC_EINTERNAL = 13,
+  CC_EUNAVAILABLE = 14,
+  CC_EDATA_LOSS = 15,
+  CC_EUNAUTHENTICATED = 16,
+};
+
+typedef struct cc_error {
+  int code;          /* CC_OK or a CC_E* code */
+  int remote;        /* 1 = sent by the server, 0 = raised by the client */
+  char field[256];   /* offending field path from the server ("" if none) */
+  char message[512]; /* human-readable */
+} cc_error;
+
+/* "INVALID_ARGUMENT", ... ("OK" for 0, "UNKNOWN" for codes out of range). */
+const char *cc_code_name(int code);
+
+typedef struct cc_options {
+  int connect_timeout_ms;  /* default 5000; < 0 = wait forever */
+  int timeout_ms;          /* per reply; default 60000; < 0 = wait forever */
+  size_t max_frame_bytes;  /* largest reply accepted; default 64 MiB */
+} cc_options;
+
+void cc_options_default(cc_options *o);
+
+typedef struct cc_client cc_client;
+
+/* The address to use when none is given: $CONTACTD_ADDR, else
+ * CC_DEFAULT_ADDR. */
+const char *cc_default_addr(void);
+
+/* Connect to addr ("host:port", "[::1]:port", "unix:/path"; NULL = the
+ * default address). opt may be NULL (defaults). */
+int cc_connect(const char *addr, const cc_options *opt, cc_client **out, cc_error *err);
+/* Close the connection and free everything (NULL is fine). The server then
+ * drops this session's geometry references and streams. */
+void cc_close(cc_client *c);
+/* Change the per-reply timeout (ms, < 0 = forever). */
+void cc_set_timeout(cc_client *c, int timeout_ms);
+/* The socket, e.g. for poll() (readable = cc_stream_recv will not block
+ * long). */
+int cc_fd(const cc_client *c);
+
+/* Free any message returned by this library (NULL is fine). */
+void cc_free(void *msg);
+
+/* ---- one blocking call per request ------------------------------------ */
+
+/* Generic call: sends req (its request_id is overwritten) and waits for the
+ * reply with the same id; RegisterProgress messages are skipped, an Error
+ * reply becomes the return code. *reply is the whole Envelope. */
+int cc_call(cc_client *c, Contactd__V1__Envelope *req, Contactd__V1__Envelope **reply,
+            cc_error *err);
+
+int cc_hello(cc_client *c, const char *client_name, Contactd__V1__HelloReply **out, cc_error *err);
+int cc_register(cc_client *c, const Contactd__V1__RegisterGeometry *req,
+                Contactd__V1__RegisterReply **out, cc_error *err);
+/* *out lists the ids the server does not hold. */
+int cc_has(cc_client *c, const char *const *ids, size_t n, Contactd__V1__HasGeometryReply **out,
+           cc_error *err);
+int cc_release(cc_client *c, const char *const *ids, size_t n, Contactd__V1__ReleaseReply **out,
+               cc_error *err);
+int cc_query(cc_client *c, const Contactd__V1__ContactQuery *q, Contactd__V1__ContactReply **out,
+             cc_error *err);
+int cc_stats(cc_client *c, Contactd__V1__StatsReply **out, cc_error *err);
+
+/* ---- streams ------------------------------------------------------------ */
+
+int cc_stream_open(cc_client *c, const Contactd__V1__OpenStream *m, uint64_t *stream_id,
+                   cc_error *err);
+/* Send one update (no reply is awaited). */
+int cc_stream_update(cc_client *c, const Contactd__V1__StreamUpdate *u, cc_error *err);
+/* The next stream result of any stream on this connection, waiting up to
+ * timeout_ms (< 0 = the client's timeout). An Error the server sent for an
+ * update (or for a stream computation) is returned as its code. A timeout is
+ * CC_EDEADLINE_EXCEEDED with the connection still usable. */
+int cc_stream_recv(cc_client *c, int timeout_ms, Contactd__V1__StreamResult **out, cc_error *err);
+/* Close a stream. Results of updates sent before are delivered first (they
+ * are queued for cc_stream_recv). *out may be NULL. */
+int cc_stream_close(cc_client *c, uint64_t stream_id, Contactd__V1__CloseStreamReply **out,
+                    cc_error *err);
+
+/* ---- plain-struct conveniences ----------------------------------------- */
+
+typedef enum cc_shape_kind {
+  CC_SHAPE_SPHERE = 1,  /* a = radius */
+  CC_SHAPE_BOX,         /* a, b, c = full edge lengths along x, y, z */
+  CC_SHAPE_CYLINDER,    /* a = radius, b = length along z */
+  CC_SHAPE_CAPSULE,     /* a = radius, b = length of the medial segment */
+  CC_SHAPE_ELLIPSOID,   /* a, b, c = semi-axes */
+  CC_SHAPE_HALF_SPACE,  /* z <= 0 of the body frame */
+  CC_SHAPE_MESH_FILE,   /* data/size = a mesh file's bytes */
+} cc_shape_kind;
+
+typedef struct cc_shape {
+  cc_shape_kind kind;
+  double a, b, c;       /* dimensions, see cc_shape_kind */
+  int rigid;            /* 1 = rigid, 0 = compliant */
+  double modulus;       /* hydroelastic modulus, Pa (compliant) */
+  double hint;          /* resolution hint, m (primitives) */
+  double slab;          /* compliant half space slab thickness, m; 0 = default */
+  double dissipation;   /* Hunt-Crossley d, s/m */
+  double friction;      /* Coulomb mu */
+  const void *data;     /* CC_SHAPE_MESH_FILE: the file's bytes ... */
+  size_t size;          /* ... and their count */
+  int format;           /* Contactd__V1__MeshFormat; 0 = detect */
+  const char *name;     /* label / file name (may be NULL) */
+} cc_shape;
+
+/* Register a shape; copies the geometry id into id[CC_ID_MAX]. out (the full
+ * reply with build statistics) may be NULL. */
+int cc_register_shape(cc_client *c, const cc_shape *s, char id[CC_ID_MAX],
+                      Contactd__V1__RegisterReply **out, cc_error *err);
+
+/* Name of a cc_shape_kind for a command line ("sphere", ..., "half-space",
+ * "mesh"); cc_shape_kind_parse is the inverse (0 if unknown). */
+const char *cc_shape_kind_name(cc_shape_kind k);
+cc_shape_kind cc_shape_kind_parse(const char *s);
+
+typedef struct cc_body {
+  uint32_t id;
+  const char *geometry_id;
+  double p[3];  /* position of the body origin, m */
+  double q[4];  /* orientation w, x, y, z; all zero = identity */
+  double w[3];  /* angular velocity, rad/s, world */
+  double v[3];  /* linear velocity of the origin, m/s, world */
+} cc_body;
+
+/* A ContactQuery over plain bodies and explicit pairs (pairs[i][0] = A,
+ * pairs[i][1] = B; npairs = 0 = all pairs by the broad phase). opt may be
+ * NULL (server defaults). */
+int cc_query_bodies(cc_client *c, const cc_body *bodies, size_t n, const uint32_t (*pairs)[2],
+                    size_t npairs, const Contactd__V1__QueryOptions *opt,
+                    Contactd__V1__ContactReply **out, cc_error *err);
+
+/* OpenStream over plain bodies/pairs (as cc_query_bodies). */
+int cc_stream_open_bodies(cc_client *c, const cc_body *bodies, size_t n, const uint32_t (*pairs)[2],
+                          size_t npairs, const Contactd__V1__QueryOptions *opt, int latest_only,
+                          uint64_t *stream_id, cc_error *err);
+/* StreamUpdate with the pose and velocity of each listed body. */
+int cc_stream_send(cc_client *c, uint64_t stream_id, uint64_t sequence, const cc_body *states,
+                   size_t n, cc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CC_CLIENT_H */
