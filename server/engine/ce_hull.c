@@ -57,6 +57,7 @@ static double face_dist(const hull *h, const hface *f, int32_t i) { return ce_do
 /* Appends a face (a, b, c); returns its index or -1 when out of memory. */
 static int32_t add_face(hull *h, int32_t a, int32_t b, int32_t c) {
   if (h->nf == h->capf) {
+    if (h->capf > INT32_MAX / 8) return -1; /* keeps every size below in range */
     int32_t cap = h->capf ? h->capf * 2 : 64;
     hface *nf = realloc(h->f, (size_t)cap * sizeof *nf);
     if (!nf) return -1;
