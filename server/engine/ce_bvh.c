@@ -39,6 +39,10 @@ typedef struct build_ctx {
   /* sort scratch */
   int sort_axis;
   int32_t *tmp;
+  /* tets with pressures: per-element gradient and volume, per-node fits */
+  ce_vec3 *egrad;
+  double *evol;
+  double (*field)[5];
 } build_ctx;
 
 /* Symmetric 3x3 eigenvectors by cyclic Jacobi rotations; columns of V. */
@@ -101,6 +105,38 @@ static double fit_box(const build_ctx *c, int32_t first, int32_t count, const ce
   *center = ce_add(ce_add(ce_scale(ax[0], m[0]), ce_scale(ax[1], m[1])), ce_scale(ax[2], m[2]));
   *half = ce_v3(h[0], h[1], h[2]);
   return h[0] * h[1] * h[2];
+}
+
+/* Linear bound of the pressure over the node's tets: g = volume-weighted
+ * mean of the tets' gradients, c and e from the range of p - g.x over the
+ * vertices (p - g.x - c is linear on every tet, so its extremes over the
+ * node are at vertices). e is padded against rounding. */
+static void node_field(const build_ctx *c, const ce_bvh_node *nd, int32_t first, int32_t count, double f[5]) {
+  ce_vec3 g = ce_v3(0, 0, 0);
+  double vol = 0;
+  for (int32_t i = first; i < first + count; i++) {
+    int32_t e = c->order[i];
+    g = ce_axpy(g, c->evol[e], c->egrad[e]);
+    vol += c->evol[e];
+  }
+  g = vol > 0 ? ce_scale(g, 1.0 / vol) : ce_v3(0, 0, 0);
+  double lo = INFINITY, hi = -INFINITY;
+  for (int32_t i = first; i < first + count; i++) {
+    const int32_t *el = c->elems + (size_t)c->order[i] * 4;
+    for (int j = 0; j < 4; j++) {
+      double r = c->p[el[j]] - ce_dot(g, c->v[el[j]]);
+      if (r < lo) lo = r;
+      if (r > hi) hi = r;
+    }
+  }
+  double off = 0.5 * (lo + hi), dev = 0.5 * (hi - lo);
+  double mag = fabs(off) + fabs(nd->pmin) + fabs(nd->pmax) +
+               ce_norm(g) * (ce_norm(nd->center) + ce_norm(nd->half));
+  f[0] = g.x;
+  f[1] = g.y;
+  f[2] = g.z;
+  f[3] = off;
+  f[4] = dev + 1e-10 * mag;
 }
 
 static void node_box(const build_ctx *c, ce_bvh_node *nd, int32_t first, int32_t count) {
@@ -169,6 +205,7 @@ static void node_box(const build_ctx *c, ce_bvh_node *nd, int32_t first, int32_t
   }
   nd->pmin = pmin;
   nd->pmax = pmax;
+  if (c->field) node_field(c, nd, first, count, c->field[nd - c->nodes]);
 }
 
 /* Stable merge sort of order[first..first+count) by (centroid[axis], index). */
@@ -245,12 +282,34 @@ ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
   c.tmp = malloc((size_t)nelem * sizeof *c.tmp);
   c.order = malloc((size_t)nelem * sizeof *c.order);
   c.nodes = malloc((size_t)maxnodes * sizeof *c.nodes);
-  if (!c.centroid || !c.tmp || !c.order || !c.nodes) {
+  if (k == 4 && pressure) {
+    c.egrad = malloc((size_t)nelem * sizeof *c.egrad);
+    c.evol = malloc((size_t)nelem * sizeof *c.evol);
+    c.field = malloc((size_t)maxnodes * sizeof *c.field);
+  }
+  if (!c.centroid || !c.tmp || !c.order || !c.nodes ||
+      (k == 4 && pressure && (!c.egrad || !c.evol || !c.field))) {
     free(c.centroid);
     free(c.tmp);
     free(c.order);
     free(c.nodes);
+    free(c.egrad);
+    free(c.evol);
+    free(c.field);
     return ce_fail(err, CE_ENOMEM, "bvh: out of memory for %d elements", (int)nelem);
+  }
+  if (c.field) {
+    for (int32_t i = 0; i < nelem; i++) {
+      const int32_t *el = elems + (size_t)i * 4;
+      ce_vec3 e1 = ce_sub(v[el[1]], v[el[0]]), e2 = ce_sub(v[el[2]], v[el[0]]), e3 = ce_sub(v[el[3]], v[el[0]]);
+      double d1 = pressure[el[1]] - pressure[el[0]], d2 = pressure[el[2]] - pressure[el[0]],
+             d3 = pressure[el[3]] - pressure[el[0]];
+      double det = ce_dot(e1, ce_cross(e2, e3));
+      ce_vec3 g = ce_add(ce_add(ce_scale(ce_cross(e2, e3), d1), ce_scale(ce_cross(e3, e1), d2)),
+                         ce_scale(ce_cross(e1, e2), d3));
+      c.egrad[i] = det != 0 ? ce_scale(g, 1.0 / det) : ce_v3(0, 0, 0);
+      c.evol[i] = fabs(det);
+    }
   }
   double scale = 0;
   for (int32_t i = 0; i < nelem; i++) {
@@ -270,6 +329,12 @@ ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
   build_node(&c, 0, nelem);
   free(c.centroid);
   free(c.tmp);
+  free(c.egrad);
+  free(c.evol);
+  if (c.field) {
+    double(*fs)[5] = realloc(c.field, (size_t)c.nnodes * sizeof *c.field);
+    bvh->field = fs ? fs : c.field;
+  }
   ce_bvh_node *shrunk = realloc(c.nodes, (size_t)c.nnodes * sizeof *c.nodes);
   bvh->nodes = shrunk ? shrunk : c.nodes;
   bvh->nnodes = c.nnodes;
@@ -282,55 +347,102 @@ void ce_bvh_free(ce_bvh *bvh) {
   if (!bvh) return;
   free(bvh->nodes);
   free(bvh->order);
+  free(bvh->field);
   memset(bvh, 0, sizeof *bvh);
 }
 
 size_t ce_bvh_bytes(const ce_bvh *bvh) {
-  return (size_t)bvh->nnodes * sizeof(ce_bvh_node) + (size_t)bvh->nelem * sizeof(int32_t);
+  return (size_t)bvh->nnodes * (sizeof(ce_bvh_node) + (bvh->field ? sizeof(double[5]) : 0)) +
+         (size_t)bvh->nelem * sizeof(int32_t);
 }
 
 /* ---- traversal ------------------------------------------------------------ */
 
-/* B's node box placed in A's frame: centre and axes (columns as rows of u). */
+/* B's node box placed in A's frame: centre, axes, and (with pressure
+ * fields) B's linear pressure bound expressed in A's frame. */
 typedef struct placed_box {
   ce_vec3 c;
   ce_vec3 u[3];
+  ce_vec3 g;
+  double off;
 } placed_box;
 
-/* Separating-axis test of A's box (centre ca, unit axes ua[3], half ha) and
- * B's placed box. Returns 1 when they overlap (no separating axis). */
-static inline int obb_overlap(ce_vec3 ca, const ce_mat3 *UA, ce_vec3 ha, const placed_box *pb,
-                              ce_vec3 hb) {
+/* Separating-axis test of A's box (centre ca, axes = columns of UA, half
+ * ha) and B's placed box. Returns 1 when no axis separates them. |R| gets
+ * an epsilon so near-parallel edges never yield a false separation. */
+static inline int obb_overlap(ce_vec3 ca, const ce_mat3 *UA, ce_vec3 ha, const placed_box *pb, ce_vec3 hb) {
   const double eps = 1e-12;
   double R[3][3], AR[3][3], t[3];
   ce_vec3 d = ce_sub(pb->c, ca);
-  double a[3] = {ha.x, ha.y, ha.z}, b[3] = {hb.x, hb.y, hb.z};
-  /* A's face axes, computing rows of R lazily. */
+  const double a0 = ha.x, a1 = ha.y, a2 = ha.z, b0 = hb.x, b1 = hb.y, b2 = hb.z;
+  /* A's face axes, computing rows of R as needed. */
   for (int i = 0; i < 3; i++) {
     ce_vec3 ai = ce_v3(UA->m[0][i], UA->m[1][i], UA->m[2][i]);
     t[i] = ce_dot(ai, d);
-    for (int j = 0; j < 3; j++) {
-      R[i][j] = ce_dot(ai, pb->u[j]);
-      AR[i][j] = fabs(R[i][j]) + eps;
-    }
-    if (fabs(t[i]) > a[i] + b[0] * AR[i][0] + b[1] * AR[i][1] + b[2] * AR[i][2]) return 0;
+    R[i][0] = ce_dot(ai, pb->u[0]);
+    R[i][1] = ce_dot(ai, pb->u[1]);
+    R[i][2] = ce_dot(ai, pb->u[2]);
+    AR[i][0] = fabs(R[i][0]) + eps;
+    AR[i][1] = fabs(R[i][1]) + eps;
+    AR[i][2] = fabs(R[i][2]) + eps;
+    double ai_h = i == 0 ? a0 : (i == 1 ? a1 : a2);
+    if (fabs(t[i]) > ai_h + b0 * AR[i][0] + b1 * AR[i][1] + b2 * AR[i][2]) return 0;
   }
   /* B's face axes. */
-  for (int j = 0; j < 3; j++) {
-    double tj = t[0] * R[0][j] + t[1] * R[1][j] + t[2] * R[2][j];
-    if (fabs(tj) > a[0] * AR[0][j] + a[1] * AR[1][j] + a[2] * AR[2][j] + b[j]) return 0;
-  }
+  if (fabs(t[0] * R[0][0] + t[1] * R[1][0] + t[2] * R[2][0]) > a0 * AR[0][0] + a1 * AR[1][0] + a2 * AR[2][0] + b0)
+    return 0;
+  if (fabs(t[0] * R[0][1] + t[1] * R[1][1] + t[2] * R[2][1]) > a0 * AR[0][1] + a1 * AR[1][1] + a2 * AR[2][1] + b1)
+    return 0;
+  if (fabs(t[0] * R[0][2] + t[1] * R[1][2] + t[2] * R[2][2]) > a0 * AR[0][2] + a1 * AR[1][2] + a2 * AR[2][2] + b2)
+    return 0;
   /* Edge-edge axes a_i x b_j. */
+  if (fabs(t[2] * R[1][0] - t[1] * R[2][0]) > a1 * AR[2][0] + a2 * AR[1][0] + b1 * AR[0][2] + b2 * AR[0][1]) return 0;
+  if (fabs(t[2] * R[1][1] - t[1] * R[2][1]) > a1 * AR[2][1] + a2 * AR[1][1] + b0 * AR[0][2] + b2 * AR[0][0]) return 0;
+  if (fabs(t[2] * R[1][2] - t[1] * R[2][2]) > a1 * AR[2][2] + a2 * AR[1][2] + b0 * AR[0][1] + b1 * AR[0][0]) return 0;
+  if (fabs(t[0] * R[2][0] - t[2] * R[0][0]) > a0 * AR[2][0] + a2 * AR[0][0] + b1 * AR[1][2] + b2 * AR[1][1]) return 0;
+  if (fabs(t[0] * R[2][1] - t[2] * R[0][1]) > a0 * AR[2][1] + a2 * AR[0][1] + b0 * AR[1][2] + b2 * AR[1][0]) return 0;
+  if (fabs(t[0] * R[2][2] - t[2] * R[0][2]) > a0 * AR[2][2] + a2 * AR[0][2] + b0 * AR[1][1] + b1 * AR[1][0]) return 0;
+  if (fabs(t[1] * R[0][0] - t[0] * R[1][0]) > a0 * AR[1][0] + a1 * AR[0][0] + b1 * AR[2][2] + b2 * AR[2][1]) return 0;
+  if (fabs(t[1] * R[0][1] - t[0] * R[1][1]) > a0 * AR[1][1] + a1 * AR[0][1] + b0 * AR[2][2] + b2 * AR[2][0]) return 0;
+  if (fabs(t[1] * R[0][2] - t[0] * R[1][2]) > a0 * AR[1][2] + a1 * AR[0][2] + b0 * AR[2][1] + b1 * AR[2][0]) return 0;
+  return 1;
+}
+
+/* Shrink a box (centre *C, axes u[0..2], half extents *h) to the tightest
+ * box with the same axes that contains its intersection with the slab
+ * |w . x + c0| <= e. Returns 0 when the slab misses the box. Exact per axis:
+ * with x = C + sum t_i u_i and b_i = w . u_i the slab reads
+ * sum b_i t_i in [L, U]; the other two terms range over [-r_i, r_i], so
+ * b_i t_i in [L - r_i, U + r_i]. */
+static inline int shrink_to_slab(ce_vec3 w, double c0, double e, ce_vec3 *C, const ce_vec3 u[3], ce_vec3 *h) {
+  double hh[3] = {h->x, h->y, h->z};
+  double b[3] = {ce_dot(w, u[0]), ce_dot(w, u[1]), ce_dot(w, u[2])};
+  double ab[3] = {hh[0] * fabs(b[0]), hh[1] * fabs(b[1]), hh[2] * fabs(b[2])};
+  double R = ab[0] + ab[1] + ab[2];
+  double sc = ce_dot(w, *C) + c0;
+  double slack = e + 1e-12 * (R + fabs(sc));
+  double L = -slack - sc, U = slack - sc;
+  if (L > R || U < -R) return 0;
+  ce_vec3 c = *C;
   for (int i = 0; i < 3; i++) {
-    int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
-    for (int j = 0; j < 3; j++) {
-      int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
-      double ra = a[i1] * AR[i2][j] + a[i2] * AR[i1][j];
-      double rb = b[j1] * AR[i][j2] + b[j2] * AR[i][j1];
-      double tt = t[i2] * R[i1][j] - t[i1] * R[i2][j];
-      if (fabs(tt) > ra + rb) return 0;
+    double ri = R - ab[i];
+    if (ab[i] <= 1e-9 * (R + slack)) continue; /* axis nearly in the slab plane */
+    double lo = (L - ri) / b[i], hi = (U + ri) / b[i];
+    if (b[i] < 0) {
+      double t = lo;
+      lo = hi;
+      hi = t;
     }
+    if (lo < -hh[i]) lo = -hh[i];
+    if (hi > hh[i]) hi = hh[i];
+    if (lo > hi) return 0;
+    double m = 0.5 * (lo + hi), half = 0.5 * (hi - lo);
+    half += 1e-9 * hh[i]; /* rounding of the division */
+    c = ce_axpy(c, m, u[i]);
+    hh[i] = half;
   }
+  *C = c;
+  *h = ce_v3(hh[0], hh[1], hh[2]);
   return 1;
 }
 
@@ -341,6 +453,13 @@ static const placed_box *place(const ce_bvh *bb, int32_t j, const ce_pose *X, pl
     const ce_bvh_node *n = &bb->nodes[j];
     p->c = ce_pose_apply(X, n->center);
     for (int k = 0; k < 3; k++) p->u[k] = ce_mat3_mul_vec(&X->R, col(&n->axes, k));
+    if (bb->field) {
+      /* p_B(y) ~ gB . y + cB with y = R^T (x - t): in A's frame the
+       * gradient is R gB and the offset cB - (R gB) . t. */
+      const double *f = bb->field[j];
+      p->g = ce_mat3_mul_vec(&X->R, ce_v3(f[0], f[1], f[2]));
+      p->off = f[3] - ce_dot(p->g, X->p);
+    }
     done[j] = 1;
   }
   return p;
@@ -360,12 +479,30 @@ ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b, const ce_pose 
   st[0].b = 0;
   stack.len = 1;
   const ce_bvh_node *NA = bvh_a->nodes, *NB = bvh_b->nodes;
+  /* Equal-pressure slabs need both linear bounds. */
+  const int use_slab = use_pressure && bvh_a->field && bvh_b->field;
   while (stack.len > 0) {
     ce_pair top = ((ce_pair *)stack.data)[--stack.len];
     const ce_bvh_node *na = &NA[top.a], *nb = &NB[top.b];
     if (use_pressure && (na->pmax < nb->pmin || nb->pmax < na->pmin)) continue;
     const placed_box *pb = place(bvh_b, top.b, X_AB, cache, done);
-    if (!obb_overlap(na->center, &na->axes, na->half, pb, nb->half)) continue;
+    if (use_slab) {
+      /* Any point with p_A = p_B inside both nodes lies in the slab
+       * |(gA - gB) . x + (cA - cB)| <= eA + eB and in both boxes: shrink
+       * both boxes to the slab, then test the shrunken boxes. */
+      const double *fa = bvh_a->field[top.a];
+      ce_vec3 w = ce_sub(ce_v3(fa[0], fa[1], fa[2]), pb->g);
+      double c0 = fa[3] - pb->off, e = fa[4] + bvh_b->field[top.b][4];
+      ce_vec3 ua[3] = {col(&na->axes, 0), col(&na->axes, 1), col(&na->axes, 2)};
+      ce_vec3 ca = na->center, ha = na->half, cb = pb->c, hb = nb->half;
+      if (!shrink_to_slab(w, c0, e, &ca, ua, &ha)) continue;
+      if (!shrink_to_slab(w, c0, e, &cb, pb->u, &hb)) continue;
+      placed_box sb = *pb;
+      sb.c = cb;
+      if (!obb_overlap(ca, &na->axes, ha, &sb, hb)) continue;
+    } else if (!obb_overlap(na->center, &na->axes, na->half, pb, nb->half)) {
+      continue;
+    }
     int leaf_a = na->left < 0, leaf_b = nb->left < 0;
     if (leaf_a && leaf_b) {
       if (ce_buf_reserve(arena, out, (int64_t)na->count * nb->count) != CE_OK) return CE_ENOMEM;

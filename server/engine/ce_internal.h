@@ -75,6 +75,11 @@ typedef struct ce_bvh {
   ce_bvh_node *nodes;     /* nodes[0] is the root */
   int32_t nelem;
   int32_t *order;         /* element indices, leaf runs contiguous */
+  /* Tet meshes with pressures: per node a linear bound of the pressure over
+   * the node's tets, |p(x) - (g . x + c)| <= e, stored {gx, gy, gz, c, e};
+   * lets ce_bvh_collide prune node pairs by their equal-pressure slab.
+   * NULL otherwise. */
+  double (*field)[5];
 } ce_bvh;
 
 typedef struct ce_pair { int32_t a, b; } ce_pair;

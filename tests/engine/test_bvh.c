@@ -87,6 +87,37 @@ static int tets_overlap(const ce_vec3 a[4], const ce_vec3 b[4]) {
   return 1;
 }
 
+/* Barycentric coordinates of x in tet y (positively or negatively oriented). */
+static void bary(const ce_vec3 y[4], ce_vec3 x, double l[4]) {
+  double vol = ce_dot(ce_sub(y[1], y[0]), ce_cross(ce_sub(y[2], y[0]), ce_sub(y[3], y[0])));
+  for (int k = 0; k < 4; k++) {
+    ce_vec3 z[4] = {y[0], y[1], y[2], y[3]};
+    z[k] = x;
+    l[k] = ce_dot(ce_sub(z[1], z[0]), ce_cross(ce_sub(z[2], z[0]), ce_sub(z[3], z[0]))) / vol;
+  }
+}
+
+/* Sample tet a (vertex pressures pa) on a barycentric grid; among samples
+ * inside tet b, does p_a - p_b take both signs? */
+static int equal_pressure_inside(const ce_vec3 a[4], const double pa[4], const ce_vec3 b[4], const double pb[4]) {
+  int pos = 0, neg = 0;
+  const int n = 8;
+  for (int i = 0; i <= n; i++)
+    for (int j = 0; i + j <= n; j++)
+      for (int k = 0; i + j + k <= n; k++) {
+        double l0 = (double)i / n, l1 = (double)j / n, l2 = (double)k / n, l3 = 1 - l0 - l1 - l2;
+        ce_vec3 x = ce_add(ce_add(ce_scale(a[0], l0), ce_scale(a[1], l1)), ce_add(ce_scale(a[2], l2), ce_scale(a[3], l3)));
+        double lb[4];
+        bary(b, x, lb);
+        if (lb[0] < 0 || lb[1] < 0 || lb[2] < 0 || lb[3] < 0) continue;
+        double d = l0 * pa[0] + l1 * pa[1] + l2 * pa[2] + l3 * pa[3] -
+                   (lb[0] * pb[0] + lb[1] * pb[1] + lb[2] * pb[2] + lb[3] * pb[3]);
+        pos |= d >= 0;
+        neg |= d <= 0;
+      }
+  return pos && neg;
+}
+
 static int has_pair(const ce_buf *out, int32_t a, int32_t b) {
   const ce_pair *p = out->data;
   for (int64_t i = 0; i < out->len; i++)
@@ -174,6 +205,10 @@ Test(bvh, collide_has_no_false_negatives_for_random_poses) {
           }
           if (!tets_overlap(xa, xb)) continue;
           if (use_p && (pa_hi < pb_lo || pb_hi < pa_lo)) continue;
+          /* With pressures the tree may also prune pairs without an
+           * equal-pressure point; require a report only when samples of
+           * the common volume show p_A - p_B taking both signs. */
+          if (use_p && !equal_pressure_inside(xa, &sa.p[4 * i], xb, &sb.p[4 * k])) continue;
           total_true++;
           cr_assert(has_pair(&out, i, k), "trial %d use_p %d: overlapping tets (%d, %d) not reported", trial,
                     use_p, i, k);
@@ -218,8 +253,11 @@ Test(bvh, touching_tets_are_reported) {
 Test(bvh, pressure_ranges_prune) {
   ce_vec3 va[4] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
   int32_t t[1][4] = {{0, 1, 2, 3}};
-  double pa[4] = {0, 1, 2, 3}, pb[4] = {3.5, 4, 5, 6}, pc[4] = {3, 4, 5, 6};
-  ce_bvh ba, bb, bc;
+  /* pb: ranges disjoint. pc: ranges overlap but p_c = p_a + 1 everywhere, no
+   * equal-pressure point (pruned by the slab). pd: p_a - p_d changes sign. */
+  double pa[4] = {0, 1, 2, 3}, pb[4] = {3.5, 4, 5, 6}, pc[4] = {1, 2, 3, 4}, pd[4] = {3, 2, 1, 0};
+  ce_bvh ba, bb, bc, bd;
+  cr_assert_eq(ce_bvh_build(&bd, 1, 4, &t[0][0], va, pd, NULL), CE_OK);
   cr_assert_eq(ce_bvh_build(&ba, 1, 4, &t[0][0], va, pa, NULL), CE_OK);
   cr_assert_eq(ce_bvh_build(&bb, 1, 4, &t[0][0], va, pb, NULL), CE_OK);
   cr_assert_eq(ce_bvh_build(&bc, 1, 4, &t[0][0], va, pc, NULL), CE_OK);
@@ -234,8 +272,16 @@ Test(bvh, pressure_ranges_prune) {
   cr_assert_eq(ce_bvh_collide(&ba, &bb, &X, 0, arena, &out), CE_OK);
   cr_assert_eq(out.len, 1);
   cr_assert_eq(ce_bvh_collide(&ba, &bc, &X, 1, arena, &out), CE_OK);
-  cr_assert_eq(out.len, 2, "ranges touching at 3 Pa must not be pruned");
+  cr_assert_eq(out.len, 1, "parallel fields 1 Pa apart must be pruned");
+  cr_assert_eq(ce_bvh_collide(&ba, &bd, &X, 1, arena, &out), CE_OK);
+  cr_assert_eq(out.len, 2, "crossing fields must not be pruned");
+  /* p_a = x + 2 y + 3 z exactly: the node's linear bound is that field. */
+  cr_assert(ba.field != NULL && bb.field != NULL);
+  cr_assert(fabs(ba.field[0][0] - 1) < 1e-12 && fabs(ba.field[0][1] - 2) < 1e-12 && fabs(ba.field[0][2] - 3) < 1e-12);
+  cr_assert(fabs(ba.field[0][3]) < 1e-12 && fabs(ba.field[0][4]) < 1e-8, "offset %g dev %g", ba.field[0][3],
+            ba.field[0][4]);
   ce_arena_destroy(arena);
+  ce_bvh_free(&bd);
   ce_bvh_free(&ba);
   ce_bvh_free(&bb);
   ce_bvh_free(&bc);
