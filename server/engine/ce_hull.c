@@ -321,7 +321,8 @@ static int weld_key_cmp(const void *pa, const void *pb) {
  * the kept indices (increasing) to keep[] and returns their number, or -1
  * when out of memory. Points are bucketed in a grid of cell size w (cell
  * coordinates relative to the box corner lo, at most 1/CE_HULL_WELD per
- * axis) and sorted by cell, so each point only looks at 27 cells. */
+ * axis) and sorted by cell, so each point only looks at its 27 neighbour
+ * cells (9 binary searches). */
 static int32_t weld_points(const ce_vec3 *p, int32_t n, ce_vec3 lo, double w, int32_t *keep) {
   if (!(w > 0)) {
     for (int32_t i = 0; i < n; i++) keep[i] = i;
@@ -353,27 +354,29 @@ static int32_t weld_points(const ce_vec3 *p, int32_t n, ce_vec3 lo, double w, in
   qsort(k, (size_t)n, sizeof *k, weld_key_cmp);
   for (int32_t i = 0; i < n; i++) {
     int found = 0;
+    /* 9 columns (dx, dy); cells dz = -1..1 of a column are contiguous. */
     for (int dx = -1; dx <= 1 && !found; dx++)
-      for (int dy = -1; dy <= 1 && !found; dy++)
-        for (int dz = -1; dz <= 1 && !found; dz++) {
-          cells[0] = own[i][0] + dx;
-          cells[1] = own[i][1] + dy;
-          cells[2] = own[i][2] + dz;
-          /* first key of this cell */
-          int32_t a = 0, b = n;
-          while (a < b) {
-            int32_t m = a + (b - a) / 2;
-            int c = 0;
-            for (int j = 0; j < 3 && c == 0; j++) c = k[m].c[j] < cells[j] ? -1 : (k[m].c[j] > cells[j] ? 1 : 0);
-            if (c < 0) a = m + 1;
-            else b = m;
-          }
-          for (int32_t m = a; m < n && memcmp(k[m].c, cells, sizeof cells) == 0 && k[m].i < i; m++)
-            if (kept[k[m].i] && ce_norm(ce_sub(p[k[m].i], p[i])) <= w) {
-              found = 1;
-              break;
-            }
+      for (int dy = -1; dy <= 1 && !found; dy++) {
+        cells[0] = own[i][0] + dx;
+        cells[1] = own[i][1] + dy;
+        cells[2] = own[i][2] - 1;
+        int32_t a = 0, b = n;
+        while (a < b) {
+          int32_t m = a + (b - a) / 2;
+          int c = 0;
+          for (int j = 0; j < 3 && c == 0; j++) c = k[m].c[j] < cells[j] ? -1 : (k[m].c[j] > cells[j] ? 1 : 0);
+          if (c < 0)
+            a = m + 1;
+          else
+            b = m;
         }
+        for (int32_t m = a; m < n && k[m].c[0] == cells[0] && k[m].c[1] == cells[1] && k[m].c[2] <= cells[2] + 2;
+             m++)
+          if (k[m].i < i && kept[k[m].i] && ce_norm(ce_sub(p[k[m].i], p[i])) <= w) {
+            found = 1;
+            break;
+          }
+      }
     kept[i] = (unsigned char)!found;
     if (!found) keep[nk++] = i;
   }
