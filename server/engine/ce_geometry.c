@@ -29,6 +29,11 @@
  *    when a closed mesh is required → CE_EOPEN; a closed mesh whose enclosed
  *    volume is not positive → CE_EINVAL (inward winding).
  *
+ * Default field (pressure NULL): p = E * d / max d, d = exact distance from
+ * the vertex to the boundary surface (the faces that belong to one tet),
+ * found by a nearest-triangle search in a BVH over the boundary triangles;
+ * a mesh without an interior vertex has no such field (CE_EFIELD).
+ *
  * Face and edge adjacency come from sorting integer keys (vertex indices,
  * then element, then local index), so they are deterministic and
  * O(n log n). */
