@@ -141,6 +141,60 @@ static const char *json_type_name(const cJSON *v) {
   return "an invalid value";
 }
 
+/* ---- UTF-8 -------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at p[0..n) (1..4), or 0 if invalid
+ * (overlong forms, surrogates and code points above U+10FFFF are invalid). */
+static size_t utf8_seq(const unsigned char *p, size_t n) {
+  unsigned char c = p[0];
+  if (c < 0x80) return 1;
+  size_t len;
+  uint32_t cp, min;
+  if ((c & 0xe0) == 0xc0) len = 2, cp = c & 0x1f, min = 0x80;
+  else if ((c & 0xf0) == 0xe0) len = 3, cp = c & 0x0f, min = 0x800;
+  else if ((c & 0xf8) == 0xf0) len = 4, cp = c & 0x07, min = 0x10000;
+  else return 0;
+  if (n < len) return 0;
+  for (size_t i = 1; i < len; i++) {
+    if ((p[i] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (p[i] & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return len;
+}
+
+/* Offset of the first invalid byte of s[0..n), or n if all valid. */
+static size_t utf8_invalid_at(const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0;
+  while (i < n) {
+    size_t k = utf8_seq(p + i, n - i);
+    if (!k) return i;
+    i += k;
+  }
+  return n;
+}
+
+/* s with every invalid byte replaced by U+FFFD (for output). */
+static char *utf8_sanitize(cd_budget *b, const char *s, size_t n) {
+  char *o = cd_budget_alloc(b, 3 * n + 1);
+  if (!o) return NULL;
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0, j = 0;
+  while (i < n) {
+    size_t k = utf8_seq(p + i, n - i);
+    if (k) {
+      memcpy(o + j, p + i, k);
+      i += k, j += k;
+    } else {
+      memcpy(o + j, "\xef\xbf\xbd", 3);
+      i++, j += 3;
+    }
+  }
+  o[j] = 0;
+  return o;
+}
+
 /* ---- base64 ------------------------------------------------------------- */
 
 static const char b64_std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -388,7 +442,10 @@ static int parse_value(jctx *c, const ProtobufCFieldDescriptor *f, const cJSON *
   case PROTOBUF_C_TYPE_STRING: {
     if (!cJSON_IsString(v))
       return fail(c, CD_WIRE_INVALID_ARGUMENT, "expected a string, got %s", json_type_name(v));
-    char *s = cd_budget_strndup(c->b, v->valuestring, strlen(v->valuestring));
+    size_t n = strlen(v->valuestring), bad = utf8_invalid_at(v->valuestring, n);
+    if (bad < n)
+      return fail(c, CD_WIRE_INVALID_ARGUMENT, "invalid UTF-8 at byte %zu of the string", bad);
+    char *s = cd_budget_strndup(c->b, v->valuestring, n);
     if (!s) return fail_budget(c);
     *(char **)dst = s;
     return 0;
@@ -553,6 +610,51 @@ out:
   return m; /* the cJSON tree stays in the budget; freed with it */
 }
 
+/* ---- UTF-8 check of decoded messages --------------------------------------- */
+
+static int check_utf8(jctx *c, const ProtobufCMessage *m) {
+  const ProtobufCMessageDescriptor *d = m->descriptor;
+  const uint8_t *base = (const uint8_t *)m;
+  for (unsigned i = 0; i < d->n_fields; i++) {
+    const ProtobufCFieldDescriptor *f = &d->fields[i];
+    if (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+    if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+        *(const uint32_t *)(base + f->quantifier_offset) != f->id)
+      continue;
+    size_t n = 1;
+    const uint8_t *arr = base + f->offset;
+    int rep = f->label == PROTOBUF_C_LABEL_REPEATED;
+    if (rep) {
+      n = *(const size_t *)(base + f->quantifier_offset);
+      arr = *(const uint8_t *const *)arr;
+    }
+    for (size_t k = 0; k < n; k++) {
+      const void *v = *(const void *const *)(arr + k * sizeof(void *));
+      if (!v) continue;
+      size_t saved = push_field(c, f);
+      if (rep) path_append(c, "[%zu]", k);
+      int rc = 0;
+      if (f->type == PROTOBUF_C_TYPE_STRING) {
+        size_t len = strlen(v), bad = utf8_invalid_at(v, len);
+        if (bad < len)
+          rc = fail(c, CD_WIRE_INVALID_ARGUMENT, "invalid UTF-8 at byte %zu of the string", bad);
+      } else {
+        rc = check_utf8(c, v);
+      }
+      if (rc) return -1;
+      pop(c, saved);
+    }
+  }
+  return 0;
+}
+
+int cd_wire_check_utf8(const ProtobufCMessage *m, cd_wire_error *err) {
+  jctx c = {.b = NULL, .err = err};
+  c.path[0] = 0;
+  if (err) err->code = CD_WIRE_OK, err->field[0] = 0, err->message[0] = 0;
+  return check_utf8(&c, m);
+}
+
 /* ---- message -> JSON ------------------------------------------------------ */
 
 static cJSON *emit_message(jctx *c, const ProtobufCMessage *m);
@@ -609,7 +711,13 @@ static cJSON *emit_value(jctx *c, const ProtobufCFieldDescriptor *f, const void 
   }
   case PROTOBUF_C_TYPE_STRING: {
     const char *s = *(char *const *)src;
-    return cJSON_CreateString(s ? s : "");
+    if (!s) s = "";
+    size_t n = strlen(s);
+    if (utf8_invalid_at(s, n) < n) { /* from a binary client: keep the JSON valid */
+      s = utf8_sanitize(c->b, s, n);
+      if (!s) return NULL;
+    }
+    return cJSON_CreateString(s);
   }
   case PROTOBUF_C_TYPE_BYTES: {
     const ProtobufCBinaryData *bd = src;

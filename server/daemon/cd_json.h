@@ -53,6 +53,13 @@ ProtobufCMessage *cd_json_decode(const ProtobufCMessageDescriptor *desc, const c
  * filled (RESOURCE_EXHAUSTED) when the budget ran out. */
 char *cd_json_encode(const ProtobufCMessage *m, cd_budget *b, size_t *len, cd_wire_error *err);
 
+/* proto3 requires string fields to hold valid UTF-8; protobuf-c's unpack
+ * does not check. Returns 0 if every string in m (recursively) is valid,
+ * else -1 with *err naming the field (INVALID_ARGUMENT), e.g.
+ * "hello.clientName: invalid UTF-8 at byte 1 of the string". JSON decoding
+ * already checks; cd_json_encode replaces invalid bytes by U+FFFD. */
+int cd_wire_check_utf8(const ProtobufCMessage *m, cd_wire_error *err);
+
 /* The proto3 JSON name of a field name ("geometry_id" -> "geometryId") into
  * out[cap]; returns its length (truncated to cap - 1). */
 size_t cd_json_name(const char *field_name, char *out, size_t cap);

@@ -366,3 +366,52 @@ Test(budget, protobuf_allocator_roundtrip) {
   cd_budget_destroy(&b);
   free(f);
 }
+
+/* Random bytes through the decoder and the budgeted unpack: never a crash,
+ * never more than the budget, every outcome a defined status. */
+Test(frame, random_bytes_fail_cleanly) {
+  uint32_t rng = 88172645u;
+  cd_budget b;
+  cd_budget_init(&b, 256 << 10);
+  int frames = 0, unpacked = 0, rejected = 0, stream_errors = 0;
+  for (int it = 0; it < 300; it++) {
+    uint8_t data[512];
+    for (size_t i = 0; i < sizeof data; i++) {
+      rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5;
+      data[i] = (uint8_t)rng;
+      if (i % 40 == 0) data[i] = (uint8_t)(rng % 60); /* plausible small lengths */
+    }
+    cd_frame_decoder d;
+    cd_frame_decoder_init(&d, 1000);
+    size_t pos = 0;
+    while (pos < sizeof data) {
+      size_t used;
+      const uint8_t *body;
+      size_t blen;
+      cd_frame_status s = cd_frame_decoder_feed(&d, data + pos, sizeof data - pos, &used, &body, &blen);
+      pos += used;
+      if (s < 0) {
+        stream_errors++;
+        cr_assert(s == CD_FRAME_TOO_LARGE || s == CD_FRAME_BAD_VARINT);
+        break;
+      }
+      if (s == CD_FRAME_NEED_MORE) break;
+      frames++;
+      cr_assert_leq(blen, 1000);
+      cd_wire_error err;
+      cd_budget_reset(&b);
+      if (cd_frame_unpack(&contactd__v1__envelope__descriptor, body, blen, &b, &err)) unpacked++;
+      else {
+        rejected++;
+        cr_assert(err.code == CD_WIRE_INVALID_ARGUMENT || err.code == CD_WIRE_RESOURCE_EXHAUSTED);
+      }
+      cr_assert_leq(b.held, 256 << 10);
+    }
+    cd_frame_decoder_free(&d);
+  }
+  cd_budget_destroy(&b);
+  cr_assert_gt(frames, 300, "%d frames", frames);
+  cr_assert_gt(rejected, 100, "%d rejected", rejected);
+  cr_assert_gt(unpacked, 10, "%d unpacked", unpacked);
+  cr_assert_gt(stream_errors, 10, "%d stream errors", stream_errors);
+}

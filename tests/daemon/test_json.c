@@ -453,3 +453,88 @@ Test(json, other_cjson_users_unaffected) {
   cr_assert_eq(cd_json_name("worker_utilisation", name, sizeof name), 17);
   cr_assert_str_eq(name, "workerUtilisation");
 }
+
+Test(json, utf8_checked) {
+  /* raw invalid bytes in a JSON string: rejected with the path */
+  expect_error("{\"hello\":{\"clientName\":\"a\xff\"}}", "hello.clientName", "invalid UTF-8 at byte 1");
+  expect_error("{\"hello\":{\"clientName\":\"\xed\xa0\x80\"}}", "hello.clientName", "invalid UTF-8"); /* surrogate */
+  expect_error("{\"hello\":{\"clientName\":\"\xc0\xaf\"}}", "hello.clientName", "invalid UTF-8"); /* overlong */
+  cd_wire_error err;
+  Envelope *e = decode("{\"hello\":{\"clientName\":\"\\u00e9\xe2\x82\xac\\ud83d\\ude00\"}}", &err);
+  cr_assert_not_null(e, "%s", err.message);
+  cr_assert_str_eq(e->hello->client_name, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+  cr_assert_eq(cd_wire_check_utf8(&e->base, &err), 0);
+
+  /* a binary client's invalid string: the validator names it, JSON output
+   * stays valid UTF-8 */
+  Contactd__V1__Envelope env = CONTACTD__V1__ENVELOPE__INIT;
+  Contactd__V1__HasGeometry hg = CONTACTD__V1__HAS_GEOMETRY__INIT;
+  char *ids[2] = {"ok", "b\xffz"};
+  hg.n_geometry_ids = 2;
+  hg.geometry_ids = ids;
+  env.msg_case = CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY;
+  env.has_geometry = &hg;
+  cr_assert_eq(cd_wire_check_utf8(&env.base, &err), -1);
+  cr_assert_eq(err.code, CD_WIRE_INVALID_ARGUMENT);
+  cr_assert_str_eq(err.field, "hasGeometry.geometryIds[1]");
+  cr_assert_str_eq(err.message, "hasGeometry.geometryIds[1]: invalid UTF-8 at byte 1 of the string");
+  cr_assert_str_eq(encode(&env.base), "{\"hasGeometry\":{\"geometryIds\":[\"ok\",\"b\xef\xbf\xbdz\"]}}");
+}
+
+/* Deterministic mutation fuzz: byte flips, truncations and insertions of
+ * valid requests never crash and always either decode or fail with
+ * INVALID_ARGUMENT / RESOURCE_EXHAUSTED and a message; whatever decodes
+ * re-encodes and decodes again. */
+Test(json, mutations_fail_cleanly) {
+  const char *seeds[] = {
+      "{\"requestId\":\"1\",\"hello\":{\"clientName\":\"me\",\"protocolVersion\":1}}",
+      "{\"requestId\":\"7\",\"contactQuery\":{\"bodies\":[{\"bodyId\":1,\"geometryId\":\"ab\",\"pose\":{\"position\":"
+      "{\"x\":0.1,\"y\":\"NaN\",\"z\":-1e-3},\"orientation\":{\"w\":1}}},{\"bodyId\":2}],\"pairs\":[{\"a\":1,\"b\":2}],"
+      "\"options\":{\"detail\":\"DETAIL_SURFACE\",\"pointContacts\":true}}}",
+      "{\"registerGeometry\":{\"tetMesh\":{\"vertices\":[0,0,0,1,0,0,0,1,0,0,0,1],\"tets\":[0,1,2,3],"
+      "\"pressure\":{\"values\":[0,0,0,1e5]}},\"compliance\":\"COMPLIANCE_COMPLIANT\",\"modulus\":1e5}}",
+      "{\"registerGeometry\":{\"meshFile\":{\"data\":\"c29saWQgeAo=\",\"format\":1}}}",
+  };
+  const char alphabet[] = "{}[]\",:0123456789.eE-+ntrufalsNIy\\\x80\xff aZ";
+  uint32_t rng = 2463534242u;
+  int decoded = 0, failed = 0;
+  cd_budget b;
+  cd_budget_init(&b, 1 << 20);
+  char buf[1024];
+  for (int it = 0; it < 4000; it++) {
+    const char *s = seeds[it % 4];
+    size_t n = strlen(s);
+    memcpy(buf, s, n);
+    int edits = 1 + it % 3;
+    for (int k = 0; k < edits; k++) {
+      rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5;
+      size_t pos = rng % n;
+      int op = (rng >> 8) % 3;
+      char ch = alphabet[(rng >> 12) % (sizeof alphabet - 1)];
+      if (op == 0) buf[pos] = ch;
+      else if (op == 1) n = pos; /* truncate */
+      else if (n + 1 < sizeof buf) {
+        memmove(buf + pos + 1, buf + pos, n - pos);
+        buf[pos] = ch;
+        n++;
+      }
+      if (n == 0) break;
+    }
+    cd_wire_error err;
+    cd_budget_reset(&b);
+    ProtobufCMessage *m = cd_json_decode(ENV_DESC, buf, n, &b, &err);
+    if (m) {
+      decoded++;
+      char *js = cd_json_encode(m, &b, NULL, &err);
+      cr_assert_not_null(js);
+      cr_assert_not_null(cd_json_decode(ENV_DESC, js, strlen(js), &b, &err), "%s: %s", js, err.message);
+    } else {
+      failed++;
+      cr_assert(err.code == CD_WIRE_INVALID_ARGUMENT || err.code == CD_WIRE_RESOURCE_EXHAUSTED);
+      cr_assert_gt(strlen(err.message), 10);
+    }
+  }
+  cd_budget_destroy(&b);
+  cr_assert_gt(failed, 2000, "%d failed", failed);
+  cr_assert_gt(decoded, 10, "%d decoded", decoded);
+}
