@@ -145,7 +145,16 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
   const int tri = rep == CE_REPRESENTATION_TRIANGLE;
   const int flip = !m_is_a;
 
-  int64_t nv = nvb + (tri ? npoly : 0);
+  /* Drop vertices no face uses (an intersector may create a cut point for a
+   * polygon it then rejects as degenerate); keep the others in order. */
+  int32_t *remap = ce_arena_alloc(a, (size_t)(nvb > 0 ? nvb : 1) * sizeof(int32_t));
+  if (!remap) return CE_ENOMEM;
+  for (int64_t i = 0; i < nvb; i++) remap[i] = -1;
+  for (int64_t i = 0; i < (int64_t)b->face_vert.len; i++) remap[fv[i]] = 0;
+  int64_t nused = 0;
+  for (int64_t i = 0; i < nvb; i++)
+    if (remap[i] == 0) remap[i] = (int32_t)nused++;
+  int64_t nv = nused + (tri ? npoly : 0);
   int64_t nf = tri ? (int64_t)b->face_vert.len : npoly;
   int64_t nidx = tri ? 3 * nf : (int64_t)b->face_vert.len;
   if (nv > INT32_MAX || nf > INT32_MAX || nidx > INT32_MAX) return CE_ELIMIT;
@@ -178,15 +187,17 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
   s.grad_b = m_is_a ? gn : gm;
 
   for (int64_t i = 0; i < nvb; i++) {
-    s.vertices[i] = ce_pose_apply(X_WM, bv[i]);
-    s.pressure[i] = bp[i];
+    if (remap[i] < 0) continue;
+    s.vertices[remap[i]] = ce_pose_apply(X_WM, bv[i]);
+    s.pressure[remap[i]] = bp[i];
   }
   const double nsign = flip ? -1.0 : 1.0;
   int64_t f = 0, k = 0;
   s.face_offsets[0] = 0;
   for (int64_t q = 0; q < npoly; q++) {
-    const int32_t *ids = fv + off[q];
     int n = off[q + 1] - off[q];
+    int32_t ids[CE_MAX_POLY];
+    for (int i = 0; i < n; i++) ids[i] = remap[fv[off[q] + i]];
     ce_vec3 nW = ce_scale(ce_pose_rotate(X_WM, bn[q]), nsign);
     ce_vec3 gmW = grad_m_on ? ce_pose_rotate(X_WM, bgm[q]) : ce_v3(0, 0, 0);
     ce_vec3 gnW = grad_n_on ? ce_pose_rotate(X_WM, bgn[q]) : ce_v3(0, 0, 0);
@@ -207,7 +218,7 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
       s.patch[f] = -1;
       f++;
     } else {
-      int32_t cid = (int32_t)(nvb + q);
+      int32_t cid = (int32_t)(nused + q);
       s.vertices[cid] = c;
       s.pressure[cid] = pc;
       for (int i = 0; i < n; i++) {

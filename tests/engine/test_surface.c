@@ -168,3 +168,28 @@ Test(surface, empty_builder_gives_empty_surface, .init = setup, .fini = teardown
   cr_assert_not_null(s.face_offsets);
   cr_assert_eq(s.face_offsets[0], 0);
 }
+
+Test(surface, unused_vertices_are_dropped, .init = setup, .fini = teardown) {
+  ce_builder b;
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_builder_add_vertex(&b, ce_v3(9, 9, 9), 5), 0); /* never used */
+  add_square(&b, 0);                                              /* vertices 1..4 */
+  cr_assert_eq(ce_builder_add_vertex(&b, ce_v3(8, 8, 8), 5), 5); /* never used */
+  for (int rep = 0; rep < 2; rep++) {
+    ce_surface s;
+    ce_pose X = ce_pose_identity();
+    cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 1, rep, &s), CE_OK);
+    cr_assert_eq(s.nv, rep ? 5 : 4);
+    if (rep) {
+      cr_assert_eq(s.face_vertices[0], 4); /* the centroid vertex follows the used ones */
+      cr_assert_eq(s.face_vertices[1], 0);
+      cr_assert_eq(s.face_vertices[2], 1);
+    }
+    for (int i = 0; i < 4; i++) {
+      if (!rep) cr_assert_eq(s.face_vertices[i], i);
+      cr_assert(fabs(s.pressure[i] - (10 + 2 * s.vertices[i].x + 4 * s.vertices[i].y)) < 1e-12);
+    }
+    cr_assert(ce_norm(ce_sub(s.vertices[0], ce_v3(0, 0, 0))) == 0);
+    cr_assert(fabs(s.area[0] - (rep ? 0.25 : 1)) < 1e-15);
+  }
+}
