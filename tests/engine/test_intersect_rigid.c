@@ -692,3 +692,40 @@ Test(intersect_rigid, diagonal_plane_along_shared_tet_faces, .init = setup, .fin
   ce_geometry_free(n);
   ce_geometry_free(m);
 }
+
+Test(intersect_rigid, arena_exhaustion_is_reported, .init = setup, .fini = teardown) {
+  ce_geometry *m = pyramid_cube(1e5);
+  ce_geometry *hc = halfspace(CE_COMPLIANT, 2e5, 0.5);
+  ce_geometry *h = halfspace(CE_RIGID, 0, 0);
+  ce_geometry *sq = rigid_square(3);
+  ce_body cube = ce_test_body(m, ce_quat_from_axis_angle(ce_v3(1, 2, 3), 0.4), ce_v3(0, 0, 0.3));
+  const ce_geometry *others[3] = {h, hc, sq};
+  ce_options o;
+  ce_options_default(&o);
+  o.want_patches = o.want_surface = o.want_points = 1;
+  for (int k = 0; k < 3; k++) {
+    ce_body other = ce_test_body(others[k], ce_quat_identity(), ce_v3(0, 0, 0));
+    int ok = 0, nomem = 0;
+    for (size_t budget = 256; budget <= 64 * 1024; budget += 256) {
+      ce_arena_set_budget(arena, budget);
+      ce_arena_reset(arena);
+      ce_result r;
+      ce_error err;
+      ce_errno e = ce_contact(&cube, &other, &o, arena, &r, &err);
+      cr_assert(e == CE_OK || e == CE_ENOMEM, "pair %d budget %zu: %s", k, budget, ce_errname(e));
+      if (e == CE_OK) {
+        ok++;
+        cr_assert_eq(r.status, CE_CONTACT_SURFACE);
+        cr_assert_eq(r.npatches, 1);
+      } else {
+        nomem++;
+      }
+    }
+    cr_assert(ok > 0 && nomem > 0, "pair %d: ok %d nomem %d", k, ok, nomem);
+  }
+  ce_arena_set_budget(arena, 0);
+  ce_geometry_free(sq);
+  ce_geometry_free(h);
+  ce_geometry_free(hc);
+  ce_geometry_free(m);
+}
