@@ -733,13 +733,8 @@ static void print_table(const cc_scene *s, const Contactd__V1__ContactReply *rep
          (unsigned long long)rep->compute_time_us, rtt * 1e3);
 }
 
-/* Load + connect + register. */
-static int scene_setup(const char *path, const common *co, cc_scene *s, cc_client **c) {
-  char err[1024];
-  if (cc_scene_load(path, s, err, sizeof err)) {
-    fprintf(stderr, "contactctl: %s\n", err);
-    return EX_INPUT;
-  }
+/* Connect and register a loaded scene (freed on failure). */
+static int scene_connect(const common *co, cc_scene *s, cc_client **c) {
   int rc = connect_or_report(co, c);
   if (rc) {
     cc_scene_free(s);
@@ -753,6 +748,16 @@ static int scene_setup(const char *path, const common *co, cc_scene *s, cc_clien
     return rc;
   }
   return 0;
+}
+
+/* Load + connect + register. */
+static int scene_setup(const char *path, const common *co, cc_scene *s, cc_client **c) {
+  char err[1024];
+  if (cc_scene_load(path, s, err, sizeof err)) {
+    fprintf(stderr, "contactctl: %s\n", err);
+    return EX_INPUT;
+  }
+  return scene_connect(co, s, c);
 }
 
 static int parse_detail(const char *v, int *d) {
@@ -1141,9 +1146,8 @@ static int cmd_export(int argc, char **argv, common *co) {
     cc_scene_free(&s);
     return EX_INPUT;
   }
-  cc_scene_free(&s);
   cc_client *c;
-  int rc = scene_setup(path, co, &s, &c);
+  int rc = scene_connect(co, &s, &c);
   if (rc) return rc;
   uint32_t pr[1][2] = {{s.bodies[ia].state.id, s.bodies[ib].state.id}};
   s.options.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;

@@ -1,0 +1,605 @@
+"""contactd_client — a small Python client for the contactd contact server.
+
+Speaks the wire protocol of proto/contactd.proto (package contactd.v1):
+each message is one Envelope preceded by its varint length, over TCP
+("host:port") or a Unix socket ("unix:/path"). Uses Debian's python3-protobuf
+and the module ``contactd_pb2`` generated at build time by
+``protoc --python_out`` from proto/ (the build puts it in
+``<build>/proto/python``; add that directory to PYTHONPATH, or set
+CONTACTD_PB2_DIR). numpy is optional: ``Surface.as_numpy()`` uses it when
+present and nothing else needs it.
+
+    from contactd_client import Client, Body
+    with Client("127.0.0.1:7411") as c:
+        ball = c.register_sphere(0.05, modulus=1e5, hint=0.01)
+        floor = c.register_half_space(rigid=True)
+        res = c.query([Body(1, ball, position=(0, 0, 0.045)), Body(2, floor)],
+                      pairs=[(1, 2)], detail="patches")
+        print(res.pairs[0].force_a, res.pairs[0].area)
+
+Results are plain Python objects (dataclasses of floats, tuples and lists).
+Errors raise ContactdError with the server's gRPC code name, message and
+field; transport problems raise ContactdError with ``remote = False``
+(UNAVAILABLE for a refused or lost connection, DEADLINE_EXCEEDED for a
+timeout).
+"""
+
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+try:  # generated module next to this package, on sys.path, or in CONTACTD_PB2_DIR
+    from . import contactd_pb2 as pb  # type: ignore
+except ImportError:  # pragma: no cover - depends on the installation
+    _d = os.environ.get("CONTACTD_PB2_DIR")
+    if _d and _d not in sys.path:
+        sys.path.append(_d)
+    import contactd_pb2 as pb  # type: ignore
+
+__all__ = [
+    "Client", "Body", "ContactdError", "PairResult", "Patch", "Surface", "QueryResult",
+    "StreamResult", "Stream", "RegisterResult", "DEFAULT_ADDR", "PROTOCOL_VERSION",
+]
+
+__version__ = "0.1.0"
+PROTOCOL_VERSION = 1
+DEFAULT_ADDR = "127.0.0.1:7411"
+_STREAM_RID_BIT = 1 << 63
+
+Vec3 = Tuple[float, float, float]
+
+
+class ContactdError(Exception):
+    """A failed request: ``code`` (gRPC canonical number), ``code_name``
+    ("INVALID_ARGUMENT", ...), ``message``, ``field`` (path of the offending
+    field, may be empty) and ``remote`` (True if the server sent it)."""
+
+    def __init__(self, code: int, message: str, field: str = "", remote: bool = True):
+        self.code = code
+        try:
+            self.code_name = pb.ErrorCode.Name(code)
+        except ValueError:
+            self.code_name = "UNKNOWN"
+        self.message = message
+        self.field = field
+        self.remote = remote
+        super().__init__("%s: %s" % (self.code_name, message))
+
+
+# ---- plain result types -----------------------------------------------------
+
+
+def _v(m) -> Vec3:
+    return (m.x, m.y, m.z)
+
+
+@dataclass
+class Patch:
+    faces: int
+    area: float
+    normal_force: Vec3
+    normal_force_magnitude: float
+    point: Vec3
+
+    @staticmethod
+    def _from(m) -> "Patch":
+        return Patch(m.faces, m.area, _v(m.normal_force), m.normal_force_magnitude, _v(m.point))
+
+
+@dataclass
+class Surface:
+    """Contact surface, world frame: vertices (x, y, z), per-vertex pressure
+    (Pa), faces as lists of vertex indices, per-face normals/areas/centroids."""
+    vertices: List[Vec3]
+    pressure: List[float]
+    faces: List[List[int]]
+    normals: List[Vec3]
+    areas: List[float]
+    centroids: List[Vec3]
+    centroid_pressure: List[float]
+
+    @staticmethod
+    def _from(m) -> "Surface":
+        def triples(a):
+            return [(a[i], a[i + 1], a[i + 2]) for i in range(0, len(a) - 2, 3)]
+        off = list(m.face_offsets)
+        fv = list(m.face_vertices)
+        faces = [fv[off[k]:off[k + 1]] for k in range(len(off) - 1)]
+        return Surface(triples(m.vertices), list(m.pressure), faces, triples(m.normals),
+                       list(m.areas), triples(m.centroids), list(m.centroid_pressure))
+
+    def as_numpy(self):
+        """(vertices (n,3), pressure (n,)) as numpy arrays (needs numpy)."""
+        import numpy as np  # optional dependency
+        return np.asarray(self.vertices, dtype=float).reshape(-1, 3), np.asarray(self.pressure, dtype=float)
+
+
+@dataclass
+class PairResult:
+    a: int
+    b: int
+    status: str            # "none", "surface", "point", "unsupported"
+    area: float
+    centroid: Vec3
+    force_a: Vec3          # on A
+    torque_a: Vec3         # on A about A's origin
+    force_b: Vec3
+    torque_b: Vec3         # on B about B's origin
+    torque_a_centroid: Vec3  # on A about the surface centroid
+    total: Optional[Patch]
+    patches: List[Patch]
+    surface: Optional[Surface]
+    point_contacts: List[dict]
+    penetration_depth: Optional[float]
+    compute_time_us: int
+
+    @staticmethod
+    def _from(m) -> "PairResult":
+        st = pb.ContactStatus.Name(m.status).replace("CONTACT_STATUS_", "").lower()
+        pcs = [dict(face=p.face, position=_v(p.position), normal=_v(p.normal), area=p.area,
+                    pressure=p.pressure, g=p.g, stiffness=p.stiffness, phi0=p.phi0)
+               for p in m.point_contacts]
+        return PairResult(
+            m.a, m.b, st, m.area, _v(m.centroid), _v(m.wrench_a.force), _v(m.wrench_a.torque),
+            _v(m.wrench_b.force), _v(m.wrench_b.torque), _v(m.wrench_a_centroid.torque),
+            Patch._from(m.total) if m.HasField("total") else None,
+            [Patch._from(p) for p in m.patches],
+            Surface._from(m.surface) if m.HasField("surface") else None,
+            pcs, m.penetration.depth if m.HasField("penetration") else None, m.compute_time_us)
+
+
+@dataclass
+class QueryResult:
+    pairs: List[PairResult]
+    compute_time_us: int
+    candidate_pairs: int
+
+
+@dataclass
+class StreamResult:
+    stream_id: int
+    sequence: int
+    dropped_updates: int
+    pairs: List[PairResult]
+    compute_time_us: int
+
+
+@dataclass
+class RegisterResult:
+    geometry_id: str
+    already_cached: bool
+    stats: Dict[str, float]
+
+
+@dataclass
+class Body:
+    """A body of a query: client id, geometry id, pose (position, quaternion
+    w, x, y, z; None = identity), spatial velocity (world frame)."""
+    id: int
+    geometry_id: str
+    position: Sequence[float] = (0.0, 0.0, 0.0)
+    orientation: Optional[Sequence[float]] = None
+    angular_velocity: Sequence[float] = (0.0, 0.0, 0.0)
+    linear_velocity: Sequence[float] = (0.0, 0.0, 0.0)
+    material: Optional[Tuple[float, float]] = None  # (dissipation, friction) override
+    name: str = ""
+
+
+def _fill_vec(m, v):
+    m.x, m.y, m.z = float(v[0]), float(v[1]), float(v[2])
+
+
+def _fill_pose(pose, position, orientation):
+    _fill_vec(pose.position, position)
+    if orientation is not None:
+        q = pose.orientation
+        q.w, q.x, q.y, q.z = (float(x) for x in orientation)
+
+
+def _fill_body(m, b: Body):
+    m.body_id = b.id
+    m.geometry_id = b.geometry_id
+    _fill_pose(m.pose, b.position, b.orientation)
+    _fill_vec(m.velocity.angular, b.angular_velocity)
+    _fill_vec(m.velocity.linear, b.linear_velocity)
+    if b.material is not None:
+        m.material.dissipation, m.material.friction = b.material
+    if b.name:
+        m.name = b.name
+
+
+_ENUMS = {
+    "representation": ("REPRESENTATION_", pb.Representation),
+    "detail": ("DETAIL_", pb.Detail),
+    "contact_model": ("CONTACT_MODEL_", pb.ContactModel),
+}
+
+
+def _fill_options(m, detail=None, representation=None, point_contacts=False,
+                  stiction_tolerance=None, contact_model=None):
+    for key, val in (("detail", detail), ("representation", representation),
+                     ("contact_model", contact_model)):
+        if val is not None:
+            prefix, enum = _ENUMS[key]
+            setattr(m, key, enum.Value(prefix + str(val).upper()))
+    m.point_contacts = bool(point_contacts)
+    if stiction_tolerance is not None:
+        m.stiction_tolerance = float(stiction_tolerance)
+
+
+def _as_body(b) -> Body:
+    if isinstance(b, Body):
+        return b
+    return Body(**b)
+
+
+# ---- the client ---------------------------------------------------------------
+
+
+class Client:
+    """A blocking connection to contactd. Not thread-safe: one per thread."""
+
+    def __init__(self, addr: Optional[str] = None, timeout: float = 60.0,
+                 connect_timeout: float = 5.0, max_frame: int = 64 << 20):
+        addr = addr or os.environ.get("CONTACTD_ADDR") or DEFAULT_ADDR
+        self.addr = addr
+        self.timeout = timeout
+        self.max_frame = max_frame
+        self._buf = bytearray()
+        self._queue: List = []
+        self._next_rid = 1
+        self._next_stream_rid = 1
+        self._stream_rids: Dict[int, int] = {}  # open request id -> stream id
+        s = None
+        try:
+            if addr.startswith("unix:"):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(connect_timeout)
+                s.connect(addr[5:])
+            else:
+                host, sep, port = addr.rpartition(":")
+                if not sep or not port.isdigit():
+                    raise ContactdError(pb.INVALID_ARGUMENT, "bad address %r (want host:port or unix:/path)" % addr,
+                                        remote=False)
+                host = host.strip("[]") or "127.0.0.1"
+                s = socket.create_connection((host, int(port)), timeout=connect_timeout)
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except socket.timeout:
+            if s is not None:
+                s.close()
+            raise ContactdError(pb.DEADLINE_EXCEEDED, "connect to %s timed out" % addr, remote=False) from None
+        except OSError as e:
+            if s is not None:
+                s.close()
+            raise ContactdError(pb.UNAVAILABLE, "connect to %s: %s" % (addr, e.strerror or e), remote=False) from None
+        self._sock = s
+
+    # context manager
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    # -- framing --
+    def _send(self, env):
+        body = env.SerializeToString()
+        n = len(body)
+        head = bytearray()
+        while True:
+            b = n & 0x7F
+            n >>= 7
+            head.append(b | (0x80 if n else 0))
+            if not n:
+                break
+        if self._sock is None:
+            raise ContactdError(pb.UNAVAILABLE, "connection is closed", remote=False)
+        try:
+            self._sock.settimeout(self.timeout)
+            self._sock.sendall(bytes(head) + body)
+        except socket.timeout:
+            raise ContactdError(pb.DEADLINE_EXCEEDED, "sending timed out", remote=False) from None
+        except OSError as e:
+            raise ContactdError(pb.UNAVAILABLE, "connection lost: %s" % e, remote=False) from None
+
+    def _try_decode(self):
+        buf = self._buf
+        n, shift, i = 0, 0, 0
+        while True:
+            if i >= len(buf):
+                return None
+            if i >= 10:
+                raise ContactdError(pb.INTERNAL, "malformed length prefix from the server", remote=False)
+            b = buf[i]
+            i += 1
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        if n > self.max_frame:
+            raise ContactdError(pb.RESOURCE_EXHAUSTED, "reply of %d bytes exceeds the cap" % n, remote=False)
+        if len(buf) - i < n:
+            return None
+        env = pb.Envelope()
+        env.ParseFromString(bytes(buf[i:i + n]))
+        del buf[:i + n]
+        return env
+
+    def _recv(self, deadline: Optional[float]):
+        while True:
+            env = self._try_decode()
+            if env is not None:
+                return env
+            if self._sock is None:
+                raise ContactdError(pb.UNAVAILABLE, "connection is closed", remote=False)
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise ContactdError(pb.DEADLINE_EXCEEDED, "no reply within the timeout", remote=False)
+            self._sock.settimeout(left)
+            try:
+                data = self._sock.recv(1 << 16)
+            except socket.timeout:
+                raise ContactdError(pb.DEADLINE_EXCEEDED, "no reply within the timeout", remote=False) from None
+            except OSError as e:
+                raise ContactdError(pb.UNAVAILABLE, "connection lost: %s" % e, remote=False) from None
+            if not data:
+                self.close()
+                raise ContactdError(pb.UNAVAILABLE, "the server closed the connection", remote=False)
+            self._buf += data
+
+    def _is_stream_rid(self, rid):
+        return bool(rid & _STREAM_RID_BIT) or rid in self._stream_rids
+
+    @staticmethod
+    def _raise(err):
+        raise ContactdError(err.code or pb.UNKNOWN, err.message, err.field, remote=True)
+
+    def call(self, env, want: str):
+        """Send an Envelope (request_id is set here) and return the payload
+        of its reply, which must be the oneof member ``want``."""
+        rid = self._next_rid
+        self._next_rid += 1
+        env.request_id = rid
+        self._send(env)
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            rep = self._recv(deadline)
+            case = rep.WhichOneof("msg")
+            if rep.request_id != rid or case == "stream_result":
+                if case == "stream_result" or (case == "error" and self._is_stream_rid(rep.request_id)):
+                    self._queue.append(rep)
+                continue
+            if case == "register_progress":
+                continue
+            if case == "error":
+                self._raise(rep.error)
+            if case != want:
+                raise ContactdError(pb.INTERNAL, "unexpected reply %s (wanted %s)" % (case, want), remote=False)
+            return getattr(rep, want)
+
+    # -- requests --
+    def hello(self, client_name: str = "contactd_client.py") -> dict:
+        env = pb.Envelope()
+        env.hello.protocol_version = PROTOCOL_VERSION
+        env.hello.client_name = client_name
+        r = self.call(env, "hello_reply")
+        lim = {f.name: getattr(r.limits, f.name) for f in r.limits.DESCRIPTOR.fields}
+        return dict(server_version=r.server_version, protocol_version=r.protocol_version,
+                    limits=lim, capabilities=list(r.capabilities))
+
+    def register(self, shape: str, *, rigid: bool = False, modulus: float = 0.0, hint: float = 0.0,
+                 slab: Optional[float] = None, dissipation: float = 0.0, friction: float = 0.0,
+                 name: str = "", **dims) -> RegisterResult:
+        """Register a geometry. shape: sphere (radius), box (size=(x, y, z)),
+        cylinder / capsule (radius, length), ellipsoid (semi_axes=(a, b, c)),
+        half_space, convex (points=[(x, y, z), ...]), mesh (data=bytes or
+        path=..., format="obj"|...)."""
+        env = pb.Envelope()
+        r = env.register_geometry
+        shape = shape.replace("-", "_")
+        if shape == "sphere":
+            r.sphere.radius = dims.pop("radius")
+        elif shape == "box":
+            _fill_vec(r.box.size, dims.pop("size"))
+        elif shape in ("cylinder", "capsule"):
+            m = getattr(r, shape)
+            m.radius = dims.pop("radius")
+            m.length = dims.pop("length")
+        elif shape == "ellipsoid":
+            r.ellipsoid.a, r.ellipsoid.b, r.ellipsoid.c = dims.pop("semi_axes")
+        elif shape == "half_space":
+            r.half_space.SetInParent()
+        elif shape == "convex":
+            r.convex.points.extend(float(x) for p in dims.pop("points") for x in p)
+        elif shape == "mesh":
+            data = dims.pop("data", None)
+            path = dims.pop("path", None)
+            if data is None:
+                with open(path, "rb") as f:
+                    data = f.read()
+            r.mesh_file.data = data
+            fmt = dims.pop("format", None)
+            if fmt:
+                r.mesh_file.format = pb.MeshFormat.Value("MESH_FORMAT_" + fmt.upper())
+            r.mesh_file.name = os.path.basename(path) if path else name
+        else:
+            raise ContactdError(pb.INVALID_ARGUMENT, "unknown shape %r" % shape, remote=False)
+        if dims:
+            raise ContactdError(pb.INVALID_ARGUMENT, "unexpected arguments %s for %s" % (sorted(dims), shape),
+                                remote=False)
+        r.compliance = pb.COMPLIANCE_RIGID if rigid else pb.COMPLIANCE_COMPLIANT
+        if not rigid:
+            r.modulus = modulus
+        r.resolution_hint = hint
+        if slab is not None:
+            r.slab_thickness.value = slab
+        if dissipation or friction:
+            r.material.dissipation = dissipation
+            r.material.friction = friction
+        if name and shape != "mesh":
+            r.name = name
+        rep = self.call(env, "register_reply")
+        st = {f.name: getattr(rep.stats, f.name) for f in rep.stats.DESCRIPTOR.fields}
+        return RegisterResult(rep.geometry_id, rep.already_cached, st)
+
+    def register_sphere(self, radius, **kw) -> str:
+        return self.register("sphere", radius=radius, **kw).geometry_id
+
+    def register_box(self, size, **kw) -> str:
+        return self.register("box", size=size, **kw).geometry_id
+
+    def register_cylinder(self, radius, length, **kw) -> str:
+        return self.register("cylinder", radius=radius, length=length, **kw).geometry_id
+
+    def register_capsule(self, radius, length, **kw) -> str:
+        return self.register("capsule", radius=radius, length=length, **kw).geometry_id
+
+    def register_ellipsoid(self, semi_axes, **kw) -> str:
+        return self.register("ellipsoid", semi_axes=semi_axes, **kw).geometry_id
+
+    def register_half_space(self, **kw) -> str:
+        return self.register("half_space", **kw).geometry_id
+
+    def register_mesh(self, path=None, data=None, **kw) -> str:
+        return self.register("mesh", path=path, data=data, **kw).geometry_id
+
+    def has(self, ids: Iterable[str]) -> List[str]:
+        """The ids the server does not hold."""
+        env = pb.Envelope()
+        env.has_geometry.geometry_ids.extend(ids)
+        return list(self.call(env, "has_geometry_reply").missing)
+
+    def release(self, ids: Iterable[str]) -> Tuple[List[str], List[str]]:
+        """Drop this connection's references: (released, unknown)."""
+        env = pb.Envelope()
+        env.release_geometry.geometry_ids.extend(ids)
+        r = self.call(env, "release_reply")
+        return list(r.released), list(r.unknown)
+
+    def query(self, bodies, pairs: Optional[Sequence[Tuple[int, int]]] = None, *,
+              margin: float = 0.0, **options) -> QueryResult:
+        """Contact for bodies (Body or dicts of its fields); pairs = [(a, b),
+        ...] or None for all pairs by the server's broad phase. options:
+        detail ("wrench" | "patches" | "surface"), representation
+        ("polygon" | "triangle"), point_contacts, stiction_tolerance,
+        contact_model ("hydroelastic" | "point" | ...)."""
+        env = pb.Envelope()
+        q = env.contact_query
+        for b in bodies:
+            _fill_body(q.bodies.add(), _as_body(b))
+        if pairs:
+            for a, b in pairs:
+                p = q.pairs.add()
+                p.a, p.b = a, b
+        else:
+            q.all_pairs.margin = margin
+        _fill_options(q.options, **options)
+        r = self.call(env, "contact_reply")
+        return QueryResult([PairResult._from(p) for p in r.results], r.compute_time_us, r.candidate_pairs)
+
+    def stats(self) -> dict:
+        env = pb.Envelope()
+        env.stats.SetInParent()
+        r = self.call(env, "stats_reply")
+        d = {f.name: getattr(r, f.name) for f in r.DESCRIPTOR.fields if f.name not in ("latency", "worker_utilisation")}
+        d["worker_utilisation"] = list(r.worker_utilisation)
+        d["latency"] = [(b.upper_bound_us, b.count) for b in r.latency]
+        return d
+
+    def stream(self, bodies, pairs=None, *, latest_only: bool = False, margin: float = 0.0,
+               **options) -> "Stream":
+        """Open a stream (bodies and options fixed once). See Stream."""
+        env = pb.Envelope()
+        o = env.open_stream
+        for b in bodies:
+            _fill_body(o.bodies.add(), _as_body(b))
+        if pairs:
+            for a, b in pairs:
+                p = o.pairs.add()
+                p.a, p.b = a, b
+        else:
+            o.all_pairs.margin = margin
+        _fill_options(o.options, **options)
+        o.mode = pb.STREAM_MODE_LATEST_ONLY if latest_only else pb.STREAM_MODE_QUEUE_ALL
+        r = self.call(env, "open_stream_reply")
+        self._stream_rids[env.request_id] = r.stream_id
+        return Stream(self, r.stream_id)
+
+    # used by Stream
+    def _stream_update(self, stream_id, sequence, states):
+        env = pb.Envelope()
+        env.request_id = _STREAM_RID_BIT | self._next_stream_rid
+        self._next_stream_rid += 1
+        u = env.stream_update
+        u.stream_id = stream_id
+        u.sequence = sequence
+        for bid, st in states.items():
+            m = u.bodies.add()
+            m.body_id = bid
+            if "position" in st or "orientation" in st:
+                _fill_pose(m.pose, st.get("position", (0, 0, 0)), st.get("orientation"))
+            if "angular_velocity" in st or "linear_velocity" in st:
+                _fill_vec(m.velocity.angular, st.get("angular_velocity", (0, 0, 0)))
+                _fill_vec(m.velocity.linear, st.get("linear_velocity", (0, 0, 0)))
+        self._send(env)
+
+    def _stream_recv(self, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            rep = self._queue.pop(0) if self._queue else self._recv(deadline)
+            case = rep.WhichOneof("msg")
+            if case == "stream_result":
+                r = rep.stream_result
+                return StreamResult(r.stream_id, r.sequence, r.dropped_updates,
+                                    [PairResult._from(p) for p in r.results], r.compute_time_us)
+            if case == "error" and self._is_stream_rid(rep.request_id):
+                self._raise(rep.error)
+
+
+class Stream:
+    """An open stream: update() sends new states (no waiting), result()
+    returns the next result in order, close() closes it (also on leaving a
+    ``with`` block)."""
+
+    def __init__(self, client: Client, stream_id: int):
+        self.client = client
+        self.id = stream_id
+        self.sequence = 0
+        self.closed = False
+
+    def update(self, states: Dict[int, dict], sequence: Optional[int] = None) -> int:
+        """states: {body_id: {"position": ..., "orientation": ...,
+        "linear_velocity": ..., "angular_velocity": ...}}. Returns the
+        sequence number used (default: previous + 1)."""
+        self.sequence = self.sequence + 1 if sequence is None else sequence
+        self.client._stream_update(self.id, self.sequence, states)
+        return self.sequence
+
+    def result(self, timeout: Optional[float] = -1) -> StreamResult:
+        """Next result of any stream on this connection (timeout in s; -1 =
+        the client's timeout, None = forever)."""
+        return self.client._stream_recv(self.client.timeout if timeout == -1 else timeout)
+
+    def close(self) -> dict:
+        if self.closed:
+            return {}
+        env = pb.Envelope()
+        env.close_stream.stream_id = self.id
+        r = self.client.call(env, "close_stream_reply")
+        self.closed = True
+        return dict(updates=r.updates, results=r.results, dropped_updates=r.dropped_updates)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.client._sock is not None:
+            self.close()

@@ -1,0 +1,280 @@
+"""contactctl against a real contactd: every command, its output, --json,
+--help, --version, errors and exit codes (0 ok, 1 server error, 2 usage,
+3 unreachable, 4 bad input, 5 negative answer)."""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from contactd_fixture import Daemon  # noqa: E402
+
+CTL = os.environ["CONTACTCTL"]
+SRC = os.environ.get("CONTACTD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+SCENE = os.path.join(SRC, "client", "examples", "scenes", "ball_on_floor.json")
+
+SIMPLE = {
+    "geometries": {"ball": {"shape": "sphere", "radius": 0.05, "modulus": 1e5, "hint": 0.0125},
+                   "floor": {"shape": "half-space", "rigid": True}},
+    "bodies": [{"name": "ball", "geometry": "ball", "position": [0, 0, 0.045]},
+               {"name": "floor", "geometry": "floor"}],
+    "pairs": [["ball", "floor"]],
+}
+
+
+class ContactctlTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+        cls.tmp = tempfile.mkdtemp(prefix="cc-ctl-")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+        for f in os.listdir(cls.tmp):
+            os.unlink(os.path.join(cls.tmp, f))
+        os.rmdir(cls.tmp)
+
+    def run_ctl(self, *args, stdin=None, addr=True, env=None):
+        argv = [CTL] + (["--addr", self.d.tcp_addr] if addr else []) + list(args)
+        e = dict(os.environ)
+        e.pop("CONTACTD_ADDR", None)
+        if env:
+            e.update(env)
+        p = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=e, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+
+    def ok(self, *args, **kw):
+        rc, out, err = self.run_ctl(*args, **kw)
+        self.assertEqual(rc, 0, "contactctl %s failed (%d): %s" % (" ".join(args), rc, err))
+        return out
+
+    # -- help / version / usage --
+    def test_version_and_help(self):
+        out = self.ok("--version", addr=False)
+        self.assertRegex(out, r"^contactctl \d+\.\d+\.\d+ \(protocol 1\)")
+        self.assertIn("exit codes", self.ok("--help", addr=False))
+        for cmd in ("ping", "stats", "register", "has", "query", "stream", "export"):
+            out = self.ok(cmd, "--help", addr=False)
+            self.assertIn("usage: contactctl " + cmd, out)
+            self.assertEqual(self.ok("help", cmd, addr=False), out)
+
+    def test_usage_errors_exit_2(self):
+        for args in (["bogus"], [], ["register"], ["register", "sphere", "--modulus", "1e5"],
+                     ["register", "sphere", "--radius", "x", "--modulus", "1"],
+                     ["register", "sphere", "--radius", "0.1"],  # compliant without modulus
+                     ["register", "box", "--size", "1,2", "--rigid"],
+                     ["query"], ["export", SCENE, "-o", "/tmp/x.vtk"],
+                     ["export", SCENE, "--pair", "ball,floor", "-o", "/tmp/x.obj"],
+                     ["stream", SCENE, "--rate", "-1"], ["--timeout", "0", "ping"]):
+            rc, out, err = self.run_ctl(*args)
+            self.assertEqual(rc, 2, "%s: rc %d, %s" % (args, rc, err))
+            self.assertTrue(err, args)
+
+    # -- connection --
+    def test_unreachable_exit_3(self):
+        rc, _, err = self.run_ctl("--addr", "unix:/nonexistent/contactd.sock", "ping", addr=False)
+        self.assertEqual(rc, 3)
+        self.assertIn("cannot connect", err)
+
+    def test_addr_from_environment_and_unix(self):
+        out = self.ok("ping", addr=False, env={"CONTACTD_ADDR": self.d.unix_addr})
+        self.assertRegex(out, r"^pong: contactd \S+, protocol 1, round trip [0-9.]+ ms")
+
+    def test_ping(self):
+        out = self.ok("ping", "--count", "3")
+        self.assertIn("min of 3", out)
+        j = json.loads(self.ok("ping", "--json"))
+        self.assertEqual(j["protocol_version"], 1)
+        self.assertIn("streams", j["capabilities"])
+
+    # -- register --
+    def test_register_every_shape(self):
+        ids = set()
+        for args in (["sphere", "--radius", "0.05", "--modulus", "1e5", "--hint", "0.01"],
+                     ["box", "--size", "0.1,0.2,0.05", "--modulus", "1e6", "--hint", "0.05"],
+                     ["cylinder", "--radius", "0.05", "--length", "0.02", "--modulus", "1e6", "--hint", "0.02"],
+                     ["capsule", "--radius", "0.02", "--length", "0.1", "--modulus", "1e6", "--hint", "0.01"],
+                     ["ellipsoid", "--semi-axes", "0.03,0.02,0.01", "--modulus", "1e6", "--hint", "0.01"],
+                     ["half-space", "--rigid", "--friction", "0.3"],
+                     ["half-space", "--modulus", "1e6", "--slab", "0.1", "--dissipation", "1"],
+                     ["box", "--size", "0.1,0.1,0.1", "--rigid", "--hint", "0.05"]):
+            out = self.ok("register", *args).strip()
+            self.assertRegex(out, r"^[0-9a-f]{16,}$", args)
+            ids.add(out)
+        self.assertEqual(len(ids), 8)
+        # the same content gives the same id, and --json says it was cached
+        j = json.loads(self.ok("register", "sphere", "--radius", "0.05", "--modulus", "1e5", "--hint", "0.01",
+                               "--json"))
+        self.assertIn(j["geometry_id"], ids)
+        self.assertTrue(j["already_cached"])
+        self.assertGreater(j["stats"]["tetrahedra"], 0)
+
+    def test_register_mesh_file(self):
+        path = os.path.join(self.tmp, "tet.obj")
+        with open(path, "w") as f:
+            f.write("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+        j = json.loads(self.ok("register", "mesh", path, "--rigid", "--json"))
+        self.assertEqual(j["stats"]["triangles"], 4)
+        self.assertAlmostEqual(j["stats"]["volume"], 1 / 6, delta=1e-12)
+        rc, _, err = self.run_ctl("register", "mesh", os.path.join(self.tmp, "missing.obj"), "--rigid")
+        self.assertEqual(rc, 4)
+        bad = os.path.join(self.tmp, "bad.obj")
+        with open(bad, "w") as f:
+            f.write("v 0 0\nf 1 2 9\n")
+        rc, _, err = self.run_ctl("register", "mesh", bad, "--rigid")
+        self.assertEqual(rc, 1)
+        self.assertIn("INVALID_ARGUMENT", err)
+
+    def test_register_server_error_exit_1(self):
+        rc, out, err = self.run_ctl("register", "sphere", "--radius", "-1", "--modulus", "1e5", "--hint", "0.01")
+        self.assertEqual(rc, 1)
+        self.assertEqual(out, "")
+        self.assertIn("INVALID_ARGUMENT", err)
+        self.assertIn("radius", err)
+
+    # -- has --
+    def test_has(self):
+        gid = self.ok("register", "half-space", "--rigid").strip()
+        # the geometry stays cached after the registering connection closed
+        out = self.ok("has", gid)
+        self.assertEqual(out.strip(), gid + " present")
+        rc, out, _ = self.run_ctl("has", gid, "0" * 64, "--json")
+        self.assertEqual(rc, 5)
+        j = json.loads(out)
+        self.assertEqual(j, {"present": [gid], "missing": ["0" * 64]})
+
+    # -- query --
+    def test_query_table(self):
+        out = self.ok("query", SCENE)
+        self.assertRegex(out, r"pair ball \(1\) / floor \(2\): surface, \d+ faces, area [0-9.e+-]+ m\^2")
+        self.assertIn("equivalent point", out)
+        self.assertRegex(out, r"patch 0 ")
+        self.assertRegex(out, r"1 pairs, server \d+ us, round trip")
+
+    def test_query_json_from_stdin(self):
+        j = json.loads(self.ok("query", "-", "--json", stdin=json.dumps(SIMPLE)))
+        p = j["pairs"][0]
+        self.assertEqual((p["a_name"], p["b_name"], p["status"]), ("ball", "floor", "surface"))
+        fz = p["wrench_a"]["force"][2]
+        self.assertGreater(fz, 5)
+        self.assertAlmostEqual(p["wrench_b"]["force"][2], -fz, delta=1e-9 * fz)
+        self.assertEqual(p["patches"], [])  # detail defaults to wrench
+        j = json.loads(self.ok("query", "-", "--json", "--detail", "patches", stdin=json.dumps(SIMPLE)))
+        self.assertEqual(len(j["pairs"][0]["patches"]), 1)
+        # all pairs by the broad phase: same force
+        s2 = dict(SIMPLE)
+        s2.pop("pairs")
+        j2 = json.loads(self.ok("query", "-", "--json", stdin=json.dumps(s2)))
+        self.assertEqual(j2["pairs"][0]["wrench_a"]["force"][2], fz)
+
+    def test_query_input_errors_exit_4(self):
+        rc, _, err = self.run_ctl("query", os.path.join(self.tmp, "none.json"))
+        self.assertEqual(rc, 4)
+        rc, _, err = self.run_ctl("query", "-", stdin="{not json")
+        self.assertEqual(rc, 4)
+        self.assertIn("invalid JSON", err)
+        bad = json.loads(json.dumps(SIMPLE))
+        bad["bodies"][0]["position"] = [0, 0]
+        rc, _, err = self.run_ctl("query", "-", stdin=json.dumps(bad))
+        self.assertEqual(rc, 4)
+        self.assertIn("bodies[0].position", err)
+
+    def test_query_server_errors_exit_1(self):
+        bad = json.loads(json.dumps(SIMPLE))
+        bad["geometries"]["floor"] = {"id": "f" * 64}
+        rc, _, err = self.run_ctl("query", "-", stdin=json.dumps(bad))
+        self.assertEqual(rc, 1)
+        self.assertIn("NOT_FOUND", err)
+        bad = json.loads(json.dumps(SIMPLE))
+        bad["geometries"]["ball"]["radius"] = 0
+        rc, _, err = self.run_ctl("query", "-", stdin=json.dumps(bad))
+        self.assertEqual(rc, 1)
+        self.assertIn('geometry "ball"', err)
+        bad = json.loads(json.dumps(SIMPLE))
+        bad["bodies"][0]["orientation"] = [2, 0, 0, 0]
+        rc, _, err = self.run_ctl("query", "-", stdin=json.dumps(bad))
+        self.assertEqual(rc, 1)
+        self.assertIn("INVALID_ARGUMENT", err)
+
+    # -- stream --
+    def test_stream_count(self):
+        out = self.ok("stream", SCENE, "--rate", "200", "--count", "12")
+        lines = out.strip().splitlines()
+        self.assertEqual(len(lines), 13)
+        self.assertRegex(lines[0], r"^seq +1 +ball/floor \|Fn\| [0-9.e+-]+ N area [0-9.e+-]+ +\| rtt [0-9.]+ ms +p50")
+        self.assertRegex(lines[-1], r"^12 updates, 12 results, 0 dropped in [0-9.]+ s .*p50 [0-9.]+ ms, p99")
+        # the frames cycle: results 1 and 5 are the same frame, 1 and 2 differ
+        fn = [float(re.search(r"\|Fn\| (\S+)", l).group(1)) for l in lines[:-1]]
+        self.assertEqual(fn[0], fn[4])
+        self.assertNotEqual(fn[0], fn[1])
+
+    def test_stream_json_latest(self):
+        out = self.ok("stream", SCENE, "--rate", "0", "--count", "100", "--latest", "--json")
+        objs = [json.loads(l) for l in out.strip().splitlines()]
+        summary = objs[-1]["summary"]
+        results = objs[:-1]
+        self.assertEqual(summary["updates"], 100)
+        self.assertEqual(summary["results"], len(results))
+        self.assertEqual(results[-1]["sequence"], 100)
+        self.assertEqual(summary["results"] + summary["dropped_updates"], 100)
+        seqs = [r["sequence"] for r in results]
+        self.assertEqual(seqs, sorted(seqs))
+
+    # -- export --
+    def test_export_vtk_and_ply(self):
+        vtk = os.path.join(self.tmp, "s.vtk")
+        ply = os.path.join(self.tmp, "s.ply")
+        out = self.ok("export", SCENE, "--pair", "ball,floor", "-o", vtk)
+        m = re.match(r"wrote \S+: (\d+) vertices, (\d+) faces", out)
+        nv, nf = int(m.group(1)), int(m.group(2))
+        with open(vtk) as f:
+            text = f.read().split("\n")
+        self.assertEqual(text[0], "# vtk DataFile Version 3.0")
+        self.assertEqual(text[3], "DATASET POLYDATA")
+        self.assertEqual(text[4], "POINTS %d double" % nv)
+        self.assertTrue(text[5 + nv].startswith("POLYGONS %d " % nf))
+        i = text.index("POINT_DATA %d" % nv)
+        self.assertEqual(text[i + 1], "SCALARS pressure double 1")
+        pressures = [float(x) for x in text[i + 3:i + 3 + nv]]
+        self.assertTrue(all(0 <= p <= 1e5 * (1 + 1e-9) for p in pressures))
+        self.assertGreater(max(pressures), 0)
+        j = json.loads(self.ok("export", SCENE, "--pair", "1,2", "--format", "ply", "-o", ply, "--json"))
+        self.assertEqual((j["vertices"], j["faces"]), (nv, nf))
+        with open(ply) as f:
+            lines = f.read().split("\n")
+        self.assertEqual(lines[0], "ply")
+        self.assertIn("element vertex %d" % nv, lines)
+        self.assertIn("property double pressure", lines)
+        self.assertIn("element face %d" % nf, lines)
+        end = lines.index("end_header")
+        v0 = [float(x) for x in lines[end + 1].split()]
+        self.assertEqual(len(v0), 4)
+        face = [int(x) for x in lines[end + 1 + nv].split()]
+        self.assertEqual(face[0], len(face) - 1)
+
+    def test_export_no_contact_exit_5(self):
+        apart = json.loads(json.dumps(SIMPLE))
+        apart["bodies"][0]["position"] = [0, 0, 1]
+        out_path = os.path.join(self.tmp, "none.vtk")
+        rc, _, err = self.run_ctl("export", "-", "--pair", "ball,floor", "-o", out_path, stdin=json.dumps(apart))
+        self.assertEqual(rc, 5)
+        self.assertFalse(os.path.exists(out_path))
+        rc, _, err = self.run_ctl("export", SCENE, "--pair", "ball,nobody", "-o", out_path)
+        self.assertEqual(rc, 4)
+
+    # -- stats --
+    def test_stats(self):
+        out = self.ok("stats")
+        self.assertRegex(out, r"connections +\d+ open, \d+ total")
+        self.assertRegex(out, r"cache +\d+ entries")
+        j = json.loads(self.ok("stats", "--json"))
+        self.assertGreaterEqual(j["requests"], 1)
+        self.assertEqual(len(j["worker_utilisation"]), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,227 @@
+"""The Python client (client/python/contactd_client) against a real contactd:
+every request, results as plain objects, errors, streams, TCP and Unix."""
+import math
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from contactd_fixture import Daemon  # noqa: E402
+
+import contactd_client as cc  # noqa: E402
+from contactd_client import Body, Client, ContactdError  # noqa: E402
+
+R, E, H = 0.05, 1e5, 0.045
+
+
+def sphere_force(r, e, h):
+    return 2 * math.pi * e / r * (r * (r * r - h * h) / 2 - (r ** 3 - h ** 3) / 3)
+
+
+class PythonClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0, "contactd exit status"
+
+    def setUp(self):
+        self.c = Client(self.d.tcp_addr, timeout=30)
+        self.ball = self.c.register_sphere(R, modulus=E, hint=R / 4)
+        self.floor = self.c.register_half_space(rigid=True)
+
+    def tearDown(self):
+        self.c.close()
+
+    def bodies(self, h=H):
+        return [Body(1, self.ball, position=(0, 0, h)), Body(2, self.floor)]
+
+    def test_hello_tcp_and_unix(self):
+        h = self.c.hello("pytest")
+        self.assertEqual(h["protocol_version"], 1)
+        self.assertGreater(h["limits"]["max_frame_bytes"], 0)
+        self.assertIn("streams", h["capabilities"])
+        with Client(self.d.unix_addr) as u:
+            self.assertEqual(u.hello()["server_version"], h["server_version"])
+
+    def test_connect_errors(self):
+        with self.assertRaises(ContactdError) as e:
+            Client("unix:" + os.path.join(self.d.dir, "nope.sock"))
+        self.assertEqual(e.exception.code_name, "UNAVAILABLE")
+        self.assertFalse(e.exception.remote)
+        with self.assertRaises(ContactdError) as e:
+            Client("no-port-here")
+        self.assertEqual(e.exception.code_name, "INVALID_ARGUMENT")
+
+    def test_register_same_content_same_id(self):
+        r = self.c.register("sphere", radius=R, modulus=E, hint=R / 4)
+        self.assertEqual(r.geometry_id, self.ball)
+        self.assertTrue(r.already_cached)
+        r2 = self.c.register("sphere", radius=R, modulus=2 * E, hint=R / 4)
+        self.assertNotEqual(r2.geometry_id, self.ball)
+        self.assertFalse(r2.already_cached)
+        self.assertGreater(r2.stats["tetrahedra"], 0)
+        self.assertAlmostEqual(r2.stats["max_pressure"], 2 * E, delta=1e-6 * E)
+
+    def test_register_all_shapes(self):
+        ids = {
+            self.c.register_box((0.1, 0.2, 0.05), modulus=1e6, hint=0.05),
+            self.c.register_cylinder(0.05, 0.02, modulus=1e6, hint=0.02),
+            self.c.register_capsule(0.02, 0.1, modulus=1e6, hint=0.01),
+            self.c.register_ellipsoid((0.03, 0.02, 0.01), modulus=1e6, hint=0.01),
+            self.c.register_half_space(modulus=1e6, slab=0.1),
+            self.c.register_mesh(data=b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n",
+                                 rigid=True, format="obj"),
+        }
+        self.assertEqual(len(ids), 6)
+
+    def test_register_error(self):
+        with self.assertRaises(ContactdError) as e:
+            self.c.register_sphere(-1, modulus=E, hint=0.01)
+        self.assertEqual(e.exception.code_name, "INVALID_ARGUMENT")
+        self.assertTrue(e.exception.remote)
+        self.assertIn("radius", e.exception.field)
+        self.assertEqual(self.c.hello()["protocol_version"], 1)  # still usable
+
+    def test_has_and_release(self):
+        bogus = "0" * 64
+        self.assertEqual(self.c.has([self.ball, bogus]), [bogus])
+        self.assertEqual(self.c.release([self.ball]), ([self.ball], []))
+        self.assertEqual(self.c.release([self.ball]), ([], [self.ball]))
+
+    def test_query_matches_analytic_force(self):
+        res = self.c.query(self.bodies(), pairs=[(1, 2)], detail="patches")
+        self.assertEqual(len(res.pairs), 1)
+        p = res.pairs[0]
+        self.assertEqual(p.status, "surface")
+        expect = sphere_force(R, E, H)
+        self.assertLess(abs(p.force_a[2] - expect), 0.15 * expect)
+        self.assertAlmostEqual(p.force_b[2], -p.force_a[2], delta=1e-9 * expect)
+        self.assertEqual(len(p.patches), 1)
+        self.assertAlmostEqual(p.patches[0].point[0], 0, delta=1e-9)
+        self.assertAlmostEqual(p.total.normal_force_magnitude, p.force_a[2], delta=1e-9 * expect)
+        # broad phase, dict bodies
+        res = self.c.query([dict(id=1, geometry_id=self.ball, position=(0, 0, H)),
+                            dict(id=2, geometry_id=self.floor)])
+        self.assertEqual(res.pairs[0].status, "surface")
+        # apart
+        res = self.c.query(self.bodies(0.3), pairs=[(1, 2)])
+        self.assertEqual(res.pairs[0].status, "none")
+
+    def test_query_surface(self):
+        res = self.c.query(self.bodies(), pairs=[(1, 2)], detail="surface", point_contacts=True)
+        s = res.pairs[0].surface
+        self.assertIsNotNone(s)
+        self.assertEqual(len(s.vertices), len(s.pressure))
+        self.assertGreater(len(s.faces), 10)
+        self.assertAlmostEqual(sum(s.areas), res.pairs[0].area, delta=1e-9)
+        self.assertTrue(all(0 <= p <= E for p in s.pressure))
+        pcs = res.pairs[0].point_contacts
+        self.assertGreater(len(pcs), 0)
+        self.assertLessEqual(len(pcs), len(s.faces))
+        self.assertTrue(all(pc["phi0"] <= 0 and pc["stiffness"] > 0 for pc in pcs))
+        try:
+            import numpy  # noqa: F401
+        except ImportError:
+            return
+        v, p = s.as_numpy()
+        self.assertEqual(v.shape, (len(s.vertices), 3))
+
+    def test_query_errors(self):
+        with self.assertRaises(ContactdError) as e:
+            self.c.query([Body(1, self.ball), Body(2, "f" * 64)], pairs=[(1, 2)])
+        self.assertEqual(e.exception.code_name, "NOT_FOUND")
+        with self.assertRaises(ContactdError) as e:
+            self.c.query([Body(1, self.ball, position=(math.nan, 0, 0)), Body(2, self.floor)], pairs=[(1, 2)])
+        self.assertEqual(e.exception.code_name, "INVALID_ARGUMENT")
+        self.assertIn("bodies[0]", e.exception.field)
+
+    def test_stats(self):
+        s = self.c.stats()
+        self.assertGreaterEqual(s["requests"], 2)
+        self.assertGreaterEqual(s["cache_entries"], 2)
+        self.assertEqual(len(s["worker_utilisation"]), 2)
+        self.assertTrue(s["latency"])
+
+    def test_stream_in_order(self):
+        with self.c.stream(self.bodies(), pairs=[(1, 2)]) as st:
+            for k in range(1, 11):
+                st.update({1: {"position": (0, 0, 0.0495 - 0.0005 * k)}})
+            prev = 0.0
+            for k in range(1, 11):
+                r = st.result()
+                self.assertEqual(r.sequence, k)
+                fz = r.pairs[0].force_a[2]
+                self.assertGreater(fz, prev)
+                prev = fz
+            summary = st.close()
+        self.assertEqual(summary["updates"], 10)
+        self.assertEqual(summary["results"], 10)
+
+    def test_stream_results_survive_blocking_calls(self):
+        st = self.c.stream(self.bodies(), pairs=[(1, 2)])
+        for k in range(5):
+            st.update({1: {"position": (0, 0, H)}})
+        self.c.stats()  # its reply comes after the five results
+        self.assertEqual([st.result(0).sequence for _ in range(5)], [1, 2, 3, 4, 5])
+        with self.assertRaises(ContactdError) as e:
+            st.result(0.05)
+        self.assertEqual(e.exception.code_name, "DEADLINE_EXCEEDED")
+        st.close()
+
+    def test_stream_errors(self):
+        st = self.c.stream(self.bodies(), pairs=[(1, 2)])
+        st.update({1: {"position": (0, 0, H)}}, sequence=3)
+        st.update({1: {"position": (0, 0, H)}}, sequence=3)
+        self.assertEqual(st.result().sequence, 3)
+        with self.assertRaises(ContactdError) as e:
+            st.result()
+        self.assertEqual(e.exception.code_name, "INVALID_ARGUMENT")
+        st.update({9: {"position": (0, 0, H)}})
+        with self.assertRaises(ContactdError) as e:
+            st.result()
+        self.assertIn("body 9", e.exception.message)
+        st.close()
+        st.update({1: {"position": (0, 0, H)}})
+        with self.assertRaises(ContactdError) as e:
+            st.result()
+        self.assertEqual(e.exception.code_name, "FAILED_PRECONDITION")
+
+    def test_stream_latest_only(self):
+        st = self.c.stream(self.bodies(), pairs=[(1, 2)], latest_only=True)
+        n = 40
+        for _ in range(n):
+            st.update({1: {"position": (0, 0, H)}})
+        got = dropped = last = 0
+        while last < n:
+            r = st.result()
+            self.assertGreater(r.sequence, last)
+            last = r.sequence
+            got += 1
+            dropped += r.dropped_updates
+        self.assertEqual(got + dropped, n)
+        self.assertEqual(st.close()["dropped_updates"], dropped)
+
+    def test_same_numbers_as_c_path(self):
+        # the JSON contactctl output (C library) equals the Python result
+        import json
+        import subprocess
+        scene = {
+            "geometries": {"ball": {"shape": "sphere", "radius": R, "modulus": E, "hint": R / 4},
+                           "floor": {"shape": "half-space", "rigid": True}},
+            "bodies": [{"name": "ball", "geometry": "ball", "position": [0, 0, H]},
+                       {"name": "floor", "geometry": "floor"}],
+            "pairs": [["ball", "floor"]],
+        }
+        out = subprocess.run([os.environ["CONTACTCTL"], "--addr", self.d.tcp_addr, "query", "-", "--json"],
+                             input=json.dumps(scene), capture_output=True, text=True, check=True).stdout
+        c_force = json.loads(out)["pairs"][0]["wrench_a"]["force"]
+        py = self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0].force_a
+        for i in range(3):
+            self.assertEqual(c_force[i], py[i])
+
+
+if __name__ == "__main__":
+    unittest.main()
