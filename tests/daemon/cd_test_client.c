@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -77,9 +78,13 @@ void tc_start(tc_daemon *d, const char *const *extra) {
   pid_t pid = fork();
   if (pid < 0) die("fork");
   if (pid == 0) {
+    /* Never outlive the test (a crashed test must not leave a daemon
+     * holding ctest's output pipe open). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     int fd = open(d->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, 2);
+      dup2(fd, 1);
       close(fd);
     }
     execv(argv[0], (char *const *)argv);

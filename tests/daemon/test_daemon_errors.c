@@ -1,0 +1,415 @@
+/* test_daemon_errors.c — the bad-input catalogue, one test each: every bad
+ * input gets an Error with the right gRPC code, a message naming the
+ * offending field or element and the request id; the connection stays
+ * usable where the framing allows; another client is unaffected; the daemon
+ * stays up (and still exits 0 on SIGTERM). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cd_test_client.h"
+
+typedef Contactd__V1__Envelope Env;
+
+static tc_daemon D;
+static int bystander = -1;
+static char *sphere, *plane;
+
+static void start_with(const char *const *extra) {
+  tc_start(&D, extra);
+  bystander = tc_connect_unix(D.unix_path);
+  cr_assert_geq(bystander, 0);
+  sphere = tc_register_sphere(bystander, 1, 0.1, 1e6, 0.05);
+  plane = tc_register_halfspace(bystander, 2, 0, 0);
+  cr_assert(sphere && plane);
+}
+static void up(void) { start_with(NULL); }
+
+static Env *hello(int fd, uint64_t id) {
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
+  e.hello = &h;
+  return tc_call(fd, &e, 5000);
+}
+
+static void expect_usable(int fd, uint64_t id) {
+  Env *r = hello(fd, id);
+  cr_assert(r, "the connection is still usable");
+  cr_expect_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY);
+  cr_expect_eq(r->request_id, id);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+}
+
+static void expect_error(Env *r, int code, uint64_t id, const char *needle) {
+  cr_assert(r, "an error reply arrives");
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR, "got case %d", r->msg_case);
+  cr_expect_eq(r->error->code, code, "code %d, want %d (%s)", r->error->code, code, r->error->message);
+  cr_expect_eq(r->request_id, id, "request id echoed");
+  cr_expect(strstr(r->error->message, needle), "message \"%s\" names \"%s\"", r->error->message, needle);
+}
+
+/* The other client still gets answers; the daemon is alive. */
+static void down(void) {
+  cr_expect(tc_alive(&D), "the daemon is still up");
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.09);
+  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
+  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+  pr.a = 1;
+  pr.b = 2;
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = 2;
+  q.bodies = bodies;
+  q.n_pairs = 1;
+  q.pairs = prs;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 77;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &q;
+  Env *r = tc_call(bystander, &e, 30000);
+  cr_expect(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "another client is unaffected");
+  if (r) {
+    cr_expect_gt(r->contact_reply->results[0]->wrench_a->force->z, 0.0);
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  close(bystander);
+  free(sphere);
+  free(plane);
+  cr_expect_eq(tc_stop(&D), 0, "contactd exits 0 on SIGTERM");
+}
+
+static Env *query(int fd, uint64_t id, Contactd__V1__Body **bodies, size_t n) {
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
+  q.n_bodies = n;
+  q.bodies = bodies;
+  q.all_pairs = &ap;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &q;
+  return tc_call(fd, &e, 30000);
+}
+
+TestSuite(bad_input, .init = up, .fini = down);
+
+Test(bad_input, truncated_frame) {
+  int fd = tc_connect_tcp(D.port);
+  uint8_t buf[51] = {100}; /* announces 100 bytes, sends 50 */
+  tc_send_raw(fd, buf, sizeof buf);
+  shutdown(fd, SHUT_WR);
+  Env *r = tc_recv(fd, 5000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 0, "truncated frame");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  cr_expect(tc_wait_closed(fd, 5000), "the server closes after the error");
+  close(fd);
+}
+
+Test(bad_input, length_prefix_over_the_cap) {
+  int fd = tc_connect_tcp(D.port);
+  uint8_t v[10];
+  size_t n = 0;
+  uint64_t len = (uint64_t)100 << 20; /* 100 MiB > 64 MiB */
+  while (len >= 0x80) {
+    v[n++] = (uint8_t)(len | 0x80);
+    len >>= 7;
+  }
+  v[n++] = (uint8_t)len;
+  tc_send_raw(fd, v, n);
+  Env *r = tc_recv(fd, 5000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 0, "max_frame_bytes");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  cr_expect(tc_wait_closed(fd, 5000), "framing is lost: the server closes");
+  close(fd);
+}
+
+Test(bad_input, random_bytes) {
+  int fd = tc_connect_tcp(D.port);
+  /* a 6-byte frame of noise: framing survives, the message does not decode */
+  uint8_t junk[7] = {6, 0xff, 0xfe, 0x07, 0x13, 0xff, 0x80};
+  tc_send_raw(fd, junk, sizeof junk);
+  Env *r = tc_recv(fd, 5000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 0, "invalid envelope");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  expect_usable(fd, 5);
+  close(fd);
+}
+
+Test(bad_input, unknown_oneof_case) {
+  int fd = tc_connect_tcp(D.port);
+  /* request_id = 7, then field 99 (varint 1): no request this server knows */
+  uint8_t body[] = {0x08, 0x07, 0x98, 0x06, 0x01};
+  uint8_t frame[1 + sizeof body] = {sizeof body};
+  memcpy(frame + 1, body, sizeof body);
+  tc_send_raw(fd, frame, sizeof frame);
+  Env *r = tc_recv(fd, 5000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 7, "unknown field number 99");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* a reply sent as a request is refused too */
+  Contactd__V1__StatsReply sr = CONTACTD__V1__STATS_REPLY__INIT;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 8;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY;
+  e.stats_reply = &sr;
+  r = tc_call(fd, &e, 5000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 8, "statsReply is a reply");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  expect_usable(fd, 9);
+  close(fd);
+}
+
+Test(bad_input, invalid_json) {
+  int fd = tc_connect_tcp(D.port);
+  tc_send_line(fd, "{\"requestId\":\"3\",\"hello\":");
+  char *l = tc_recv_line(fd, 5000);
+  cr_assert(l);
+  cr_expect(strstr(l, "\"code\":\"INVALID_ARGUMENT\""), "%s", l);
+  cr_expect(strstr(l, "invalid JSON"), "%s", l);
+  free(l);
+  tc_send_line(fd, "{\"requestId\":\"4\",\"hello\":{\"clientName\":\"after\"}}");
+  l = tc_recv_line(fd, 5000);
+  cr_assert(l && strstr(l, "\"requestId\":\"4\"") && strstr(l, "helloReply"), "still usable: %s", l);
+  free(l);
+  close(fd);
+}
+
+Test(bad_input, json_with_wrong_types) {
+  int fd = tc_connect_unix(D.unix_path);
+  tc_send_line(fd, "{\"requestId\":\"4\",\"hello\":{\"clientName\":5}}");
+  char *l = tc_recv_line(fd, 5000);
+  cr_assert(l);
+  cr_expect(strstr(l, "\"requestId\":\"4\""), "request id recovered: %s", l);
+  cr_expect(strstr(l, "\"code\":\"INVALID_ARGUMENT\""), "%s", l);
+  cr_expect(strstr(l, "hello.clientName"), "names the field: %s", l);
+  free(l);
+  tc_send_line(fd, "{\"requestId\":\"5\",\"contactQuery\":{\"bodies\":[{\"bodyId\":\"x\"}]}}");
+  l = tc_recv_line(fd, 5000);
+  cr_expect(l && strstr(l, "contactQuery.bodies[0].bodyId"), "%s", l);
+  free(l);
+  tc_send_line(fd, "{\"requestId\":\"6\",\"stats\":{}}");
+  l = tc_recv_line(fd, 5000);
+  cr_expect(l && strstr(l, "statsReply"), "still usable: %s", l);
+  free(l);
+  close(fd);
+}
+
+Test(bad_input, unknown_geometry_id) {
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0);
+  tc_body(&b2, &p2, &v2, 31, "0123456789abcdef", 0, 0, 0);
+  Env *r = query(fd, 12, bodies, 2);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__NOT_FOUND, 12, "body 31");
+  cr_expect(strstr(r->error->message, "not registered"));
+  cr_expect_str_eq(r->error->field, "contactQuery.bodies[1].geometryId");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  expect_usable(fd, 13);
+  close(fd);
+}
+
+Test(bad_input, nan_or_infinite_pose) {
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0);
+  tc_body(&b2, &p2, &v2, 2, plane, NAN, 0, 0);
+  Env *r = query(fd, 14, bodies, 2);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 14, "body 2");
+  cr_expect(strstr(r->error->message, "not finite"));
+  cr_expect_str_eq(r->error->field, "contactQuery.bodies[1].pose.position");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, INFINITY);
+  r = query(fd, 15, bodies, 2);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 15, "not finite");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  expect_usable(fd, 16);
+  close(fd);
+}
+
+Test(bad_input, quaternion_far_from_unit) {
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  Contactd__V1__Quat q = CONTACTD__V1__QUAT__INIT;
+  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.09);
+  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
+  p1.orientation = &q;
+  q.w = 1.01; /* |q| = 1.01: outside 1 +- 1e-3 */
+  Env *r = query(fd, 17, bodies, 2);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 17, "body 1");
+  cr_expect(strstr(r->error->message, "quaternion norm 1.01"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  q.w = 1.0005; /* within tolerance: normalised and accepted */
+  r = query(fd, 18, bodies, 2);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  cr_expect_gt(r->contact_reply->results[0]->wrench_a->force->z, 0.0);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(fd);
+}
+
+Test(bad_input, inverted_tet_mesh) {
+  int fd = tc_connect_tcp(D.port);
+  /* one tet with negative orientation */
+  double v[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+  int32_t t[4] = {0, 2, 1, 3};
+  Contactd__V1__TetMesh m = CONTACTD__V1__TET_MESH__INIT;
+  m.n_vertices = 12;
+  m.vertices = v;
+  m.n_tets = 4;
+  m.tets = t;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TET_MESH;
+  rg.tet_mesh = &m;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  rg.modulus = 1e6;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 19;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  e.register_geometry = &rg;
+  Env *r = tc_call(fd, &e, 10000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 19, "tet 0");
+  cr_expect(strstr(r->error->message, "registerGeometry.tetMesh"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* the failed build left nothing behind */
+  Contactd__V1__Stats s = CONTACTD__V1__STATS__INIT;
+  Env se = CONTACTD__V1__ENVELOPE__INIT;
+  se.request_id = 20;
+  se.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
+  se.stats = &s;
+  r = tc_call(fd, &se, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY);
+  cr_expect_eq(r->stats_reply->cache_entries, 2);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(fd);
+}
+
+static void small_limits(void) {
+  static char path[] = "/tmp/contactd-test-limits.json";
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"_comment\": \"test\", \"limits\": {\"max_bodies_per_query\": 4}}\n");
+  fclose(f);
+  const char *extra[] = {"--config", path, NULL};
+  start_with(extra);
+}
+
+Test(bad_input, too_many_bodies, .init = small_limits) {
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__Body b[5], *bodies[5];
+  Contactd__V1__Pose p[5];
+  Contactd__V1__Vec3 v[5];
+  for (int i = 0; i < 5; i++) {
+    tc_body(&b[i], &p[i], &v[i], (uint32_t)i + 1, sphere, i * 1.0, 0, 0);
+    bodies[i] = &b[i];
+  }
+  Env *r = query(fd, 21, bodies, 5);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 21, "5 bodies exceed the limit of 4");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  r = query(fd, 22, bodies, 4);
+  cr_expect(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "four are fine");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(fd);
+}
+
+Test(bad_input, update_on_a_closed_stream) {
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.09);
+  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
+  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
+  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
+  os.n_bodies = 2;
+  os.bodies = bodies;
+  os.all_pairs = &ap;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 23;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
+  e.open_stream = &os;
+  Env *r = tc_call(fd, &e, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM_REPLY);
+  uint64_t sid = r->open_stream_reply->stream_id;
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  Contactd__V1__CloseStream cs = CONTACTD__V1__CLOSE_STREAM__INIT;
+  cs.stream_id = sid;
+  Env ce = CONTACTD__V1__ENVELOPE__INIT;
+  ce.request_id = 24;
+  ce.msg_case = CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM;
+  ce.close_stream = &cs;
+  r = tc_call(fd, &ce, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM_REPLY);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  Contactd__V1__StreamUpdate up = CONTACTD__V1__STREAM_UPDATE__INIT;
+  up.stream_id = sid;
+  up.sequence = 1;
+  Env ue = CONTACTD__V1__ENVELOPE__INIT;
+  ue.request_id = 25;
+  ue.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE;
+  ue.stream_update = &up;
+  r = tc_call(fd, &ue, 5000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__FAILED_PRECONDITION, 25, "is closed");
+  cr_expect_str_eq(r->error->field, "streamUpdate.streamId");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  up.stream_id = 999;
+  ue.request_id = 26;
+  r = tc_call(fd, &ue, 5000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__NOT_FOUND, 26, "never opened");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  expect_usable(fd, 27);
+  close(fd);
+}
+
+static void tiny_output(void) {
+  const char *extra[] = {"--config", "/tmp/contactd-test-output.json", NULL};
+  FILE *f = fopen(extra[1], "w");
+  fprintf(f, "{\"limits\": {\"max_output_bytes\": 65536, \"max_inflight_per_conn\": 4096}}\n");
+  fclose(f);
+  start_with(extra);
+}
+
+Test(bad_input, client_that_stops_reading_is_disconnected, .init = tiny_output) {
+  int fd = tc_connect_tcp(D.port);
+  int small = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  /* Large replies (full surfaces), never read. */
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.05);
+  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
+  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+  pr.a = 1;
+  pr.b = 2;
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = 2;
+  q.bodies = bodies;
+  q.n_pairs = 1;
+  q.pairs = prs;
+  q.options = &o;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &q;
+  for (int i = 0; i < 3000; i++) {
+    e.request_id = (uint64_t)i;
+    if (tc_send(fd, &e)) break; /* the server hung up */
+    if (i % 100 == 99 && tc_log_count(&D, "slow reader disconnected")) break;
+  }
+  for (int i = 0; i < 500 && !tc_log_count(&D, "slow reader disconnected"); i++) usleep(10000);
+  cr_expect_eq(tc_log_count(&D, "slow reader disconnected"), 1, "logged with its reason");
+  cr_expect(tc_log_count(&D, "reason=\"client is not reading"), "the close reason is logged");
+  close(fd);
+}
