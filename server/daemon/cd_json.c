@@ -79,27 +79,44 @@ typedef struct jctx {
   size_t plen;
 } jctx;
 
-static void path_append(jctx *c, const char *fmt, ...) {
-  if (c->plen >= sizeof c->path - 1) return;
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(c->path + c->plen, sizeof c->path - c->plen, fmt, ap);
-  va_end(ap);
-  if (k < 0) k = 0;
-  c->plen += (size_t)k;
-  if (c->plen > sizeof c->path - 1) c->plen = sizeof c->path - 1;
-}
-
-static size_t push_name(jctx *c, const char *json_name) {
-  size_t saved = c->plen;
-  path_append(c, c->plen ? ".%s" : "%s", json_name);
+/* Append ".name" (or "name" at the root) to the path; with `camel`, the
+ * JSON name of a field name. Returns the previous length for pop(). */
+static size_t push_str(jctx *c, const char *name, int camel) {
+  size_t saved = c->plen, n = c->plen, cap = sizeof c->path - 1;
+  if (n && n < cap) c->path[n++] = '.';
+  int up = 0;
+  for (; *name && n < cap; name++) {
+    if (camel && *name == '_') {
+      up = 1;
+      continue;
+    }
+    c->path[n++] = up ? (char)toupper((unsigned char)*name) : *name;
+    up = 0;
+  }
+  c->path[n] = 0;
+  c->plen = n;
   return saved;
 }
 
+static size_t push_name(jctx *c, const char *json_name) { return push_str(c, json_name, 0); }
+
 static size_t push_field(jctx *c, const ProtobufCFieldDescriptor *f) {
-  char name[128];
-  cd_json_name(f->name, name, sizeof name);
-  return push_name(c, name);
+  return push_str(c, f->name, 1);
+}
+
+/* Append "[i]". */
+static void push_index(jctx *c, size_t i) {
+  char tmp[24];
+  size_t k = sizeof tmp;
+  tmp[--k] = ']';
+  do tmp[--k] = (char)('0' + i % 10), i /= 10;
+  while (i);
+  tmp[--k] = '[';
+  size_t len = sizeof tmp - k;
+  if (c->plen + len >= sizeof c->path) return;
+  memcpy(c->path + c->plen, tmp + k, len);
+  c->plen += len;
+  c->path[c->plen] = 0;
 }
 
 static void pop(jctx *c, size_t saved) {
@@ -545,7 +562,7 @@ static int parse_message(jctx *c, const ProtobufCMessageDescriptor *d, const cJS
       size_t i = 0;
       for (const cJSON *e = it->child; e && !rc; e = e->next, i++) {
         size_t s2 = c->plen;
-        path_append(c, "[%zu]", i);
+        push_index(c, i);
         if (cJSON_IsNull(e))
           rc = fail(c, CD_WIRE_INVALID_ARGUMENT, "null is not allowed in an array");
         else
@@ -632,7 +649,7 @@ static int check_utf8(jctx *c, const ProtobufCMessage *m) {
       const void *v = *(const void *const *)(arr + k * sizeof(void *));
       if (!v) continue;
       size_t saved = push_field(c, f);
-      if (rep) path_append(c, "[%zu]", k);
+      if (rep) push_index(c, k);
       int rc = 0;
       if (f->type == PROTOBUF_C_TYPE_STRING) {
         size_t len = strlen(v), bad = utf8_invalid_at(v, len);
@@ -661,15 +678,30 @@ static cJSON *emit_message(jctx *c, const ProtobufCMessage *m);
 
 /* A JSON number written by us: cJSON prints doubles with 15 significant
  * digits whenever that is within an epsilon of the value, which does not
- * round-trip exactly. Use the shortest of %.15g/%.16g/%.17g that parses back
- * to the same value. */
+ * round-trip exactly. Use %.15g when it parses back to the same value (short
+ * output for human-sized numbers like 0.1), else %.17g, which always does.
+ * (%.16g is not tried: one more printf per computed value costs more than
+ * the byte it saves.) */
 static cJSON *raw_double(double d) {
   char num[40];
-  for (int prec = 15; prec <= 17; prec++) {
-    snprintf(num, sizeof num, "%.*g", prec, d);
-    if (strtod(num, NULL) == d) break;
-  }
+  snprintf(num, sizeof num, "%.15g", d);
+  if (strtod(num, NULL) != d) snprintf(num, sizeof num, "%.17g", d);
   return cJSON_CreateRaw(num);
+}
+
+/* Decimal text of v (negative when neg) into the end of buf[32]; returns
+ * its start. */
+static const char *fmt_u64(char buf[32], uint64_t v, int neg) {
+  char *p = buf + 31;
+  *p = 0;
+  do *--p = (char)('0' + v % 10), v /= 10;
+  while (v);
+  if (neg) *--p = '-';
+  return p;
+}
+
+static const char *fmt_i64(char buf[32], int64_t v) {
+  return v < 0 ? fmt_u64(buf, (uint64_t)0 - (uint64_t)v, 1) : fmt_u64(buf, (uint64_t)v, 0);
 }
 
 static cJSON *emit_value(jctx *c, const ProtobufCFieldDescriptor *f, const void *src) {
@@ -678,21 +710,16 @@ static cJSON *emit_value(jctx *c, const ProtobufCFieldDescriptor *f, const void 
   case PROTOBUF_C_TYPE_INT32:
   case PROTOBUF_C_TYPE_SINT32:
   case PROTOBUF_C_TYPE_SFIXED32:
-    snprintf(num, sizeof num, "%d", (int)*(const int32_t *)src);
-    return cJSON_CreateRaw(num);
+    return cJSON_CreateRaw(fmt_i64(num, *(const int32_t *)src));
   case PROTOBUF_C_TYPE_UINT32:
-  case PROTOBUF_C_TYPE_FIXED32:
-    snprintf(num, sizeof num, "%u", (unsigned)*(const uint32_t *)src);
-    return cJSON_CreateRaw(num);
+  case PROTOBUF_C_TYPE_FIXED32: return cJSON_CreateRaw(fmt_u64(num, *(const uint32_t *)src, 0));
   case PROTOBUF_C_TYPE_INT64:
   case PROTOBUF_C_TYPE_SINT64:
   case PROTOBUF_C_TYPE_SFIXED64:
-    snprintf(num, sizeof num, "%lld", (long long)*(const int64_t *)src);
-    return cJSON_CreateString(num);
+    return cJSON_CreateString(fmt_i64(num, *(const int64_t *)src));
   case PROTOBUF_C_TYPE_UINT64:
   case PROTOBUF_C_TYPE_FIXED64:
-    snprintf(num, sizeof num, "%llu", (unsigned long long)*(const uint64_t *)src);
-    return cJSON_CreateString(num);
+    return cJSON_CreateString(fmt_u64(num, *(const uint64_t *)src, 0));
   case PROTOBUF_C_TYPE_FLOAT:
   case PROTOBUF_C_TYPE_DOUBLE: {
     double d = f->type == PROTOBUF_C_TYPE_FLOAT ? (double)*(const float *)src
@@ -706,8 +733,7 @@ static cJSON *emit_value(jctx *c, const ProtobufCFieldDescriptor *f, const void 
     int32_t v = *(const int32_t *)src;
     const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(f->descriptor, v);
     if (ev) return cJSON_CreateStringReference(ev->name);
-    snprintf(num, sizeof num, "%d", (int)v);
-    return cJSON_CreateRaw(num);
+    return cJSON_CreateRaw(fmt_i64(num, v));
   }
   case PROTOBUF_C_TYPE_STRING: {
     const char *s = *(char *const *)src;
@@ -800,9 +826,9 @@ static cJSON *emit_message(jctx *c, const ProtobufCMessage *m) {
       item = emit_value(c, f, src);
     }
     if (!item) return NULL;
-    char tmp[128];
-    size_t nl = cd_json_name(f->name, tmp, sizeof tmp);
-    char *key = cd_budget_strndup(c->b, tmp, nl);
+    size_t fl = strlen(f->name);
+    char *key = cd_budget_alloc(c->b, fl + 1);
+    if (key) cd_json_name(f->name, key, fl + 1);
     if (!key || !cJSON_AddItemToObjectCS(obj, key, item)) return NULL;
   }
   return obj;
