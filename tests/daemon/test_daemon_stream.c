@@ -1,0 +1,204 @@
+/* test_daemon_stream.c — streams against the real contactd: queue-all
+ * (every update answered, in order, with its sequence), latest-only
+ * (overtaken updates dropped and counted, the newest always answered),
+ * broad phase per update, bad updates rejected without changing state. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cd_test_client.h"
+
+typedef Contactd__V1__Envelope Env;
+
+static tc_daemon D;
+static int fd = -1;
+static void up(void) {
+  tc_start(&D, NULL);
+  fd = tc_connect_tcp(D.port);
+}
+static void down(void) {
+  close(fd);
+  cr_expect_eq(tc_stop(&D), 0);
+}
+TestSuite(stream, .init = up, .fini = down);
+
+static uint64_t open_stream(const char *sphere, const char *plane, int mode, int all, int detail,
+                            uint64_t request_id) {
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 1.0);
+  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
+  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+  pr.a = 1;
+  pr.b = 2;
+  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.detail = (Contactd__V1__Detail)detail;
+  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
+  os.n_bodies = 2;
+  os.bodies = bodies;
+  if (all) os.all_pairs = &ap;
+  else {
+    os.n_pairs = 1;
+    os.pairs = prs;
+  }
+  os.options = &o;
+  os.mode = (Contactd__V1__StreamMode)mode;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = request_id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
+  e.open_stream = &os;
+  Env *r = tc_call(fd, &e, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM_REPLY);
+  cr_assert_eq(r->request_id, request_id);
+  uint64_t id = r->open_stream_reply->stream_id;
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  return id;
+}
+
+static void send_update(uint64_t sid, uint64_t request_id, uint64_t seq, double z) {
+  Contactd__V1__Vec3 pos = CONTACTD__V1__VEC3__INIT;
+  pos.z = z;
+  Contactd__V1__Pose pose = CONTACTD__V1__POSE__INIT;
+  pose.position = &pos;
+  Contactd__V1__BodyState bs = CONTACTD__V1__BODY_STATE__INIT, *bsp[1] = {&bs};
+  bs.body_id = 1;
+  bs.pose = &pose;
+  Contactd__V1__StreamUpdate u = CONTACTD__V1__STREAM_UPDATE__INIT;
+  u.stream_id = sid;
+  u.sequence = seq;
+  u.n_bodies = 1;
+  u.bodies = bsp;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = request_id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE;
+  e.stream_update = &u;
+  cr_assert_eq(tc_send(fd, &e), 0);
+}
+
+static Env *close_stream(uint64_t sid, uint64_t request_id) {
+  Contactd__V1__CloseStream cs = CONTACTD__V1__CLOSE_STREAM__INIT;
+  cs.stream_id = sid;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = request_id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM;
+  e.close_stream = &cs;
+  Env *r = tc_call(fd, &e, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM_REPLY);
+  return r;
+}
+
+Test(stream, queue_all_answers_every_update_in_order) {
+  char *s = tc_register_sphere(fd, 1, 0.1, 1e6, 0.05), *p = tc_register_halfspace(fd, 2, 0, 0);
+  uint64_t sid = open_stream(s, p, CONTACTD__V1__STREAM_MODE__STREAM_MODE_QUEUE_ALL, 0, 0, 500);
+  cr_expect_eq(sid, 1);
+  for (uint64_t i = 1; i <= 10; i++) send_update(sid, 600 + i, i * 10, 0.1 - 0.002 * (double)i);
+  double last = 0;
+  for (uint64_t i = 1; i <= 10; i++) {
+    Env *r = tc_recv(fd, 10000);
+    cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT);
+    cr_expect_eq(r->request_id, 500, "stream results carry the OpenStream's request id");
+    cr_expect_eq(r->stream_result->stream_id, sid);
+    cr_expect_eq(r->stream_result->sequence, i * 10);
+    cr_expect_eq(r->stream_result->dropped_updates, 0);
+    cr_assert_eq(r->stream_result->n_results, 1);
+    double fz = r->stream_result->results[0]->wrench_a->force->z;
+    cr_expect_gt(fz, last, "deeper means more force (update %llu: %g after %g)", (unsigned long long)i, fz, last);
+    last = fz;
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  Env *c = close_stream(sid, 700);
+  cr_expect_eq(c->close_stream_reply->updates, 10);
+  cr_expect_eq(c->close_stream_reply->results, 10);
+  cr_expect_eq(c->close_stream_reply->dropped_updates, 0);
+  contactd__v1__envelope__free_unpacked(c, NULL);
+  free(s);
+  free(p);
+}
+
+Test(stream, latest_only_drops_overtaken_updates_and_counts_them) {
+  /* a fine sphere and full surfaces make each update take a while */
+  char *s = tc_register_sphere(fd, 1, 0.1, 1e6, 0.008), *p = tc_register_halfspace(fd, 2, 0, 0);
+  uint64_t sid = open_stream(s, p, CONTACTD__V1__STREAM_MODE__STREAM_MODE_LATEST_ONLY, 0,
+                             CONTACTD__V1__DETAIL__DETAIL_SURFACE, 800);
+  const uint64_t n = 60;
+  for (uint64_t i = 1; i <= n; i++) send_update(sid, 900 + i, i, 0.05);
+  uint64_t prev = 0, results = 0, dropped = 0;
+  for (;;) {
+    Env *r = tc_recv(fd, 30000);
+    cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT);
+    uint64_t seq = r->stream_result->sequence;
+    cr_expect_gt(seq, prev, "results keep their order");
+    prev = seq;
+    results++;
+    dropped += r->stream_result->dropped_updates;
+    cr_expect_gt(r->stream_result->results[0]->area, 0.0);
+    contactd__v1__envelope__free_unpacked(r, NULL);
+    if (seq == n) break; /* the newest update is never overtaken */
+  }
+  cr_expect_gt(dropped, 0, "a burst of %llu updates overtakes some", (unsigned long long)n);
+  cr_expect_eq(results + dropped, n, "every update is either answered or counted as dropped");
+  Env *c = close_stream(sid, 1000);
+  cr_expect_eq(c->close_stream_reply->updates, n);
+  cr_expect_eq(c->close_stream_reply->results, results);
+  cr_expect_eq(c->close_stream_reply->dropped_updates, dropped);
+  contactd__v1__envelope__free_unpacked(c, NULL);
+  free(s);
+  free(p);
+}
+
+Test(stream, broad_phase_reruns_on_every_update) {
+  char *s = tc_register_sphere(fd, 1, 0.1, 1e6, 0.05), *p = tc_register_halfspace(fd, 2, 0, 0);
+  uint64_t sid = open_stream(s, p, 0, 1, 0, 1100);
+  send_update(sid, 1101, 1, 0.09); /* touching */
+  send_update(sid, 1102, 2, 3.0);  /* far away */
+  Env *a = tc_recv(fd, 10000), *b = tc_recv(fd, 10000);
+  cr_assert(a && b);
+  cr_assert_eq(a->msg_case, CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT);
+  cr_assert_eq(b->msg_case, CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT);
+  cr_expect_eq(a->stream_result->n_results, 1);
+  cr_expect_eq(b->stream_result->n_results, 0);
+  contactd__v1__envelope__free_unpacked(a, NULL);
+  contactd__v1__envelope__free_unpacked(b, NULL);
+  free(s);
+  free(p);
+}
+
+Test(stream, bad_updates_are_rejected_and_change_nothing) {
+  char *s = tc_register_sphere(fd, 1, 0.1, 1e6, 0.05), *p = tc_register_halfspace(fd, 2, 0, 0);
+  uint64_t sid = open_stream(s, p, 0, 0, 0, 1200);
+  send_update(sid, 1201, 5, 0.09);
+  Env *r = tc_recv(fd, 10000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT);
+  double f0 = r->stream_result->results[0]->wrench_a->force->z;
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  send_update(sid, 1202, 6, NAN);
+  r = tc_recv(fd, 10000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->request_id, 1202);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT);
+  cr_expect(strstr(r->error->message, "body 1"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  send_update(sid, 1203, 5, 0.08); /* sequence not increasing */
+  r = tc_recv(fd, 10000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect(strstr(r->error->message, "not greater"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* an update that moves no body recomputes the unchanged state */
+  Contactd__V1__StreamUpdate u = CONTACTD__V1__STREAM_UPDATE__INIT;
+  u.stream_id = sid;
+  u.sequence = 7;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 1204;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE;
+  e.stream_update = &u;
+  r = tc_call(fd, &e, 10000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT);
+  cr_expect_eq(r->stream_result->results[0]->wrench_a->force->z, f0);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(s);
+  free(p);
+}
