@@ -11,7 +11,9 @@
  * and the traction on A is tn n + tt (on B its negative).
  *
  * Quadrature. Every face (triangles included) is fanned around its
- * centroid (pressure s->centroid_pressure[f]) into triangles, and each
+ * centroid (pressure s->centroid_pressure[f]) into triangles over its
+ * corners (vertices lying on a straight edge are skipped, see corners()),
+ * and each
  * triangle is integrated with the symmetric 3-point rule at its edge
  * midpoints, weight area/3, exact for polynomials of degree 2. The pressure
  * is linear on each face, so without dissipation and friction the force
@@ -42,40 +44,46 @@ static double atan_over_x(double s) {
   return atan(s) / s;
 }
 
+/* Integration state. Points are handled relative to the moment point C
+ * (r = x - C). The relative velocity field is that of a rigid motion,
+ * v(x) = v_A(x) - v_B(x) = vC + w x r with vC = v_A(C) - v_B(C) and
+ * w = w_A - w_B. The normal traction's force and moment follow from the
+ * per-face sums fn = Int tn and fn_r = Int tn r (force fn n, moment
+ * fn_r x n); friction is summed point by point. Without dissipation and
+ * friction (kin == 0) the velocities are not needed at all. */
 typedef struct integ_ctx {
-  ce_vec3 C;                /* moment point */
   ce_vec3 n;                /* face normal */
-  const ce_spatial_velocity *VA, *VB;
-  ce_vec3 oA, oB;           /* body origins, world */
+  ce_vec3 vC, w;            /* relative velocity at C, relative spin */
   double d, mu, vs;
-  /* accumulators */
-  ce_vec3 force, torque;    /* on A, torque about C */
+  int kin;                  /* d > 0 or mu > 0 */
+  /* per-face accumulators */
   double fn;                /* integral of tn */
-  ce_vec3 fn_x;             /* integral of tn (x - C) */
+  ce_vec3 fn_r;             /* integral of tn r */
+  ce_vec3 ft, tt;           /* friction force on A and its moment about C */
 } integ_ctx;
 
-/* Add the traction at x (pressure p) with quadrature weight w. */
-static void add_point(integ_ctx *c, ce_vec3 x, double p, double w) {
-  ce_vec3 v = ce_sub(ce_velocity_at(c->VA, c->oA, x), ce_velocity_at(c->VB, c->oB, x));
-  double vn = ce_dot(v, c->n);
-  double hc = 1.0 - c->d * vn;
-  double tn = hc > 0 ? p * hc : 0.0;
-  ce_vec3 t = ce_scale(c->n, tn);
-  if (c->mu > 0 && tn != 0) {
-    ce_vec3 vt = ce_axpy(v, -vn, c->n);
-    double s = ce_norm(vt) / c->vs;
-    /* -mu (2/pi) atan(s) tn vt/|vt| = -mu (2/pi) (atan(s)/s) tn vt / vs */
-    double k = -c->mu * (2.0 / M_PI) * atan_over_x(s) * tn / c->vs;
-    t = ce_axpy(t, k, vt);
+/* Add the traction at r = x - C (pressure p) with quadrature weight w. */
+static void add_point(integ_ctx *c, ce_vec3 r, double p, double w) {
+  double tn = p;
+  if (c->kin) {
+    ce_vec3 v = ce_add(c->vC, ce_cross(c->w, r));
+    double vn = ce_dot(v, c->n);
+    double hc = 1.0 - c->d * vn;
+    tn = hc > 0 ? p * hc : 0.0;
+    if (c->mu > 0 && tn != 0) {
+      ce_vec3 vt = ce_axpy(v, -vn, c->n);
+      double s = ce_norm(vt) / c->vs;
+      /* -mu (2/pi) atan(s) tn vt/|vt| = -mu (2/pi) (atan(s)/s) tn vt / vs */
+      ce_vec3 f = ce_scale(vt, -w * c->mu * (2.0 / M_PI) * atan_over_x(s) * tn / c->vs);
+      c->ft = ce_add(c->ft, f);
+      c->tt = ce_add(c->tt, ce_cross(r, f));
+    }
   }
-  ce_vec3 r = ce_sub(x, c->C);
-  c->force = ce_axpy(c->force, w, t);
-  c->torque = ce_axpy(c->torque, w, ce_cross(r, t));
   c->fn += w * tn;
-  c->fn_x = ce_axpy(c->fn_x, w * tn, r);
+  c->fn_r = ce_axpy(c->fn_r, w * tn, r);
 }
 
-/* One triangle with vertex pressures: 3-point edge-midpoint rule. */
+/* One triangle (C-relative vertices, pressures): 3-point edge-midpoint rule. */
 static void add_triangle(integ_ctx *c, ce_vec3 x0, double p0, ce_vec3 x1, double p1,
                          ce_vec3 x2, double p2) {
   double area = 0.5 * ce_norm(ce_cross(ce_sub(x1, x0), ce_sub(x2, x0)));
@@ -84,6 +92,67 @@ static void add_triangle(integ_ctx *c, ce_vec3 x0, double p0, ce_vec3 x1, double
   add_point(c, ce_scale(ce_add(x0, x1), 0.5), 0.5 * (p0 + p1), w);
   add_point(c, ce_scale(ce_add(x1, x2), 0.5), 0.5 * (p1 + p2), w);
   add_point(c, ce_scale(ce_add(x2, x0), 0.5), 0.5 * (p2 + p0), w);
+}
+
+/* Corners of a convex polygon: its vertices without those lying on the
+ * straight edge between their neighbours (within CE_WRENCH_COLLINEAR of the
+ * neighbours' distance). Clipping often leaves such a vertex where a clip
+ * plane meets an edge that it (nearly) contains, and whether it appears can
+ * depend on rounding; it does not change the polygon, so the quadrature must
+ * not depend on it either (otherwise friction and moments with dissipation,
+ * which the rule does not integrate exactly, would jump with the frame the
+ * query is posed in). Dropping a vertex at distance h from its neighbours'
+ * line removes a sliver of area <= h |ac| / 2, below 1e-10 of |ac|^2.
+ * Walks the polygon from its sharpest vertex (always a corner), comparing each
+ * vertex with the last corner kept and the next vertex, so a run of collinear
+ * vertices or a pair of near-duplicates leaves exactly one corner. Writes the
+ * corner ids to out and returns their count, or 0 when m exceeds the buffer
+ * (the caller then uses all vertices). */
+#define CE_WRENCH_MAX_CORNERS 64
+#define CE_WRENCH_COLLINEAR 1e-10
+
+/* Whether b is a corner between a and c: its distance from the line through
+ * a and c exceeds CE_WRENCH_COLLINEAR |c - a| (squared, no division). */
+static int is_corner(ce_vec3 a, ce_vec3 b, ce_vec3 c) {
+  ce_vec3 ac = ce_sub(c, a);
+  double l2 = ce_norm2(ac);
+  double h2 = ce_norm2(ce_cross(ce_sub(b, a), ac)); /* (distance * |ac|)^2 */
+  if (!(l2 > 0)) return ce_norm2(ce_sub(b, a)) > 0;
+  return h2 > CE_WRENCH_COLLINEAR * CE_WRENCH_COLLINEAR * l2 * l2;
+}
+
+static double sharpness(ce_vec3 a, ce_vec3 b, ce_vec3 c) {
+  ce_vec3 ac = ce_sub(c, a);
+  double l2 = ce_norm2(ac);
+  return l2 > 0 ? ce_norm2(ce_cross(ce_sub(b, a), ac)) / (l2 * l2) : 0;
+}
+
+static int32_t corners(const ce_vec3 *v, const int32_t *ids, int32_t m, int32_t *out) {
+  if (m > CE_WRENCH_MAX_CORNERS) return 0;
+  /* common case: every vertex is a corner */
+  int32_t i;
+  for (i = 0; i < m; i++)
+    if (!is_corner(v[ids[i == 0 ? m - 1 : i - 1]], v[ids[i]], v[ids[i + 1 == m ? 0 : i + 1]])) break;
+  if (i == m) {
+    for (i = 0; i < m; i++) out[i] = ids[i];
+    return m;
+  }
+  int32_t start = 0;
+  double best = -1;
+  for (i = 0; i < m; i++) {
+    double h = sharpness(v[ids[i == 0 ? m - 1 : i - 1]], v[ids[i]], v[ids[i + 1 == m ? 0 : i + 1]]);
+    if (h > best) {
+      best = h;
+      start = i;
+    }
+  }
+  int32_t k = 0;
+  out[k++] = ids[start];
+  for (int32_t t = 1; t < m; t++) {
+    int32_t a = (start + t) % m, b = (start + t + 1) % m;
+    if (is_corner(v[out[k - 1]], v[ids[a]], v[ids[b]])) out[k++] = ids[a];
+  }
+  return k;
 }
 
 ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body *b,
@@ -118,41 +187,48 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
 
   integ_ctx c;
   memset(&c, 0, sizeof c);
-  c.C = C;
-  c.VA = &a->V_WB;
-  c.VB = &b->V_WB;
-  c.oA = a->X_WB.p;
-  c.oB = b->X_WB.p;
+  c.vC = ce_sub(ce_velocity_at(&a->V_WB, a->X_WB.p, C), ce_velocity_at(&b->V_WB, b->X_WB.p, C));
+  c.w = ce_sub(a->V_WB.w, b->V_WB.w);
   c.d = combined ? combined->dissipation : 0;
   c.mu = combined ? combined->friction : 0;
   c.vs = stiction_tolerance > 0 ? stiction_tolerance : 1e-4;
+  c.kin = c.d > 0 || c.mu > 0;
 
+  int32_t cid[CE_WRENCH_MAX_CORNERS];
   ce_vec3 force = ce_v3(0, 0, 0), torque = ce_v3(0, 0, 0), nforce = ce_v3(0, 0, 0);
   double fn_total = 0;
-  ce_vec3 fnx_total = ce_v3(0, 0, 0);
+  ce_vec3 fnr_total = ce_v3(0, 0, 0);
   for (int32_t f = 0; f < nf; f++) {
     int32_t o = s->face_offsets[f], m = s->face_offsets[f + 1] - o;
     const int32_t *ids = s->face_vertices + o;
     c.n = s->normal[f];
-    c.force = c.torque = c.fn_x = ce_v3(0, 0, 0);
     c.fn = 0;
-    if (m >= 3) {
-      ce_vec3 xc = s->centroid[f];
+    c.fn_r = c.ft = c.tt = ce_v3(0, 0, 0);
+    int32_t k = m >= 3 ? corners(s->vertices, ids, m, cid) : 0;
+    const int32_t *use = cid;
+    if (k == 0 && m > CE_WRENCH_MAX_CORNERS) {
+      use = ids;
+      k = m;
+    }
+    if (k >= 3) {
+      ce_vec3 rc = ce_sub(s->centroid[f], C);
       double pc = s->centroid_pressure[f];
-      for (int32_t i = 0; i < m; i++) {
-        int32_t j = i + 1 == m ? 0 : i + 1;
-        add_triangle(&c, xc, pc, s->vertices[ids[i]], s->pressure[ids[i]], s->vertices[ids[j]],
-                     s->pressure[ids[j]]);
+      ce_vec3 r0 = ce_sub(s->vertices[use[0]], C), ri = r0;
+      for (int32_t i = 0; i < k; i++) {
+        ce_vec3 rj = i + 1 == k ? r0 : ce_sub(s->vertices[use[i + 1]], C);
+        add_triangle(&c, rc, pc, ri, s->pressure[use[i]], rj, s->pressure[use[i + 1 == k ? 0 : i + 1]]);
+        ri = rj;
       }
     }
-    force = ce_add(force, c.force);
-    torque = ce_add(torque, c.torque);
-    nforce = ce_axpy(nforce, c.fn, c.n);
+    ce_vec3 fnv = ce_scale(c.n, c.fn);
+    force = ce_add(force, ce_add(fnv, c.ft));
+    torque = ce_add(torque, ce_add(ce_cross(c.fn_r, c.n), c.tt));
+    nforce = ce_add(nforce, fnv);
     ff->fn[f] = c.fn;
-    /* fn_x was accumulated relative to C: integral tn x = fn C + integral tn (x - C) */
-    ff->fn_x[f] = ce_axpy(c.fn_x, c.fn, C);
+    /* integral tn x = fn C + integral tn (x - C) */
+    ff->fn_x[f] = ce_axpy(c.fn_r, c.fn, C);
     fn_total += c.fn;
-    fnx_total = ce_add(fnx_total, c.fn_x);
+    fnr_total = ce_add(fnr_total, c.fn_r);
   }
 
   ce_wrench wc = {torque, force};
@@ -167,6 +243,6 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
   r->total.area = area;
   r->total.normal_force = nforce;
   r->total.normal_force_magnitude = ce_norm(nforce);
-  r->total.point = fn_total > 0 ? ce_axpy(C, 1.0 / fn_total, fnx_total) : C;
+  r->total.point = fn_total > 0 ? ce_axpy(C, 1.0 / fn_total, fnr_total) : C;
   return CE_OK;
 }

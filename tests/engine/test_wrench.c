@@ -224,6 +224,50 @@ Test(wrench, polygon_equals_centroid_fan) {
   ce_arena_destroy(ar);
 }
 
+/* A vertex lying on a straight edge (as clipping leaves where a clip plane
+ * contains an edge) or a near-duplicate vertex does not change the polygon,
+ * so it must not change the wrench, even with dissipation and friction
+ * (which the quadrature does not integrate exactly). */
+Test(wrench, redundant_vertices_do_not_change_the_wrench) {
+  uint64_t st = 11;
+  ce_arena *ar = ce_arena_create(1 << 16);
+  for (int trial = 0; trial < 40; trial++) {
+    ce_vec3 x[8], y[12];
+    int m = 3 + (int)(ce_test_rand(&st) * 5);
+    ce_vec3 n = rand_polygon(&st, m, ce_v3(0.02, -0.01, 0.03), 0.01, x);
+    ce_vec3 g = ce_scale(ce_v3(ce_test_rand(&st) - .5, ce_test_rand(&st) - .5, ce_test_rand(&st) - .5), 1e6);
+    double p0 = 3e4 - ce_dot(g, ce_v3(0.02, -0.01, 0.03));
+    /* y: x with a point inserted on edge 0 (at a random fraction) and a
+     * near-duplicate (1e-16 m away, a few ulps) of vertex 2 */
+    int k = 0;
+    double t = 0.05 + 0.9 * ce_test_rand(&st);
+    for (int i = 0; i < m; i++) {
+      y[k++] = x[i];
+      if (i == 0) y[k++] = ce_axpy(x[0], t, ce_sub(x[1], x[0]));
+      if (i == 2) y[k++] = ce_axpy(x[2], 1e-16, ce_normalize(ce_sub(x[(i + 1) % m], x[2])));
+    }
+    hsurf *h1 = hs_new(), *h2 = hs_new();
+    hs_poly(h1, x, m, n, p0, g);
+    hs_poly(h2, y, k, n, p0, g);
+    h2->c[0] = h1->c[0]; /* same polygon, same centroid */
+    h2->cp[0] = h1->cp[0];
+    ce_body A = body_at(ce_v3(0.05, 0.2, -0.1)), B = body_at(ce_v3(-0.3, 0.1, 0.2));
+    rand_twist(&st, &A.V_WB, 3, 0.2);
+    rand_twist(&st, &B.V_WB, 3, 0.2);
+    ce_result r1, r2;
+    compute(h1, &A, &B, 0.5, 0.6, 1e-3, &r1, NULL, ar);
+    compute(h2, &A, &B, 0.5, 0.6, 1e-3, &r2, NULL, ar);
+    double sc = ce_norm(r1.wrench_a_centroid.force) * 0.01 + ce_norm(r1.wrench_a_centroid.torque);
+    double e = ce_norm(ce_sub(r1.wrench_a_centroid.force, r2.wrench_a_centroid.force)) * 0.01 +
+               ce_norm(ce_sub(r1.wrench_a_centroid.torque, r2.wrench_a_centroid.torque));
+    cr_assert(e <= 1e-13 * sc, "trial %d: %.3g", trial, e / sc);
+    free(h1);
+    free(h2);
+    ce_arena_reset(ar);
+  }
+  ce_arena_destroy(ar);
+}
+
 /* Approach along the normal at |vn|: every traction scales by (1 + d |vn|);
  * separating at vn: by (1 - d vn), and to zero once d vn >= 1. */
 Test(wrench, hunt_crossley_scaling) {
