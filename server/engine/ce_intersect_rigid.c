@@ -215,13 +215,43 @@ ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const 
     ce_vec3 P[MAXV], Q[MAXV];
     int np = 3;
     for (int i = 0; i < 3; i++) P[i] = ce_pose_apply(X_MN, S->v[S->tri[f][i]]);
+    /* Cheap rejections of the many box-overlap false positives, with the
+     * coplanarity tolerance so a triangle in a tet face is never lost:
+     * the tet entirely on one side of the triangle's plane, or the triangle
+     * entirely outside one face plane of the tet. */
+    double tp = ce_dot(nrm, P[0]);
+    int above = 0, below = 0;
+    for (int j = 0; j < 4; j++) {
+      double sd = ce_dot(nrm, X[j]) - tp;
+      above += sd > eps;
+      below += sd < -eps;
+    }
+    if (above == 4 || below == 4) continue;
+    ce_vec3 fns[4];
+    double offs[4];
+    int outside = 0;
+    for (int i = 0; i < 4 && !outside; i++) {
+      /* face opposite vertex i, normal pointing into the tet */
+      ce_vec3 x0 = X[(i + 1) & 3], x1 = X[(i + 2) & 3], x2 = X[(i + 3) & 3];
+      ce_vec3 fn = ce_cross(ce_sub(x1, x0), ce_sub(x2, x0));
+      if (ce_dot(fn, ce_sub(X[i], x0)) < 0) fn = ce_neg(fn);
+      double off = ce_dot(fn, x0), lim = eps * eps * ce_norm2(fn);
+      int out = 0;
+      for (int k = 0; k < 3; k++) {
+        double d = ce_dot(fn, P[k]) - off;
+        out += d < 0 && d * d > lim;
+      }
+      outside = out == 3;
+      fns[i] = fn;
+      offs[i] = off;
+    }
+    if (outside) continue;
     int drop = 0;
     for (int i = 0; i < 4 && np >= 3 && !drop; i++) {
-      /* face opposite vertex i, unit normal pointing into the tet */
-      ce_vec3 x0 = X[(i + 1) & 3], x1 = X[(i + 2) & 3], x2 = X[(i + 3) & 3];
-      ce_vec3 fn = ce_normalize(ce_cross(ce_sub(x1, x0), ce_sub(x2, x0)));
-      if (ce_dot(fn, ce_sub(X[i], x0)) < 0) fn = ce_neg(fn);
-      double off = ce_dot(fn, x0);
+      /* unit inward normal of the face opposite vertex i */
+      double inv = 1.0 / ce_norm(fns[i]);
+      ce_vec3 fn = ce_scale(fns[i], inv);
+      double off = offs[i] * inv;
       /* A triangle lying in this face's plane: the face, when shared by two
        * tets, would give the same polygon twice (once per tet). Half-open
        * rule: the polygon belongs only to the tet on the side its normal
