@@ -91,7 +91,10 @@ static ce_body body_at(ce_vec3 o) {
 static void compute(const hsurf *h, const ce_body *a, const ce_body *b, double d, double mu,
                     double vs, ce_result *r, ce_face_forces *ff, ce_arena *ar) {
   memset(r, 0, sizeof *r);
-  ce_material m = {d, mu};
+  ce_material m;
+  memset(&m, 0, sizeof m);
+  m.dissipation = d;
+  m.friction = mu;
   ce_face_forces dummy;
   cr_assert_eq(ce_wrench_compute(&h->s, a, b, &m, vs, ar, r, ff ? ff : &dummy), CE_OK);
 }
