@@ -264,6 +264,61 @@ static int32_t build_node(build_ctx *c, int32_t first, int32_t count) {
   return id;
 }
 
+/* Boundary faces of a tet mesh: faces that belong to exactly one tet. */
+typedef struct face_key {
+  int32_t v[3]; /* sorted */
+  int32_t tet, k;
+} face_key;
+
+static int face_cmp(const void *x, const void *y) {
+  const face_key *a = x, *b = y;
+  for (int i = 0; i < 3; i++)
+    if (a->v[i] != b->v[i]) return a->v[i] < b->v[i] ? -1 : 1;
+  if (a->tet != b->tet) return a->tet < b->tet ? -1 : 1;
+  return a->k < b->k ? -1 : (a->k > b->k);
+}
+
+static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, const ce_vec3 *v, ce_error *err) {
+  face_key *f = malloc((size_t)nt * 4 * sizeof *f);
+  if (!f) return ce_fail(err, CE_ENOMEM, "bvh: out of memory for boundary faces");
+  for (int32_t t = 0; t < nt; t++)
+    for (int k = 0; k < 4; k++) {
+      face_key *q = &f[4 * t + k];
+      int32_t a = tets[4 * t + (k + 1) % 4], b = tets[4 * t + (k + 2) % 4], c = tets[4 * t + (k + 3) % 4], s;
+      if (a > b) { s = a; a = b; b = s; }
+      if (b > c) { s = b; b = c; c = s; }
+      if (a > b) { s = a; a = b; b = s; }
+      q->v[0] = a;
+      q->v[1] = b;
+      q->v[2] = c;
+      q->tet = t;
+      q->k = k;
+    }
+  qsort(f, (size_t)nt * 4, sizeof *f, face_cmp);
+  int64_t nf = 0, n4 = (int64_t)nt * 4;
+  for (int64_t i = 0; i < n4;) {
+    int64_t j = i + 1;
+    while (j < n4 && memcmp(f[j].v, f[i].v, sizeof f[i].v) == 0) j++;
+    if (j - i == 1) f[nf++] = f[i];
+    i = j;
+  }
+  ce_errno e = CE_OK;
+  bvh->bnd = calloc(1, sizeof *bvh->bnd);
+  bvh->bnd_face = malloc((size_t)(nf ? nf : 1) * sizeof *bvh->bnd_face);
+  bvh->bnd_tet = malloc((size_t)(nf ? nf : 1) * sizeof *bvh->bnd_tet);
+  if (!bvh->bnd || !bvh->bnd_face || !bvh->bnd_tet) {
+    e = ce_fail(err, CE_ENOMEM, "bvh: out of memory for boundary faces");
+  } else {
+    for (int64_t i = 0; i < nf; i++) {
+      memcpy(bvh->bnd_face[i], f[i].v, sizeof f[i].v);
+      bvh->bnd_tet[i] = f[i].tet;
+    }
+    e = ce_bvh_build(bvh->bnd, (int32_t)nf, 3, &bvh->bnd_face[0][0], v, NULL, err);
+  }
+  free(f);
+  return e;
+}
+
 ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
                       const ce_vec3 *v, const double *pressure, ce_error *err) {
   memset(bvh, 0, sizeof *bvh);
@@ -340,6 +395,13 @@ ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
   bvh->nnodes = c.nnodes;
   bvh->nelem = nelem;
   bvh->order = c.order;
+  if (k == 4) {
+    ce_errno e = build_boundary(bvh, nelem, elems, v, err);
+    if (e != CE_OK) {
+      ce_bvh_free(bvh);
+      return e;
+    }
+  }
   return CE_OK;
 }
 
@@ -348,12 +410,21 @@ void ce_bvh_free(ce_bvh *bvh) {
   free(bvh->nodes);
   free(bvh->order);
   free(bvh->field);
+  if (bvh->bnd) {
+    ce_bvh_free(bvh->bnd);
+    free(bvh->bnd);
+  }
+  free(bvh->bnd_face);
+  free(bvh->bnd_tet);
   memset(bvh, 0, sizeof *bvh);
 }
 
 size_t ce_bvh_bytes(const ce_bvh *bvh) {
-  return (size_t)bvh->nnodes * (sizeof(ce_bvh_node) + (bvh->field ? sizeof(double[5]) : 0)) +
-         (size_t)bvh->nelem * sizeof(int32_t);
+  size_t bytes = (size_t)bvh->nnodes * (sizeof(ce_bvh_node) + (bvh->field ? sizeof(double[5]) : 0)) +
+                 (size_t)bvh->nelem * sizeof(int32_t);
+  if (bvh->bnd)
+    bytes += sizeof(ce_bvh) + ce_bvh_bytes(bvh->bnd) + (size_t)bvh->bnd->nelem * (sizeof(int32_t[3]) + sizeof(int32_t));
+  return bytes;
 }
 
 /* ---- traversal ------------------------------------------------------------ */

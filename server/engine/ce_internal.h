@@ -80,6 +80,12 @@ typedef struct ce_bvh {
    * lets ce_bvh_collide prune node pairs by their equal-pressure slab.
    * NULL otherwise. */
   double (*field)[5];
+  /* Tet meshes: a hierarchy over the boundary faces (its elements index
+   * bnd_face), the faces' vertices and their tets; seeds surface tracing
+   * in ce_intersect_tet_tet. NULL otherwise. */
+  struct ce_bvh *bnd;
+  int32_t (*bnd_face)[3];
+  int32_t *bnd_tet;
 } ce_bvh;
 
 typedef struct ce_pair { int32_t a, b; } ce_pair;
@@ -210,6 +216,11 @@ typedef struct ce_counters {
 ce_errno ce_intersect_tet_tet(const ce_geometry *m, const ce_geometry *n,
                               const ce_pose *X_MN, ce_builder *b,
                               ce_counters *c);
+/* The same from every pressure-pruned BVH candidate pair, without surface
+ * tracing (the reference the traced result is tested against). */
+ce_errno ce_intersect_tet_tet_all(const ce_geometry *m, const ce_geometry *n,
+                                  const ce_pose *X_MN, ce_builder *b,
+                                  ce_counters *c);
 /* compliant mesh M vs rigid mesh N (ce_intersect_rigid.c) */
 ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n,
                               const ce_pose *X_MN, ce_builder *b,

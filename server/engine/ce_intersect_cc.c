@@ -51,144 +51,321 @@ static const int8_t slice_e[16][4][2] = {
     {{0, 0}, {0, 0}, {0, 0}, {0, 0}},
 };
 
-/* Clip poly (n vertices) by the half-space s(x) = nk . (x - o) <= 0, into out.
- * Returns the new count (0 when nothing remains). */
-static inline int clip_half(const ce_vec3 *poly, int n, ce_vec3 nk, ce_vec3 o, ce_vec3 *out) {
-  double s[CC_MAXV];
-  int nout = 0;
-  for (int i = 0; i < n; i++) {
-    s[i] = ce_dot(nk, ce_sub(poly[i], o));
-    nout += s[i] > 0;
-  }
-  if (nout == 0) {
-    memcpy(out, poly, (size_t)n * sizeof *poly);
-    return n;
-  }
-  if (nout == n) return 0;
-  int m = 0;
-  for (int i = 0; i < n; i++) {
-    int j = i + 1 == n ? 0 : i + 1;
-    int in_i = s[i] <= 0, in_j = s[j] <= 0;
-    if (in_i) out[m++] = poly[i];
-    if (in_i != in_j) {
-      double t = s[i] / (s[i] - s[j]);
-      out[m++] = ce_axpy(poly[i], t, ce_sub(poly[j], poly[i]));
-    }
-  }
-  return m;
-}
+/* One query's constants. */
+typedef struct cc_query {
+  const ce_tetmesh *TM, *TN;
+  ce_mat3 R;
+  ce_vec3 t;
+  double tol;      /* touching tolerance (length) */
+  double merge2;   /* squared distance below which vertices merge */
+  double min_area; /* polygons below this area are dropped (slivers) */
+  ce_builder *b;
+  ce_counters *c;
+} cc_query;
 
-/* The polygon of one tet pair, in M's frame. xm: tet M's vertices; yn: tet
- * N's vertices placed in M's frame (positively oriented); g, c0: the plane
- * g.x + c0 = 0 with g = gM - gN. Returns the vertex count (>= 3) written to
- * out, ordered counter-clockwise about g, or 0. tol: length below which two
- * vertices are merged; fills *area. */
-static int pair_polygon(const ce_vec3 xm[4], const ce_vec3 yn[4], ce_vec3 g, double c0, double tol,
-                        ce_vec3 *out, double *area) {
+#define TOUCH_NONEMPTY 0x100
+
+/* The faces of a tet that contain vertex a (bit k = face opposite k). */
+static inline int faces_with(int a) { return 0xF & ~(1 << a); }
+
+/* Evaluate the pair (tet i of M, tet j of N): add its polygon to the
+ * builder when it has one, and report in *touch which faces of tet i (bits
+ * 0-3) and tet j (bits 4-7) the pair's intersection with the equal-pressure
+ * plane touches, plus TOUCH_NONEMPTY when that intersection is not empty
+ * (degenerate intersections, down to a point, count: surface tracing walks
+ * through them). The slice and the clip use a tolerance so that a plane
+ * through a vertex or along an edge is seen consistently from every tet
+ * that shares it. */
+static ce_errno eval_pair(const cc_query *q, int32_t i, int32_t j, int *touch) {
+  const ce_tetmesh *TM = q->TM, *TN = q->TN;
+  *touch = 0;
+  if (TM->prange[i][1] < TN->prange[j][0] || TN->prange[j][1] < TM->prange[i][0]) return CE_OK;
+  const int32_t *tm = TM->tet[i];
+  ce_vec3 xm[4] = {TM->v[tm[0]], TM->v[tm[1]], TM->v[tm[2]], TM->v[tm[3]]};
+  ce_vec3 gM = TM->grad[i];
+  ce_vec3 gN = ce_mat3_mul_vec(&q->R, TN->grad[j]);
+  double cM = TM->offset[i], cN = TN->offset[j] - ce_dot(gN, q->t);
+  ce_vec3 g = ce_sub(gM, gN);
+  double c0 = cM - cN;
+  double gg = ce_norm2(g);
+  if (!(gg > 1e-24 * (ce_norm2(gM) + ce_norm2(gN)))) return CE_OK; /* parallel equal fields */
+  double gl = sqrt(gg), tol_f = q->tol * gl;
   double f[4];
   int mask = 0;
   for (int k = 0; k < 4; k++) {
     f[k] = ce_dot(g, xm[k]) + c0;
     mask |= (f[k] > 0) << k;
   }
+  /* Cheap rejection, with a plane touching a vertex or edge moved across. */
+  if (mask == 0 || mask == 15) {
+    int near = 0;
+    for (int k = 0; k < 4; k++) near |= (fabs(f[k]) <= tol_f) << k;
+    if (near == 0 || near == 15) return CE_OK;
+    mask ^= near;
+  }
   int n = slice_n[mask];
-  if (n == 0) return 0;
   ce_vec3 A[CC_MAXV], B[CC_MAXV];
-  for (int i = 0; i < n; i++) {
-    int a = slice_e[mask][i][0], b = slice_e[mask][i][1];
-    double t = f[a] / (f[a] - f[b]);
-    A[i] = ce_axpy(xm[a], t, ce_sub(xm[b], xm[a]));
+  int bitsA[CC_MAXV], bitsB[CC_MAXV];
+  for (int v = 0; v < n; v++) {
+    int a = slice_e[mask][v][0], bb = slice_e[mask][v][1];
+    double t = f[a] / (f[a] - f[bb]);
+    t = t < 0 ? 0 : (t > 1 ? 1 : t);
+    A[v] = ce_axpy(xm[a], t, ce_sub(xm[bb], xm[a]));
+    int bits = faces_with(a) & faces_with(bb); /* the two faces holding edge (a, b) */
+    if (fabs(f[a]) <= tol_f) bits |= faces_with(a);
+    if (fabs(f[bb]) <= tol_f) bits |= faces_with(bb);
+    bitsA[v] = bits;
   }
   /* Orient counter-clockwise about g. */
   ce_vec3 av = n == 3 ? ce_cross(ce_sub(A[1], A[0]), ce_sub(A[2], A[0]))
                       : ce_cross(ce_sub(A[2], A[0]), ce_sub(A[3], A[1]));
   if (ce_dot(av, g) < 0) {
-    ce_vec3 t = A[0];
-    A[0] = A[n - 1];
-    A[n - 1] = t;
-    if (n == 4) {
-      t = A[1];
-      A[1] = A[2];
-      A[2] = t;
+    for (int lo = 0, hi = n - 1; lo < hi; lo++, hi--) {
+      ce_vec3 tv = A[lo];
+      A[lo] = A[hi];
+      A[hi] = tv;
+      int tb = bitsA[lo];
+      bitsA[lo] = bitsA[hi];
+      bitsA[hi] = tb;
     }
   }
-  /* Clip by N's faces: face opposite vertex k, outward normal. */
+  /* N's vertices in M's frame; clip by its faces (face k opposite vertex k,
+   * outward normals; inside when s <= tolerance). */
+  const int32_t *tn = TN->tet[j];
+  ce_vec3 yn[4];
+  for (int k = 0; k < 4; k++) yn[k] = ce_add(ce_mat3_mul_vec(&q->R, TN->v[tn[k]]), q->t);
   ce_vec3 e1 = ce_sub(yn[1], yn[0]), e2 = ce_sub(yn[2], yn[0]), e3 = ce_sub(yn[3], yn[0]);
-  ce_vec3 nf[4] = {ce_cross(ce_sub(yn[2], yn[1]), ce_sub(yn[3], yn[1])), ce_cross(e3, e2),
-                   ce_cross(e1, e3), ce_cross(e2, e1)};
+  ce_vec3 nf[4] = {ce_cross(ce_sub(yn[2], yn[1]), ce_sub(yn[3], yn[1])), ce_cross(e3, e2), ce_cross(e1, e3),
+                   ce_cross(e2, e1)};
   ce_vec3 *cur = A, *nxt = B;
-  for (int k = 0; k < 4 && n > 0; k++) {
-    n = clip_half(cur, n, nf[k], k == 0 ? yn[1] : yn[0], nxt);
-    ce_vec3 *t = cur;
+  int *cb = bitsA, *nb = bitsB;
+  for (int k = 0; k < 4; k++) {
+    ce_vec3 o = k == 0 ? yn[1] : yn[0];
+    double tol_s = q->tol * ce_norm(nf[k]);
+    double sv[CC_MAXV];
+    int nout = 0;
+    for (int v = 0; v < n; v++) {
+      sv[v] = ce_dot(nf[k], ce_sub(cur[v], o));
+      nout += sv[v] > tol_s;
+      if (fabs(sv[v]) <= tol_s) cb[v] |= 1 << (4 + k);
+    }
+    if (nout == n) return CE_OK;
+    if (nout == 0) continue;
+    int m = 0;
+    for (int v = 0; v < n; v++) {
+      int w = v + 1 == n ? 0 : v + 1;
+      int in_v = sv[v] <= tol_s, in_w = sv[w] <= tol_s;
+      if (in_v) {
+        nxt[m] = cur[v];
+        nb[m++] = cb[v];
+      }
+      if (in_v != in_w) {
+        double t = sv[v] / (sv[v] - sv[w]);
+        t = t < 0 ? 0 : (t > 1 ? 1 : t);
+        nxt[m] = ce_axpy(cur[v], t, ce_sub(cur[w], cur[v]));
+        nb[m++] = (cb[v] & cb[w]) | (1 << (4 + k));
+      }
+    }
+    n = m;
+    ce_vec3 *tv = cur;
     cur = nxt;
-    nxt = t;
+    nxt = tv;
+    int *tb = cb;
+    cb = nb;
+    nb = tb;
   }
-  if (n < 3) return 0;
-  /* Remove near-duplicate consecutive vertices. */
-  double tol2 = tol * tol;
+  if (n == 0) return CE_OK;
+  int bits = 0;
+  for (int v = 0; v < n; v++) bits |= cb[v];
+  *touch = bits | TOUCH_NONEMPTY;
+  /* The output polygon: merge near-duplicate vertices, drop slivers. */
+  ce_vec3 poly[CC_MAXV];
   int m = 0;
-  for (int i = 0; i < n; i++) {
-    if (m > 0 && ce_norm2(ce_sub(cur[i], out[m - 1])) <= tol2) continue;
-    out[m++] = cur[i];
+  for (int v = 0; v < n; v++) {
+    if (m > 0 && ce_norm2(ce_sub(cur[v], poly[m - 1])) <= q->merge2) continue;
+    poly[m++] = cur[v];
   }
-  while (m > 1 && ce_norm2(ce_sub(out[m - 1], out[0])) <= tol2) m--;
-  if (m < 3) return 0;
-  ce_vec3 s = ce_v3(0, 0, 0);
-  for (int i = 1; i + 1 < m; i++) s = ce_add(s, ce_cross(ce_sub(out[i], out[0]), ce_sub(out[i + 1], out[0])));
-  double gn = ce_norm(g);
-  *area = 0.5 * ce_dot(s, g) / gn;
-  if (!(*area > tol2)) return 0;
-  return m;
+  while (m > 1 && ce_norm2(ce_sub(poly[m - 1], poly[0])) <= q->merge2) m--;
+  if (m < 3) return CE_OK;
+  ce_vec3 sa = ce_v3(0, 0, 0);
+  for (int v = 1; v + 1 < m; v++) sa = ce_add(sa, ce_cross(ce_sub(poly[v], poly[0]), ce_sub(poly[v + 1], poly[0])));
+  double area = 0.5 * ce_dot(sa, g) / gl;
+  if (!(area > q->min_area)) return CE_OK;
+  ce_vec3 nrm = ce_scale(g, 1.0 / gl);
+  double lm = ce_norm(gM), ln = ce_norm(gN);
+  int ok_m = lm == 0 || ce_dot(nrm, gM) > CE_GRADIENT_COS_LIMIT * lm;
+  int ok_n = ln == 0 || -ce_dot(nrm, gN) > CE_GRADIENT_COS_LIMIT * ln;
+  if (!ok_m || !ok_n) {
+    q->c->faces_dropped++;
+    return CE_OK;
+  }
+  double p[CC_MAXV];
+  for (int v = 0; v < m; v++) p[v] = ce_dot(gM, poly[v]) + cM;
+  ce_errno e = ce_builder_add_polygon(q->b, poly, p, m, nrm, gM, gN, i, j);
+  if (e != CE_OK) return e;
+  q->c->polygons++;
+  return CE_OK;
+}
+
+/* Every candidate pair from the two hierarchies (pressure-pruned). */
+static ce_errno run_all_candidates(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
+                                   const cc_query *q) {
+  ce_buf cand;
+  ce_buf_init(&cand, sizeof(ce_pair));
+  ce_errno e = ce_bvh_collide(&m->bvh, &n->bvh, X_MN, 1, q->b->arena, &cand);
+  if (e != CE_OK) return e;
+  q->c->candidate_pairs += cand.len;
+  const ce_pair *pairs = cand.data;
+  for (int64_t k = 0; k < cand.len; k++) {
+    int touch;
+    if ((e = eval_pair(q, pairs[k].a, pairs[k].b, &touch)) != CE_OK) return e;
+  }
+  return CE_OK;
+}
+
+/* ---- surface tracing ------------------------------------------------------
+ * The equal-pressure set {p_M = p_N} is a level set of a continuous
+ * function, so its pieces in neighbouring cells (tet of M) x (tet of N)
+ * join across the faces of M or N. Its boundary lies where both pressures
+ * are zero, i.e. on both boundaries, so every piece that reaches a boundary
+ * is found by starting from the tet pairs whose boundary faces overlap and
+ * walking across the faces each pair's intersection touches. A visited set
+ * (open addressing on the pair key) keeps each pair to one evaluation; the
+ * walk is first-in first-out from the seeds in hierarchy order, so the
+ * output order is deterministic. Closed pieces that never reach a boundary
+ * (one body's high-pressure core wholly inside the other with no boundary
+ * crossing) are found only through the fallback below, which runs when the
+ * walk finds nothing. */
+
+typedef struct pair_set {
+  uint64_t *key; /* 0 = empty; pair (i, j) stored as ((i << 32) | j) + 1 */
+  int64_t cap, len;
+} pair_set;
+
+static ce_errno set_init(ce_arena *a, pair_set *s, int64_t want) {
+  int64_t cap = 1024;
+  while (cap < 2 * want) cap *= 2;
+  s->key = ce_arena_calloc(a, (size_t)cap, sizeof *s->key);
+  if (!s->key) return CE_ENOMEM;
+  s->cap = cap;
+  s->len = 0;
+  return CE_OK;
+}
+
+static inline uint64_t set_hash(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  return k;
+}
+
+/* Insert; *added = 1 when the key was new. */
+static ce_errno set_add(ce_arena *a, pair_set *s, int32_t i, int32_t j, int *added) {
+  uint64_t key = (((uint64_t)(uint32_t)i << 32) | (uint32_t)j) + 1;
+  if (2 * (s->len + 1) > s->cap) {
+    pair_set t;
+    ce_errno e = set_init(a, &t, s->cap);
+    if (e != CE_OK) return e;
+    for (int64_t k = 0; k < s->cap; k++) {
+      uint64_t kk = s->key[k];
+      if (!kk) continue;
+      uint64_t h = set_hash(kk) & (uint64_t)(t.cap - 1);
+      while (t.key[h]) h = (h + 1) & (uint64_t)(t.cap - 1);
+      t.key[h] = kk;
+      t.len++;
+    }
+    *s = t;
+  }
+  uint64_t h = set_hash(key) & (uint64_t)(s->cap - 1);
+  while (s->key[h]) {
+    if (s->key[h] == key) {
+      *added = 0;
+      return CE_OK;
+    }
+    h = (h + 1) & (uint64_t)(s->cap - 1);
+  }
+  s->key[h] = key;
+  s->len++;
+  *added = 1;
+  return CE_OK;
+}
+
+static ce_errno push_pair(ce_arena *a, pair_set *s, ce_buf *queue, int32_t i, int32_t j) {
+  int added;
+  ce_errno e = set_add(a, s, i, j, &added);
+  if (e != CE_OK || !added) return e;
+  ce_pair *p = ce_buf_push(a, queue);
+  if (!p) return CE_ENOMEM;
+  p->a = i;
+  p->b = j;
+  return CE_OK;
+}
+
+/* Returns CE_OK with *found = number of pairs with a nonempty intersection. */
+static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, const cc_query *q,
+                              int64_t *found) {
+  ce_arena *a = q->b->arena;
+  *found = 0;
+  ce_buf faces;
+  ce_buf_init(&faces, sizeof(ce_pair));
+  ce_errno e = ce_bvh_collide(m->bvh.bnd, n->bvh.bnd, X_MN, 0, a, &faces);
+  if (e != CE_OK) return e;
+  if (faces.len == 0) return CE_OK;
+  pair_set set;
+  if ((e = set_init(a, &set, 4 * faces.len)) != CE_OK) return e;
+  ce_buf queue;
+  ce_buf_init(&queue, sizeof(ce_pair));
+  if (ce_buf_reserve(a, &queue, faces.len) != CE_OK) return CE_ENOMEM;
+  const ce_pair *fp = faces.data;
+  for (int64_t k = 0; k < faces.len; k++)
+    if ((e = push_pair(a, &set, &queue, m->bvh.bnd_tet[fp[k].a], n->bvh.bnd_tet[fp[k].b])) != CE_OK) return e;
+  const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
+  for (int64_t head = 0; head < queue.len; head++) {
+    ce_pair pr = ((const ce_pair *)queue.data)[head];
+    int touch;
+    if ((e = eval_pair(q, pr.a, pr.b, &touch)) != CE_OK) return e;
+    if (!(touch & TOUCH_NONEMPTY)) continue;
+    (*found)++;
+    for (int k = 0; k < 4; k++) {
+      if ((touch & (1 << k)) && adjM[pr.a][k] >= 0)
+        if ((e = push_pair(a, &set, &queue, adjM[pr.a][k], pr.b)) != CE_OK) return e;
+      if ((touch & (1 << (4 + k))) && adjN[pr.b][k] >= 0)
+        if ((e = push_pair(a, &set, &queue, pr.a, adjN[pr.b][k])) != CE_OK) return e;
+    }
+  }
+  q->c->candidate_pairs += queue.len;
+  return CE_OK;
+}
+
+static void query_init(cc_query *q, const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, ce_builder *b,
+                       ce_counters *c) {
+  q->TM = &m->tet;
+  q->TN = &n->tet;
+  q->R = X_MN->R;
+  q->t = X_MN->p;
+  double scale = m->scale > 0 ? m->scale : 1.0;
+  q->tol = 1e-13 * scale;
+  q->merge2 = (1e-11 * scale) * (1e-11 * scale);
+  q->min_area = 1e-12 * scale * scale;
+  q->b = b;
+  q->c = c;
+}
+
+ce_errno ce_intersect_tet_tet_all(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
+                                  ce_builder *b, ce_counters *c) {
+  cc_query q;
+  query_init(&q, m, n, X_MN, b, c);
+  return run_all_candidates(m, n, X_MN, &q);
 }
 
 ce_errno ce_intersect_tet_tet(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
                               ce_builder *b, ce_counters *c) {
-  ce_buf cand;
-  ce_buf_init(&cand, sizeof(ce_pair));
-  ce_errno e = ce_bvh_collide(&m->bvh, &n->bvh, X_MN, 1, b->arena, &cand);
-  if (e != CE_OK) return e;
-  c->candidate_pairs += cand.len;
-  const ce_tetmesh *TM = &m->tet, *TN = &n->tet;
-  const ce_mat3 *R = &X_MN->R;
-  const ce_vec3 t = X_MN->p;
-  double scale = m->scale > 0 ? m->scale : 1.0;
-  const double tol = 1e-11 * scale;
-  const ce_pair *pairs = cand.data;
-  for (int64_t q = 0; q < cand.len; q++) {
-    int32_t i = pairs[q].a, j = pairs[q].b;
-    if (TM->prange[i][1] < TN->prange[j][0] || TN->prange[j][1] < TM->prange[i][0]) continue;
-    const int32_t *tm = TM->tet[i];
-    ce_vec3 xm[4] = {TM->v[tm[0]], TM->v[tm[1]], TM->v[tm[2]], TM->v[tm[3]]};
-    ce_vec3 gM = TM->grad[i];
-    ce_vec3 gN = ce_mat3_mul_vec(R, TN->grad[j]);
-    double cM = TM->offset[i], cN = TN->offset[j] - ce_dot(gN, t);
-    ce_vec3 g = ce_sub(gM, gN);
-    double c0 = cM - cN;
-    /* Cheap rejection: the plane misses tet M. */
-    double f0 = ce_dot(g, xm[0]) + c0, f1 = ce_dot(g, xm[1]) + c0, f2 = ce_dot(g, xm[2]) + c0,
-           f3 = ce_dot(g, xm[3]) + c0;
-    if ((f0 > 0 && f1 > 0 && f2 > 0 && f3 > 0) || (f0 <= 0 && f1 <= 0 && f2 <= 0 && f3 <= 0)) continue;
-    double gg = ce_norm2(g);
-    if (!(gg > 1e-24 * (ce_norm2(gM) + ce_norm2(gN)))) continue; /* parallel equal fields */
-    const int32_t *tn = TN->tet[j];
-    ce_vec3 yn[4];
-    for (int k = 0; k < 4; k++) yn[k] = ce_add(ce_mat3_mul_vec(R, TN->v[tn[k]]), t);
-    ce_vec3 poly[CC_MAXV];
-    double area;
-    int nv = pair_polygon(xm, yn, g, c0, tol, poly, &area);
-    if (nv == 0) continue;
-    ce_vec3 nrm = ce_scale(g, 1.0 / sqrt(gg));
-    double lm = ce_norm(gM), ln = ce_norm(gN);
-    int ok_m = lm == 0 || ce_dot(nrm, gM) > CE_GRADIENT_COS_LIMIT * lm;
-    int ok_n = ln == 0 || -ce_dot(nrm, gN) > CE_GRADIENT_COS_LIMIT * ln;
-    if (!ok_m || !ok_n) {
-      c->faces_dropped++;
-      continue;
-    }
-    double p[CC_MAXV];
-    for (int k = 0; k < nv; k++) p[k] = ce_dot(gM, poly[k]) + cM;
-    if ((e = ce_builder_add_polygon(b, poly, p, nv, nrm, gM, gN, i, j)) != CE_OK) return e;
-    c->polygons++;
+  cc_query q;
+  query_init(&q, m, n, X_MN, b, c);
+  if (m->bvh.bnd && n->bvh.bnd && m->tet.adj && n->tet.adj) {
+    int64_t found;
+    ce_errno e = trace_surface(m, n, X_MN, &q, &found);
+    if (e != CE_OK || found > 0) return e;
   }
-  return CE_OK;
+  return run_all_candidates(m, n, X_MN, &q);
 }
