@@ -116,7 +116,7 @@ int cd_broadphase(const cd_qbody *b, int32_t n, double margin, const cd_qpair *e
                          "the broad phase found more than %llu candidate pairs (max_pairs_per_query)",
                          (unsigned long long)max_pairs);
   }
-  qsort(a.v, a.n, sizeof *a.v, key_cmp);
+  if (a.n) qsort(a.v, a.n, sizeof *a.v, key_cmp);
   /* exclusions, as sorted keys */
   key *ex = malloc((nexclude ? nexclude : 1) * sizeof *ex);
   cd_qpair *o = malloc((a.n ? a.n : 1) * sizeof *o);

@@ -137,11 +137,16 @@ int tc_stop(tc_daemon *d) {
     }
     usleep(10000);
   }
+  int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  if (code != 0 || getenv("TC_SHOW_LOG")) { /* show the daemon's side of a failure */
+    char *b = read_log(d);
+    if (b) fprintf(stderr, "---- contactd log (exit %d) ----\n%s---- end of log ----\n", code, b);
+    free(b);
+  }
   unlink(d->log_path);
   unlink(d->unix_path);
   rmdir(d->dir);
-  if (WIFEXITED(st)) return WEXITSTATUS(st);
-  return 128 + WTERMSIG(st);
+  return code;
 }
 
 int tc_connect_tcp(int port) {
