@@ -35,9 +35,11 @@
 
 #define MAXV 16
 
-/* ---- vertex cache: (k0, k1, k2) sorted mesh indices -> builder vertex ---- */
+/* ---- vertex cache: up to 6 mesh indices -> builder vertex ----------------- */
 
-typedef struct vkey { int32_t k[3]; } vkey;
+/* Slicers use k[0..2] (a sorted vertex, edge or face, unused = -1, and
+ * k[3..5] = -1); the tet–triangle clipper uses all six (see clip_label). */
+typedef struct vkey { int32_t k[6]; } vkey;
 typedef struct vslot { vkey key; int32_t id; } vslot; /* id < 0: empty */
 
 typedef struct vcache {
@@ -48,14 +50,20 @@ typedef struct vcache {
 } vcache;
 
 static uint64_t vhash(vkey k) {
-  uint64_t h = (uint64_t)(uint32_t)k.k[0] * 0x9E3779B97F4A7C15ULL;
-  h ^= (uint64_t)(uint32_t)k.k[1] + 0x632BE59BD9B4E019ULL + (h << 6) + (h >> 2);
-  h *= 0xBF58476D1CE4E5B9ULL;
-  h ^= (uint64_t)(uint32_t)k.k[2] + 0x94D049BB133111EBULL + (h << 6) + (h >> 2);
+  uint64_t h = 0x9E3779B97F4A7C15ULL;
+  for (int i = 0; i < 6; i++) {
+    h ^= (uint64_t)(uint32_t)k.k[i] + 0x632BE59BD9B4E019ULL + (h << 6) + (h >> 2);
+    h *= 0xBF58476D1CE4E5B9ULL;
+  }
   h ^= h >> 31;
   h *= 0x94D049BB133111EBULL;
   h ^= h >> 29;
   return h;
+}
+
+static int vkey_eq(const vkey *a, const vkey *b) {
+  return a->k[0] == b->k[0] && a->k[1] == b->k[1] && a->k[2] == b->k[2] && a->k[3] == b->k[3] &&
+         a->k[4] == b->k[4] && a->k[5] == b->k[5];
 }
 
 static ce_errno vcache_alloc(vcache *c, uint64_t cap) {
@@ -80,7 +88,7 @@ static vslot *vcache_find(vcache *c, vkey k) {
   uint64_t i = vhash(k) & c->mask;
   for (;;) {
     vslot *s = &c->slot[i];
-    if (s->id < 0 || (s->key.k[0] == k.k[0] && s->key.k[1] == k.k[1] && s->key.k[2] == k.k[2])) return s;
+    if (s->id < 0 || vkey_eq(&s->key, &k)) return s;
     i = (i + 1) & c->mask;
   }
 }
@@ -113,7 +121,7 @@ static void sort3(int32_t *a) {
 
 /* Key of a vertex (i), an edge (i, j) or a face (i, j, l); unused = -1. */
 static vkey key_of(int32_t i, int32_t j, int32_t l) {
-  vkey k = {{i, j, l}};
+  vkey k = {{i, j, l, -1, -1, -1}};
   sort3(k.k);
   return k;
 }
@@ -168,18 +176,79 @@ static ce_errno emit_face(ce_builder *b, int32_t *ids, int n, ce_vec3 normal, ce
 
 /* ---- compliant tet mesh M vs rigid triangle mesh N ------------------------ */
 
-/* Sutherland–Hodgman: keep the part of polygon x (n vertices) where
- * d(x) = nrm.x - off >= 0. Returns the new count (<= n + 1). */
-static int clip_poly(const ce_vec3 *x, int n, ce_vec3 nrm, double off, ce_vec3 *out) {
+/* Shared vertices for tet–triangle polygons. Every polygon vertex carries a
+ * label naming the mesh features it is the intersection of, so that the
+ * polygons of neighbouring tets and of neighbouring triangles reuse one
+ * builder vertex for the same point:
+ *   {1, v}                  rigid vertex v (inside the tet)
+ *   {2, a, b, f0, f1, f2}   rigid edge (a, b) crossing tet face (f0, f1, f2)
+ *   {3, i, j, tri}          tet edge (i, j) piercing triangle tri
+ *   {0}                     anything else (degenerate hits): never shared
+ * and every polygon edge carries the feature it lies on: a rigid edge
+ * (kind 1), a tet face (kind 2, the sorted global face), or unknown (0).
+ * A point lying exactly on a clipping plane keeps its old label, so exact
+ * degeneracies only lose sharing, never correctness. */
+typedef struct elabel { int kind; int32_t v[3]; } elabel;
+
+static vkey label_none(void) {
+  vkey k = {{0, -1, -1, -1, -1, -1}};
+  return k;
+}
+
+/* Label of the point where an edge labelled e crosses tet face fc (sorted
+ * global vertices) of triangle tri. */
+static vkey clip_label(elabel e, const int32_t fc[3], int32_t tri) {
+  vkey k = label_none();
+  if (e.kind == 1) {
+    k.k[0] = 2;
+    k.k[1] = e.v[0];
+    k.k[2] = e.v[1];
+    k.k[3] = fc[0];
+    k.k[4] = fc[1];
+    k.k[5] = fc[2];
+  } else if (e.kind == 2) {
+    /* the two faces share a tet edge: their two common vertices */
+    int32_t common[3];
+    int nc = 0;
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++)
+        if (e.v[i] == fc[j] && nc < 3) common[nc++] = fc[j];
+    if (nc == 2) {
+      k.k[0] = 3;
+      k.k[1] = common[0] < common[1] ? common[0] : common[1];
+      k.k[2] = common[0] < common[1] ? common[1] : common[0];
+      k.k[3] = tri;
+    }
+  }
+  return k;
+}
+
+/* Sutherland–Hodgman with labels: keep the part of polygon x (n vertices,
+ * vertex labels lab, edge i -> i+1 labelled el[i]) where
+ * d(x) = nrm.x - off >= 0; the plane is tet face fc. Returns the count. */
+static int clip_poly(const ce_vec3 *x, const vkey *lab, const elabel *el, int n, ce_vec3 nrm, double off,
+                     const int32_t fc[3], int32_t tri, ce_vec3 *ox, vkey *olab, elabel *oel) {
   int m = 0;
+  elabel on_face = {2, {fc[0], fc[1], fc[2]}};
   for (int i = 0; i < n; i++) {
-    ce_vec3 a = x[i], bb = x[(i + 1) % n];
+    int j = (i + 1) % n;
+    ce_vec3 a = x[i], bb = x[j];
     double da = ce_dot(nrm, a) - off, db = ce_dot(nrm, bb) - off;
-    if (da >= 0) out[m++] = a;
+    if (da >= 0) {
+      ox[m] = a;
+      olab[m] = lab[i];
+      /* a's outgoing edge runs along a -> b unless b is cut away */
+      oel[m] = (db >= 0 || da > 0) ? el[i] : on_face;
+      m++;
+    }
     /* strictly opposite sides; an endpoint at exactly 0 is kept as itself */
     if ((da > 0 && db < 0) || (da < 0 && db > 0)) {
       double t = da / (da - db);
-      out[m++] = ce_axpy(a, t, ce_sub(bb, a));
+      ox[m] = ce_axpy(a, t, ce_sub(bb, a));
+      olab[m] = clip_label(el[i], fc, tri);
+      /* leaving the half space: the next edge runs along the face plane */
+      oel[m] = da > 0 ? on_face : el[i];
+      m++;
     }
   }
   return m;
@@ -198,6 +267,8 @@ ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const 
   /* coplanarity tolerance: a few ulps of the coordinates' magnitude */
   const double eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
   const ce_vec3 zero = ce_v3(0, 0, 0);
+  vcache cache;
+  if ((e = vcache_init(&cache, a, pairs.len)) != CE_OK) return e;
   for (int64_t q = 0; q < pairs.len; q++) {
     ce_pair pr = ((const ce_pair *)pairs.data)[q];
     int32_t t = pr.a, f = pr.b;
@@ -246,6 +317,19 @@ ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const 
       offs[i] = off;
     }
     if (outside) continue;
+    const int32_t *sv = S->tri[f];
+    vkey L[MAXV], LQ[MAXV];
+    elabel EL[MAXV], ELQ[MAXV];
+    for (int i = 0; i < 3; i++) {
+      L[i] = label_none();
+      L[i].k[0] = 1;
+      L[i].k[1] = sv[i];
+      int32_t u = sv[i], w = sv[(i + 1) % 3];
+      EL[i].kind = 1;
+      EL[i].v[0] = u < w ? u : w;
+      EL[i].v[1] = u < w ? w : u;
+      EL[i].v[2] = -1;
+    }
     int drop = 0;
     for (int i = 0; i < 4 && np >= 3 && !drop; i++) {
       /* unit inward normal of the face opposite vertex i */
@@ -265,14 +349,22 @@ ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const 
         if (!(ce_dot(nrm, fn) > 0)) drop = 1;
         continue;
       }
-      np = clip_poly(P, np, fn, off, Q);
+      int32_t fc[3] = {tv[(i + 1) & 3], tv[(i + 2) & 3], tv[(i + 3) & 3]};
+      sort3(fc);
+      np = clip_poly(P, L, EL, np, fn, off, fc, f, Q, LQ, ELQ);
       memcpy(P, Q, (size_t)np * sizeof(ce_vec3));
+      memcpy(L, LQ, (size_t)np * sizeof(vkey));
+      memcpy(EL, ELQ, (size_t)np * sizeof(elabel));
     }
     if (drop || np < 3) continue;
     /* drop near-duplicate consecutive vertices */
     int k = 0;
     for (int i = 0; i < np; i++)
-      if (k == 0 || ce_norm(ce_sub(P[i], Q[k - 1])) > eps) Q[k++] = P[i];
+      if (k == 0 || ce_norm(ce_sub(P[i], Q[k - 1])) > eps) {
+        Q[k] = P[i];
+        LQ[k] = L[i];
+        k++;
+      }
     while (k > 1 && ce_norm(ce_sub(Q[k - 1], Q[0])) <= eps) k--;
     if (k < 3) continue;
     ce_vec3 a2 = poly_area2(Q, k);
@@ -281,10 +373,21 @@ ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const 
       c->faces_dropped++;
       continue;
     }
-    double p[MAXV];
-    for (int i = 0; i < k; i++) p[i] = fmax(0.0, ce_dot(g, Q[i]) + T->offset[t]);
-    if ((e = ce_builder_add_polygon(b, Q, p, k, nrm, g, zero, t, f)) != CE_OK) return e;
-    c->polygons++;
+    if ((e = vcache_reserve(&cache, k)) != CE_OK) return e;
+    int32_t ids[MAXV];
+    for (int i = 0; i < k; i++) {
+      vslot *sl = LQ[i].k[0] != 0 ? vcache_find(&cache, LQ[i]) : NULL;
+      if (sl && sl->id >= 0) {
+        ids[i] = sl->id;
+        continue;
+      }
+      ids[i] = ce_builder_add_vertex(b, Q[i], fmax(0.0, ce_dot(g, Q[i]) + T->offset[t]));
+      if (ids[i] < 0) return CE_ENOMEM;
+      if (sl) vcache_set(&cache, sl, LQ[i], ids[i]);
+    }
+    int added;
+    if ((e = emit_face(b, ids, k, nrm, g, zero, t, f, &added)) != CE_OK) return e;
+    c->polygons += added;
   }
   return CE_OK;
 }

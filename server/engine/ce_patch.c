@@ -2,11 +2,14 @@
  * contact points.
  *
  * Two faces belong to the same patch when they come from the same pair of
- * source elements (the triangles fanned from one polygon), or when they
- * share one source element and their other source elements are neighbours
- * in their geometry (tet->adj across a face for compliant meshes, tri->adj
+ * source elements (the triangles fanned from one polygon), when they share
+ * one source element and their other source elements are neighbours in
+ * their geometry (tet->adj across a face for compliant meshes, tri->adj
  * across an edge for rigid meshes; a half space is the single element 0 with
- * no neighbours). Faces are joined by union-find; an open-addressing hash
+ * no neighbours), when both pairs of source elements are neighbours (needed
+ * where element boundaries of A and B coincide, e.g. symmetric meshes, which
+ * otherwise split one contact into sectors), or when they share a surface
+ * vertex. Faces are joined by union-find; an open-addressing hash
  * maps (element_a, element_b) to the first face with that pair. Both live in
  * the arena. Patches are numbered in the order of their first face, so the
  * numbering depends only on the surface.
@@ -146,12 +149,35 @@ ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geome
       pslot *sl = pmap_find(&map, ea, nb[i]);
       if (sl->face >= 0) uf_union(parent, sl->face, f);
     }
-    k = neighbours(ga, ea, nb);
-    for (int i = 0; i < k; i++) {
-      if (nb[i] < 0) continue;
-      pslot *sl = pmap_find(&map, nb[i], eb);
+    int32_t na[4];
+    int ka = neighbours(ga, ea, na);
+    for (int i = 0; i < ka; i++) {
+      if (na[i] < 0) continue;
+      pslot *sl = pmap_find(&map, na[i], eb);
       if (sl->face >= 0) uf_union(parent, sl->face, f);
+      /* both adjacent: where a boundary between A's elements coincides
+       * with one between B's (symmetric meshes, a rigid edge lying in a tet
+       * face), the faces on either side share neither element */
+      for (int j = 0; j < k; j++) {
+        if (nb[j] < 0) continue;
+        sl = pmap_find(&map, na[i], nb[j]);
+        if (sl->face >= 0) uf_union(parent, sl->face, f);
+      }
     }
+  }
+  /* faces sharing a surface vertex (the intersectors share the vertices of
+   * neighbouring polygons) */
+  if (s->nv > 0) {
+    int32_t *first = ce_arena_alloc(arena, (size_t)s->nv * sizeof(int32_t));
+    if (!first) return CE_ENOMEM;
+    for (int32_t v = 0; v < s->nv; v++) first[v] = -1;
+    for (int32_t f = 0; f < nf; f++)
+      for (int32_t i = s->face_offsets[f]; i < s->face_offsets[f + 1]; i++) {
+        int32_t v = s->face_vertices[i];
+        if (v < 0 || v >= s->nv) continue;
+        if (first[v] < 0) first[v] = f;
+        else uf_union(parent, first[v], f);
+      }
   }
   /* number the patches in order of their first face; reuse parent's roots */
   int32_t *label = ce_arena_alloc(arena, (size_t)nf * sizeof(int32_t));

@@ -188,3 +188,76 @@ Test(patch, contact_query_two_rigid_squares_on_compliant_halfspace, .init = setu
   ce_geometry_free(gb);
   ce_geometry_free(ga);
 }
+
+Test(patch, diagonal_neighbours_and_shared_vertices_join, .init = setup, .fini = teardown) {
+  /* A: tets 0-1 adjacent; B: triangles 0-1 adjacent. Faces (0, 0) and
+   * (1, 1) share no element (A's and B's element boundaries coincide):
+   * joined because both pairs are neighbours. Faces (5, 5) and (6, 6) have
+   * unrelated elements but share a surface vertex: joined. Face (8, 8) is
+   * alone. */
+  int32_t tadj[9][4], sadj[9][3];
+  for (int i = 0; i < 9; i++) {
+    for (int j = 0; j < 4; j++) tadj[i][j] = -1;
+    for (int j = 0; j < 3; j++) sadj[i][j] = -1;
+  }
+  tadj[0][2] = 1;
+  tadj[1][0] = 0;
+  sadj[0][1] = 1;
+  sadj[1][2] = 0;
+  ce_geometry ga, gb;
+  memset(&ga, 0, sizeof ga);
+  memset(&gb, 0, sizeof gb);
+  ga.compliance = CE_COMPLIANT;
+  ga.tet.nt = 9;
+  ga.tet.adj = tadj;
+  gb.compliance = CE_RIGID;
+  gb.tri.nf = 9;
+  gb.tri.adj = sadj;
+  double x0[] = {0, 1, 5, 6, 20}, y0[] = {0, 0, 0, 0, 0};
+  int32_t ea[] = {0, 1, 5, 6, 8}, eb[] = {0, 1, 5, 6, 8};
+  double pf[] = {1, 1, 1, 1, 1};
+  hand_surface h;
+  build(&h, 5, x0, y0, ea, eb, pf);
+  /* faces 2 and 3 share a vertex: face 3's first vertex is face 2's second */
+  h.s.face_vertices[4 * 3] = 4 * 2 + 1;
+  ce_result r;
+  memset(&r, 0, sizeof r);
+  cr_assert_eq(ce_patches_compute(&h.s, &ga, &gb, &h.ff, arena, &r), CE_OK);
+  cr_assert_eq(r.npatches, 3);
+  int32_t expect[] = {0, 0, 1, 1, 2};
+  for (int f = 0; f < 5; f++) cr_assert_eq(h.s.patch[f], expect[f], "face %d", f);
+  cr_assert(ce_norm(ce_sub(r.patches[0].point, ce_v3(1, 0.5, 0))) < 1e-14);
+  cr_assert(ce_norm(ce_sub(r.patches[1].point, ce_v3(6, 0.5, 0))) < 1e-14);
+}
+
+/* A compliant sphere against a rigid sphere meshed by the same generator,
+ * aligned: their element boundaries coincide along whole meridians; the
+ * contact must still be one patch. */
+Test(patch, aligned_sphere_meshes_give_one_patch, .init = setup, .fini = teardown) {
+  ce_shape sh;
+  memset(&sh, 0, sizeof sh);
+  sh.type = CE_SHAPE_SPHERE;
+  sh.radius = 0.1;
+  ce_props pc = ce_test_props(CE_COMPLIANT, 1e6, 0.02), pr = ce_test_props(CE_RIGID, 0, 0.02);
+  ce_geometry *gc = NULL, *gr = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_shape(&sh, &pc, &gc, &err), CE_OK, "%s", err.message);
+  cr_assert_eq(ce_geometry_from_shape(&sh, &pr, &gr, &err), CE_OK, "%s", err.message);
+  ce_options o;
+  ce_options_default(&o);
+  o.want_patches = 1;
+  for (int k = 0; k < 4; k++) {
+    ce_body A = ce_test_body(gc, ce_quat_identity(), ce_v3(0, 0, 0));
+    ce_body B = ce_test_body(gr, ce_quat_identity(), ce_v3(0, 0, 0.19 - 0.002 * k));
+    ce_arena_reset(arena);
+    ce_result r;
+    cr_assert_eq(ce_contact(&A, &B, &o, arena, &r, &err), CE_OK, "%s", err.message);
+    cr_assert_eq(r.status, CE_CONTACT_SURFACE);
+    cr_assert_eq(r.npatches, 1, "k %d: %d patches", k, r.npatches);
+    /* symmetric about the z axis: the centre of pressure lies on it */
+    cr_assert(fabs(r.patches[0].point.x) < 1e-9 && fabs(r.patches[0].point.y) < 1e-9);
+    cr_assert(fabs(r.patches[0].normal_force_magnitude - r.total.normal_force_magnitude) < 1e-9);
+  }
+  ce_geometry_free(gr);
+  ce_geometry_free(gc);
+}
