@@ -358,6 +358,56 @@ Test(physics, continuity_rolling_on_plane_and_sphere, .timeout = 600) {
   ce_arena_destroy(ar);
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Compliant sphere rolling over a compliant sphere. Both fields move the
+ * equal-pressure surface, and the bound above does not carry over (no proof
+ * here), so this path checks for jumps empirically: along a smooth path the
+ * force changes smoothly, so no step may exceed 3 times the median step (a
+ * lost or duplicated polygon, of area ~ hint^2, would be tens of medians). */
+Test(physics, continuity_compliant_over_compliant, .timeout = 600) {
+  const double R = 0.05;
+  ce_arena *ar = ce_arena_create(1 << 20);
+  ce_geometry *sa = sphere(R, CE_COMPLIANT, 1e5, R / 2), *sb = sphere(R, CE_COMPLIANT, 2e5, R / 2);
+  const int n = 10000;
+  double *jump = malloc((size_t)n * sizeof *jump);
+  cr_assert(jump);
+  ce_vec3 Fprev = ce_v3(0, 0, 0);
+  double maxj = 0, maxF = 0;
+  int imax = 0;
+  for (int i = 0; i < n; i++) {
+    double t = (double)i / (n - 1), x = -0.04 + 0.08 * t, z = 1.8 * R - 0.2 * R * t;
+    ce_pose X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(0, 1, 0), x / R), ce_v3(x, 0.003, z));
+    ce_body A = body(sa, X), B = body(sb, ce_pose_identity());
+    ce_result r;
+    contact(&A, &B, NULL, ar, &r);
+    cr_assert_eq(r.faces_dropped, 0, "pose %d: faces dropped by the gradient rule", i);
+    maxF = fmax(maxF, ce_norm(r.wrench_a.force));
+    if (i > 0) {
+      jump[i - 1] = ce_norm(ce_sub(r.wrench_a.force, Fprev));
+      if (jump[i - 1] > maxj) {
+        maxj = jump[i - 1];
+        imax = i;
+      }
+    }
+    Fprev = r.wrench_a.force;
+    ce_arena_reset(ar);
+  }
+  qsort(jump, (size_t)(n - 1), sizeof *jump, cmp_double);
+  double med = jump[(n - 1) / 2];
+  cr_log_info("compliant over compliant: max |dF| %.4g N at pose %d, median %.4g N, max |F| %.4g N", maxj, imax, med,
+              maxF);
+  cr_assert(maxF > 1 && med > 0);
+  cr_assert(maxj <= 3 * med, "pose %d: |dF| %.4g is %.1f median steps", imax, maxj, maxj / med);
+  free(jump);
+  ce_geometry_free(sa);
+  ce_geometry_free(sb);
+  ce_arena_destroy(ar);
+}
+
 /* ---- e. polygon vs triangle representation ------------------------------- */
 
 Test(physics, polygon_and_triangle_representation_agree) {
