@@ -141,20 +141,23 @@ static ce_errno eval_pair(const cc_query *q, int32_t i, int32_t j, int *touch) {
   int *cb = bitsA, *nb = bitsB;
   for (int k = 0; k < 4; k++) {
     ce_vec3 o = k == 0 ? yn[1] : yn[0];
-    double tol_s = q->tol * ce_norm(nf[k]);
+    /* |s| <= tol |nf| without the square root */
+    double tol2_s = q->tol * q->tol * ce_norm2(nf[k]);
     double sv[CC_MAXV];
     int nout = 0;
     for (int v = 0; v < n; v++) {
-      sv[v] = ce_dot(nf[k], ce_sub(cur[v], o));
-      nout += sv[v] > tol_s;
-      if (fabs(sv[v]) <= tol_s) cb[v] |= 1 << (4 + k);
+      double sk = ce_dot(nf[k], ce_sub(cur[v], o));
+      int near = sk * sk <= tol2_s;
+      sv[v] = near ? 0.0 : sk; /* within tolerance: on the face */
+      nout += sv[v] > 0;
+      if (near) cb[v] |= 1 << (4 + k);
     }
     if (nout == n) return CE_OK;
     if (nout == 0) continue;
     int m = 0;
     for (int v = 0; v < n; v++) {
       int w = v + 1 == n ? 0 : v + 1;
-      int in_v = sv[v] <= tol_s, in_w = sv[w] <= tol_s;
+      int in_v = sv[v] <= 0, in_w = sv[w] <= 0;
       if (in_v) {
         nxt[m] = cur[v];
         nb[m++] = cb[v];
@@ -175,17 +178,26 @@ static ce_errno eval_pair(const cc_query *q, int32_t i, int32_t j, int *touch) {
     nb = tb;
   }
   if (n == 0) return CE_OK;
-  int bits = 0;
-  for (int v = 0; v < n; v++) bits |= cb[v];
-  *touch = bits | TOUCH_NONEMPTY;
   /* The output polygon: merge near-duplicate vertices, drop slivers. */
   ce_vec3 poly[CC_MAXV];
+  int pbits[CC_MAXV];
   int m = 0;
   for (int v = 0; v < n; v++) {
-    if (m > 0 && ce_norm2(ce_sub(cur[v], poly[m - 1])) <= q->merge2) continue;
+    if (m > 0 && ce_norm2(ce_sub(cur[v], poly[m - 1])) <= q->merge2) {
+      pbits[m - 1] |= cb[v];
+      continue;
+    }
+    pbits[m] = cb[v];
     poly[m++] = cur[v];
   }
-  while (m > 1 && ce_norm2(ce_sub(poly[m - 1], poly[0])) <= q->merge2) m--;
+  while (m > 1 && ce_norm2(ce_sub(poly[m - 1], poly[0])) <= q->merge2) pbits[0] |= pbits[--m];
+  /* The walk continues across a face only where a whole edge of the
+   * intersection lies on it; a pair touching in a single point is no
+   * bridge (the cells around a point are joined through segments). */
+  if (m < 2) return CE_OK;
+  int bits = 0;
+  for (int v = 0; v < m; v++) bits |= pbits[v] & pbits[v + 1 == m ? 0 : v + 1];
+  *touch = bits | TOUCH_NONEMPTY;
   if (m < 3) return CE_OK;
   ce_vec3 sa = ce_v3(0, 0, 0);
   for (int v = 1; v + 1 < m; v++) sa = ce_add(sa, ce_cross(ce_sub(poly[v], poly[0]), ce_sub(poly[v + 1], poly[0])));
@@ -315,13 +327,21 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   if ((e = set_init(a, &set, 4 * faces.len)) != CE_OK) return e;
   ce_buf queue;
   ce_buf_init(&queue, sizeof(ce_pair));
-  if (ce_buf_reserve(a, &queue, faces.len) != CE_OK) return CE_ENOMEM;
+  if (ce_buf_reserve(a, &queue, 256) != CE_OK) return CE_ENOMEM;
   const ce_pair *fp = faces.data;
-  for (int64_t k = 0; k < faces.len; k++)
-    if ((e = push_pair(a, &set, &queue, m->bvh.bnd_tet[fp[k].a], n->bvh.bnd_tet[fp[k].b])) != CE_OK) return e;
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
-  for (int64_t head = 0; head < queue.len; head++) {
-    ce_pair pr = ((const ce_pair *)queue.data)[head];
+  /* Seeds one at a time, each walk run to the end before the next seed:
+   * seeds on an already traced piece are then skipped by the visited set. */
+  int64_t head = 0, seed = 0;
+  for (;;) {
+    if (head == queue.len) {
+      if (seed == faces.len) break;
+      e = push_pair(a, &set, &queue, m->bvh.bnd_tet[fp[seed].a], n->bvh.bnd_tet[fp[seed].b]);
+      if (e != CE_OK) return e;
+      seed++;
+      continue;
+    }
+    ce_pair pr = ((const ce_pair *)queue.data)[head++];
     int touch;
     if ((e = eval_pair(q, pr.a, pr.b, &touch)) != CE_OK) return e;
     if (!(touch & TOUCH_NONEMPTY)) continue;
