@@ -396,8 +396,8 @@ static int cmp_face_key(const void *x, const void *y) {
   return *a < *b ? -1 : (*a > *b);
 }
 
-static void compare_traced(const ce_geometry *m, const ce_geometry *n, const ce_pose *X, ce_arena *arena,
-                           const char *what) {
+static int64_t compare_traced(const ce_geometry *m, const ce_geometry *n, const ce_pose *X, ce_arena *arena,
+                              const char *what) {
   ce_arena_reset(arena);
   ce_builder b1, b2;
   cr_assert_eq(ce_builder_init(&b1, arena), CE_OK);
@@ -421,6 +421,7 @@ static void compare_traced(const ce_geometry *m, const ce_geometry *n, const ce_
   cr_assert(memcmp(k1, k2, sizeof(int64_t) * (size_t)nf) == 0, "%s: different source pairs", what);
   free(k1);
   free(k2);
+  return c1.polygons;
 }
 
 Test(intersect_cc, surface_tracing_matches_all_candidates) {
@@ -430,9 +431,10 @@ Test(intersect_cc, surface_tracing_matches_all_candidates) {
   ce_arena *arena = ce_arena_create(1 << 20);
   ce_pose X = ce_pose_identity();
   X.p = ce_v3(0.18, 0, 0);
-  compare_traced(s1, s1, &X, arena, "mirrored spheres");
+  cr_assert(compare_traced(s1, s1, &X, arena, "mirrored spheres") > 100);
   uint64_t st = 77;
   char what[64];
+  int touching = 0;
   for (int trial = 0; trial < 12; trial++) {
     ce_quat q = ce_test_rand_quat(&st);
     ce_vec3 dir = ce_quat_rotate(ce_test_rand_quat(&st), ce_v3(1, 0, 0));
@@ -441,7 +443,19 @@ Test(intersect_cc, surface_tracing_matches_all_candidates) {
     double d = 0.08 + 0.08 * ce_test_rand(&st);
     ce_pose Y = ce_pose_from_quat(q, ce_scale(dir, d));
     snprintf(what, sizeof what, "trial %d", trial);
-    compare_traced(a, b, &Y, arena, what);
+    touching += compare_traced(a, b, &Y, arena, what) > 0;
+  }
+  cr_assert(touching >= 8, "only %d of 12 random poses touch", touching);
+  /* Axis-aligned boxes and a sphere on a box: planes through many mesh
+   * vertices and along edges (degenerate cases for the walk). */
+  const ce_vec3 offs[4] = {{0.15, 0, 0}, {0.15, 0.05, 0}, {0.1, 0.075, 0.05}, {0, 0, 0.09}};
+  for (int k = 0; k < 4; k++) {
+    ce_pose Y = ce_pose_identity();
+    Y.p = offs[k];
+    snprintf(what, sizeof what, "aligned boxes %d", k);
+    cr_assert(compare_traced(bx, bx, &Y, arena, what) > 0, "%s: no contact", what);
+    snprintf(what, sizeof what, "sphere on box %d", k);
+    cr_assert(compare_traced(bx, s2, &Y, arena, what) > 0, "%s: no contact", what);
   }
   /* Deep nesting: a small sphere inside a big one has no boundary crossing;
    * the fallback still finds the closed surface. */
@@ -451,7 +465,7 @@ Test(intersect_cc, surface_tracing_matches_all_candidates) {
   cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
   ce_counters c = {0, 0, 0};
   cr_assert_eq(ce_intersect_tet_tet(s1, s2, &X, &b, &c), CE_OK);
-  compare_traced(s1, s2, &X, arena, "nested");
+  cr_assert(compare_traced(s1, s2, &X, arena, "nested") > 0);
   ce_arena_destroy(arena);
   ce_geometry_free(s1);
   ce_geometry_free(s2);
