@@ -37,6 +37,10 @@ static void on_unix_conn(uv_stream_t *ls, int status) {
 
 static void on_signal(uv_signal_t *h, int signum) {
   cd_server *s = h->data;
+  if (s->draining) {
+    CD_INFO("already shutting down", "signal=%s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    return;
+  }
   cd_server_shutdown(s, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
@@ -50,6 +54,8 @@ static void finish(cd_server *s) {
     s->metrics = NULL;
   }
   if (!uv_is_closing((uv_handle_t *)&s->drain_timer)) uv_close((uv_handle_t *)&s->drain_timer, NULL);
+  if (!uv_is_closing((uv_handle_t *)&s->sigterm)) uv_close((uv_handle_t *)&s->sigterm, NULL);
+  if (!uv_is_closing((uv_handle_t *)&s->sigint)) uv_close((uv_handle_t *)&s->sigint, NULL);
   CD_INFO("stopped", "requests=%llu pairs=%llu", (unsigned long long)s->stats.requests,
           (unsigned long long)s->stats.pairs);
 }
@@ -84,8 +90,10 @@ void cd_server_shutdown(cd_server *s, const char *reason) {
     uv_close((uv_handle_t *)&s->unix_sock, NULL);
     unlink(s->cfg.unix_path);
   }
-  uv_close((uv_handle_t *)&s->sigterm, NULL);
-  uv_close((uv_handle_t *)&s->sigint, NULL);
+  /* Signal handlers stay installed (a repeated SIGTERM is logged, not fatal)
+   * but no longer keep the loop alive. */
+  uv_unref((uv_handle_t *)&s->sigterm);
+  uv_unref((uv_handle_t *)&s->sigint);
   uv_timer_start(&s->drain_timer, on_drain_timeout, (uint64_t)(s->cfg.shutdown_grace_s * 1000), 0);
   uv_unref((uv_handle_t *)&s->drain_timer);
   for (cd_conn *c = s->conns, *n; c; c = n) {

@@ -1,0 +1,170 @@
+/* test_daemon_lifecycle.c — operation of the real contactd: flags and the
+ * config file (flags win), --help/--version, a bad flag, graceful SIGTERM
+ * with work in flight, the idle timeout and the connection limit. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cd_test_client.h"
+
+typedef Contactd__V1__Envelope Env;
+
+static int run(const char *args, char *out, size_t cap) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s %s 2>&1", CONTACTD_BIN, args);
+  FILE *p = popen(cmd, "r");
+  cr_assert(p);
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = 0;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(lifecycle, help_version_and_bad_flags) {
+  char out[16384];
+  cr_expect_eq(run("--help", out, sizeof out), 0);
+  cr_expect(strstr(out, "--listen HOST:PORT") && strstr(out, "max_frame_bytes"), "%s", out);
+  cr_expect(strstr(out, "normalised"), "the quaternion rule is documented: %s", out);
+  cr_expect_eq(run("--version", out, sizeof out), 0);
+  cr_expect(strstr(out, "contactd 0.1.0"), "%s", out);
+  cr_expect_eq(run("--frobnicate 1", out, sizeof out), 2);
+  cr_expect(strstr(out, "unknown flag"), "%s", out);
+  cr_expect_eq(run("--workers zero", out, sizeof out), 2);
+  cr_expect_eq(run("--config /nonexistent.json", out, sizeof out), 2);
+  FILE *f = fopen("/tmp/contactd-test-bad.json", "w");
+  fprintf(f, "{\"limits\": {\"max_fram_bytes\": 5}}");
+  fclose(f);
+  cr_expect_eq(run("--config /tmp/contactd-test-bad.json", out, sizeof out), 2);
+  cr_expect(strstr(out, "unknown key limits.max_fram_bytes"), "typos are caught: %s", out);
+}
+
+Test(lifecycle, flags_override_the_config_file) {
+  FILE *f = fopen("/tmp/contactd-test-cfg.json", "w");
+  fprintf(f, "{\"_comment\": \"x\", \"workers\": 3, \"limits\": {\"max_inflight_per_conn\": 17, "
+             "\"max_frame_bytes\": 1000}}");
+  fclose(f);
+  const char *extra[] = {"--config", "/tmp/contactd-test-cfg.json", "--workers", "1", NULL};
+  tc_daemon d;
+  tc_start(&d, extra);
+  cr_expect_eq(tc_log_count(&d, "workers=1"), 1, "the flag wins over the file");
+  int fd = tc_connect_tcp(d.port);
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 1;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
+  e.hello = &h;
+  Env *r = tc_call(fd, &e, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY);
+  cr_expect_eq(r->hello_reply->limits->max_in_flight, 17, "the file overrides the default");
+  cr_expect_eq(r->hello_reply->limits->max_frame_bytes, 1000);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(fd);
+  cr_expect_eq(tc_stop(&d), 0);
+}
+
+Test(lifecycle, sigterm_finishes_in_flight_work_then_exits_zero) {
+  tc_daemon d;
+  tc_start(&d, NULL);
+  int fd = tc_connect_tcp(d.port);
+  char *s = tc_register_sphere(fd, 1, 0.1, 1e6, 0.015), *p = tc_register_halfspace(fd, 2, 0, 0);
+  cr_assert(s && p);
+  /* a few slow queries in flight, then SIGTERM */
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, s, 0, 0, 0.02);
+  tc_body(&b2, &p2, &v2, 2, p, 0, 0, 0);
+  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+  pr.a = 1;
+  pr.b = 2;
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = 2;
+  q.bodies = bodies;
+  q.n_pairs = 1;
+  q.pairs = prs;
+  q.options = &o;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &q;
+  for (uint64_t i = 0; i < 4; i++) {
+    e.request_id = 10 + i;
+    tc_send(fd, &e);
+  }
+  usleep(20000);
+  kill(d.pid, SIGTERM);
+  for (uint64_t i = 0; i < 4; i++) {
+    Env *r = tc_recv(fd, 30000);
+    cr_assert(r, "in-flight query %llu is answered during shutdown", (unsigned long long)i);
+    cr_expect_eq(r->request_id, 10 + i);
+    cr_expect(r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY ||
+                  (r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR &&
+                   r->error->code == CONTACTD__V1__ERROR_CODE__UNAVAILABLE),
+              "a reply, or UNAVAILABLE for one read after the signal");
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  cr_expect(tc_wait_closed(fd, 30000), "the server closes the connection once flushed");
+  cr_expect_geq(tc_connect_tcp(d.port), -1);
+  cr_expect_eq(tc_stop(&d), 0, "exit status 0 after SIGTERM");
+  close(fd);
+  free(s);
+  free(p);
+}
+
+Test(lifecycle, idle_connections_are_closed) {
+  FILE *f = fopen("/tmp/contactd-test-idle.json", "w");
+  fprintf(f, "{\"limits\": {\"idle_timeout_ms\": 200}}");
+  fclose(f);
+  const char *extra[] = {"--config", "/tmp/contactd-test-idle.json", NULL};
+  tc_daemon d;
+  tc_start(&d, extra);
+  int fd = tc_connect_tcp(d.port);
+  cr_expect(tc_wait_closed(fd, 5000), "closed after 200 ms of silence");
+  cr_expect_eq(tc_log_count(&d, "reason=\"idle timeout\""), 1);
+  close(fd);
+  cr_expect_eq(tc_stop(&d), 0);
+}
+
+Test(lifecycle, connections_beyond_the_limit_get_unavailable) {
+  FILE *f = fopen("/tmp/contactd-test-maxconn.json", "w");
+  fprintf(f, "{\"limits\": {\"max_connections\": 2}}");
+  fclose(f);
+  const char *extra[] = {"--config", "/tmp/contactd-test-maxconn.json", NULL};
+  tc_daemon d;
+  tc_start(&d, extra);
+  Contactd__V1__Stats s = CONTACTD__V1__STATS__INIT;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 3;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
+  e.stats = &s;
+  /* one at a time, so that the third is the one over the limit */
+  int a = tc_connect_tcp(d.port);
+  Env *r = tc_call(a, &e, 5000);
+  cr_assert(r);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  int b = tc_connect_unix(d.unix_path);
+  r = tc_call(b, &e, 5000);
+  cr_assert(r);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  int c = tc_connect_tcp(d.port);
+  r = tc_recv(c, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__UNAVAILABLE);
+  cr_expect(strstr(r->error->message, "max_connections"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  cr_expect(tc_wait_closed(c, 5000));
+  close(c);
+  /* the first two still work */
+  r = tc_call(b, &e, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY);
+  cr_expect_eq(r->stats_reply->connections, 2);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(a);
+  close(b);
+  cr_expect_eq(tc_stop(&d), 0);
+}
