@@ -23,10 +23,18 @@
  * the wrong way. faces_dropped counts the polygons (non-empty intersections)
  * rejected by this rule.
  *
- * Shared vertices: slices of neighbouring tets (and clipped neighbouring
- * triangles) share their vertices through an open-addressing hash keyed by
- * global mesh indices (a vertex, an edge as a sorted pair, or a face as a
- * sorted triple) — never by address, so the surface is deterministic. */
+ * Shared vertices: polygons of neighbouring elements share their vertices
+ * through an open-addressing hash (in the arena) keyed by global mesh
+ * indices — a vertex, an edge as a sorted pair, a face as a sorted triple,
+ * or for tet–triangle clipping the pair of features a point lies on (see
+ * clip_label) — never by address, so the surface is deterministic and forms
+ * one connected mesh. Exactly degenerate hits (a rigid edge lying in a tet
+ * face plane) may duplicate a vertex; positions and pressures stay right.
+ *
+ * Double counting: a rigid triangle lying in a tet face shared by two tets,
+ * or a half-space boundary through a tet face, is produced once (half-open
+ * rules in ce_intersect_tet_tri and slice_tet); Drake counts the former
+ * twice. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
