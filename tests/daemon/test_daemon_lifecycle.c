@@ -168,3 +168,14 @@ Test(lifecycle, connections_beyond_the_limit_get_unavailable) {
   close(b);
   cr_expect_eq(tc_stop(&d), 0);
 }
+
+Test(lifecycle, the_example_config_is_valid) {
+  /* deploy/contactd.example.json as shipped, with the sockets moved to the
+   * test's own places (flags override the file). */
+  tc_daemon d;
+  const char *extra[] = {"--config", CONTACTD_SOURCE_DIR "/deploy/contactd.example.json", "--metrics-port", "0",
+                         NULL};
+  tc_start(&d, extra);
+  cr_expect_eq(tc_log_count(&d, "workers=2"), 1);
+  cr_expect_eq(tc_stop(&d), 0);
+}
