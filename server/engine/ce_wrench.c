@@ -63,7 +63,7 @@ typedef struct integ_ctx {
 } integ_ctx;
 
 /* Add the traction at r = x - C (pressure p) with quadrature weight w. */
-static void add_point(integ_ctx *c, ce_vec3 r, double p, double w) {
+static inline __attribute__((always_inline)) void add_point(integ_ctx *c, ce_vec3 r, double p, double w) {
   double tn = p;
   if (c->kin) {
     ce_vec3 v = ce_add(c->vC, ce_cross(c->w, r));
@@ -84,9 +84,10 @@ static void add_point(integ_ctx *c, ce_vec3 r, double p, double w) {
 }
 
 /* One triangle (C-relative vertices, pressures): 3-point edge-midpoint rule. */
-static void add_triangle(integ_ctx *c, ce_vec3 x0, double p0, ce_vec3 x1, double p1,
+static inline __attribute__((always_inline)) void add_triangle(integ_ctx *c, ce_vec3 x0, double p0, ce_vec3 x1, double p1,
                          ce_vec3 x2, double p2) {
-  double area = 0.5 * ce_norm(ce_cross(ce_sub(x1, x0), ce_sub(x2, x0)));
+  /* the face is planar with unit normal n: |cross| = |cross . n| (no sqrt) */
+  double area = 0.5 * fabs(ce_dot(ce_cross(ce_sub(x1, x0), ce_sub(x2, x0)), c->n));
   if (!(area > 0)) return;
   double w = area / 3.0;
   add_point(c, ce_scale(ce_add(x0, x1), 0.5), 0.5 * (p0 + p1), w);
@@ -106,8 +107,8 @@ static void add_triangle(integ_ctx *c, ce_vec3 x0, double p0, ce_vec3 x1, double
  * Walks the polygon from its sharpest vertex (always a corner), comparing each
  * vertex with the last corner kept and the next vertex, so a run of collinear
  * vertices or a pair of near-duplicates leaves exactly one corner. Writes the
- * corner ids to out and returns their count, or 0 when m exceeds the buffer
- * (the caller then uses all vertices). */
+ * corner ids to out and returns their count; returns -1 when every vertex is
+ * a corner or m exceeds the buffer (the caller then uses ids as they are). */
 #define CE_WRENCH_MAX_CORNERS 64
 #define CE_WRENCH_COLLINEAR 1e-10
 
@@ -128,15 +129,12 @@ static double sharpness(ce_vec3 a, ce_vec3 b, ce_vec3 c) {
 }
 
 static int32_t corners(const ce_vec3 *v, const int32_t *ids, int32_t m, int32_t *out) {
-  if (m > CE_WRENCH_MAX_CORNERS) return 0;
+  if (m > CE_WRENCH_MAX_CORNERS) return -1;
   /* common case: every vertex is a corner */
   int32_t i;
   for (i = 0; i < m; i++)
     if (!is_corner(v[ids[i == 0 ? m - 1 : i - 1]], v[ids[i]], v[ids[i + 1 == m ? 0 : i + 1]])) break;
-  if (i == m) {
-    for (i = 0; i < m; i++) out[i] = ids[i];
-    return m;
-  }
+  if (i == m) return -1; /* all corners: use ids as they are */
   int32_t start = 0;
   double best = -1;
   for (i = 0; i < m; i++) {
@@ -206,7 +204,7 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
     c.fn_r = c.ft = c.tt = ce_v3(0, 0, 0);
     int32_t k = m >= 3 ? corners(s->vertices, ids, m, cid) : 0;
     const int32_t *use = cid;
-    if (k == 0 && m > CE_WRENCH_MAX_CORNERS) {
+    if (k < 0) {
       use = ids;
       k = m;
     }
