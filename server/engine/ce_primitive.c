@@ -584,9 +584,20 @@ static int32_t mmb_polygon(mmb *b, const int32_t *ids, int k, int boundary) {
   if (nu == 3) {
     mmb_tri(b, u[0], u[1], u[2]);
   } else if (nu > 3) {
-    ce_vec3 c = ce_v3(0, 0, 0);
+    /* fan around the area centroid: a strip with many vertices along one
+     * long side keeps its fan triangles' heights at half the strip width
+     * (the vertex average would sit close to the crowded side) */
+    ce_vec3 c = ce_v3(0, 0, 0), ac = ce_v3(0, 0, 0), o = b->v[u[0]];
+    double at = 0;
     for (int i = 0; i < nu; ++i) c = ce_add(c, b->v[u[i]]);
-    int32_t ci = mmb_vertex(b, ce_scale(c, 1.0 / nu), boundary);
+    for (int i = 1; i + 1 < nu; ++i) {
+      ce_vec3 p1 = b->v[u[i]], p2 = b->v[u[i + 1]];
+      double ar = ce_norm(ce_cross(ce_sub(p1, o), ce_sub(p2, o)));
+      at += ar;
+      ac = ce_axpy(ac, ar / 3.0, ce_add(o, ce_add(p1, p2)));
+    }
+    c = at > 0 ? ce_scale(ac, 1.0 / at) : ce_scale(c, 1.0 / nu);
+    int32_t ci = mmb_vertex(b, c, boundary);
     for (int i = 0; i < nu; ++i) mmb_tri(b, ci, u[i], u[(i + 1) % nu]);
   }
   if (u != ubuf) free(u);
@@ -634,6 +645,37 @@ static ce_errno mmb_finish(mmb *b, ce_rawmesh *m, const char *name, ce_error *er
   return CE_OK;
 }
 
+static void mmb_tet(mmb *b, int32_t a, int32_t c, int32_t d, int32_t e) {
+  if (b->oom) return;
+  if (!grow((void **)&b->tet, &b->capt, b->nt + 1, sizeof *b->tet)) { b->oom = 1; return; }
+  int32_t *q = b->tet[b->nt++];
+  q[0] = a; q[1] = c; q[2] = d; q[3] = e;
+}
+
+/* Split the prism p[0..2] (bottom) / p[3..5] (top, p[i+3] above p[i]) into
+ * 3 tets whose quad faces are cut through their smallest vertex index, so
+ * neighbouring prisms agree (Dompierre et al. 1999). */
+static void mmb_prism(mmb *b, const int32_t p[6]) {
+  int im = 0;
+  for (int i = 1; i < 6; ++i)
+    if (p[i] < p[im]) im = i;
+  int32_t q[6];
+  for (int k = 0; k < 3; ++k) {
+    int c = (im % 3 + k) % 3;
+    q[k] = im >= 3 ? p[c + 3] : p[c];
+    q[k + 3] = im >= 3 ? p[c] : p[c + 3];
+  }
+  int32_t m15 = q[1] < q[5] ? q[1] : q[5], m24 = q[2] < q[4] ? q[2] : q[4];
+  if (m15 < m24) {
+    mmb_tet(b, q[0], q[1], q[2], q[5]);
+    mmb_tet(b, q[0], q[1], q[5], q[4]);
+  } else {
+    mmb_tet(b, q[0], q[1], q[2], q[4]);
+    mmb_tet(b, q[0], q[4], q[2], q[5]);
+  }
+  mmb_tet(b, q[0], q[4], q[5], q[3]);
+}
+
 /* Snap a medial offset to zero when it is round-off relative to the size. */
 static double snap(double d, double size) { return d < 1e-9 * size ? 0.0 : d; }
 
@@ -654,7 +696,8 @@ static int32_t box_vertex(mmb *b, const int ax[3], double X, double Y, double Z,
   return mmb_vertex(b, ce_v3(q[0], q[1], q[2]), bd);
 }
 
-/* Box with half sizes h[3]. Work in a frame whose axes are sorted by half
+
+/* Unrefined box mesh (fallback for boxes too flat to refine): box with half sizes h[3]. Work in a frame whose axes are sorted by half
  * size (a >= b >= c along X, Y, Z): the medial set is the rectangle
  * |X| <= a - c, |Y| <= b - c in Z = 0; the Z faces own frustums down to it,
  * the X and Y faces wedges up to its edges. */
@@ -708,6 +751,193 @@ static ce_errno box_tets(const double hs[3], double E, ce_rawmesh *m, ce_error *
   return mmb_finish(&B, m, "box", err);
 }
 
+/* Box with half sizes hs[3], refined by the hint and still exact. Work in
+ * a frame whose axes are sorted by half size (a >= b >= c along X, Y, Z):
+ * the medial set is the rectangle |X| <= a - c, |Y| <= b - c in Z = 0 plus
+ * 45-degree sheets; the Z faces own frustums down to the rectangle, the X
+ * and Y faces wedges up to its edges. In the sorted frame, the
+ * slab |X| <= a - c never has an X face nearest, so there the partition is
+ * the cross-section's (Y, Z) partition extruded along X: the Z faces own
+ * trapezoids down to the medial segment |Y| <= b - c, Z = 0, the Y faces
+ * own triangles. The cross-section is triangulated with the medial segment
+ * cut every ~h (strips between it and the Z edges), and the slab is cut
+ * every ~h along X into triangular prisms (split by the smallest-index
+ * rule). Beyond |X| = a - c each end holds the X region and the ends of
+ * the Z and Y regions, coned from interior points; their faces at
+ * |X| = a - c are the cross-section's triangles, so the pieces conform. */
+typedef struct yz { double y, z; } yz;
+
+static int32_t box_g(mmb *B, const int ax[3], double x, yz q) {
+  return box_vertex(B, ax, x, q.y, q.z, 0);
+}
+
+static ce_errno box_sliced_tets(const double hs[3], double E, double h, ce_rawmesh *m,
+                                ce_error *err) {
+  int ax[3] = {0, 1, 2};
+  for (int i = 0; i < 3; ++i)
+    for (int j = i + 1; j < 3; ++j)
+      if (hs[ax[j]] > hs[ax[i]]) { int s = ax[i]; ax[i] = ax[j]; ax[j] = s; }
+  double a = hs[ax[0]], b = hs[ax[1]], c = hs[ax[2]];
+  double mx = snap(a - c, a), my = snap(b - c, a);
+  /* (the 1e-9 keeps a round-off excess, 15.000000000000002, from adding a slice) */
+  double Jd = mx > 0 ? fmax(1.0, ceil(2.0 * mx / h - 1e-9)) : 0.0;
+  double Kd = my > 0 ? fmax(1.0, ceil(2.0 * my / h - 1e-9)) : 0.0;
+  double count = 3.0 * Jd * (4.0 * Kd + 6.0) + 20.0 * Kd + 100.0;
+  if (!(count <= MAXEL))
+    return ce_fail(err, CE_ELIMIT,
+                   "box size %g x %g x %g with hint %g needs about %.3g tets, over the limit "
+                   "of %d",
+                   2 * hs[0], 2 * hs[1], 2 * hs[2], h, count, MAXEL);
+  int32_t J = (int32_t)Jd, K = (int32_t)Kd;
+  box_ctx ctx = {{hs[0], hs[1], hs[2]}, E, c};
+  mmb B;
+  memset(&B, 0, sizeof B);
+  B.field = box_field;
+  B.ctx = &ctx;
+  /* cross-section triangles, tagged 0 = Z+, 1 = Z-, 2 = Y+, 3 = Y- */
+  int32_t nt2 = 4 * K + 6;
+  yz(*t2)[3] = malloc((size_t)nt2 * sizeof *t2);
+  int *tag = malloc((size_t)nt2 * sizeof *tag);
+  yz *mk = malloc((size_t)(K + 1) * sizeof *mk);
+  int32_t *poly = malloc((size_t)(4 * K + 16) * sizeof *poly);
+  if (!t2 || !tag || !mk || !poly) {
+    free(t2); free(tag); free(mk); free(poly);
+    return oom(err, "box");
+  }
+  for (int32_t k = 0; k <= K; ++k) mk[k] = (yz){k == K ? my : (K ? -my + 2.0 * my * k / K : 0.0), 0.0};
+  int32_t n2 = 0;
+#define T2(P, Q, R, TAG) (t2[n2][0] = (P), t2[n2][1] = (Q), t2[n2][2] = (R), tag[n2++] = (TAG))
+  for (int sz = 0; sz < 2; ++sz) {
+    double zc = sz ? -c : c;
+    for (int32_t k = 0; k < K; ++k) {
+      yz t0 = {mk[k].y, zc}, t1 = {mk[k + 1].y, zc};
+      T2(mk[k], mk[k + 1], t1, sz);
+      T2(mk[k], t1, t0, sz);
+    }
+    yz c0 = {-b, zc}, c1 = {b, zc}, tf = {mk[0].y, zc}, tl = {mk[K].y, zc};
+    T2(c0, tf, mk[0], sz);
+    T2(tl, c1, mk[K], sz);
+  }
+  T2(((yz){b, c}), ((yz){b, -c}), mk[K], 2);
+  T2(((yz){-b, -c}), ((yz){-b, c}), mk[0], 3);
+#undef T2
+  /* the slab |X| <= mx */
+  for (int32_t j = 0; j < J && !B.oom; ++j) {
+    double x0 = -mx + 2.0 * mx * j / J, x1 = j + 1 == J ? mx : -mx + 2.0 * mx * (j + 1) / J;
+    for (int32_t i = 0; i < n2; ++i) {
+      int32_t pr[6];
+      for (int q = 0; q < 3; ++q) {
+        pr[q] = box_g(&B, ax, x0, t2[i][q]);
+        pr[q + 3] = box_g(&B, ax, x1, t2[i][q]);
+      }
+      mmb_prism(&B, pr);
+    }
+  }
+  /* the two ends */
+  for (int sx = 0; sx < 2 && !B.oom; ++sx) {
+    double X0 = sx ? mx : -mx, X1 = sx ? a : -a;
+    int32_t cs[4][64], ncs[4] = {0, 0, 0, 0}; /* Y tags hold one triangle */
+    int32_t *csz[2] = {malloc((size_t)(2 * K + 3) * sizeof(int32_t)),
+                       malloc((size_t)(2 * K + 3) * sizeof(int32_t))};
+    if (!csz[0] || !csz[1]) {
+      free(csz[0]); free(csz[1]);
+      B.oom = 1;
+      break;
+    }
+    int32_t ncsz[2] = {0, 0};
+    for (int32_t i = 0; i < n2; ++i) {
+      int32_t id3[3];
+      for (int q = 0; q < 3; ++q) id3[q] = box_g(&B, ax, X0, t2[i][q]);
+      int32_t pid = mmb_polygon(&B, id3, 3, 0);
+      if (tag[i] < 2) csz[tag[i]][ncsz[tag[i]]++] = pid;
+      else cs[tag[i]][ncs[tag[i]]++] = pid;
+    }
+    int32_t roofXZ[2], roofYZ[2][2], faceY[2], roofXY[2], faceX;
+    for (int sz = 0; sz < 2; ++sz) {
+      double zc = sz ? -c : c;
+      yz c0 = {-b, zc}, c1 = {b, zc};
+      int32_t k = 0;
+      poly[k++] = box_g(&B, ax, X0, c0);
+      for (int32_t q = 0; q <= K; ++q) poly[k++] = box_g(&B, ax, X0, (yz){mk[q].y, zc});
+      poly[k++] = box_g(&B, ax, X0, c1);
+      poly[k++] = box_g(&B, ax, X1, c1);
+      poly[k++] = box_g(&B, ax, X1, c0);
+      int32_t faceZ = mmb_polygon(&B, poly, k, 1);
+      k = 0;
+      poly[k++] = box_g(&B, ax, X1, c0);
+      poly[k++] = box_g(&B, ax, X1, c1);
+      for (int32_t q = K; q >= 0; --q) poly[k++] = box_g(&B, ax, X0, mk[q]);
+      roofXZ[sz] = mmb_polygon(&B, poly, k, 0);
+      for (int sy = 0; sy < 2; ++sy) {
+        yz cc = {sy ? -b : b, zc};
+        int32_t tri[3] = {box_g(&B, ax, X0, cc), box_g(&B, ax, X1, cc),
+                          box_g(&B, ax, X0, sy ? mk[0] : mk[K])};
+        roofYZ[sy][sz] = mmb_polygon(&B, tri, 3, 0);
+      }
+      /* the Z end region needs faceZ now; the roofs are complete below */
+      csz[sz][ncsz[sz]++] = faceZ;
+    }
+    for (int sy = 0; sy < 2; ++sy) {
+      double yc = sy ? -b : b;
+      yz lo = {yc, -c}, hi = {yc, c};
+      int32_t q4[4] = {box_g(&B, ax, X0, lo), box_g(&B, ax, X1, lo), box_g(&B, ax, X1, hi),
+                       box_g(&B, ax, X0, hi)};
+      faceY[sy] = mmb_polygon(&B, q4, 4, 1);
+      int32_t tri[3] = {box_g(&B, ax, X1, hi), box_g(&B, ax, X1, lo),
+                        box_g(&B, ax, X0, sy ? mk[0] : mk[K])};
+      roofXY[sy] = mmb_polygon(&B, tri, 3, 0);
+    }
+    {
+      int32_t q4[4] = {box_g(&B, ax, X1, (yz){-b, -c}), box_g(&B, ax, X1, (yz){b, -c}),
+                       box_g(&B, ax, X1, (yz){b, c}), box_g(&B, ax, X1, (yz){-b, c})};
+      faceX = mmb_polygon(&B, q4, 4, 1);
+    }
+    for (int sz = 0; sz < 2; ++sz) {
+      int32_t k = 0;
+      for (int32_t i = 0; i < ncsz[sz]; ++i) poly[k++] = csz[sz][i];
+      poly[k++] = roofXZ[sz];
+      poly[k++] = roofYZ[0][sz];
+      poly[k++] = roofYZ[1][sz];
+      mmb_region(&B, poly, k);
+    }
+    for (int sy = 0; sy < 2; ++sy) {
+      int32_t r[5] = {cs[2 + sy][0], faceY[sy], roofXY[sy], roofYZ[sy][0], roofYZ[sy][1]};
+      mmb_region(&B, r, 5);
+    }
+    int32_t rx[5] = {faceX, roofXZ[0], roofXZ[1], roofXY[0], roofXY[1]};
+    mmb_region(&B, rx, 5);
+    free(csz[0]);
+    free(csz[1]);
+  }
+  free(t2); free(tag); free(mk); free(poly);
+  return mmb_finish(&B, m, "box", err);
+}
+
+/* Smallest 6 V / (longest edge)^3 over the tets (1.41 for a regular tet). */
+static double min_tet_shape(const ce_rawmesh *m) {
+  double q = INFINITY;
+  for (int32_t t = 0; t < m->nt; ++t) {
+    const ce_vec3 *x[4] = {&m->v[m->tet[t][0]], &m->v[m->tet[t][1]], &m->v[m->tet[t][2]],
+                           &m->v[m->tet[t][3]]};
+    double l2 = 0;
+    for (int i = 0; i < 4; ++i)
+      for (int j = i + 1; j < 4; ++j) l2 = fmax(l2, ce_norm2(ce_sub(*x[i], *x[j])));
+    q = fmin(q, det3(*x[0], *x[1], *x[2], *x[3]) / (l2 * sqrt(l2)));
+  }
+  return q;
+}
+
+/* The refined box, unless the box is so flat (thickness / size below about
+ * 1e-5) that the refined pieces would be near-degenerate: then the 104-tet
+ * medial mesh, whose field is exact too. */
+static ce_errno box_compliant(const double hs[3], double E, double h, ce_rawmesh *m,
+                              ce_error *err) {
+  ce_errno e = box_sliced_tets(hs, E, h, m, err);
+  if (e || min_tet_shape(m) > 1e-9) return e;
+  ce_rawmesh_free(m);
+  return box_tets(hs, E, m, err);
+}
+
 typedef struct cyl_ctx { int32_t n; double R, rho, l, E, H; } cyl_ctx;
 
 /* Distance to the nearest face of the regular n-gon prism (vertices at
@@ -731,37 +961,6 @@ static double cyl_field(const void *ctx, ce_vec3 x) {
   const cyl_ctx *c = ctx;
   double d = cyl_distance(c, x);
   return d <= 0 ? 0.0 : c->E * d / c->H;
-}
-
-static void mmb_tet(mmb *b, int32_t a, int32_t c, int32_t d, int32_t e) {
-  if (b->oom) return;
-  if (!grow((void **)&b->tet, &b->capt, b->nt + 1, sizeof *b->tet)) { b->oom = 1; return; }
-  int32_t *q = b->tet[b->nt++];
-  q[0] = a; q[1] = c; q[2] = d; q[3] = e;
-}
-
-/* Split the prism p[0..2] (bottom) / p[3..5] (top, p[i+3] above p[i]) into
- * 3 tets whose quad faces are cut through their smallest vertex index, so
- * neighbouring prisms agree (Dompierre et al. 1999). */
-static void mmb_prism(mmb *b, const int32_t p[6]) {
-  int im = 0;
-  for (int i = 1; i < 6; ++i)
-    if (p[i] < p[im]) im = i;
-  int32_t q[6];
-  for (int k = 0; k < 3; ++k) {
-    int c = (im % 3 + k) % 3;
-    q[k] = im >= 3 ? p[c + 3] : p[c];
-    q[k + 3] = im >= 3 ? p[c] : p[c + 3];
-  }
-  int32_t m15 = q[1] < q[5] ? q[1] : q[5], m24 = q[2] < q[4] ? q[2] : q[4];
-  if (m15 < m24) {
-    mmb_tet(b, q[0], q[1], q[2], q[5]);
-    mmb_tet(b, q[0], q[1], q[5], q[4]);
-  } else {
-    mmb_tet(b, q[0], q[1], q[2], q[4]);
-    mmb_tet(b, q[0], q[4], q[2], q[5]);
-  }
-  mmb_tet(b, q[0], q[4], q[5], q[3]);
 }
 
 /* Long prism (l >= rho): the side faces own wedges reaching the axis segment
@@ -1037,7 +1236,7 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       double hs[3] = {0.5 * shape->size.x, 0.5 * shape->size.y, 0.5 * shape->size.z};
       /* The compliant box's field is exact at any resolution, so the hint
        * does not refine it (104 tets); the rigid surface follows the hint. */
-      return compliant ? box_tets(hs, E, m, err) : box_surface(hs, hint, m, err);
+      return compliant ? box_compliant(hs, E, hint, m, err) : box_surface(hs, hint, m, err);
     }
     case CE_SHAPE_CYLINDER: {
       if ((e = check_dim(nm, "radius", shape->radius, err)) ||
@@ -1047,7 +1246,7 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       double nd = fmax(8.0, ceil(2.0 * M_PI * R / hint));
       /* long: m slices of the axis segment |z| <= L/2 - apothem */
       double zo = 0.5 * L - R * cos(M_PI / fmin(nd, 1e9));
-      double slices = zo > 0 ? ceil(2.0 * zo / hint) : 0.0;
+      double slices = zo > 0 ? fmax(1.0, ceil(2.0 * zo / hint - 1e-9)) : 0.0;
       /* flat: each side region makes at most 14 tets, each cap at most 6 n;
        * long: 3 per slice and 6 more per side */
       double bound = compliant ? nd * fmax(26.0, 3.0 * slices + 6.0) : 2.0 * nd;
@@ -1080,9 +1279,11 @@ ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
   ce_errno e;
   switch (shape->type) {
     case CE_SHAPE_HALFSPACE:
-      return ce_build_halfspace(props, out, err);
+      e = ce_build_halfspace(props, out, err);
+      break;
     case CE_SHAPE_CONVEX:
-      return ce_build_convex(shape, props, out, err);
+      e = ce_build_convex(shape, props, out, err);
+      break;
     case CE_SHAPE_SPHERE:
     case CE_SHAPE_BOX:
     case CE_SHAPE_CYLINDER:
@@ -1093,9 +1294,10 @@ ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
       e = ce_primitive_mesh(shape, props->compliance, props->modulus, props->hint, &m, err);
       if (e) return e;
       if (props->compliance == CE_COMPLIANT)
-        return ce_geometry_finish_tetmesh(shape->type, props, m.v, m.nv, m.tet, m.nt, m.p, out,
-                                          err);
-      return ce_geometry_finish_trimesh(shape->type, props, m.v, m.nv, m.tri, m.nf, 1, out, err);
+        e = ce_geometry_finish_tetmesh(shape->type, props, m.v, m.nv, m.tet, m.nt, m.p, out, err);
+      else
+        e = ce_geometry_finish_trimesh(shape->type, props, m.v, m.nv, m.tri, m.nf, 1, out, err);
+      break;
     }
     default:
       return ce_fail(err, CE_EINVAL,
@@ -1103,4 +1305,9 @@ ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
                      "use ce_geometry_from_tetmesh / ce_geometry_from_trimesh)",
                      (int)shape->type);
   }
+  if (e == CE_OK && *out) { /* analytic parameters for point contact (ce_mtd.c) */
+    (*out)->shape_params = *shape;
+    (*out)->shape_params.points = NULL;
+  }
+  return e;
 }

@@ -296,11 +296,14 @@ static double box_exact_cb(const void *ctx, ce_vec3 x) { return box_exact(*(cons
 static double prism_exact_cb(const void *ctx, ce_vec3 x) { return prism_exact(ctx, x); }
 
 Test(primitive, box_exact_field) {
-  const double sizes[][3] = {{0.4, 0.2, 0.1}, {0.1, 0.2, 0.4}, {0.2, 0.4, 0.1},
-                             {0.2, 0.2, 0.2}, {0.4, 0.1, 0.1}, {0.3, 0.3, 0.1},
-                             {1.0, 0.5, 0.02}};
+  /* every ordering of the axes, cubes, square cross-sections, a thin plate;
+   * coarse (hint > size: no refinement) and fine hints */
+  const double sizes[][4] = {{0.4, 0.2, 0.1, 1.0},  {0.4, 0.2, 0.1, 0.02}, {0.1, 0.2, 0.4, 0.03},
+                             {0.2, 0.4, 0.1, 0.05}, {0.2, 0.2, 0.2, 0.01}, {0.4, 0.1, 0.1, 0.02},
+                             {0.3, 0.3, 0.1, 0.04}, {0.1, 0.3, 0.3, 1.0},  {1.0, 0.5, 0.02, 0.05}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
-    ce_rawmesh m = make(shape_box(sizes[i][0], sizes[i][1], sizes[i][2]), CE_COMPLIANT, 0.01);
+    ce_rawmesh m =
+        make(shape_box(sizes[i][0], sizes[i][1], sizes[i][2]), CE_COMPLIANT, sizes[i][3]);
     assert_good_tets(&m, E0, "box");
     ce_vec3 hsz = ce_v3(sizes[i][0] / 2, sizes[i][1] / 2, sizes[i][2] / 2);
     double vol = check_tets(&m).volume, want = sizes[i][0] * sizes[i][1] * sizes[i][2];
@@ -309,9 +312,45 @@ Test(primitive, box_exact_field) {
       cr_assert(fabs(m.p[k] - box_exact(hsz, m.v[k])) <= 1e-9 * E0, "box %zu vertex %d", i, k);
     double le = linearity_error(&m, box_exact_cb, &hsz, 17 + i);
     cr_assert_leq(le, 1e-9 * E0, "box %zu: field off by %g", i, le);
-    cr_assert_leq(m.nt, 104);
     ce_rawmesh_free(&m);
   }
+}
+
+/* A box too flat to refine (1 m x 1 m x 1 um) keeps the unrefined
+ * 104-tet medial mesh, exact and valid. */
+Test(primitive, flat_box_falls_back_to_unrefined_mesh) {
+  ce_rawmesh m = make(shape_box(1.0, 0.7, 1e-6), CE_COMPLIANT, 0.02);
+  cr_assert_eq(m.nt, 104);
+  assert_good_tets(&m, E0, "flat box");
+  ce_vec3 hsz = ce_v3(0.5, 0.35, 0.5e-6);
+  cr_assert_leq(linearity_error(&m, box_exact_cb, &hsz, 5), 1e-9 * E0);
+  ce_rawmesh_free(&m);
+}
+
+/* The hint refines a box along its medial rectangle: 0.4 x 0.2 x 0.1 at
+ * h = 0.02 has the slab |x| <= 0.15 cut into 15 slices of 26 cross-section
+ * triangles (3 tets each), and no tet inside the slab is longer than h
+ * along x. */
+Test(primitive, box_refined_by_hint) {
+  ce_rawmesh coarse = make(shape_box(0.4, 0.2, 0.1), CE_COMPLIANT, 1.0);
+  ce_rawmesh m = make(shape_box(0.4, 0.2, 0.1), CE_COMPLIANT, 0.02);
+  cr_assert_eq(coarse.nt, 154);
+  cr_assert_gt(m.nt, 3 * 15 * 26);
+  int64_t inside = 0;
+  for (int32_t t = 0; t < m.nt; ++t) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int k = 0; k < 4; ++k) {
+      lo = fmin(lo, m.v[m.tet[t][k]].x);
+      hi = fmax(hi, m.v[m.tet[t][k]].x);
+    }
+    if (hi <= 0.15 + 1e-12 && lo >= -0.15 - 1e-12) {
+      ++inside;
+      cr_assert_leq(hi - lo, 0.02 + 1e-12, "tet %d spans %g in x", t, hi - lo);
+    }
+  }
+  cr_assert_eq(inside, 3 * 15 * 26);
+  ce_rawmesh_free(&m);
+  ce_rawmesh_free(&coarse);
 }
 
 Test(primitive, cylinder_exact_field) {
@@ -496,9 +535,11 @@ Test(primitive, hostile_hints_hit_the_limit) {
   cr_assert_eq(try_mesh(shape_rl(CE_SHAPE_CYLINDER, 1, 1), CE_RIGID, h, &err), CE_ELIMIT);
   cr_assert_eq(try_mesh(shape_rl(CE_SHAPE_CAPSULE, 1, 1), CE_COMPLIANT, h, &err), CE_ELIMIT);
   cr_assert_eq(try_mesh(shape_rl(CE_SHAPE_CAPSULE, 1, 1), CE_RIGID, 1e-300, &err), CE_ELIMIT);
-  /* the compliant box ignores the hint: its field is exact at any resolution */
+  cr_assert_eq(try_mesh(shape_box(1, 0.5, 0.2), CE_COMPLIANT, h, &err), CE_ELIMIT);
+  cr_assert_not_null(strstr(err.message, "box size 1 x 0.5 x 0.2"), "%s", err.message);
+  /* a cube's medial set is a point: nothing to refine, any hint works */
   ce_rawmesh m = make(shape_box(1, 1, 1), CE_COMPLIANT, h);
-  cr_assert_leq(m.nt, 104);
+  cr_assert_eq(m.nt, 88);
   ce_rawmesh_free(&m);
 }
 
@@ -564,6 +605,7 @@ Test(primitive, from_shape_builds_every_primitive) {
  * magnitude E / H (d is a distance to a plane in each tet). */
 Test(primitive, from_shape_medial_gradients) {
   ce_geometry *g = build(shape_box(0.4, 0.2, 0.1), CE_COMPLIANT, 0.02);
+  cr_assert_gt(g->tet.nt, 1000);
   for (int32_t t = 0; t < g->tet.nt; ++t)
     cr_assert(ce_test_close(ce_norm(g->tet.grad[t]), E0 / 0.05, 1e-9, 0), "box tet %d |grad| %g",
               t, ce_norm(g->tet.grad[t]));
