@@ -10,7 +10,11 @@
  *    the nearest face, H the largest such distance. The mesh follows the
  *    medial axis (each face owns the region of points closer to it than to
  *    any other face), so d is one linear function per tet and the
- *    interpolated field is EXACT everywhere, at any resolution;
+ *    interpolated field is EXACT everywhere, at any resolution. The hint
+ *    sets the cylinder's polygon (n = max(8, ceil(2 pi R / h))) and slices
+ *    the box and the long cylinder along their medial sets; it does not
+ *    layer them by depth, so each of their tets spans most of [0, E]
+ *    (no pressure pruning, as with Drake's medial meshes);
  *  - capsule: p = E (1 - r/R), r the distance to the medial segment, exact
  *    at the vertices.
  *
@@ -1234,8 +1238,10 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
           (e = check_dim(nm, "size.z", shape->size.z, err)))
         return e;
       double hs[3] = {0.5 * shape->size.x, 0.5 * shape->size.y, 0.5 * shape->size.z};
-      /* The compliant box's field is exact at any resolution, so the hint
-       * does not refine it (104 tets); the rigid surface follows the hint. */
+      /* The compliant box's field is exact at any resolution; the hint
+       * refines it along its medial rectangle only (slices ~h along the two
+       * longer axes, none across the thickness). The rigid surface is a
+       * grid of ~h cells. */
       return compliant ? box_compliant(hs, E, hint, m, err) : box_surface(hs, hint, m, err);
     }
     case CE_SHAPE_CYLINDER: {
