@@ -176,6 +176,18 @@ typedef struct ce_body {
   ce_pose X_WB;
   ce_spatial_velocity V_WB;
   ce_material material; /* normally the geometry's; a query may override */
+  /* Point-contact stiffness k, N/m (>= 0; 0 = the default below). Lives in the
+   * body (not ce_material, whose positional initialisers it would break):
+   * the caller keeps it per geometry like the material. Used only by the
+   * point-contact model (ce_point_contact.c), where the pair's
+   * stiffness is k = k1 k2 / (k1 + k2). Default per geometry:
+   *   compliant:  k = E V^(1/3)          (modulus times a size; V = volume)
+   *   rigid:      k = 2 rho g V / delta  (rho = 1000 kg/m^3, g = 9.81 m/s^2,
+   *               delta = 1e-3 m: two such bodies pressed by the weight of
+   *               one sink by the penetration allowance delta, as Drake's
+   *               heuristic; a body on a rigid half space sinks delta/2)
+   *   half space: infinite (the other side's stiffness is the pair's). */
+  double point_stiffness;
 } ce_body;
 
 typedef enum {
@@ -183,12 +195,26 @@ typedef enum {
   CE_REPRESENTATION_TRIANGLE = 1, /* polygons fanned around centroids (000) */
 } ce_representation;
 
+/* Contact model of a query (issue 7, seed 004).
+ *  HYDROELASTIC_WITH_FALLBACK (default): hydroelastic where a pair has a
+ *    hydroelastic model (one side compliant), compliant point contact for
+ *    rigid-rigid and every other unsupported pair;
+ *  HYDROELASTIC: hydroelastic only, unsupported pairs stay UNSUPPORTED;
+ *  POINT: compliant point contact for every pair.
+ * Two half spaces never touch in a defined way: always UNSUPPORTED. */
+typedef enum {
+  CE_MODEL_HYDROELASTIC_WITH_FALLBACK = 0,
+  CE_MODEL_HYDROELASTIC = 1,
+  CE_MODEL_POINT = 2,
+} ce_contact_model;
+
 typedef struct ce_options {
   ce_representation representation;
   int want_surface; /* fill result.surface */
   int want_patches; /* fill result.patches (equivalent contact points) */
   int want_points;  /* fill result.points (per-face point contacts) */
   double stiction_tolerance; /* v_s, m/s; <= 0 means the default 1e-4 */
+  ce_contact_model model;    /* default (0): hydroelastic with fallback */
 } ce_options;
 
 void ce_options_default(ce_options *o);
@@ -239,7 +265,27 @@ typedef enum {
   CE_CONTACT_NONE = 0,        /* no overlap */
   CE_CONTACT_SURFACE = 1,     /* a (non-empty) contact surface */
   CE_CONTACT_UNSUPPORTED = 2, /* rigid-rigid, compliant half space pairs */
+  CE_CONTACT_POINT = 3,       /* a point contact (penetration, point model) */
 } ce_contact_status;
+
+/* The point-contact answer of a pair (model CE_MODEL_POINT): the minimum
+ * translational distance (MTD) between the two (convex) shapes and the
+ * force law fn = k x (1 + d xdot)+ of seed 004. Translating A by
+ * depth * normal makes the shapes touch; then witness_a and witness_b
+ * coincide (witness_b = witness_a + depth * normal). */
+typedef struct ce_point_mtd {
+  double depth;        /* penetration x, m (> 0 when the shapes overlap) */
+  ce_vec3 normal;      /* unit, out of B into A */
+  ce_vec3 witness_a;   /* deepest point of A (on A's surface, inside B) */
+  ce_vec3 witness_b;   /* deepest point of B (on B's surface, inside A) */
+  ce_vec3 point;       /* where the force acts: midpoint of the witnesses */
+  double stiffness;    /* combined k, N/m */
+  double dissipation;  /* combined d, s/m */
+  double depth_rate;   /* xdot = -(v_A - v_B).n at the point, m/s */
+  double normal_force; /* fn >= 0, N */
+  ce_vec3 friction_force; /* regularised Coulomb force on A, N */
+  int hull_a, hull_b;  /* 1: a non-convex mesh was replaced by its hull */
+} ce_point_mtd;
 
 typedef struct ce_result {
   ce_contact_status status;
@@ -261,6 +307,11 @@ typedef struct ce_result {
   int64_t faces_dropped;   /* polygons dropped by the gradient rule */
   double combined_modulus;     /* E* (series), Pa; inf if both rigid */
   ce_material combined_material;
+  /* Which model produced this result: CE_MODEL_HYDROELASTIC or
+   * CE_MODEL_POINT (never the fallback value); for CE_CONTACT_UNSUPPORTED
+   * the model that was asked for and has no answer for the pair. */
+  ce_contact_model model;
+  ce_point_mtd point;          /* filled when model == CE_MODEL_POINT */
 } ce_result;
 
 /* Compute the contact between bodies a and b. All result arrays live in

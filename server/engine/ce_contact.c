@@ -9,7 +9,12 @@
  *                                      or by the equal-pressure plane (compliant)
  *   compliant half space – rigid mesh  triangles clipped by the half space
  *   anything else (rigid–rigid, two half spaces, compliant half space –
- *   compliant mesh ... see ce_pair_kind) → CE_CONTACT_UNSUPPORTED. */
+ *   compliant mesh ... see ce_pair_kind) → CE_CONTACT_UNSUPPORTED.
+ *
+ * Contact model (opt->model): HYDROELASTIC uses the table above only;
+ * POINT sends every pair to compliant point contact (ce_point_contact.c);
+ * HYDROELASTIC_WITH_FALLBACK (default) sends the pairs the table leaves
+ * unsupported to point contact. Two half spaces stay UNSUPPORTED always. */
 #include <math.h>
 #include <string.h>
 
@@ -91,6 +96,10 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
                    (int)opt->representation);
   double vs = opt->stiction_tolerance > 0 ? opt->stiction_tolerance : 1e-4;
   if (!isfinite(vs)) return ce_fail(err, CE_EINVAL, "options: stiction tolerance is not finite");
+  if (opt->model != CE_MODEL_HYDROELASTIC_WITH_FALLBACK && opt->model != CE_MODEL_HYDROELASTIC &&
+      opt->model != CE_MODEL_POINT)
+    return ce_fail(err, CE_EINVAL, "options: contact model %d is not hydroelastic with fallback (0), "
+                   "hydroelastic (1) or point (2)", (int)opt->model);
 
   const ce_geometry *ga = a->geometry, *gb = b->geometry;
   r->combined_modulus = ce_combine_modulus(ga->modulus, gb->modulus);
@@ -100,6 +109,11 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
 
   int m_is_a;
   pair_kind kind = classify(ga, gb, &m_is_a);
+  int two_halfspaces = ga->is_halfspace && gb->is_halfspace;
+  if (!two_halfspaces && (opt->model == CE_MODEL_POINT ||
+                          (opt->model == CE_MODEL_HYDROELASTIC_WITH_FALLBACK && kind == PAIR_UNSUPPORTED)))
+    return ce_point_contact_compute(a, b, vs, opt->want_patches, arena, r, err);
+  r->model = opt->model == CE_MODEL_POINT ? CE_MODEL_POINT : CE_MODEL_HYDROELASTIC;
   if (kind == PAIR_UNSUPPORTED) {
     r->status = CE_CONTACT_UNSUPPORTED;
     return CE_OK;

@@ -126,6 +126,12 @@ struct ce_geometry {
   double volume;
   double scale;            /* largest |vertex| in the geometry frame (>0) */
   size_t bytes;
+  struct ce_heightfield *hf; /* CE_SHAPE_HEIGHTFIELD only (ce_heightfield.c) */
+  /* The primitive's analytic parameters (type, radius, length, size) as
+   * given to ce_geometry_from_shape (points = NULL, npoints kept); type 0
+   * for meshes and geometries built otherwise. The point-contact model
+   * (ce_mtd.c) uses them for exact shapes instead of the tessellation. */
+  ce_shape shape_params;
 };
 
 /* Take ownership of malloc'd arrays (v, tets, p) and finish a compliant
@@ -254,5 +260,48 @@ ce_errno ce_points_compute(const ce_surface *s, ce_arena *arena, ce_result *r);
 ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga,
                             const ce_geometry *gb, const ce_face_forces *ff,
                             ce_arena *arena, ce_result *r);
+
+/* ---- compliant point contact (ce_mtd.c, ce_point_contact.c) ------------ */
+
+/* atan(s)/s for s >= 0, smooth through 0 (regularised Coulomb friction
+ * -mu (2/pi) atan(|vt|/vs) fn vt/|vt| = -mu (2/pi) atan_over_x fn vt/vs). */
+static inline double ce_atan_over_x(double s) {
+  if (s < 1e-3) {
+    double s2 = s * s;
+    return 1.0 - s2 * (1.0 / 3.0 - s2 * (1.0 / 5.0));
+  }
+  return atan(s) / s;
+}
+
+/* Minimum translational distance between two convex shapes in the world.
+ * overlap = 0: the shapes do not overlap (depth 0, other fields zero).
+ * Otherwise depth > 0, normal unit out of B into A, witness_b = witness_a +
+ * depth * normal, hull_a/hull_b = 1 when a non-convex mesh was replaced by
+ * the convex hull of its vertices. */
+typedef struct ce_mtd {
+  int overlap;
+  double depth;
+  ce_vec3 normal, witness_a, witness_b;
+  int hull_a, hull_b;
+} ce_mtd;
+
+/* CE_EUNSUPPORTED for two half spaces; CE_ENOMEM if GJK/EPA runs out of
+ * memory. */
+ce_errno ce_mtd_compute(const ce_geometry *ga, const ce_pose *X_WA,
+                        const ce_geometry *gb, const ce_pose *X_WB,
+                        ce_mtd *out, ce_error *err);
+/* The default point stiffness of a geometry, N/m (see ce_material in ce.h);
+ * INFINITY for half spaces. */
+double ce_point_stiffness_default(const ce_geometry *g);
+/* The volume of a geometry for the default stiffness: analytic for
+ * primitives, the mesh's volume otherwise (scale^3 when unknown). */
+double ce_point_volume(const ce_geometry *g);
+/* The whole point-contact answer of a pair (MTD, force law, friction,
+ * wrenches, total patch; one patch when want_patches). Fills r->status
+ * (CE_CONTACT_POINT or CE_CONTACT_NONE), r->model = CE_MODEL_POINT,
+ * r->point and r->combined_material. */
+ce_errno ce_point_contact_compute(const ce_body *a, const ce_body *b,
+                                  double stiction_tolerance, int want_patches,
+                                  ce_arena *arena, ce_result *r, ce_error *err);
 
 #endif /* CE_INTERNAL_H */
