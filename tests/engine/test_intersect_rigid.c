@@ -733,3 +733,40 @@ Test(intersect_rigid, arena_exhaustion_is_reported, .init = setup, .fini = teard
   ce_geometry_free(hc);
   ce_geometry_free(m);
 }
+
+Test(intersect_rigid, compliant_halfspace_vs_rigid_role_swap, .init = setup, .fini = teardown) {
+  ce_geometry *hc = halfspace(CE_COMPLIANT, 1e5, 0.1); /* p = 1e6 depth */
+  /* a tilted rigid square (normal -z in its frame) 1 cm into the half space */
+  double v[] = {-0.5, -0.5, 0, -0.5, 0.5, 0, 0.5, 0.5, 0, 0.5, -0.5, 0};
+  int32_t t[] = {0, 1, 2, 0, 2, 3};
+  ce_geometry *sq = rigid_trimesh(4, v, 2, t);
+  cr_assert(sq->tri.normal[0].z < -0.999);
+  ce_body H = ce_test_body(hc, ce_quat_identity(), ce_v3(0, 0, 0));
+  ce_body S = ce_test_body(sq, ce_quat_from_axis_angle(ce_v3(1, 0, 0), 0.01), ce_v3(0.2, 0.1, -0.01));
+  ce_options o;
+  ce_options_default(&o);
+  o.want_surface = o.want_patches = 1;
+  ce_result r1, r2;
+  ce_error err;
+  cr_assert_eq(ce_contact(&H, &S, &o, arena, &r1, &err), CE_OK, "%s", err.message);
+  cr_assert_eq(ce_contact(&S, &H, &o, arena, &r2, &err), CE_OK, "%s", err.message);
+  cr_assert_eq(r1.status, CE_CONTACT_SURFACE);
+  /* force on the square: up, about 1e6 * 0.01 * area (depth varies
+   * linearly across the tilt, area slightly less than 1 where it exits) */
+  double F = r2.wrench_a.force.z;
+  cr_assert(F > 0.9e4 && F < 1.01e4, "F %g", F);
+  cr_assert(ce_norm(ce_sub(r1.wrench_a.force, r2.wrench_b.force)) < 1e-9 * F);
+  cr_assert(ce_norm(ce_sub(r1.wrench_b.torque, r2.wrench_a.torque)) < 1e-9 * F);
+  cr_assert(ce_norm(ce_sub(r1.total.point, r2.total.point)) < 1e-12);
+  /* r2: A is the rigid square: grad_a is NULL, grad_b is the half space's */
+  cr_assert_null(r2.surface.grad_a);
+  cr_assert_not_null(r2.surface.grad_b);
+  for (int f = 0; f < r2.surface.nf; f++) {
+    cr_assert(ce_norm(ce_sub(r2.surface.grad_b[f], ce_v3(0, 0, -1e6))) < 1e-6);
+    cr_assert(r2.surface.normal[f].z > 0.999); /* out of B (half space) into A */
+    cr_assert_eq(r2.surface.element_b[f], 0);
+  }
+  assert_ccw(&r2.surface);
+  ce_geometry_free(sq);
+  ce_geometry_free(hc);
+}
