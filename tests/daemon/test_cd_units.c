@@ -1,0 +1,318 @@
+/* test_cd_units.c — the daemon's pieces in isolation: SHA-256 against FIPS
+ * vectors, geometry ids (canonical, parameter-sensitive), the cache
+ * (waiters, references, pins, LRU eviction within the budget), the broad
+ * phase, mesh file parsers and the config file. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cd_broadphase.h"
+#include "cd_cache.h"
+#include "cd_config.h"
+#include "cd_geomspec.h"
+#include "cd_hash.h"
+#include "cd_meshfile.h"
+
+static void sha_hex(const char *s, size_t n, char out[65]) {
+  cd_sha256 h;
+  cd_sha256_init(&h);
+  cd_sha256_update(&h, s, n);
+  uint8_t d[32];
+  cd_sha256_final(&h, d);
+  cd_hash_hex(d, out);
+}
+
+Test(hash, fips_180_vectors) {
+  char out[65];
+  sha_hex("abc", 3, out);
+  cr_expect_str_eq(out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  sha_hex("", 0, out);
+  cr_expect_str_eq(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  sha_hex(m, strlen(m), out);
+  cr_expect_str_eq(out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  /* fed in odd pieces: same digest */
+  cd_sha256 h;
+  cd_sha256_init(&h);
+  for (size_t i = 0; i < strlen(m); i += 7) cd_sha256_update(&h, m + i, strlen(m) - i < 7 ? strlen(m) - i : 7);
+  uint8_t d[32];
+  cd_sha256_final(&h, d);
+  cd_hash_hex(d, out);
+  cr_expect_str_eq(out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+static void sphere_msg(Contactd__V1__RegisterGeometry *r, Contactd__V1__Sphere *s, double radius, double E) {
+  contactd__v1__register_geometry__init(r);
+  contactd__v1__sphere__init(s);
+  s->radius = radius;
+  r->shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
+  r->sphere = s;
+  r->compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  r->modulus = E;
+  r->resolution_hint = 0.05;
+}
+
+Test(geomspec, ids_depend_on_content_not_on_names) {
+  Contactd__V1__RegisterGeometry a, b;
+  Contactd__V1__Sphere sa, sb;
+  sphere_msg(&a, &sa, 0.1, 1e6);
+  sphere_msg(&b, &sb, 0.1, 1e6);
+  b.name = "a label";
+  b.want_progress = 1;
+  char ia[65], ib[65];
+  cd_geomspec_id(&a, ia);
+  cd_geomspec_id(&b, ib);
+  cr_expect_str_eq(ia, ib, "names and progress do not change the id");
+  sb.radius = -0.0 + 0.1000000001;
+  cd_geomspec_id(&b, ib);
+  cr_expect_str_neq(ia, ib, "the radius does");
+  sb.radius = 0.1;
+  b.modulus = 2e6;
+  cd_geomspec_id(&b, ib);
+  cr_expect_str_neq(ia, ib, "the modulus does");
+  b.modulus = 1e6;
+  Contactd__V1__Material m = CONTACTD__V1__MATERIAL__INIT;
+  m.friction = 0.5;
+  b.material = &m;
+  cd_geomspec_id(&b, ib);
+  cr_expect_str_neq(ia, ib, "the material does");
+  /* a rigid geometry ignores the modulus */
+  a.compliance = b.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  b.material = NULL;
+  b.modulus = 5;
+  a.modulus = 7;
+  cd_geomspec_id(&a, ia);
+  cd_geomspec_id(&b, ib);
+  cr_expect_str_eq(ia, ib);
+}
+
+Test(geomspec, checks_name_the_field) {
+  cd_limits l;
+  cd_limits_default(&l);
+  cd_status st;
+  Contactd__V1__RegisterGeometry r;
+  Contactd__V1__Sphere s;
+  sphere_msg(&r, &s, -1, 1e6);
+  cr_expect_eq(cd_geomspec_check(&r, &l, &st), CD_INVALID);
+  cr_expect_str_eq(st.field, "registerGeometry.sphere.radius");
+  sphere_msg(&r, &s, 0.1, 0);
+  cr_expect_eq(cd_geomspec_check(&r, &l, &st), CD_INVALID);
+  cr_expect_str_eq(st.field, "registerGeometry.modulus");
+  sphere_msg(&r, &s, 1.0, 1e6);
+  r.resolution_hint = 1e-5; /* ~8e15 elements */
+  cr_expect_eq(cd_geomspec_check(&r, &l, &st), CD_EXHAUSTED);
+  cr_expect(strstr(st.message, "max_mesh_elements"), "%s", st.message);
+  Contactd__V1__TetMesh m = CONTACTD__V1__TET_MESH__INIT;
+  double v[7] = {0};
+  m.n_vertices = 7;
+  m.vertices = v;
+  r.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TET_MESH;
+  r.tet_mesh = &m;
+  cr_expect_eq(cd_geomspec_check(&r, &l, &st), CD_INVALID);
+  cr_expect(strstr(st.message, "not a multiple of 3"), "%s", st.message);
+}
+
+/* ---- cache ---------------------------------------------------------- */
+
+static ce_geometry *halfspace(void) {
+  ce_shape s = {0};
+  s.type = CE_SHAPE_HALFSPACE;
+  ce_props p = {0};
+  p.compliance = CE_RIGID;
+  p.modulus = INFINITY;
+  p.hint = 1;
+  ce_geometry *g = NULL;
+  cr_assert_eq(ce_geometry_from_shape(&s, &p, &g, NULL), CE_OK);
+  return g;
+}
+
+typedef struct seen {
+  int calls, code;
+  cd_cache_entry *e;
+} seen;
+
+static void waiter(void *arg, cd_cache_entry *e, int code, const char *msg) {
+  (void)msg;
+  seen *s = arg;
+  s->calls++;
+  s->code = code;
+  s->e = code ? NULL : e;
+  if (!code) cd_cache_ref(e);
+}
+
+Test(cache, one_build_many_waiters) {
+  cd_cache *c = cd_cache_create(1 << 20);
+  cd_cache_entry *e = cd_cache_begin(c, "aa", 1.0);
+  cr_expect_eq(cd_cache_find(c, "aa"), e);
+  seen a = {0}, b = {0};
+  cd_cache_add_waiter(e, waiter, &a);
+  cd_cache_add_waiter(e, waiter, &b);
+  cd_cache_complete(c, e, halfspace(), 5, 0, NULL);
+  cr_expect_eq(a.calls, 1);
+  cr_expect_eq(b.calls, 1);
+  cr_expect_eq(a.code, 0);
+  cr_expect_eq(e->state, CD_ENTRY_READY);
+  cr_expect_eq(e->refs, 2);
+  cd_cache_stats st;
+  cd_cache_get_stats(c, &st);
+  cr_expect_eq(st.builds, 1);
+  cr_expect_eq(st.entries, 1);
+  cr_expect_gt(st.bytes, 0);
+  cd_cache_destroy(c);
+}
+
+Test(cache, failed_build_tells_every_waiter_and_leaves_nothing) {
+  cd_cache *c = cd_cache_create(1 << 20);
+  cd_cache_entry *e = cd_cache_begin(c, "bb", 1.0);
+  seen a = {0}, b = {0};
+  cd_cache_add_waiter(e, waiter, &a);
+  cd_cache_add_waiter(e, waiter, &b);
+  cd_cache_complete(c, e, NULL, 0, 3, "tet 4 is inverted");
+  cr_expect_eq(a.code, 3);
+  cr_expect_eq(b.code, 3);
+  cr_expect_null(cd_cache_find(c, "bb"));
+  cd_cache_stats st;
+  cd_cache_get_stats(c, &st);
+  cr_expect_eq(st.entries, 0);
+  cr_expect_eq(st.failures, 1);
+  cd_cache_destroy(c);
+}
+
+Test(cache, lru_eviction_spares_referenced_and_pinned_entries) {
+  ce_geometry *probe = halfspace();
+  ce_geometry_info gi;
+  ce_geometry_get_info(probe, &gi);
+  ce_geometry_free(probe);
+  cd_cache *c = cd_cache_create(3 * gi.bytes); /* room for three */
+  const char *ids[4] = {"01", "02", "03", "04"};
+  cd_cache_entry *e[4];
+  for (int i = 0; i < 3; i++) {
+    e[i] = cd_cache_begin(c, ids[i], 1.0);
+    cd_cache_complete(c, e[i], halfspace(), 1, 0, NULL);
+  }
+  cd_cache_ref(e[0]); /* a session holds 01 */
+  cd_cache_pin(e[1]); /* a query uses 02 */
+  cd_cache_find(c, "03");
+  /* a fourth entry: the only evictable one (03) goes, though used last */
+  e[3] = cd_cache_begin(c, ids[3], 1.0);
+  cd_cache_complete(c, e[3], halfspace(), 1, 0, NULL);
+  cr_expect_not_null(cd_cache_find(c, "01"));
+  cr_expect_not_null(cd_cache_find(c, "02"));
+  cr_expect_null(cd_cache_find(c, "03"));
+  cr_expect_not_null(cd_cache_find(c, "04"));
+  cd_cache_stats st;
+  cd_cache_get_stats(c, &st);
+  cr_expect_eq(st.evictions, 1);
+  cr_expect_eq(st.entries, 3);
+  cr_expect_leq(st.bytes, 3 * gi.bytes);
+  /* dropping the reference and the pin does not evict while within budget */
+  cd_cache_unref(e[0]);
+  cd_cache_unpin(e[1]);
+  cd_cache_get_stats(c, &st);
+  cr_expect_eq(st.entries, 3);
+  cd_cache_destroy(c);
+}
+
+/* ---- broad phase ------------------------------------------------------ */
+
+Test(broadphase, spheres_filters_exclusions_half_spaces) {
+  cd_cache_entry ball = {0}, ground = {0};
+  ball.bound_radius = 0.5;
+  ground.bound_radius = INFINITY;
+  cd_qbody b[5];
+  memset(b, 0, sizeof b);
+  double x[4] = {0, 0.9, 1.8, 5.0};
+  for (int i = 0; i < 4; i++) {
+    b[i].id = 10 - (uint32_t)i; /* ids descend, so pairs must be re-ordered */
+    b[i].entry = &ball;
+    b[i].body.X_WB = (ce_pose){{{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}}, {x[i], 0, 1.0}};
+    b[i].group = b[i].mask = 0xffffffffu;
+  }
+  b[4].id = 1;
+  b[4].entry = &ground;
+  b[4].body.X_WB = (ce_pose){{{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}}, {0, 0, 0.6}};
+  b[4].group = b[4].mask = 0xffffffffu;
+  cd_qpair *out;
+  int64_t n;
+  cd_status st;
+  cr_assert_eq(cd_broadphase(b, 5, 0, NULL, 0, 100, "q", &out, &n, &st), 0);
+  /* 10-9, 9-8 overlap; every ball's sphere reaches below z = 0.6 */
+  cr_assert_eq(n, 6);
+  uint32_t want[6][2] = {{1, 7}, {1, 8}, {1, 9}, {1, 10}, {8, 9}, {9, 10}};
+  for (int i = 0; i < 6; i++) {
+    cr_expect_eq(b[out[i].a].id, want[i][0], "pair %d", i);
+    cr_expect_eq(b[out[i].b].id, want[i][1], "pair %d", i);
+  }
+  free(out);
+  /* filters: ball 9 collides with nobody; exclusions drop 1-10 */
+  b[1].mask = 0;
+  cd_qpair ex = {4, 0};
+  cr_assert_eq(cd_broadphase(b, 5, 0, &ex, 1, 100, "q", &out, &n, &st), 0);
+  cr_expect_eq(n, 2); /* 1-7, 1-8 */
+  free(out);
+  /* limit */
+  b[1].mask = 0xffffffffu;
+  cr_expect_eq(cd_broadphase(b, 5, 0, NULL, 0, 3, "q", &out, &n, &st), CD_EXHAUSTED);
+  cr_expect(strstr(st.message, "max_pairs_per_query"));
+}
+
+/* ---- mesh files -------------------------------------------------------- */
+
+Test(meshfile, obj_stl_vtk) {
+  cd_mesh m;
+  cd_status st;
+  const char *obj = "# tetrahedron\nv 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 2 3 4\nf 1 4/1/1 3\n";
+  cr_assert_eq(cd_meshfile_parse((const uint8_t *)obj, strlen(obj), 0, "t.obj", 1000, &m, &st), 0, "%s",
+               st.message);
+  cr_expect_eq(m.nv, 4);
+  cr_expect_eq(m.ne, 4);
+  cr_expect_eq(m.per_element, 3);
+  cr_expect_eq(m.elements[1], 2);
+  cd_mesh_free(&m);
+  const char *stl = "solid t\nfacet normal 0 0 -1\nouter loop\nvertex 0 0 0\nvertex 0 1 0\nvertex 1 0 0\nendloop\n"
+                    "endfacet\nfacet normal 0 -1 0\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 0 1\nendloop\n"
+                    "endfacet\nendsolid t\n";
+  cr_assert_eq(cd_meshfile_parse((const uint8_t *)stl, strlen(stl), 0, "t.stl", 1000, &m, &st), 0, "%s",
+               st.message);
+  cr_expect_eq(m.ne, 2);
+  cr_expect_eq(m.nv, 4, "corners shared by facets are welded");
+  cd_mesh_free(&m);
+  const char *vtk = "# vtk DataFile Version 3.0\ntet\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS 4 double\n"
+                    "0 0 0 1 0 0\n0 1 0 0 0 1\nCELLS 1 5\n4 0 1 2 3\nCELL_TYPES 1\n10\n";
+  cr_assert_eq(cd_meshfile_parse((const uint8_t *)vtk, strlen(vtk), 0, "t.vtk", 1000, &m, &st), 0, "%s",
+               st.message);
+  cr_expect_eq(m.per_element, 4);
+  cr_expect_eq(m.nv, 4);
+  cr_expect_eq(m.ne, 1);
+  cd_mesh_free(&m);
+  const char *bad = "v 0 0 0\nf 1 2 3\n";
+  cr_expect_eq(cd_meshfile_parse((const uint8_t *)bad, strlen(bad), 1, "bad.obj", 1000, &m, &st), CD_INVALID);
+  cr_expect(strstr(st.message, "bad.obj line 2"), "%s", st.message);
+}
+
+/* ---- config ------------------------------------------------------------ */
+
+Test(config, json_overrides_defaults_and_rejects_typos) {
+  cd_config c;
+  cd_config_default(&c);
+  char err[256];
+  cr_assert_eq(cd_config_apply_json(&c, "{\"_c\":1,\"listen\":\"[::1]:9000\",\"workers\":3,"
+                                        "\"limits\":{\"cache_bytes\":1000,\"_x\":\"y\"}}",
+                                    err, sizeof err),
+               0, "%s", err);
+  cr_expect_str_eq(c.listen, "[::1]:9000");
+  cr_expect_eq(c.workers, 3);
+  cr_expect_eq(c.limits.cache_bytes, 1000);
+  cr_expect_eq(c.limits.max_frame_bytes, 64u << 20, "untouched limits keep their defaults");
+  char host[64];
+  int port;
+  cr_expect_eq(cd_config_split_hostport(c.listen, host, sizeof host, &port), 0);
+  cr_expect_str_eq(host, "::1");
+  cr_expect_eq(port, 9000);
+  cr_expect_eq(cd_config_apply_json(&c, "{\"workers\": 0}", err, sizeof err), -1);
+  cr_expect_eq(cd_config_apply_json(&c, "{\"limits\": {\"max_frame_bytes\": -1}}", err, sizeof err), -1);
+  cr_expect_eq(cd_config_apply_json(&c, "{\"listn\": \"x\"}", err, sizeof err), -1);
+  cr_expect(strstr(err, "unknown key \"listn\""), "%s", err);
+  cr_expect_eq(cd_config_apply_json(&c, "{", err, sizeof err), -1);
+}
