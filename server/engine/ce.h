@@ -103,6 +103,7 @@ typedef enum {
   CE_SHAPE_CONVEX,        /* points (x,y,z triples), npoints */
   CE_SHAPE_TETMESH,       /* user tet mesh (ce_geometry_from_tetmesh) */
   CE_SHAPE_TRIMESH,       /* user surface mesh (ce_geometry_from_trimesh) */
+  CE_SHAPE_HEIGHTFIELD,   /* terrain grid (ce_geometry_from_heightfield) */
 } ce_shape_type;
 
 typedef struct ce_shape {
@@ -151,6 +152,39 @@ ce_errno ce_geometry_from_trimesh(const double *vertices, int32_t nv,
                                   const int32_t *tris, int32_t nf,
                                   int require_closed, const ce_props *props,
                                   ce_geometry **out, ce_error *err);
+
+/* Build a rigid terrain from a digital elevation map (seed 003): heights
+ * z[j * nx + i] (nx * ny float64) at (origin.x + i dx, origin.y + j dy),
+ * raised by origin.z, in the geometry frame; material below the surface,
+ * outward normal up. The surface is reconstructed on demand from local
+ * patches: continuity 1 = bicubic (C1), 2 = biquintic (C2); nothing is
+ * meshed (memory ~ 8 bytes per sample). Outside the grid's rectangle there
+ * is no terrain. Needs >= 4 x 4 finite samples and finite spacings > 0;
+ * props->compliance must be CE_RIGID. Compliant bodies touch it
+ * hydroelastically; rigid bodies by point contact (ce_heightfield.c). */
+ce_errno ce_geometry_from_heightfield(const double *heights, int32_t nx, int32_t ny, double dx,
+                                      double dy, ce_vec3 origin, int continuity,
+                                      const ce_props *props, ce_geometry **out,
+                                      ce_error *err);
+
+/* The reconstructed terrain surface z = F(x, y) at one point, geometry
+ * frame: height, derivatives, Gauss frame (tangent_x = f_u / |f_u| with
+ * f_u = (1, 0, dz/dx), normal = f_u x f_v / |.| pointing up, tangent_y =
+ * normal x tangent_x) and curvatures with respect to the upward normal
+ * (positive for a bowl). */
+typedef struct ce_heightfield_point {
+  double height;
+  double dz_dx, dz_dy;
+  double d2z_dx2, d2z_dxdy, d2z_dy2;
+  ce_vec3 normal, tangent_x, tangent_y;
+  double mean_curvature, gaussian_curvature;
+  double k1, k2;           /* principal curvatures, k1 >= k2 */
+  int32_t cell_i, cell_j;  /* the patch: cell [x_i, x_i+1] x [y_j, y_j+1] */
+} ce_heightfield_point;
+
+/* CE_ERANGE outside the grid's rectangle, CE_EINVAL for a non-terrain. */
+ce_errno ce_heightfield_eval(const ce_geometry *g, double x, double y,
+                             ce_heightfield_point *out, ce_error *err);
 
 void ce_geometry_free(ce_geometry *g);
 void ce_geometry_get_info(const ce_geometry *g, ce_geometry_info *info);

@@ -61,6 +61,8 @@ typedef enum {
   PAIR_TET_TRI,
   PAIR_TET_HALFSPACE,
   PAIR_HALFSPACE_TRI,
+  PAIR_TET_TERRAIN,   /* compliant mesh – terrain: sampled triangles clipped by tets */
+  PAIR_TERRAIN_POINT, /* any other body – terrain: point contact (ce_intersect_terrain.c) */
 } pair_kind;
 
 static int is_tet(const ce_geometry *g) { return !g->is_halfspace && g->compliance == CE_COMPLIANT; }
@@ -69,6 +71,11 @@ static int is_tri(const ce_geometry *g) { return !g->is_halfspace && g->complian
 /* Decide the algorithm and which body plays M (*m_is_a). */
 static pair_kind classify(const ce_geometry *a, const ce_geometry *b, int *m_is_a) {
   *m_is_a = 1;
+  if (a->hf || b->hf) { /* terrain: one large rigid body, never a mesh */
+    if ((a->hf && b->hf) || a->is_halfspace || b->is_halfspace) return PAIR_UNSUPPORTED;
+    if (is_tet(a) || is_tet(b)) { *m_is_a = is_tet(a); return PAIR_TET_TERRAIN; }
+    return PAIR_TERRAIN_POINT;
+  }
   if (is_tet(a) && is_tet(b)) return PAIR_TET_TET;
   if (is_tet(a) && is_tri(b)) return PAIR_TET_TRI;
   if (is_tri(a) && is_tet(b)) { *m_is_a = 0; return PAIR_TET_TRI; }
@@ -109,6 +116,15 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
 
   int m_is_a;
   pair_kind kind = classify(ga, gb, &m_is_a);
+  if (ga->hf || gb->hf) { /* terrain pairs never reach the generic point model (no mesh to hull) */
+    if (kind == PAIR_UNSUPPORTED || (kind == PAIR_TERRAIN_POINT && opt->model == CE_MODEL_HYDROELASTIC)) {
+      r->model = opt->model == CE_MODEL_POINT ? CE_MODEL_POINT : CE_MODEL_HYDROELASTIC;
+      r->status = CE_CONTACT_UNSUPPORTED;
+      return CE_OK;
+    }
+    if (kind == PAIR_TERRAIN_POINT || opt->model == CE_MODEL_POINT)
+      return ce_terrain_point_contact(a, b, vs, opt->want_patches, arena, r, err);
+  }
   int two_halfspaces = ga->is_halfspace && gb->is_halfspace;
   if (!two_halfspaces && (opt->model == CE_MODEL_POINT ||
                           (opt->model == CE_MODEL_HYDROELASTIC_WITH_FALLBACK && kind == PAIR_UNSUPPORTED)))
@@ -130,6 +146,7 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
     case PAIR_TET_TRI: e = ce_intersect_tet_tri(M->geometry, N->geometry, &X_MN, &bld, &cnt); break;
     case PAIR_TET_HALFSPACE: e = ce_intersect_tet_halfspace(M->geometry, N->geometry, &X_MN, &bld, &cnt); break;
     case PAIR_HALFSPACE_TRI: e = ce_intersect_halfspace_tri(M->geometry, N->geometry, &X_MN, &bld, &cnt); break;
+    case PAIR_TET_TERRAIN: e = ce_intersect_tet_terrain(M->geometry, N->geometry, &X_MN, &bld, &cnt); break;
     default: e = CE_EUNSUPPORTED; break;
   }
   if (e != CE_OK) goto fail;

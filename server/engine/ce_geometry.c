@@ -736,6 +736,7 @@ void ce_geometry_free(ce_geometry *g) {
   free(g->tri.area);
   free(g->tri.adj);
   ce_bvh_free(&g->bvh);
+  ce_heightfield_free(g->hf);
   free(g);
 }
 
@@ -761,4 +762,5 @@ void ce_geometry_get_info(const ce_geometry *g, ce_geometry_info *info) {
   }
   info->volume = g->volume;
   info->bytes = g->bytes;
+  if (g->hf) info->vertices = (int32_t)ce_heightfield_samples(g->hf);
 }

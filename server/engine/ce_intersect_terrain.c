@@ -1,0 +1,548 @@
+/* ce_intersect_terrain.c — contact with a heightfield terrain (seed 003).
+ *
+ * Compliant body M vs terrain N (ce_intersect_tet_terrain). The terrain is
+ * rigid, so the contact surface is the part of the terrain's surface inside
+ * M, with M's pressure on it (as for any rigid mesh). Only the terrain under
+ * M's bounding box is touched:
+ *  1. M's root box placed in N's frame gives a footprint rectangle and a
+ *     lowest point; when that point is above the bound of the surface over
+ *     the footprint (block ranges, ce_heightfield_bounds) there is no
+ *     contact and nothing else is done.
+ *  2. The footprint is sampled on a lattice fixed to the grid's cells: each
+ *     cell is split into m = ceil(dx / (h_M / 2)) parts along x (likewise
+ *     y; 1 <= m <= 64), h_M the edge of a regular tet of M's mean tet
+ *     volume, so the triangles are finer than M's tets and no grid sample
+ *     is skipped; at most CE_TERRAIN_MAX_SAMPLES per axis (m shrinks, then
+ *     whole cells are skipped, for a body much larger than its tets). The
+ *     lattice depends only on the cells, never on the grid's origin or
+ *     size, so the same terrain gives the same triangles. The samples lie on
+ *     the smooth surface; each lattice cell gives two triangles with upward
+ *     (outward) normals.
+ *  3. Each triangle that reaches M's box in height is run down M's BVH
+ *     (separating axes: the node box's three axes and the triangle's
+ *     normal) and clipped by each candidate tet, with the rules of the
+ *     compliant-rigid intersector (ce_intersect_rigid.c): cheap rejections,
+ *     the half-open rule for a triangle lying in a shared tet face, the
+ *     gradient rule, pressures from the tet's linear field. That file's
+ *     clipping is inline in its pair loop, so it is mirrored here.
+ * Cost: proportional to the footprint's lattice cells and the tets near the
+ * surface — independent of the grid's size. The terrain is one element
+ * (element id 0, like a half space): the patch pass groups faces through
+ * M's tet adjacency.
+ *
+ * Normals point out of N (the terrain) into M, so the pressure pushes M up. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "ce_internal.h"
+
+#define MAXV 16
+#define CE_TERRAIN_MAX_SAMPLES 1024
+
+/* Twice the vector area (Newell) of the polygon x[0..n). */
+static ce_vec3 poly_area2(const ce_vec3 *x, int n) {
+  ce_vec3 s = ce_v3(0, 0, 0);
+  for (int i = 0; i < n; i++) s = ce_add(s, ce_cross(x[i], x[(i + 1) % n]));
+  return s;
+}
+
+/* Sutherland–Hodgman: keep the part where nrm.x - off >= 0. */
+static int clip_poly(const ce_vec3 *x, int n, ce_vec3 nrm, double off, ce_vec3 *out) {
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    ce_vec3 a = x[i], bb = x[(i + 1) % n];
+    double da = ce_dot(nrm, a) - off, db = ce_dot(nrm, bb) - off;
+    if (da >= 0) out[m++] = a;
+    if ((da > 0 && db < 0) || (da < 0 && db > 0)) {
+      double t = da / (da - db);
+      out[m++] = ce_axpy(a, t, ce_sub(bb, a));
+    }
+  }
+  return m;
+}
+
+/* Clip triangle P (M frame, unit normal nrm) by tet t of M and add the
+ * polygon to the builder. */
+static ce_errno clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3], ce_vec3 nrm, double eps,
+                             ce_builder *b, ce_counters *c) {
+  ce_vec3 g = T->grad[t];
+  ce_vec3 gh = ce_normalize(g);
+  const int rule_ok = ce_dot(nrm, gh) > CE_GRADIENT_COS_LIMIT;
+  const int32_t *tv = T->tet[t];
+  ce_vec3 X[4] = {T->v[tv[0]], T->v[tv[1]], T->v[tv[2]], T->v[tv[3]]};
+  ce_vec3 P[MAXV], Q[MAXV];
+  int np = 3;
+  P[0] = tri[0];
+  P[1] = tri[1];
+  P[2] = tri[2];
+  double tp = ce_dot(nrm, P[0]);
+  int above = 0, below = 0;
+  for (int j = 0; j < 4; j++) {
+    double sd = ce_dot(nrm, X[j]) - tp;
+    above += sd > eps;
+    below += sd < -eps;
+  }
+  if (above == 4 || below == 4) return CE_OK;
+  ce_vec3 fns[4];
+  double offs[4];
+  for (int i = 0; i < 4; i++) {
+    ce_vec3 x0 = X[(i + 1) & 3], x1 = X[(i + 2) & 3], x2 = X[(i + 3) & 3];
+    ce_vec3 fn = ce_cross(ce_sub(x1, x0), ce_sub(x2, x0));
+    if (ce_dot(fn, ce_sub(X[i], x0)) < 0) fn = ce_neg(fn);
+    double off = ce_dot(fn, x0), lim = eps * eps * ce_norm2(fn);
+    int out = 0;
+    for (int k = 0; k < 3; k++) {
+      double d = ce_dot(fn, P[k]) - off;
+      out += d < 0 && d * d > lim;
+    }
+    if (out == 3) return CE_OK;
+    fns[i] = fn;
+    offs[i] = off;
+  }
+  for (int i = 0; i < 4 && np >= 3; i++) {
+    double inv = 1.0 / ce_norm(fns[i]);
+    ce_vec3 fn = ce_scale(fns[i], inv);
+    double off = offs[i] * inv;
+    /* triangle in this face's plane: kept by the tet its normal points into */
+    int coplanar = 1;
+    for (int k = 0; k < np && coplanar; k++)
+      if (fabs(ce_dot(fn, P[k]) - off) > eps) coplanar = 0;
+    if (coplanar) {
+      if (!(ce_dot(nrm, fn) > 0)) return CE_OK;
+      continue;
+    }
+    np = clip_poly(P, np, fn, off, Q);
+    memcpy(P, Q, (size_t)np * sizeof(ce_vec3));
+  }
+  if (np < 3) return CE_OK;
+  int k = 0;
+  for (int i = 0; i < np; i++)
+    if (k == 0 || ce_norm(ce_sub(P[i], Q[k - 1])) > eps) Q[k++] = P[i];
+  while (k > 1 && ce_norm(ce_sub(Q[k - 1], Q[0])) <= eps) k--;
+  if (k < 3) return CE_OK;
+  if (!(ce_dot(poly_area2(Q, k), nrm) > 0)) return CE_OK;
+  if (!rule_ok) {
+    c->faces_dropped++;
+    return CE_OK;
+  }
+  double p[MAXV];
+  for (int i = 0; i < k; i++) p[i] = fmax(0.0, ce_dot(g, Q[i]) + T->offset[t]);
+  ce_errno e = ce_builder_add_polygon(b, Q, p, k, nrm, g, ce_v3(0, 0, 0), t, 0);
+  if (e == CE_OK) c->polygons++;
+  return e;
+}
+
+/* Does the triangle (M frame, unit normal nrm) miss node box nd? */
+static int tri_misses_box(const ce_bvh_node *nd, const ce_vec3 tri[3], ce_vec3 nrm, double eps) {
+  const double h[3] = {nd->half.x, nd->half.y, nd->half.z};
+  ce_vec3 d[3];
+  for (int i = 0; i < 3; i++) d[i] = ce_sub(tri[i], nd->center);
+  double r = 0;
+  for (int k = 0; k < 3; k++) {
+    ce_vec3 ax = ce_v3(nd->axes.m[0][k], nd->axes.m[1][k], nd->axes.m[2][k]);
+    double a = ce_dot(ax, d[0]), b = ce_dot(ax, d[1]), cc = ce_dot(ax, d[2]);
+    double lo = fmin(a, fmin(b, cc)), hi = fmax(a, fmax(b, cc));
+    if (lo > h[k] + eps || hi < -h[k] - eps) return 1;
+    r += h[k] * fabs(ce_dot(ax, nrm));
+  }
+  return fabs(ce_dot(nrm, d[0])) > r + eps;
+}
+
+/* Edge of a regular tet with M's mean tet volume. */
+static double mesh_resolution(const ce_geometry *m) {
+  const ce_tetmesh *T = &m->tet;
+  if (T->nt > 0 && m->volume > 0) return cbrt(6.0 * sqrt(2.0) * m->volume / T->nt);
+  const ce_bvh_node *r = &m->bvh.nodes[0];
+  double ext = 2 * fmax(r->half.x, fmax(r->half.y, r->half.z));
+  return ext / cbrt(fmax(1.0, (double)T->nt));
+}
+
+/* Sample positions along one axis: grid units num/den with num = k * K
+ * (den = m sub-samples per cell, or K cells per sample when the footprint is
+ * too large), so the lattice is fixed to the grid's cells whatever the
+ * grid's origin or size; cell index and local coordinate come from integers. */
+typedef struct lattice {
+  int n;
+  int32_t *cell;
+  double *s, *x;
+} lattice;
+
+static int make_lattice(lattice *L, const ce_heightfield *h, int axis, double x0, double x1, double d, double a,
+                        double target, ce_arena *arena) {
+  L->n = 0;
+  L->cell = ce_arena_alloc(arena, (CE_TERRAIN_MAX_SAMPLES + 3) * sizeof(int32_t));
+  L->s = ce_arena_alloc(arena, (CE_TERRAIN_MAX_SAMPLES + 3) * sizeof(double));
+  L->x = ce_arena_alloc(arena, (CE_TERRAIN_MAX_SAMPLES + 3) * sizeof(double));
+  if (!L->cell || !L->s || !L->x) return 0;
+  double ax, ay, bx, by;
+  ce_heightfield_domain(h, &ax, &ay, &bx, &by);
+  int64_t ncell = (int64_t)llround(((axis == 0 ? bx : by) - a) / d); /* cells along the axis */
+  if (!(x1 >= x0)) return 1;
+  double den_d = ceil(d / target);
+  int64_t den = den_d < 1 ? 1 : (den_d > 64 ? 64 : (int64_t)den_d), K = 1;
+  double u0 = (x0 - a) / d, u1 = (x1 - a) / d;
+  if ((u1 - u0) * den / K > CE_TERRAIN_MAX_SAMPLES) {
+    if (den > 1) den = (int64_t)floor(CE_TERRAIN_MAX_SAMPLES / (u1 - u0));
+    if (den < 1) den = 1;
+    if (den == 1) K = (int64_t)ceil((u1 - u0) / CE_TERRAIN_MAX_SAMPLES);
+  }
+  int64_t k0 = (int64_t)floor(u0 * den / K), last = ncell * den;
+  for (int64_t k = k0; L->n < CE_TERRAIN_MAX_SAMPLES + 3; k++) {
+    int64_t num = k * K;
+    if (num < 0) num = 0;
+    if (num > last) num = last;
+    if (L->n > 0 && num <= (int64_t)L->s[L->n - 1]) break; /* s holds num until the end */
+    L->s[L->n] = (double)num;
+    L->n++;
+    if ((double)num / den >= u1 || num == last) break;
+  }
+  for (int q = 0; q < L->n; q++) {
+    int64_t num = (int64_t)L->s[q];
+    int64_t c = num / den, r = num % den;
+    double s = (double)r / den;
+    if (c >= ncell) { c = ncell - 1; s = 1.0; }
+    L->cell[q] = (int32_t)c;
+    L->s[q] = s;
+    L->x[q] = a + ((double)c + s) * d;
+  }
+  return 1;
+}
+
+ce_errno ce_intersect_tet_terrain(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
+                                  ce_builder *b, ce_counters *c) {
+  const ce_heightfield *h = ce_geometry_heightfield(n);
+  if (!h || m->bvh.nnodes == 0 || m->tet.nt == 0) return CE_OK;
+  ce_arena *arena = b->arena;
+  ce_pose X_NM = ce_pose_inverse(X_MN);
+  /* 1. footprint of M's root box in N's frame */
+  const ce_bvh_node *root = &m->bvh.nodes[0];
+  ce_vec3 lo = ce_v3(INFINITY, INFINITY, INFINITY), hi = ce_neg(lo);
+  for (int k = 0; k < 8; k++) {
+    ce_vec3 q = root->center;
+    const double s[3] = {(k & 1) ? 1 : -1, (k & 2) ? 1 : -1, (k & 4) ? 1 : -1};
+    const double hh[3] = {root->half.x, root->half.y, root->half.z};
+    for (int a = 0; a < 3; a++)
+      q = ce_axpy(q, s[a] * hh[a], ce_v3(root->axes.m[0][a], root->axes.m[1][a], root->axes.m[2][a]));
+    q = ce_pose_apply(&X_NM, q);
+    lo = ce_v3(fmin(lo.x, q.x), fmin(lo.y, q.y), fmin(lo.z, q.z));
+    hi = ce_v3(fmax(hi.x, q.x), fmax(hi.y, q.y), fmax(hi.z, q.z));
+  }
+  double zlo, zhi;
+  if (!ce_heightfield_bounds(h, lo.x, lo.y, hi.x, hi.y, &zlo, &zhi)) return CE_OK;
+  if (lo.z > zhi) return CE_OK;
+  /* 2. lattice over the footprint (clipped to the grid) */
+  double ax, ay, bx, by, dx, dy;
+  ce_heightfield_domain(h, &ax, &ay, &bx, &by);
+  ce_heightfield_spacing(h, &dx, &dy);
+  double x0 = fmax(lo.x, ax), x1 = fmin(hi.x, bx), y0 = fmax(lo.y, ay), y1 = fmin(hi.y, by);
+  double target = 0.5 * mesh_resolution(m);
+  lattice lx, ly;
+  if (!make_lattice(&lx, h, 0, x0, x1, dx, ax, target, arena) ||
+      !make_lattice(&ly, h, 1, y0, y1, dy, ay, target, arena))
+    return CE_ENOMEM;
+  const int nxs = lx.n, nys = ly.n;
+  if (nxs < 2 || nys < 2) return CE_OK;
+  /* samples on the smooth surface: N frame (z) and M frame (points) */
+  double *zs = ce_arena_alloc(arena, (size_t)nxs * (size_t)nys * sizeof(double));
+  ce_vec3 *pm = ce_arena_alloc(arena, (size_t)nxs * (size_t)nys * sizeof(ce_vec3));
+  if (!zs || !pm) return CE_ENOMEM;
+  for (int j = 0; j < nys; j++)
+    for (int i = 0; i < nxs; i++) {
+      ce_hf_jet J;
+      ce_heightfield_patch_jet(h, lx.cell[i], ly.cell[j], lx.s[i], ly.s[j], &J);
+      zs[j * nxs + i] = J.z;
+      pm[j * nxs + i] = ce_pose_apply(X_MN, ce_v3(lx.x[i], ly.x[j], J.z));
+    }
+  /* 3. triangles down M's BVH, clipped by the candidate tets */
+  const double eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
+  const ce_bvh *bvh = &m->bvh;
+  ce_buf stack;
+  ce_buf_init(&stack, sizeof(int32_t));
+  if (ce_buf_reserve(arena, &stack, 64) != CE_OK) return CE_ENOMEM;
+  ce_errno e;
+  for (int j = 0; j + 1 < nys; j++)
+    for (int i = 0; i + 1 < nxs; i++) {
+      int32_t v00 = j * nxs + i, v10 = v00 + 1, v01 = v00 + nxs, v11 = v01 + 1;
+      const int32_t tris[2][3] = {{v00, v10, v11}, {v00, v11, v01}};
+      for (int q = 0; q < 2; q++) {
+        const int32_t *tv = tris[q];
+        double tzlo = fmin(zs[tv[0]], fmin(zs[tv[1]], zs[tv[2]]));
+        double tzhi = fmax(zs[tv[0]], fmax(zs[tv[1]], zs[tv[2]]));
+        if (tzhi < lo.z || tzlo > hi.z) continue;
+        ce_vec3 tri[3] = {pm[tv[0]], pm[tv[1]], pm[tv[2]]};
+        ce_vec3 nrm = ce_normalize(ce_cross(ce_sub(tri[1], tri[0]), ce_sub(tri[2], tri[0])));
+        if (ce_norm2(nrm) == 0) continue;
+        stack.len = 0;
+        ((int32_t *)stack.data)[stack.len++] = 0;
+        while (stack.len > 0) {
+          int32_t id = ((int32_t *)stack.data)[--stack.len];
+          const ce_bvh_node *nd = &bvh->nodes[id];
+          if (tri_misses_box(nd, tri, nrm, eps)) continue;
+          if (nd->left < 0) {
+            for (int32_t k = nd->first; k < nd->first + nd->count; k++) {
+              c->candidate_pairs++;
+              if ((e = clip_tri_tet(&m->tet, bvh->order[k], tri, nrm, eps, b, c)) != CE_OK) return e;
+            }
+            continue;
+          }
+          if (ce_buf_reserve(arena, &stack, 2) != CE_OK) return CE_ENOMEM;
+          int32_t *st = (int32_t *)stack.data + stack.len;
+          st[0] = nd->right;
+          st[1] = nd->left;
+          stack.len += 2;
+        }
+      }
+    }
+  return CE_OK;
+}
+
+/* ---- any other body vs terrain: compliant point contact ------------------------
+ *
+ * The body P is reduced to features, each a centre c with a radius rho
+ * (terrain frame): a sphere is its centre and radius; a capsule is the point
+ * of its medial segment closest to the surface (9 samples, then golden
+ * section) with its radius; a box is its 8 corners (rho = 0); any other
+ * shape is its mesh's surface vertices (rigid: all vertices; compliant: the
+ * vertices with zero pressure, i.e. on the boundary). For each feature the
+ * closest point of the smooth surface is found by Newton's method from the
+ * nearest grid sample (ce_heightfield_closest); depth x = rho - signed
+ * distance, normal = the Gauss frame's normal there, and the force acts at
+ * the midpoint of the witnesses (surface point and deepest point of P).
+ *
+ * Force law (seed 004, as ce_point_contact.c): fn = k x (1 + d xdot)+ with
+ * k = P's point stiffness (the body's, else ce_point_stiffness_default) and
+ * d = P's dissipation — the terrain is infinitely stiff, like a half space;
+ * friction -mu (2/pi) atan(|vt|/vs) fn vt/|vt|. With several features in
+ * contact (box corners, vertices) contact i carries the weight
+ * x_i / sum_j x_j, so the total stiffness stays k (k x for equal depths) and
+ * stays continuous as a corner enters. Cost: the features and a few Newton
+ * steps each; a body whose bounding sphere is above the bound of the terrain
+ * over its footprint stops after the block ranges. */
+
+typedef struct tfeat {
+  ce_vec3 c;
+  double rho;
+} tfeat;
+
+typedef struct tcontact {
+  double depth;
+  ce_vec3 n, p_surf, p_body; /* terrain frame, n up out of the terrain */
+} tcontact;
+
+static int feature_contact(const ce_heightfield *h, ce_vec3 c, double rho, tcontact *out) {
+  ce_hf_closest cp;
+  if (!ce_heightfield_closest(h, c, rho, &cp)) return 0;
+  double x = rho - cp.distance;
+  if (!(x > 0)) return 0;
+  out->depth = x;
+  out->n = cp.normal;
+  out->p_surf = cp.point;
+  out->p_body = ce_axpy(cp.point, -x, cp.normal);
+  return 1;
+}
+
+/* Signed distance of the segment point e(u) to the surface (large if off the grid). */
+static double seg_distance(const ce_heightfield *h, ce_vec3 e0, ce_vec3 e1, double rho, double u) {
+  ce_hf_closest cp;
+  if (!ce_heightfield_closest(h, ce_axpy(e0, u, ce_sub(e1, e0)), rho, &cp)) return INFINITY;
+  return cp.distance;
+}
+
+ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double stiction_tolerance,
+                                  int want_patches, ce_arena *arena, ce_result *r, ce_error *err) {
+  const int terrain_is_a = a->geometry->hf != NULL;
+  const ce_body *T = terrain_is_a ? a : b, *P = terrain_is_a ? b : a;
+  const ce_geometry *gp = P->geometry;
+  const ce_heightfield *h = ce_geometry_heightfield(T->geometry);
+  if (!h || gp->hf || gp->is_halfspace) {
+    r->status = CE_CONTACT_UNSUPPORTED;
+    return CE_OK;
+  }
+  double kp = P->point_stiffness;
+  if (!isfinite(kp) || !(kp >= 0))
+    return ce_fail(err, CE_EINVAL, "body %s: point stiffness %g must be finite and >= 0", terrain_is_a ? "B" : "A",
+                   kp);
+  double k = kp > 0 ? kp : ce_point_stiffness_default(gp);
+  if (!(k > 0) || !isfinite(k))
+    return ce_fail(err, CE_EINVAL, "body %s: point stiffness %g is not positive and finite", terrain_is_a ? "B" : "A",
+                   k);
+  double d = P->material.dissipation;
+  double mu = ce_combine_friction(a->material.friction, b->material.friction);
+  double vs = stiction_tolerance > 0 ? stiction_tolerance : 1e-4;
+  r->model = CE_MODEL_POINT;
+  r->combined_material.dissipation = d;
+  r->combined_material.friction = mu;
+  r->point.stiffness = k;
+  r->point.dissipation = d;
+  r->status = CE_CONTACT_NONE;
+
+  /* P in the terrain's frame; early out on P's bounding sphere */
+  ce_pose X_TW = ce_pose_inverse(&T->X_WB);
+  ce_pose X_TP = ce_pose_compose(&X_TW, &P->X_WB);
+  double R = gp->scale;
+  double zlo, zhi;
+  ce_vec3 o = X_TP.p;
+  if (!ce_heightfield_bounds(h, o.x - R, o.y - R, o.x + R, o.y + R, &zlo, &zhi) || o.z - R > zhi) return CE_OK;
+
+  /* features */
+  const ce_shape *sp = &gp->shape_params;
+  ce_buf feats;
+  ce_buf_init(&feats, sizeof(tfeat));
+  ce_buf cons;
+  ce_buf_init(&cons, sizeof(tcontact));
+  tcontact tc;
+  if (sp->type == CE_SHAPE_SPHERE) {
+    if (feature_contact(h, o, sp->radius, &tc)) {
+      tcontact *q = ce_buf_push(arena, &cons);
+      if (!q) return CE_ENOMEM;
+      *q = tc;
+    }
+  } else if (sp->type == CE_SHAPE_CAPSULE) {
+    ce_vec3 e0 = ce_pose_apply(&X_TP, ce_v3(0, 0, -0.5 * sp->length));
+    ce_vec3 e1 = ce_pose_apply(&X_TP, ce_v3(0, 0, 0.5 * sp->length));
+    const int ns = 8;
+    double best = INFINITY, ub = 0;
+    for (int i = 0; i <= ns; i++) {
+      double u = (double)i / ns, dd = seg_distance(h, e0, e1, sp->radius, u);
+      if (dd < best) {
+        best = dd;
+        ub = u;
+      }
+    }
+    if (isfinite(best)) {
+      /* golden section on [ub - 1/ns, ub + 1/ns] */
+      double lo = fmax(0.0, ub - 1.0 / ns), hi = fmin(1.0, ub + 1.0 / ns);
+      const double gr = 0.5 * (sqrt(5.0) - 1);
+      double u1 = hi - gr * (hi - lo), u2 = lo + gr * (hi - lo);
+      double f1 = seg_distance(h, e0, e1, sp->radius, u1), f2 = seg_distance(h, e0, e1, sp->radius, u2);
+      for (int it = 0; it < 40; it++) {
+        if (f1 < f2) {
+          hi = u2;
+          u2 = u1;
+          f2 = f1;
+          u1 = hi - gr * (hi - lo);
+          f1 = seg_distance(h, e0, e1, sp->radius, u1);
+        } else {
+          lo = u1;
+          u1 = u2;
+          f1 = f2;
+          u2 = lo + gr * (hi - lo);
+          f2 = seg_distance(h, e0, e1, sp->radius, u2);
+        }
+      }
+      double u = f1 < f2 ? u1 : u2;
+      if (fmin(f1, f2) > best) u = ub;
+      if (feature_contact(h, ce_axpy(e0, u, ce_sub(e1, e0)), sp->radius, &tc)) {
+        tcontact *q = ce_buf_push(arena, &cons);
+        if (!q) return CE_ENOMEM;
+        *q = tc;
+      }
+    }
+  } else {
+    if (sp->type == CE_SHAPE_BOX) {
+      for (int c = 0; c < 8; c++) {
+        tfeat *f = ce_buf_push(arena, &feats);
+        if (!f) return CE_ENOMEM;
+        f->c = ce_pose_apply(&X_TP, ce_v3((c & 1 ? 0.5 : -0.5) * sp->size.x, (c & 2 ? 0.5 : -0.5) * sp->size.y,
+                                          (c & 4 ? 0.5 : -0.5) * sp->size.z));
+      }
+    } else if (gp->tri.nf > 0) {
+      for (int32_t i = 0; i < gp->tri.nv; i++) {
+        tfeat *f = ce_buf_push(arena, &feats);
+        if (!f) return CE_ENOMEM;
+        f->c = ce_pose_apply(&X_TP, gp->tri.v[i]);
+      }
+    } else {
+      for (int32_t i = 0; i < gp->tet.nv; i++) {
+        if (gp->tet.p && gp->tet.p[i] != 0) continue;
+        tfeat *f = ce_buf_push(arena, &feats);
+        if (!f) return CE_ENOMEM;
+        f->c = ce_pose_apply(&X_TP, gp->tet.v[i]);
+      }
+    }
+    for (int64_t i = 0; i < feats.len; i++) {
+      const tfeat *f = (const tfeat *)feats.data + i;
+      /* a vertex above every possible surface height cannot touch */
+      if (f->c.z > zhi) continue;
+      if (feature_contact(h, f->c, 0.0, &tc)) {
+        tcontact *q = ce_buf_push(arena, &cons);
+        if (!q) return CE_ENOMEM;
+        *q = tc;
+      }
+    }
+  }
+  const int64_t nc = cons.len;
+  if (nc == 0) return CE_OK;
+
+  /* forces, world frame; normals out of B into A */
+  const tcontact *C = cons.data;
+  double sumx = 0;
+  int64_t deepest = 0;
+  for (int64_t i = 0; i < nc; i++) {
+    sumx += C[i].depth;
+    if (C[i].depth > C[deepest].depth) deepest = i;
+  }
+  if (want_patches) {
+    r->patches = ce_arena_calloc(arena, (size_t)nc, sizeof(ce_patch));
+    if (!r->patches) return CE_ENOMEM;
+    r->npatches = (int32_t)nc;
+  }
+  const double sgn = terrain_is_a ? -1.0 : 1.0;
+  ce_vec3 F = ce_v3(0, 0, 0), Ta = ce_v3(0, 0, 0), Tb = ce_v3(0, 0, 0), FN = ce_v3(0, 0, 0), Px = ce_v3(0, 0, 0);
+  double fsum = 0;
+  for (int64_t i = 0; i < nc; i++) {
+    ce_vec3 n = ce_scale(ce_pose_rotate(&T->X_WB, C[i].n), sgn);
+    ce_vec3 ps = ce_pose_apply(&T->X_WB, C[i].p_surf), pb = ce_pose_apply(&T->X_WB, C[i].p_body);
+    ce_vec3 pt = ce_scale(ce_add(ps, pb), 0.5);
+    ce_vec3 v = ce_sub(ce_velocity_at(&a->V_WB, a->X_WB.p, pt), ce_velocity_at(&b->V_WB, b->X_WB.p, pt));
+    double vn = ce_dot(v, n), xdot = -vn, hc = 1.0 + d * xdot;
+    double w = C[i].depth / sumx;
+    double fn = hc > 0 ? k * w * C[i].depth * hc : 0.0;
+    ce_vec3 ft = ce_v3(0, 0, 0);
+    if (mu > 0 && fn > 0) {
+      ce_vec3 vt = ce_axpy(v, -vn, n);
+      ft = ce_scale(vt, -mu * (2.0 / M_PI) * ce_atan_over_x(ce_norm(vt) / vs) * fn / vs);
+    }
+    ce_vec3 f = ce_add(ce_scale(n, fn), ft);
+    F = ce_add(F, f);
+    Ta = ce_add(Ta, ce_cross(ce_sub(pt, a->X_WB.p), f));
+    Tb = ce_add(Tb, ce_cross(ce_sub(pt, b->X_WB.p), ce_neg(f)));
+    FN = ce_axpy(FN, fn, n);
+    Px = ce_axpy(Px, fn, pt);
+    fsum += fn;
+    if (want_patches) {
+      ce_patch *pa = &r->patches[i];
+      pa->faces = 0;
+      pa->area = 0;
+      pa->normal_force = ce_scale(n, fn);
+      pa->normal_force_magnitude = fn;
+      pa->point = pt;
+    }
+    if (i == deepest) {
+      ce_point_mtd *m = &r->point;
+      m->depth = C[i].depth;
+      m->normal = n;
+      m->witness_a = terrain_is_a ? ps : pb;
+      m->witness_b = terrain_is_a ? pb : ps;
+      m->point = pt;
+      m->depth_rate = xdot;
+      m->normal_force = fn;
+      m->friction_force = ft;
+      r->centroid = pt;
+    }
+  }
+  if (fsum > 0) r->centroid = ce_scale(Px, 1.0 / fsum);
+  r->status = CE_CONTACT_POINT;
+  r->wrench_a.force = F;
+  r->wrench_a.torque = Ta;
+  r->wrench_b.force = ce_neg(F);
+  r->wrench_b.torque = Tb;
+  r->wrench_a_centroid = ce_wrench_shift(r->wrench_a, a->X_WB.p, r->centroid);
+  r->total.faces = 0;
+  r->total.area = 0;
+  r->total.normal_force = FN;
+  r->total.normal_force_magnitude = ce_norm(FN);
+  r->total.point = r->centroid;
+  return CE_OK;
+}
