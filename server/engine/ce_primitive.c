@@ -1027,8 +1027,8 @@ static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, dou
 /* Regular n-gon prism, medial-axis mesh. Long (l >= apothem rho): see
  * cylinder_long_tets. Flat (l < rho): the medial set includes the polygon W
  * of apothem rho - l in z = 0; the caps own frustums down to W, the sides
- * own wedges up to W's edges; every region is coned from an interior
- * point. */
+ * own wedges up to W's edges. The side regions, and the n sectors of each
+ * cap frustum, are coned from interior points. */
 static ce_errno cylinder_tets(double R, double L, int32_t n, int32_t slices, double E,
                               ce_rawmesh *m, ce_error *err) {
   double l = 0.5 * L, rho = R * cos(M_PI / n);
@@ -1066,18 +1066,28 @@ static ce_errno cylinder_tets(double R, double L, int32_t n, int32_t slices, dou
     roofp[i] = mmb_polygon(&B, rp, 4, 0);
     roofm[i] = mmb_polygon(&B, rm, 4, 0);
   }
-  int32_t capp = mmb_polygon(&B, Vp, n, 1), capm = mmb_polygon(&B, Vm, n, 1);
-  int32_t mid = mmb_polygon(&B, W, n, 0);
   for (int32_t i = 0; i < n && !B.oom; ++i) {
     int32_t r[5] = {side[i], rad[i], rad[(i + 1) % n], roofp[i], roofm[i]};
     mmb_region(&B, r, 5);
   }
-  for (int sgn = 0; sgn < 2; ++sgn) {
-    int32_t k = 0;
-    poly[k++] = sgn ? capm : capp;
-    for (int32_t i = 0; i < n; ++i) poly[k++] = sgn ? roofm[i] : roofp[i];
-    poly[k++] = mid;
-    mmb_region(&B, poly, k);
+  /* each cap frustum is cut into n sectors by the radial planes through the
+   * polygon's vertices, so its tets stay within one sector */
+  int32_t O = mmb_vertex(&B, ce_v3(0, 0, 0), 0);
+  for (int sgn = 0; sgn < 2 && !B.oom; ++sgn) {
+    double zc = sgn ? -l : l;
+    int32_t C = mmb_vertex(&B, ce_v3(0, 0, zc), 1);
+    const int32_t *V = sgn ? Vm : Vp;
+    for (int32_t i = 0; i < n; ++i) { /* radial quads, shared by sectors i-1, i */
+      int32_t q[4] = {O, C, V[i], W[i]};
+      poly[i] = mmb_polygon(&B, q, 4, 0);
+    }
+    for (int32_t i = 0; i < n && !B.oom; ++i) {
+      int32_t k = (i + 1) % n;
+      int32_t top[3] = {C, V[i], V[k]}, bot[3] = {O, W[i], W[k]};
+      int32_t r[5] = {mmb_polygon(&B, top, 3, 1), mmb_polygon(&B, bot, 3, 0),
+                      sgn ? roofm[i] : roofp[i], poly[i], poly[k]};
+      mmb_region(&B, r, 5);
+    }
   }
   free(Vp); free(Vm); free(W); free(poly); free(side); free(rad); free(roofp); free(roofm);
   free(ring);
