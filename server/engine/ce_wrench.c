@@ -13,9 +13,8 @@
  * Quadrature. Every face (triangles included) is fanned around its
  * centroid (pressure s->centroid_pressure[f]) into triangles over its
  * corners (vertices lying on a straight edge are skipped, see corners()),
- * and each
- * triangle is integrated with the symmetric 3-point rule at its edge
- * midpoints, weight area/3, exact for polynomials of degree 2. The pressure
+ * and each triangle is integrated with the symmetric 3-point rule at its
+ * edge midpoints, weight area/3, exact for polynomials of degree 2. The pressure
  * is linear on each face, so without dissipation and friction the force
  * (degree 1) and the moment (linear pressure times linear x, degree 2) are
  * exact whatever the representation: a polygon and its centroid fan give
