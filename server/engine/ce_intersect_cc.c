@@ -61,6 +61,7 @@ typedef struct cc_query {
   double min_area; /* polygons below this area are dropped (slivers) */
   ce_builder *b;
   ce_counters *c;
+  int identical;   /* set when a pair's two fields coincide (see below) */
 } cc_query;
 
 #define TOUCH_NONEMPTY 0x100
@@ -76,7 +77,7 @@ static inline int faces_with(int a) { return 0xF & ~(1 << a); }
  * through them). The slice and the clip use a tolerance so that a plane
  * through a vertex or along an edge is seen consistently from every tet
  * that shares it. */
-static ce_errno eval_pair(const cc_query *q, int32_t i, int32_t j, int *touch) {
+static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, int *touch) {
   const ce_tetmesh *TM = q->TM, *TN = q->TN;
   *touch = 0;
   if (TM->prange[i][1] < TN->prange[j][0] || TN->prange[j][1] < TM->prange[i][0]) return CE_OK;
@@ -88,7 +89,14 @@ static ce_errno eval_pair(const cc_query *q, int32_t i, int32_t j, int *touch) {
   ce_vec3 g = ce_sub(gM, gN);
   double c0 = cM - cN;
   double gg = ce_norm2(g);
-  if (!(gg > 1e-24 * (ce_norm2(gM) + ce_norm2(gN)))) return CE_OK; /* parallel equal fields */
+  if (!(gg > 1e-24 * (ce_norm2(gM) + ce_norm2(gN)))) {
+    /* Parallel fields: no plane. Identical fields (equal everywhere in the
+     * pair) make the equal-pressure set a volume, which the surface walk
+     * cannot cross; it hands such a query to the all-candidates path. */
+    double mag = fabs(cM) + fabs(cN) + TM->prange[i][1] + TN->prange[j][1];
+    if (fabs(c0) <= 1e-9 * mag) q->identical = 1;
+    return CE_OK;
+  }
   double gl = sqrt(gg), tol_f = q->tol * gl;
   double f[4];
   int mask = 0;
@@ -221,7 +229,7 @@ static ce_errno eval_pair(const cc_query *q, int32_t i, int32_t j, int *touch) {
 
 /* Every candidate pair from the two hierarchies (pressure-pruned). */
 static ce_errno run_all_candidates(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
-                                   const cc_query *q) {
+                                   cc_query *q) {
   ce_buf cand;
   ce_buf_init(&cand, sizeof(ce_pair));
   ce_errno e = ce_bvh_collide(&m->bvh, &n->bvh, X_MN, 1, q->b->arena, &cand);
@@ -314,7 +322,7 @@ static ce_errno push_pair(ce_arena *a, pair_set *s, ce_buf *queue, int32_t i, in
 }
 
 /* Returns CE_OK with *found = number of pairs with a nonempty intersection. */
-static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, const cc_query *q,
+static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, cc_query *q,
                               int64_t *found) {
   ce_arena *a = q->b->arena;
   *found = 0;
@@ -344,6 +352,10 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
     ce_pair pr = ((const ce_pair *)queue.data)[head++];
     int touch;
     if ((e = eval_pair(q, pr.a, pr.b, &touch)) != CE_OK) return e;
+    if (q->identical) {
+      *found = 0;
+      return CE_OK;
+    }
     if (!(touch & TOUCH_NONEMPTY)) continue;
     (*found)++;
     for (int k = 0; k < 4; k++) {
@@ -369,6 +381,7 @@ static void query_init(cc_query *q, const ce_geometry *m, const ce_geometry *n, 
   q->min_area = 1e-12 * scale * scale;
   q->b = b;
   q->c = c;
+  q->identical = 0;
 }
 
 ce_errno ce_intersect_tet_tet_all(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
@@ -383,9 +396,24 @@ ce_errno ce_intersect_tet_tet(const ce_geometry *m, const ce_geometry *n, const 
   cc_query q;
   query_init(&q, m, n, X_MN, b, c);
   if (m->bvh.bnd && n->bvh.bnd && m->tet.adj && n->tet.adj) {
+    /* Remember the builder and counters to undo a walk that gives up. */
+    ce_builder saved = *b;
+    ce_counters saved_c = *c;
     int64_t found;
     ce_errno e = trace_surface(m, n, X_MN, &q, &found);
     if (e != CE_OK || found > 0) return e;
+    b->v.len = saved.v.len;
+    b->p.len = saved.p.len;
+    b->face_off.len = saved.face_off.len;
+    b->face_vert.len = saved.face_vert.len;
+    b->normal.len = saved.normal.len;
+    b->grad_m.len = saved.grad_m.len;
+    b->grad_n.len = saved.grad_n.len;
+    b->elem_m.len = saved.elem_m.len;
+    b->elem_n.len = saved.elem_n.len;
+    c->polygons = saved_c.polygons;
+    c->faces_dropped = saved_c.faces_dropped;
+    q.identical = 0;
   }
   return run_all_candidates(m, n, X_MN, &q);
 }
