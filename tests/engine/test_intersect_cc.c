@@ -457,6 +457,23 @@ Test(intersect_cc, surface_tracing_matches_all_candidates) {
     snprintf(what, sizeof what, "sphere on box %d", k);
     cr_assert(compare_traced(bx, s2, &Y, arena, what) > 0, "%s: no contact", what);
   }
+  /* Other primitives at random poses. */
+  ce_geometry *cy = prim(CE_SHAPE_CYLINDER, 0.06, ce_v3(0, 0, 0), 0.03);
+  ce_geometry *ca = prim(CE_SHAPE_CAPSULE, 0.05, ce_v3(0, 0, 0), 0.03);
+  ce_geometry *el = prim(CE_SHAPE_ELLIPSOID, 0, ce_v3(0.1, 0.07, 0.05), 0.03);
+  const ce_geometry *shapes[5] = {cy, ca, el, bx, s2};
+  int touching2 = 0;
+  for (int trial = 0; trial < 15; trial++) {
+    ce_quat q = ce_test_rand_quat(&st);
+    ce_vec3 dir = ce_quat_rotate(ce_test_rand_quat(&st), ce_v3(1, 0, 0));
+    ce_pose Y = ce_pose_from_quat(q, ce_scale(dir, 0.05 + 0.07 * ce_test_rand(&st)));
+    snprintf(what, sizeof what, "primitives %d", trial);
+    touching2 += compare_traced(shapes[trial % 5], shapes[(trial / 5 + trial + 1) % 5], &Y, arena, what) > 0;
+  }
+  cr_assert(touching2 >= 10, "only %d of 15 primitive poses touch", touching2);
+  ce_geometry_free(cy);
+  ce_geometry_free(ca);
+  ce_geometry_free(el);
   /* Deep nesting: a small sphere inside a big one has no boundary crossing;
    * the fallback still finds the closed surface. */
   X.p = ce_v3(0.005, 0, 0);
