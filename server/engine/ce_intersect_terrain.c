@@ -133,20 +133,63 @@ static ce_errno clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3
   return e;
 }
 
-/* Does the triangle (M frame, unit normal nrm) miss node box nd? */
-static int tri_misses_box(const ce_bvh_node *nd, const ce_vec3 tri[3], ce_vec3 nrm, double eps) {
-  const double h[3] = {nd->half.x, nd->half.y, nd->half.z};
-  ce_vec3 d[3];
-  for (int i = 0; i < 3; i++) d[i] = ce_sub(tri[i], nd->center);
-  double r = 0;
-  for (int k = 0; k < 3; k++) {
-    ce_vec3 ax = ce_v3(nd->axes.m[0][k], nd->axes.m[1][k], nd->axes.m[2][k]);
-    double a = ce_dot(ax, d[0]), b = ce_dot(ax, d[1]), cc = ce_dot(ax, d[2]);
-    double lo = fmin(a, fmin(b, cc)), hi = fmax(a, fmax(b, cc));
-    if (lo > h[k] + eps || hi < -h[k] - eps) return 1;
-    r += h[k] * fabs(ce_dot(ax, nrm));
+/* Sample positions along one axis: grid units num/den with num = k * K
+ * (den = m sub-samples per cell, or K cells per sample when the footprint is
+ * too large), so the lattice is fixed to the grid's cells whatever the
+ * grid's origin or size; cell index and local coordinate come from integers. */
+typedef struct lattice {
+  int n;
+  int32_t *cell;
+  double *s, *x;
+} lattice;
+
+/* Sample index range [i0, i1] of a sorted lattice axis whose cells cover
+ * [lo, hi]; 0 when [lo, hi] misses the lattice. */
+static int axis_range(const double *x, int n, double lo, double hi, int *i0, int *i1) {
+  if (hi < x[0] || lo > x[n - 1]) return 0;
+  int a = 0, b = n - 1;
+  while (b - a > 1) { /* largest index with x <= lo */
+    int mid = (a + b) / 2;
+    if (x[mid] <= lo) a = mid;
+    else b = mid;
   }
-  return fabs(ce_dot(nrm, d[0])) > r + eps;
+  if (x[b] <= lo) a = b;
+  int c = a, d = n - 1;
+  while (d - c > 1) { /* smallest index with x >= hi */
+    int mid = (c + d) / 2;
+    if (x[mid] >= hi) d = mid;
+    else c = mid;
+  }
+  if (x[c] >= hi) d = c;
+  *i0 = a;
+  *i1 = d > a ? d : (a + 1 < n ? a + 1 : a);
+  if (*i1 == *i0 && *i0 > 0) (*i0)--;
+  return 1;
+}
+
+/* Does the box [lo, hi] (N frame) straddle the sampled surface over its
+ * footprint (the triangulated surface lies between the samples' min and
+ * max)? Fills the lattice cell range {i0, i1, j0, j1} (cells i0..i1-1). */
+static int straddles(const lattice *lx, const lattice *ly, const double *zs, ce_vec3 lo, ce_vec3 hi, double eps,
+                     int rg[4]) {
+  int i0, i1, j0, j1;
+  if (!axis_range(lx->x, lx->n, lo.x, hi.x, &i0, &i1) || !axis_range(ly->x, ly->n, lo.y, hi.y, &j0, &j1)) return 0;
+  double zmin = INFINITY, zmax = -INFINITY;
+  for (int j = j0; j <= j1; j++) {
+    const double *row = zs + (size_t)j * lx->n;
+    for (int i = i0; i <= i1; i++) {
+      zmin = row[i] < zmin ? row[i] : zmin;
+      zmax = row[i] > zmax ? row[i] : zmax;
+    }
+  }
+  if (lo.z > zmax + eps || hi.z < zmin - eps) return 0;
+  if (rg) {
+    rg[0] = i0;
+    rg[1] = i1;
+    rg[2] = j0;
+    rg[3] = j1;
+  }
+  return 1;
 }
 
 /* Edge of a regular tet with M's mean tet volume. */
@@ -157,16 +200,6 @@ static double mesh_resolution(const ce_geometry *m) {
   double ext = 2 * fmax(r->half.x, fmax(r->half.y, r->half.z));
   return ext / cbrt(fmax(1.0, (double)T->nt));
 }
-
-/* Sample positions along one axis: grid units num/den with num = k * K
- * (den = m sub-samples per cell, or K cells per sample when the footprint is
- * too large), so the lattice is fixed to the grid's cells whatever the
- * grid's origin or size; cell index and local coordinate come from integers. */
-typedef struct lattice {
-  int n;
-  int32_t *cell;
-  double *s, *x;
-} lattice;
 
 static int make_lattice(lattice *L, const ce_heightfield *h, int axis, double x0, double x1, double d, double a,
                         double target, ce_arena *arena) {
@@ -254,46 +287,64 @@ ce_errno ce_intersect_tet_terrain(const ce_geometry *m, const ce_geometry *n, co
       zs[j * nxs + i] = J.z;
       pm[j * nxs + i] = ce_pose_apply(X_MN, ce_v3(lx.x[i], ly.x[j], J.z));
     }
-  /* 3. triangles down M's BVH, clipped by the candidate tets */
+  /* 3. M's BVH down to the tets whose box straddles the sampled surface over
+   * the box's footprint; each such tet is clipped against the triangles of
+   * the lattice cells under it. */
   const double eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
   const ce_bvh *bvh = &m->bvh;
+  const ce_tetmesh *T = &m->tet;
   ce_buf stack;
   ce_buf_init(&stack, sizeof(int32_t));
   if (ce_buf_reserve(arena, &stack, 64) != CE_OK) return CE_ENOMEM;
+  ((int32_t *)stack.data)[stack.len++] = 0;
   ce_errno e;
-  for (int j = 0; j + 1 < nys; j++)
-    for (int i = 0; i + 1 < nxs; i++) {
-      int32_t v00 = j * nxs + i, v10 = v00 + 1, v01 = v00 + nxs, v11 = v01 + 1;
-      const int32_t tris[2][3] = {{v00, v10, v11}, {v00, v11, v01}};
-      for (int q = 0; q < 2; q++) {
-        const int32_t *tv = tris[q];
-        double tzlo = fmin(zs[tv[0]], fmin(zs[tv[1]], zs[tv[2]]));
-        double tzhi = fmax(zs[tv[0]], fmax(zs[tv[1]], zs[tv[2]]));
-        if (tzhi < lo.z || tzlo > hi.z) continue;
-        ce_vec3 tri[3] = {pm[tv[0]], pm[tv[1]], pm[tv[2]]};
-        ce_vec3 nrm = ce_normalize(ce_cross(ce_sub(tri[1], tri[0]), ce_sub(tri[2], tri[0])));
-        if (ce_norm2(nrm) == 0) continue;
-        stack.len = 0;
-        ((int32_t *)stack.data)[stack.len++] = 0;
-        while (stack.len > 0) {
-          int32_t id = ((int32_t *)stack.data)[--stack.len];
-          const ce_bvh_node *nd = &bvh->nodes[id];
-          if (tri_misses_box(nd, tri, nrm, eps)) continue;
-          if (nd->left < 0) {
-            for (int32_t k = nd->first; k < nd->first + nd->count; k++) {
-              c->candidate_pairs++;
-              if ((e = clip_tri_tet(&m->tet, bvh->order[k], tri, nrm, eps, b, c)) != CE_OK) return e;
-            }
-            continue;
-          }
-          if (ce_buf_reserve(arena, &stack, 2) != CE_OK) return CE_ENOMEM;
-          int32_t *st = (int32_t *)stack.data + stack.len;
-          st[0] = nd->right;
-          st[1] = nd->left;
-          stack.len += 2;
-        }
-      }
+  while (stack.len > 0) {
+    int32_t id = ((int32_t *)stack.data)[--stack.len];
+    const ce_bvh_node *nd = &bvh->nodes[id];
+    /* the node's box as an axis-aligned box in N's frame */
+    ce_vec3 cn = ce_pose_apply(&X_NM, nd->center), ext = ce_v3(0, 0, 0);
+    const double hh[3] = {nd->half.x, nd->half.y, nd->half.z};
+    for (int k = 0; k < 3; k++) {
+      ce_vec3 axn = ce_pose_rotate(&X_NM, ce_v3(nd->axes.m[0][k], nd->axes.m[1][k], nd->axes.m[2][k]));
+      ext = ce_v3(ext.x + hh[k] * fabs(axn.x), ext.y + hh[k] * fabs(axn.y), ext.z + hh[k] * fabs(axn.z));
     }
+    if (!straddles(&lx, &ly, zs, ce_sub(cn, ext), ce_add(cn, ext), eps, NULL)) continue;
+    if (nd->left >= 0) {
+      if (ce_buf_reserve(arena, &stack, 2) != CE_OK) return CE_ENOMEM;
+      int32_t *st = (int32_t *)stack.data + stack.len;
+      st[0] = nd->right;
+      st[1] = nd->left;
+      stack.len += 2;
+      continue;
+    }
+    for (int32_t q = nd->first; q < nd->first + nd->count; q++) {
+      int32_t t = bvh->order[q];
+      ce_vec3 tlo = ce_v3(INFINITY, INFINITY, INFINITY), thi = ce_neg(tlo);
+      for (int k = 0; k < 4; k++) {
+        ce_vec3 x = ce_pose_apply(&X_NM, T->v[T->tet[t][k]]);
+        tlo = ce_v3(fmin(tlo.x, x.x), fmin(tlo.y, x.y), fmin(tlo.z, x.z));
+        thi = ce_v3(fmax(thi.x, x.x), fmax(thi.y, x.y), fmax(thi.z, x.z));
+      }
+      int rg[4];
+      if (!straddles(&lx, &ly, zs, tlo, thi, eps, rg)) continue;
+      for (int j = rg[2]; j < rg[3]; j++)
+        for (int i = rg[0]; i < rg[1]; i++) {
+          int32_t v00 = j * nxs + i, v10 = v00 + 1, v01 = v00 + nxs, v11 = v01 + 1;
+          const int32_t tris[2][3] = {{v00, v10, v11}, {v00, v11, v01}};
+          for (int w = 0; w < 2; w++) {
+            const int32_t *tv = tris[w];
+            double zlo3 = fmin(zs[tv[0]], fmin(zs[tv[1]], zs[tv[2]]));
+            double zhi3 = fmax(zs[tv[0]], fmax(zs[tv[1]], zs[tv[2]]));
+            if (zhi3 < tlo.z - eps || zlo3 > thi.z + eps) continue;
+            ce_vec3 tri[3] = {pm[tv[0]], pm[tv[1]], pm[tv[2]]};
+            ce_vec3 nrm = ce_normalize(ce_cross(ce_sub(tri[1], tri[0]), ce_sub(tri[2], tri[0])));
+            if (ce_norm2(nrm) == 0) continue;
+            c->candidate_pairs++;
+            if ((e = clip_tri_tet(T, t, tri, nrm, eps, b, c)) != CE_OK) return e;
+          }
+        }
+    }
+  }
   return CE_OK;
 }
 
