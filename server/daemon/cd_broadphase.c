@@ -134,7 +134,7 @@ int cd_broadphase(const cd_qbody *b, int32_t n, double margin, const cd_qpair *e
   size_t m = 0;
   for (size_t i = 0; i < a.n; i++) {
     if (nexclude && bsearch(&a.v[i], ex, nexclude, sizeof *ex, key_cmp)) continue;
-    o[m++] = (cd_qpair){a.v[i].ia, a.v[i].ib};
+    o[m++] = (cd_qpair){a.v[i].ia, a.v[i].ib, 0};
   }
   free(ex);
   free(a.v);

@@ -33,6 +33,7 @@ struct cd_cache_entry {
   ce_geometry *geometry; /* READY */
   ce_geometry_info info;
   ce_material material;  /* registered surface material */
+  double point_stiffness; /* N/m for the point-contact model; 0 = engine default */
   double bound_radius;   /* bounding sphere about the body origin; INFINITY = half space */
   uint64_t build_us;
   int64_t refs;          /* sessions holding a reference */

@@ -192,6 +192,7 @@ static void reg_done(cd_job *job) {
       return;
     }
     if (m->material) e->material = (ce_material){m->material->dissipation, m->material->friction};
+    if (m->point_stiffness) e->point_stiffness = m->point_stiffness->value;
     if (cd_cache_add_waiter(e, on_own_build, r)) {
       cd_cache_complete(s->cache, e, NULL, 0, CD_EXHAUSTED, "out of memory");
       free(j);

@@ -123,6 +123,7 @@ int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char
       break;
     }
     q->body.geometry = e->geometry;
+    q->body.point_stiffness = e->point_stiffness;
     snprintf(f, sizeof f, "%s[%zu].pose", field, i);
     if ((rc = cd_pose_from_msg(m->pose, &q->body.X_WB, f, what, st))) break;
     snprintf(f, sizeof f, "%s[%zu].velocity", field, i);
@@ -163,6 +164,17 @@ int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char
   return 0;
 }
 
+int cd_model_from_wire(int m) {
+  switch (m) {
+    case CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_UNSPECIFIED:
+    case CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_HYDROELASTIC_WITH_FALLBACK:
+      return CE_MODEL_HYDROELASTIC_WITH_FALLBACK;
+    case CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_HYDROELASTIC: return CE_MODEL_HYDROELASTIC;
+    case CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT: return CE_MODEL_POINT;
+    default: return -1;
+  }
+}
+
 int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qopts *out, cd_status *st) {
   ce_options_default(&out->ce);
   if (!o) return 0;
@@ -194,14 +206,12 @@ int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qo
     return cd_status_set(st, CD_INVALID, f, "must be finite (got %g)", o->stiction_tolerance);
   }
   if (o->stiction_tolerance > 0) out->ce.stiction_tolerance = o->stiction_tolerance;
-  if (o->contact_model == CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT) {
-    snprintf(f, sizeof f, "%s.contactModel", field);
-    return cd_status_set(st, CD_UNIMPLEMENTED, f, "CONTACT_MODEL_POINT is not implemented by this server");
-  }
-  if ((int)o->contact_model < 0 || (int)o->contact_model > 3) {
+  int m = cd_model_from_wire((int)o->contact_model);
+  if (m < 0) {
     snprintf(f, sizeof f, "%s.contactModel", field);
     return cd_status_set(st, CD_INVALID, f, "unknown contact model %d", (int)o->contact_model);
   }
+  out->ce.model = (ce_contact_model)m;
   return 0;
 }
 
@@ -230,7 +240,7 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
         return cd_status_set(st, CD_INVALID, f, "body %u is not in the query",
                              ia < 0 ? all->exclude[i]->a : all->exclude[i]->b);
       }
-      ex[i] = (cd_qpair){ia, ib};
+      ex[i] = (cd_qpair){ia, ib, 0};
     }
     snprintf(f, sizeof f, "%s.allPairs", field);
     int rc = cd_broadphase(b, nb, all->margin, ex, all->n_exclude, max_pairs, f, out, nout, st);
@@ -254,11 +264,12 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
   qsort(m, (size_t)nb, sizeof *m, cmp_u32); /* id is the first member */
   for (size_t i = 0; i < npairs; i++) {
     const Contactd__V1__Pair *q = pairs[i];
-    if (q->contact_model == CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT) {
+    int model = cd_model_from_wire((int)q->contact_model);
+    if (model < 0) {
       free(p);
       free(m);
       snprintf(f, sizeof f, "%s.pairs[%zu].contactModel", field, i);
-      return cd_status_set(st, CD_UNIMPLEMENTED, f, "CONTACT_MODEL_POINT is not implemented by this server");
+      return cd_status_set(st, CD_INVALID, f, "unknown contact model %d", (int)q->contact_model);
     }
     idx key = {q->a, 0}, key2 = {q->b, 0};
     idx *fa = bsearch(&key, m, (size_t)nb, sizeof *m, cmp_u32);
@@ -270,7 +281,8 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
       if (q->a == q->b) return cd_status_set(st, CD_INVALID, f, "pairs body %u with itself", q->a);
       return cd_status_set(st, CD_INVALID, f, "body %u is not in the query", !fa ? q->a : q->b);
     }
-    p[i] = (cd_qpair){fa->i, fb->i};
+    p[i] = (cd_qpair){fa->i, fb->i,
+                      q->contact_model == CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_UNSPECIFIED ? 0 : model + 1};
   }
   free(m);
   *out = p;
@@ -380,9 +392,24 @@ static Contactd__V1__PairResult *convert(ce_arena *a, const cd_query *q, const c
   switch (r->status) {
     case CE_CONTACT_SURFACE: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE; break;
     case CE_CONTACT_UNSUPPORTED: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_UNSUPPORTED; break;
+    case CE_CONTACT_POINT: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_POINT; break;
     default: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_NONE; break;
   }
-  m->model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_HYDROELASTIC;
+  switch (r->model) {
+    case CE_MODEL_HYDROELASTIC: m->model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_HYDROELASTIC; break;
+    case CE_MODEL_POINT: m->model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT; break;
+    default: m->model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_HYDROELASTIC_WITH_FALLBACK; break;
+  }
+  if (r->model == CE_MODEL_POINT && r->status == CE_CONTACT_POINT) {
+    Contactd__V1__Penetration *pen = NEW(a, Contactd__V1__Penetration, CONTACTD__V1__PENETRATION__INIT);
+    if (!pen) return NULL;
+    pen->depth = r->point.depth;
+    pen->normal = vec3(a, r->point.normal);
+    pen->witness_a = vec3(a, r->point.witness_a);
+    pen->witness_b = vec3(a, r->point.witness_b);
+    if (!pen->normal || !pen->witness_a || !pen->witness_b) return NULL;
+    m->penetration = pen;
+  }
   m->wrench_a = wrench(a, &r->wrench_a);
   m->wrench_b = wrench(a, &r->wrench_b);
   m->wrench_a_centroid = wrench(a, &r->wrench_a_centroid);
@@ -448,7 +475,9 @@ static void qjob_run(cd_job *job, cd_worker *w) {
     ce_error err;
     err.message[0] = 0;
     uint64_t t0 = cd_now_ns();
-    ce_errno e = ce_contact(&q->bodies[pr->a].body, &q->bodies[pr->b].body, &q->opt.ce, w->arena, &r, &err);
+    ce_options opt = q->opt.ce;
+    if (pr->model) opt.model = (ce_contact_model)(pr->model - 1);
+    ce_errno e = ce_contact(&q->bodies[pr->a].body, &q->bodies[pr->b].body, &opt, w->arena, &r, &err);
     uint64_t us = (cd_now_ns() - t0) / 1000;
     if (e != CE_OK) {
       cd_status_set(&j->err, cd_status_from_ce(e), "", "pair %lld (bodies %u and %u): %s", (long long)i,

@@ -22,7 +22,8 @@ typedef struct cd_qbody {
 } cd_qbody;
 
 typedef struct cd_qpair {
-  int32_t a, b; /* indices into the bodies */
+  int32_t a, b;  /* indices into the bodies */
+  int32_t model; /* 0 = the query's contact model, else ce_contact_model + 1 */
 } cd_qpair;
 
 typedef struct cd_qopts {
@@ -67,6 +68,9 @@ int cd_pose_from_msg(const Contactd__V1__Pose *p, ce_pose *out, const char *fiel
                      cd_status *st);
 int cd_velocity_from_msg(const Contactd__V1__SpatialVelocity *v, ce_spatial_velocity *out, const char *field,
                          const char *what, cd_status *st);
+
+/* ce_contact_model for a wire ContactModel, or -1 if unknown. */
+int cd_model_from_wire(int m);
 
 /* Options (field: "contactQuery.options"). */
 int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qopts *out, cd_status *st);

@@ -84,7 +84,7 @@ void cd_stream_open(cd_req *r) {
     s->exclude = calloc(s->nexclude ? s->nexclude : 1, sizeof *s->exclude);
     for (size_t i = 0; s->exclude && i < s->nexclude; i++)
       s->exclude[i] = (cd_qpair){cd_qbodies_find(s->bodies, s->nbodies, m->all_pairs->exclude[i]->a),
-                                 cd_qbodies_find(s->bodies, s->nbodies, m->all_pairs->exclude[i]->b)};
+                                 cd_qbodies_find(s->bodies, s->nbodies, m->all_pairs->exclude[i]->b), 0};
   } else if (cd_qpairs_resolve(s->bodies, s->nbodies, m->pairs, m->n_pairs, NULL, "openStream",
                                srv->cfg.limits.max_pairs_per_query, &s->pairs, &s->npairs, &st)) {
     stream_free(s);

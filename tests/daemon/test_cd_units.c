@@ -247,7 +247,7 @@ Test(broadphase, spheres_filters_exclusions_half_spaces) {
   free(out);
   /* filters: ball 9 collides with nobody; exclusions drop 1-10 */
   b[1].mask = 0;
-  cd_qpair ex = {4, 0};
+  cd_qpair ex = {4, 0, 0};
   cr_assert_eq(cd_broadphase(b, 5, 0, &ex, 1, 100, "q", &out, &n, &st), 0);
   cr_expect_eq(n, 2); /* 1-7, 1-8 */
   free(out);

@@ -404,3 +404,62 @@ Test(daemon_api, metrics_endpoint_serves_prometheus_text) {
   close(fd);
   cr_expect_eq(tc_stop(&D), 0);
 }
+
+Test(daemon_api, rigid_pairs_fall_back_to_point_contact, .init = up, .fini = down) {
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__Sphere s = CONTACTD__V1__SPHERE__INIT;
+  s.radius = 0.1;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
+  rg.sphere = &s;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  rg.resolution_hint = 0.02;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 1;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  e.register_geometry = &rg;
+  Env *r = tc_call(fd, &e, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY);
+  char *rigid = strdup(r->register_reply->geometry_id);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* A at x = 0.18 overlaps B at the origin by about 2 cm */
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, rigid, 0.18, 0, 0);
+  tc_body(&b2, &p2, &v2, 2, rigid, 0, 0, 0);
+  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+  pr.a = 1;
+  pr.b = 2;
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = 2;
+  q.bodies = bodies;
+  q.n_pairs = 1;
+  q.pairs = prs;
+  Env qe = CONTACTD__V1__ENVELOPE__INIT;
+  qe.request_id = 2;
+  qe.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  qe.contact_query = &q;
+  r = tc_call(fd, &qe, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "%s",
+            r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? r->error->message : "");
+  Contactd__V1__PairResult *res = r->contact_reply->results[0];
+  cr_expect_eq(res->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_POINT);
+  cr_expect_eq(res->model, CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT);
+  cr_assert(res->penetration);
+  cr_expect_gt(res->penetration->depth, 0.01);
+  cr_expect_lt(res->penetration->depth, 0.03);
+  cr_expect_gt(res->penetration->normal->x, 0.9, "out of B into A");
+  cr_expect_gt(res->wrench_a->force->x, 0.0, "A is pushed away from B");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* hydroelastic only: no model for two rigid bodies */
+  pr.contact_model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_HYDROELASTIC;
+  qe.request_id = 3;
+  r = tc_call(fd, &qe, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  cr_expect_eq(r->contact_reply->results[0]->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_UNSUPPORTED);
+  cr_expect_null(r->contact_reply->results[0]->penetration);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(rigid);
+  close(fd);
+}
