@@ -241,9 +241,31 @@ static const char *status_name(int v, char *buf, size_t n) {
 
 /* ---- JSON helpers ------------------------------------------------------- */
 
+/* A double as the shortest decimal that reads back exactly (cJSON's own
+ * printing only round-trips within a relative epsilon); non-finite values
+ * as the strings "NaN", "Infinity", "-Infinity" (proto3 JSON). */
+static cJSON *jnum(double v) {
+  if (isnan(v)) return cJSON_CreateString("NaN");
+  if (isinf(v)) return cJSON_CreateString(v > 0 ? "Infinity" : "-Infinity");
+  char buf[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v) break;
+  }
+  return cJSON_CreateRaw(buf);
+}
+
+#define cJSON_AddNumberToObject(o, k, v) cJSON_AddItemToObject((o), (k), jnum((double)(v)))
+
+static cJSON *jarray(const double *a, size_t n) {
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(arr, jnum(a[i]));
+  return arr;
+}
+
 static cJSON *jvec(const Contactd__V1__Vec3 *v) {
   double a[3] = {v ? v->x : 0, v ? v->y : 0, v ? v->z : 0};
-  return cJSON_CreateDoubleArray(a, 3);
+  return jarray(a, 3);
 }
 
 static cJSON *jwrench(const Contactd__V1__Wrench *w) {
@@ -421,13 +443,11 @@ static int cmd_stats(int argc, char **argv, common *co) {
     cJSON_AddNumberToObject(o, "cache_hits", (double)s->cache_hits);
     cJSON_AddNumberToObject(o, "cache_evictions", (double)s->cache_evictions);
     cJSON_AddNumberToObject(o, "uptime_s", s->uptime_s);
-    cJSON_AddItemToObject(o, "worker_utilisation",
-                          cJSON_CreateDoubleArray(s->worker_utilisation, (int)s->n_worker_utilisation));
+    cJSON_AddItemToObject(o, "worker_utilisation", jarray(s->worker_utilisation, s->n_worker_utilisation));
     cJSON *h = cJSON_AddArrayToObject(o, "latency");
     for (size_t i = 0; i < s->n_latency; i++) {
       cJSON *b = cJSON_CreateObject();
-      if (isinf(s->latency[i]->upper_bound_us)) cJSON_AddStringToObject(b, "upper_bound_us", "Infinity");
-      else cJSON_AddNumberToObject(b, "upper_bound_us", s->latency[i]->upper_bound_us);
+      cJSON_AddNumberToObject(b, "upper_bound_us", s->latency[i]->upper_bound_us);
       cJSON_AddNumberToObject(b, "count", (double)s->latency[i]->count);
       cJSON_AddItemToArray(h, b);
     }
@@ -928,6 +948,7 @@ static int cmd_stream(int argc, char **argv, common *co) {
   /* Keep at most this many updates unanswered (below the server's limit). */
   const uint64_t window = latest ? 64 : 16;
   rc = EX_OK;
+  int idle = 0; /* consecutive seconds without a result while waiting for one */
   while (!g_stop) {
     int done_sending = count > 0 && seq >= (uint64_t)count;
     if (done_sending && last_seq >= seq) break;
@@ -956,7 +977,6 @@ static int cmd_stream(int argc, char **argv, common *co) {
     if (r == CC_EDEADLINE_EXCEEDED && !e.remote) {
       if (done_sending || seq - answered >= window) {
         /* waited a whole second for an answer with nothing else to do */
-        static int idle;
         if (++idle > 60) {
           fprintf(stderr, "contactctl: stream: no result for 60 s\n");
           rc = EX_CONN;
@@ -970,6 +990,7 @@ static int cmd_stream(int argc, char **argv, common *co) {
       break;
     }
     double lat = now_s() - sent_at[res->sequence % ring_n];
+    idle = 0;
     received++;
     dropped += res->dropped_updates;
     last_seq = res->sequence;
