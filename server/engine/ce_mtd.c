@@ -28,7 +28,12 @@
  *    long-used implementation behind FCL's convex-convex queries, packaged
  *    by Debian, and works on support functions, so curved shapes
  *    (cylinder, ellipsoid, capsule against a box or hull) stay exact. Its
- *    EPA tolerance is set relative to the shapes' size (1e-9 of it).
+ *    EPA tolerance is set relative to the shapes' size (1e-12 of it), and a
+ *    gradient polish follows (mtd_gjk). Measured accuracy: flat contacts
+ *    exact to rounding; a curved shape against a polytope edge or corner
+ *    (where the minimum sits in a kink of the projection overlap) to about
+ *    5e-7 of the shapes' size after a valley search along the kink
+ *    (test gjk_matches_closed_form_random: worst 1.5e-7 m on 0.3 m shapes).
  *
  * Degenerate inputs, documented choices:
  *  - coincident sphere centres (or intersecting capsule axes along a line):
@@ -78,15 +83,16 @@ static int trimesh_is_convex(const ce_trimesh *m, double scale) {
 }
 
 /* A tet mesh is convex when every vertex lies on or below the plane of every
- * boundary face. Quadratic, so meshes with more than 1e7 (boundary face,
- * vertex) pairs are reported as "hull used" without the check. */
+ * boundary face. Quadratic, so meshes with more than 2e6 (boundary face,
+ * vertex) pairs are reported as "hull used" without the check (the
+ * check runs per query: geometries are immutable and hold no flag). */
 static int tetmesh_is_convex(const ce_tetmesh *m, double scale) {
   static const int opp[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}};
   double tol = 1e-9 * scale;
   int64_t nb = 0;
   for (int32_t t = 0; t < m->nt; t++)
     for (int i = 0; i < 4; i++) nb += m->adj[t][i] < 0;
-  if (nb * (int64_t)m->nv > 10000000) return 0;
+  if (nb * (int64_t)m->nv > 2000000) return 0;
   for (int32_t t = 0; t < m->nt; t++)
     for (int i = 0; i < 4; i++) {
       if (m->adj[t][i] >= 0) continue;
@@ -471,6 +477,13 @@ static double overlap_along(const cvx *a, const cvx *b, ce_vec3 n) {
   return ce_dot(support_world(b, n, 0), n) - ce_dot(support_world(a, ce_neg(n), 0), n);
 }
 
+/* Tangential gradient of overlap_along at n: b*(n) - a*(-n) without its
+ * n component. */
+static ce_vec3 overlap_gradient(const cvx *a, const cvx *b, ce_vec3 n) {
+  ce_vec3 g = ce_sub(support_world(b, n, 0), support_world(a, ce_neg(n), 0));
+  return ce_axpy(g, -ce_dot(g, n), n);
+}
+
 static ce_errno mtd_gjk(const cvx *a, const cvx *b, ce_mtd *o) {
   ccd_t ccd;
   CCD_INIT(&ccd);
@@ -479,7 +492,7 @@ static ce_errno mtd_gjk(const cvx *a, const cvx *b, ce_mtd *o) {
   ccd.center1 = ccd_center;
   ccd.center2 = ccd_center;
   ccd.max_iterations = 1000;
-  ccd.epa_tolerance = 1e-9 * (a->scale + b->scale);
+  ccd.epa_tolerance = 1e-12 * (a->scale + b->scale);
   ccd.dist_tolerance = 1e-12 * (a->scale + b->scale);
   ccd_real_t depth;
   ccd_vec3_t dir, pos;
@@ -516,6 +529,45 @@ static ce_errno mtd_gjk(const cvx *a, const cvx *b, ce_mtd *o) {
       t *= 2;
     } else {
       t *= 0.25;
+    }
+  }
+  /* Valleys: against a polytope edge the minimum lies on a kink line of f,
+   * the great circle n . e = 0 where e = p1 - p2 is the jump of the support
+   * point across the line (found from the gradients on either side), and
+   * plain steps stall on its walls. Project onto the line and line-search
+   * along it; every accepted step lowers f. */
+  double sc = a->scale + b->scale;
+  for (int it = 0; it < 60; it++) {
+    ce_vec3 g = overlap_gradient(a, b, n);
+    double lg = ce_norm(g);
+    if (!(lg > 0)) break;
+    ce_vec3 u = ce_scale(g, 1.0 / lg);
+    /* the support point that jumps (an edge of a polytope side) */
+    ce_vec3 np = ce_normalize(ce_axpy(n, 1e-5, u)), nm = ce_normalize(ce_axpy(n, -1e-5, u));
+    ce_vec3 eb = ce_sub(support_world(b, np, 0), support_world(b, nm, 0));
+    ce_vec3 ea = ce_sub(support_world(a, ce_neg(np), 0), support_world(a, ce_neg(nm), 0));
+    ce_vec3 e = ce_norm2(eb) >= ce_norm2(ea) ? eb : ea;
+    if (!(ce_norm(e) > 1e-6 * sc)) break; /* smooth here: the gradient polish did it */
+    e = ce_normalize(e);
+    ce_vec3 v = ce_normalize(ce_cross(n, e));
+    int moved = 0;
+    for (double st = 1e-2; st > 1e-13 && !moved; st *= 0.25)
+      for (int sgn_ = -1; sgn_ <= 1 && !moved; sgn_ += 2) {
+        ce_vec3 n2 = ce_normalize(ce_axpy(n, sgn_ * st, v));
+        n2 = ce_normalize(ce_axpy(n2, -ce_dot(n2, e), e));
+        double f2 = overlap_along(a, b, n2);
+        if (f2 < f) {
+          n = n2;
+          f = f2;
+          moved = 1;
+        }
+      }
+    if (!moved) {
+      ce_vec3 n2 = ce_normalize(ce_axpy(n, -ce_dot(n, e), e)); /* onto the line itself */
+      double f2 = overlap_along(a, b, n2);
+      if (!(f2 < f)) break;
+      n = n2;
+      f = f2;
     }
   }
   set_from_a(o, support_world(a, ce_neg(n), 1), n, f); /* f >= MTD >= EPA depth */
