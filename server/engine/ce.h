@@ -186,6 +186,13 @@ typedef struct ce_heightfield_point {
 ce_errno ce_heightfield_eval(const ce_geometry *g, double x, double y,
                              ce_heightfield_point *out, ce_error *err);
 
+/* A box (geometry frame) holding the whole reconstructed surface: the
+ * grid's rectangle in x, y and a bound of the surface's heights in z (the
+ * samples' range widened for the patches' overshoot). For broad phases:
+ * the terrain is one large body. CE_EINVAL for a non-terrain. */
+ce_errno ce_heightfield_extent(const ce_geometry *g, ce_vec3 *lo, ce_vec3 *hi,
+                               ce_error *err);
+
 void ce_geometry_free(ce_geometry *g);
 void ce_geometry_get_info(const ce_geometry *g, ce_geometry_info *info);
 
@@ -359,6 +366,133 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
 double ce_combine_modulus(double ea, double eb);
 double ce_combine_dissipation(double ea, double da, double eb, double db);
 double ce_combine_friction(double mua, double mub);
+
+
+/* ---- mesh files and compliant geometry from assets (issue 5) ---------- */
+
+/* Mesh file formats (ce_meshio.c). Parsing works on bytes in memory; the
+ * engine never opens files. */
+typedef enum {
+  CE_MESH_AUTO = 0, /* sniff: "# vtk", "$MeshFormat", binary/ASCII STL, else OBJ */
+  CE_MESH_VTK = 1,  /* VTK legacy UNSTRUCTURED_GRID, ASCII or BINARY (big-endian) */
+  CE_MESH_MSH = 2,  /* Gmsh MSH 2.2 or 4.1 ASCII */
+  CE_MESH_OBJ = 3,  /* Wavefront OBJ (v, f; polygons fanned) */
+  CE_MESH_STL = 4,  /* STL ASCII or binary */
+} ce_mesh_format;
+
+/* A parsed mesh: malloc'd flat arrays, free with ce_mesh_data_free. Tet
+ * formats (VTK, MSH) fill tets (cells of other types are skipped and
+ * counted); surface formats (OBJ, STL) fill tris. Tets are as in the file
+ * (ce_geometry_from_tetmesh wants them positively oriented). */
+typedef struct ce_mesh_data {
+  ce_mesh_format format;   /* the format actually parsed */
+  int32_t nv, ntri, ntet;
+  double *vertices;        /* 3 * nv */
+  int32_t *tris;           /* 3 * ntri */
+  int32_t *tets;           /* 4 * ntet */
+  int32_t skipped_cells;   /* cells of other types (VTK, MSH) */
+  int32_t welded;          /* vertices merged into others by welding */
+  int32_t dropped_faces;   /* faces that welding made degenerate */
+} ce_mesh_data;
+
+/* Parse `len` bytes. weld_tol: surface formats merge vertices closer than
+ * weld_tol in every coordinate (max-norm; 0 = exact duplicates only; < 0 =
+ * no welding). STL is always welded (at max(weld_tol, 0)). Errors name the
+ * line (text) or byte offset (binary) and what was expected; counts are
+ * checked against the bytes left before anything is allocated; at most
+ * 2^28 vertices or cells (CE_ELIMIT). On error *out is zeroed. */
+ce_errno ce_mesh_parse(const void *bytes, size_t len, ce_mesh_format format, double weld_tol,
+                       ce_mesh_data *out, ce_error *err);
+void ce_mesh_data_free(ce_mesh_data *m);
+
+/* Pressure field kinds for tet meshes built from assets (ce_laplace.c). */
+typedef enum {
+  CE_FIELD_LAPLACE = 0,  /* harmonic: 0 on the boundary, 1 on the core */
+  CE_FIELD_DISTANCE = 1, /* normalised distance to the boundary */
+  CE_FIELD_USER = 2,     /* per-vertex values given by the caller (Pa) */
+} ce_field_kind;
+
+/* Progress of a long build: fraction in [0, 1] and a stage name
+ * ("tetrahedralise", "field", "finish"). Called from the building thread. */
+typedef void (*ce_progress_fn)(void *user, double fraction, const char *stage);
+
+typedef struct ce_field_options {
+  ce_field_kind kind;
+  /* LAPLACE: the core (eps = 1) is the vertices whose distance to the
+   * boundary is >= core_depth (m); core_depth <= 0 means the deepest
+   * vertices (within 1% of the largest depth). */
+  double core_depth;
+  const double *user_field; /* USER: nv pressures, Pa */
+  double tolerance;         /* PCG relative residual; <= 0: 1e-10 */
+  ce_progress_fn progress;
+  void *progress_user;
+} ce_field_options;
+
+typedef struct ce_field_report {
+  int32_t core_vertices, boundary_vertices;
+  int32_t iterations;   /* PCG iterations (LAPLACE) */
+  double residual;      /* final relative residual (LAPLACE) */
+} ce_field_report;
+
+/* Laplace field of a tet mesh: eps (nv values) = 0 on the boundary
+ * vertices, 1 on the core, harmonic (linear FEM, Jacobi-preconditioned CG)
+ * elsewhere. Unused vertices get 0. */
+ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *tets, int32_t nt,
+                            const ce_field_options *opt, double *eps, ce_field_report *rep,
+                            ce_error *err);
+
+/* ce_geometry_from_tetmesh with a chosen field: p = E eps (LAPLACE), the
+ * distance field (DISTANCE) or the user's values (USER, checked: finite,
+ * >= 0, zero on the boundary). */
+ce_errno ce_geometry_from_tetmesh_field(const double *vertices, int32_t nv, const int32_t *tets,
+                                        int32_t nt, const ce_field_options *field,
+                                        const ce_props *props, ce_geometry **out,
+                                        ce_field_report *rep, ce_error *err);
+
+/* Compliant geometry from a closed triangle surface (ce_tetrahedralize.c). */
+typedef struct ce_surface_build_options {
+  double edge_length;    /* target tet edge length, m; <= 0: props->hint */
+  ce_field_kind field;   /* LAPLACE (default) or DISTANCE */
+  double core_depth;     /* LAPLACE core, as in ce_field_options */
+  int use_hull_if_open;  /* open / non-manifold surface: use its convex hull */
+  int32_t max_tets;      /* <= 0: 4,000,000 (CE_ELIMIT beyond) */
+  ce_progress_fn progress;
+  void *progress_user;
+} ce_surface_build_options;
+
+typedef struct ce_surface_build_report {
+  int32_t tets, vertices;
+  double min_dihedral_deg;  /* smallest dihedral angle of any tet */
+  double max_dihedral_deg;
+  double volume;            /* of the tet mesh */
+  double surface_volume;    /* enclosed by the input surface */
+  double volume_error;      /* (volume - surface_volume) / surface_volume */
+  int used_hull;            /* 1: the surface was open; its hull was used */
+  ce_field_report field;
+} ce_surface_build_report;
+
+void ce_surface_build_options_default(ce_surface_build_options *o);
+
+/* Tetrahedralise a closed, possibly non-convex surface (outward winding) on
+ * a body-centred cubic lattice of spacing ~edge_length, cut by the
+ * surface (winding-number inside test), boundary vertices warped onto it
+ * under a dihedral-angle guard (every tet keeps its smallest dihedral angle
+ * >= CE_TETRAHEDRALIZE_MIN_DIHEDRAL_DEG). An open, non-manifold or
+ * self-intersecting surface fails with CE_EOPEN / CE_EDEGENERATE unless
+ * use_hull_if_open. props->compliance must be CE_COMPLIANT. rep may be
+ * NULL. */
+#define CE_TETRAHEDRALIZE_MIN_DIHEDRAL_DEG 10.0
+ce_errno ce_geometry_from_surface(const double *vertices, int32_t nv, const int32_t *tris,
+                                  int32_t nf, const ce_props *props,
+                                  const ce_surface_build_options *opt, ce_geometry **out,
+                                  ce_surface_build_report *rep, ce_error *err);
+
+/* The tet mesh alone (malloc'd *out_vertices 3*nv, *out_tets 4*nt;
+ * positively oriented), for tests and tools. */
+ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int32_t *tris,
+                                   int32_t nf, const ce_surface_build_options *opt,
+                                   double **out_vertices, int32_t *out_nv, int32_t **out_tets,
+                                   int32_t *out_nt, ce_surface_build_report *rep, ce_error *err);
 
 #ifdef __cplusplus
 }

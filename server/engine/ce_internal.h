@@ -354,4 +354,10 @@ ce_errno ce_intersect_tet_terrain(const ce_geometry *m, const ce_geometry *n, co
 ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double stiction_tolerance,
                                   int want_patches, ce_arena *arena, ce_result *r, ce_error *err);
 
+
+/* ---- assets (ce_tetrahedralize.c, ce_laplace.c) -------------------------- */
+
+/* The point of triangle abc closest to p. */
+ce_vec3 ce_closest_point_triangle(ce_vec3 p, ce_vec3 a, ce_vec3 b, ce_vec3 c);
+
 #endif /* CE_INTERNAL_H */

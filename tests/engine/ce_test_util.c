@@ -43,3 +43,91 @@ ce_quat ce_test_rand_quat(uint64_t *s) {
                sqrt(u1) * sin(2 * M_PI * u3), sqrt(u1) * cos(2 * M_PI * u3)};
   return ce_quat_normalize(q);
 }
+
+/* ---- OBJ text of test surfaces ------------------------------------------ */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct tu_sbuf {
+  char *s;
+  size_t n, cap;
+} tu_sbuf;
+
+static void tu_printf(tu_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tu_printf(tu_sbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (k < 0) return;
+  if (b->n + (size_t)k + 1 > b->cap) {
+    size_t nc = (b->n + (size_t)k + 1) * 2;
+    char *ns = realloc(b->s, nc);
+    if (!ns) abort();
+    b->s = ns;
+    b->cap = nc;
+  }
+  va_start(ap, fmt);
+  vsnprintf(b->s + b->n, (size_t)k + 1, fmt, ap);
+  va_end(ap);
+  b->n += (size_t)k;
+}
+
+char *ce_test_obj_sphere(double R, int nlat, int nlon, size_t *len) {
+  tu_sbuf b = {0, 0, 0};
+  tu_printf(&b, "# UV sphere R=%g\nv 0 0 %.17g\n", R, R);
+  for (int i = 1; i < nlat; i++)
+    for (int j = 0; j < nlon; j++) {
+      double th = M_PI * i / nlat, ph = 2 * M_PI * j / nlon;
+      tu_printf(&b, "v %.17g %.17g %.17g\n", R * sin(th) * cos(ph), R * sin(th) * sin(ph), R * cos(th));
+    }
+  tu_printf(&b, "v 0 0 %.17g\n", -R);
+  int last = 2 + (nlat - 1) * nlon;
+#define TU_ID(i, j) (2 + ((i) - 1) * nlon + ((j) % nlon))
+  for (int j = 0; j < nlon; j++) tu_printf(&b, "f 1 %d %d\n", TU_ID(1, j), TU_ID(1, j + 1));
+  for (int i = 1; i < nlat - 1; i++)
+    for (int j = 0; j < nlon; j++)
+      tu_printf(&b, "f %d %d %d %d\n", TU_ID(i, j), TU_ID(i + 1, j), TU_ID(i + 1, j + 1), TU_ID(i, j + 1));
+  for (int j = 0; j < nlon; j++) tu_printf(&b, "f %d %d %d\n", last, TU_ID(nlat - 1, j + 1), TU_ID(nlat - 1, j));
+#undef TU_ID
+  *len = b.n;
+  return b.s;
+}
+
+char *ce_test_obj_torus(double R, double r, int nu, int nv, size_t *len) {
+  tu_sbuf b = {0, 0, 0};
+  for (int i = 0; i < nu; i++)
+    for (int j = 0; j < nv; j++) {
+      double u = 2 * M_PI * i / nu, v = 2 * M_PI * j / nv;
+      tu_printf(&b, "v %.17g %.17g %.17g\n", (R + r * cos(v)) * cos(u), (R + r * cos(v)) * sin(u), r * sin(v));
+    }
+#define TU_TI(i, j) (1 + ((i) % nu) * nv + ((j) % nv))
+  for (int i = 0; i < nu; i++)
+    for (int j = 0; j < nv; j++) {
+      tu_printf(&b, "f %d %d %d\n", TU_TI(i, j), TU_TI(i + 1, j), TU_TI(i + 1, j + 1));
+      tu_printf(&b, "f %d %d %d\n", TU_TI(i, j), TU_TI(i + 1, j + 1), TU_TI(i, j + 1));
+    }
+#undef TU_TI
+  *len = b.n;
+  return b.s;
+}
+
+char *ce_test_obj_lblock(double h, size_t *len) {
+  static const double P[6][2] = {{0, 0}, {2, 0}, {2, 1}, {1, 1}, {1, 2}, {0, 2}};
+  static const int fan[4][3] = {{4, 5, 6}, {4, 6, 1}, {4, 1, 2}, {4, 2, 3}};
+  tu_sbuf b = {0, 0, 0};
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 6; i++) tu_printf(&b, "v %g %g %.17g\n", P[i][0], P[i][1], k * h);
+  for (int f = 0; f < 4; f++) {
+    tu_printf(&b, "f %d %d %d\n", fan[f][0] + 6, fan[f][1] + 6, fan[f][2] + 6);
+    tu_printf(&b, "f %d %d %d\n", fan[f][0], fan[f][2], fan[f][1]);
+  }
+  for (int i = 0; i < 6; i++) {
+    int a = i + 1, c = (i + 1) % 6 + 1;
+    tu_printf(&b, "f %d %d %d %d\n", a, c, c + 6, a + 6);
+  }
+  *len = b.n;
+  return b.s;
+}

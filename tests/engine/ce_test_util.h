@@ -15,4 +15,14 @@ double ce_test_rand(uint64_t *state);
 /* A uniformly random unit quaternion. */
 ce_quat ce_test_rand_quat(uint64_t *state);
 
+
+/* Wavefront OBJ text of test surfaces (malloc'd, NUL terminated; *len =
+ * strlen), outward winding:
+ *  - UV sphere of radius R (nlat bands, nlon segments, quads as "f a b c d");
+ *  - torus about z (major R, minor r, nu x nv quads split in triangles);
+ *  - L-shaped block [0,2]x[0,1] u [0,1]x[0,2] x [0,h] (volume 3 h). */
+char *ce_test_obj_sphere(double R, int nlat, int nlon, size_t *len);
+char *ce_test_obj_torus(double R, double r, int nu, int nv, size_t *len);
+char *ce_test_obj_lblock(double h, size_t *len);
+
 #endif
