@@ -68,7 +68,8 @@ static int cmp(const void *a, const void *b) {
 }
 
 /* Median wall and thread-CPU time per query over reps (after one warm-up). */
-static void time_query(const char *label, const ce_geometry *s, const ce_geometry *t, double r, int reps) {
+static void time_query(const char *label, const ce_geometry *s, const ce_geometry *t, double r, int reps,
+                       double lift) {
   ce_arena *arena = ce_arena_create(1 << 20);
   ce_body a, b;
   memset(&a, 0, sizeof a);
@@ -78,7 +79,7 @@ static void time_query(const char *label, const ce_geometry *s, const ce_geometr
   a.X_WB.R.m[0][0] = a.X_WB.R.m[1][1] = a.X_WB.R.m[2][2] = 1;
   b.X_WB = a.X_WB;
   double x = 0.31, y = 0.17;
-  a.X_WB.p = (ce_vec3){x, y, height(x, y) + r - 0.01};
+  a.X_WB.p = (ce_vec3){x, y, height(x, y) + r - 0.01 + lift};
   ce_options opt;
   ce_options_default(&opt);
   ce_result res;
@@ -137,11 +138,25 @@ int main(void) {
   ce_geometry *cs = sphere(CE_COMPLIANT, 0.25, 0.025);
   ce_geometry *rs = sphere(CE_RIGID, 0.25, 0.025);
   printf("compliant sphere r 0.25 m (hint 0.025 m), 1 cm deep (hydroelastic):\n");
-  time_query("64 x 64 grid", cs, ts, 0.25, 200);
-  time_query("4096 x 4096 grid", cs, tb, 0.25, 200);
+  time_query("64 x 64 grid", cs, ts, 0.25, 200, 0);
+  time_query("4096 x 4096 grid", cs, tb, 0.25, 200, 0);
+  {
+    ce_props hp;
+    memset(&hp, 0, sizeof hp);
+    hp.compliance = CE_RIGID;
+    ce_shape hs;
+    memset(&hs, 0, sizeof hs);
+    hs.type = CE_SHAPE_HALFSPACE;
+    ce_geometry *h = NULL;
+    if (ce_geometry_from_shape(&hs, &hp, &h, NULL) != CE_OK) return 1;
+    time_query("reference: rigid half space z = 0", cs, h, 0.25 - height(0.31, 0.17), 200, 0);
+    ce_geometry_free(h);
+  }
+  time_query("1 m above the 4096 x 4096 grid", cs, tb, 0.25, 20000, 1.0);
   printf("rigid sphere r 0.25 m, 1 cm deep (point contact, Newton on the smooth surface):\n");
-  time_query("64 x 64 grid", rs, ts, 0.25, 2000);
-  time_query("4096 x 4096 grid", rs, tb, 0.25, 2000);
+  time_query("64 x 64 grid", rs, ts, 0.25, 2000, 0);
+  time_query("4096 x 4096 grid", rs, tb, 0.25, 2000, 0);
+  time_query("1 m above the 4096 x 4096 grid", rs, tb, 0.25, 20000, 1.0);
   ce_geometry_free(rs);
   ce_geometry_free(cs);
   ce_geometry_free(ts);

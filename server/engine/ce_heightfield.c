@@ -492,3 +492,14 @@ ce_errno ce_heightfield_eval(const ce_geometry *g, double x, double y, ce_height
   out->k2 = H - disc;
   return CE_OK;
 }
+
+ce_errno ce_heightfield_extent(const ce_geometry *g, ce_vec3 *lo, ce_vec3 *hi, ce_error *err) {
+  if (!g || !g->hf) return ce_fail(err, CE_EINVAL, "heightfield extent: the geometry is not a heightfield");
+  if (!lo || !hi) return ce_fail(err, CE_EINVAL, "heightfield extent: lo and hi are required");
+  double x0, y0, x1, y1, z0, z1;
+  ce_heightfield_domain(g->hf, &x0, &y0, &x1, &y1);
+  ce_heightfield_range(g->hf, &z0, &z1);
+  *lo = ce_v3(x0, y0, z0);
+  *hi = ce_v3(x1, y1, z1);
+  return CE_OK;
+}

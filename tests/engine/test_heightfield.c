@@ -276,8 +276,35 @@ Test(heightfield, queries_outside_and_wrong_geometry) {
   ce_geometry *sp = NULL;
   cr_assert_eq(ce_geometry_from_shape(&s, &pr, &sp, NULL), CE_OK);
   cr_assert_eq(ce_heightfield_eval(sp, 0, 0, &p, &err), CE_EINVAL);
+  ce_vec3 lo, hi;
+  cr_assert_eq(ce_heightfield_extent(sp, &lo, &hi, &err), CE_EINVAL);
   ce_geometry_free(sp);
   ce_geometry_free(g);
+}
+
+Test(heightfield, extent_holds_the_surface) {
+  const int n = 30;
+  double *z = random_grid(n, n, 21);
+  ce_geometry *g = make_hf(z, n, n, 0.2, 0.1, ce_v3(1, -1, 3), 2);
+  ce_vec3 lo, hi;
+  cr_assert_eq(ce_heightfield_extent(g, &lo, &hi, NULL), CE_OK);
+  cr_assert_eq(lo.x, 1.0);
+  cr_assert_eq(lo.y, -1.0);
+  cr_assert(ce_test_close(hi.x, 1 + 0.2 * 29, 1e-15, 0));
+  cr_assert(ce_test_close(hi.y, -1 + 0.1 * 29, 1e-15, 0));
+  uint64_t seed = 4;
+  double zmin = INFINITY, zmax = -INFINITY;
+  for (int k = 0; k < 20000; k++) {
+    ce_heightfield_point p;
+    cr_assert_eq(ce_heightfield_eval(g, lo.x + (hi.x - lo.x) * ce_test_rand(&seed),
+                                     lo.y + (hi.y - lo.y) * ce_test_rand(&seed), &p, NULL), CE_OK);
+    zmin = fmin(zmin, p.height);
+    zmax = fmax(zmax, p.height);
+  }
+  cr_assert(zmin >= lo.z && zmax <= hi.z, "[%g, %g] outside [%g, %g]", zmin, zmax, lo.z, hi.z);
+  cr_assert_lt(hi.z - lo.z, 5 * 2.0 + 1e-9, "no looser than 5 sample ranges");
+  ce_geometry_free(g);
+  free(z);
 }
 
 /* O(grid) memory, nothing meshed: bytes ~ 8 per sample, no triangles. */
