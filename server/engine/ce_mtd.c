@@ -615,6 +615,9 @@ ce_errno ce_mtd_compute(const ce_geometry *ga, const ce_pose *X_WA, const ce_geo
   make_cvx(ga, X_WA, &a, &out->hull_a);
   make_cvx(gb, X_WB, &b, &out->hull_b);
   int ha = out->hull_a, hb = out->hull_b;
+  if ((a.kind == K_PTS && a.nv <= 0) || (b.kind == K_PTS && b.nv <= 0))
+    return ce_fail(err, CE_EUNSUPPORTED, "point contact: geometry %s has neither vertices nor an analytic shape",
+                   a.kind == K_PTS && a.nv <= 0 ? "A" : "B");
   if (mtd_analytic(&a, &b, out)) {
   } else if (mtd_analytic(&b, &a, out)) {
     if (out->overlap) swap_result(out);

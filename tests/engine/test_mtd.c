@@ -434,3 +434,22 @@ Test(mtd, gjk_matches_closed_form_random) {
   ce_geometry_free(sph);
   ce_geometry_free(bx);
 }
+
+/* A geometry with neither vertices nor analytic parameters (nothing the
+ * public builders produce, but a future shape kind might) is a clear error,
+ * not a crash. */
+Test(mtd, empty_geometry_is_an_error) {
+  ce_geometry *g = calloc(1, sizeof *g);
+  g->shape = CE_SHAPE_TRIMESH;
+  g->compliance = CE_RIGID;
+  g->modulus = INFINITY;
+  g->scale = 1;
+  ce_geometry *s = sphere(0.5);
+  ce_pose I = at(0, 0, 0);
+  ce_mtd m;
+  ce_error err;
+  cr_assert_eq(ce_mtd_compute(s, &I, g, &I, &m, &err), CE_EUNSUPPORTED);
+  cr_assert(strstr(err.message, "geometry B") != NULL, "%s", err.message);
+  free(g);
+  ce_geometry_free(s);
+}
