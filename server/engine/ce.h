@@ -420,7 +420,8 @@ typedef struct ce_field_options {
   ce_field_kind kind;
   /* LAPLACE: the core (eps = 1) is the vertices whose distance to the
    * boundary is >= core_depth (m); core_depth <= 0 means the deepest
-   * vertices (within 1% of the largest depth). */
+   * vertices: depth >= 0.75 x the largest depth (a band, so that ring-like
+   * cores such as a torus's are whole). */
   double core_depth;
   const double *user_field; /* USER: nv pressures, Pa */
   double tolerance;         /* PCG relative residual; <= 0: 1e-10 */

@@ -3,7 +3,9 @@
  *
  * Laplace field: eps = 0 on the boundary vertices (those of faces that
  * belong to one tet), eps = 1 on the core (vertices whose distance to the
- * boundary is >= core_depth, or, by default, within 1% of the deepest),
+ * boundary is >= core_depth, or, by default, >= 0.75 of the largest depth:
+ * the deepest vertices, as a band thick enough to follow a ring-shaped core
+ * such as a torus's),
  * harmonic in between: linear finite elements, K_ij = sum over tets of
  * V grad(phi_i) . grad(phi_j), solved for the free vertices with
  * Jacobi-preconditioned conjugate gradients. p = E eps.
@@ -19,7 +21,7 @@
 
 #include "ce_internal.h"
 
-#define CORE_DEFAULT_FRACTION 0.99
+#define CORE_DEFAULT_FRACTION 0.75
 #define PCG_MAX_ITER_FACTOR 4 /* at most 4 n + 100 iterations */
 
 static int cmp_i32(const void *pa, const void *pb) {
