@@ -421,3 +421,37 @@ Test(terrain_contact, rigid_convex_vertices_equal_box_corners, .init = setup, .f
   ce_geometry_free(cv);
   ce_geometry_free(t);
 }
+
+/* A rotated, translated flat terrain is the same rotated half space, for a
+ * compliant sphere (hydroelastic) and a rigid one (point contact). */
+Test(terrain_contact, posed_terrain_equals_posed_halfspace, .init = setup, .fini = teardown) {
+  ce_geometry *t = flat_terrain(0.0);
+  ce_geometry *h = rigid_shape((ce_shape){.type = CE_SHAPE_HALFSPACE});
+  ce_quat q = ce_quat_from_axis_angle(ce_normalize(ce_v3(0.3, -1, 0.2)), 0.5);
+  ce_vec3 o = ce_v3(0.4, -0.3, 1.2);
+  ce_body bt = ce_test_body(t, q, o), bh = ce_test_body(h, q, o);
+  ce_vec3 n = ce_quat_rotate(q, ce_v3(0, 0, 1));
+  ce_vec3 foot = ce_add(o, ce_quat_rotate(q, ce_v3(0.21, -0.13, 0)));
+  ce_geometry *cs = sphere(CE_COMPLIANT, 0.3, 0.06);
+  ce_geometry *rs = rigid_shape((ce_shape){.type = CE_SHAPE_SPHERE, .radius = 0.3});
+  ce_geometry *sp[2] = {cs, rs};
+  for (int k = 0; k < 2; k++) {
+    ce_body bs = ce_test_body(sp[k], ce_test_rand_quat(&(uint64_t){77}), ce_axpy(foot, 0.3 - 0.02, n));
+    bs.V_WB.v = ce_v3(0.01, 0.02, -0.03);
+    bs.material.dissipation = 0.2;
+    ce_result r1 = query_body(&bs, &bt, CE_MODEL_HYDROELASTIC_WITH_FALLBACK);
+    ce_wrench w1 = r1.wrench_a;
+    ce_contact_status st = r1.status;
+    ce_result r2 = query_body(&bs, &bh, k == 0 ? CE_MODEL_HYDROELASTIC : CE_MODEL_POINT);
+    cr_assert_eq(st, k == 0 ? CE_CONTACT_SURFACE : CE_CONTACT_POINT);
+    cr_assert_eq(r2.status, st);
+    cr_assert_lt(rel(w1.force, r2.wrench_a.force), 1e-8, "%s: (%g %g %g) vs (%g %g %g)", k ? "rigid" : "compliant",
+                 w1.force.x, w1.force.y, w1.force.z, r2.wrench_a.force.x, r2.wrench_a.force.y, r2.wrench_a.force.z);
+    cr_assert_lt(ce_norm(ce_sub(w1.torque, r2.wrench_a.torque)), 1e-8 * ce_norm(w1.force));
+    cr_assert_gt(ce_dot(w1.force, n), 0);
+  }
+  ce_geometry_free(rs);
+  ce_geometry_free(cs);
+  ce_geometry_free(h);
+  ce_geometry_free(t);
+}
