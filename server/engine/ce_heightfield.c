@@ -45,9 +45,13 @@
 
 #define CE_HF_BLOCK_SHIFT 4
 #define CE_HF_BLOCK (1 << CE_HF_BLOCK_SHIFT)
-/* Largest (sum |w| - 1) / 2 over the tensor-product weights, borders
- * included, is below 1 (tested in test_heightfield.c); 2 for margin. */
-#define CE_HF_OVERSHOOT 2.0
+/* F - min = sum w (z - min) <= (sum of the positive weights) (max - min),
+ * and the positive weights sum to (L + 1) / 2 with L = sum |w|. The 1-D
+ * weights (cubic and quintic, the extrapolated border sample expanded into
+ * real ones) have sum |w| <= 1.25 (at s = 1/2), so L <= 1.5625 and the
+ * overshoot is at most 0.28 of the range; 0.5 for margin (containment is
+ * tested in test_heightfield.c). */
+#define CE_HF_OVERSHOOT 0.5
 #define CE_HF_MAX_SAMPLES (1 << 28)
 
 struct ce_heightfield {

@@ -324,3 +324,27 @@ Test(heightfield, memory_is_the_grid) {
   ce_geometry_free(g);
   free(z);
 }
+
+/* The worst overshoot of the patches: a 2 x 2 block of ones in zeros peaks
+ * at (9/8)^2 = 1.265625 in the middle of the block (C1), above every
+ * sample; the block bounds still contain it. */
+Test(heightfield, overshoot_is_bounded) {
+  double z[64] = {0};
+  z[3 * 8 + 3] = z[3 * 8 + 4] = z[4 * 8 + 3] = z[4 * 8 + 4] = 1.0;
+  for (int cont = 1; cont <= 2; cont++) {
+    ce_geometry *g = make_hf(z, 8, 8, 1, 1, ce_v3(0, 0, 0), cont);
+    const ce_heightfield *h = ce_geometry_heightfield(g);
+    ce_hf_jet J;
+    cr_assert(ce_heightfield_jet(h, 3.5, 3.5, &J));
+    if (cont == 1) cr_assert(ce_test_close(J.z, 1.265625, 1e-14, 0), "C1 peak %.17g", J.z);
+    cr_assert_gt(J.z, 1.0, "C%d overshoots the samples", cont);
+    double lo, hi;
+    cr_assert(ce_heightfield_bounds(h, 3.4, 3.4, 3.6, 3.6, &lo, &hi));
+    cr_assert_geq(hi, J.z);
+    cr_assert_leq(lo, 0.0);
+    ce_vec3 elo, ehi;
+    cr_assert_eq(ce_heightfield_extent(g, &elo, &ehi, NULL), CE_OK);
+    cr_assert_geq(ehi.z, J.z);
+    ce_geometry_free(g);
+  }
+}
