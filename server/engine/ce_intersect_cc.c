@@ -332,7 +332,7 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   if (e != CE_OK) return e;
   if (faces.len == 0) return CE_OK;
   pair_set set;
-  if ((e = set_init(a, &set, 4 * faces.len)) != CE_OK) return e;
+  if ((e = set_init(a, &set, 8 * faces.len)) != CE_OK) return e;
   ce_buf queue;
   ce_buf_init(&queue, sizeof(ce_pair));
   if (ce_buf_reserve(a, &queue, 256) != CE_OK) return CE_ENOMEM;
