@@ -455,3 +455,18 @@ Test(terrain_contact, posed_terrain_equals_posed_halfspace, .init = setup, .fini
   ce_geometry_free(h);
   ce_geometry_free(t);
 }
+
+/* The terrain ends at the grid's edges: a sphere centred on a corner of a
+ * flat grid touches a quarter of its contact disk, on an edge half. */
+Test(terrain_contact, grid_edges_cut_the_surface, .init = setup, .fini = teardown) {
+  ce_geometry *s = sphere(CE_COMPLIANT, 0.3, 0.05);
+  ce_geometry *t = flat_terrain(0.0); /* [-2.5, 2.25]^2 */
+  double full = query(s, ce_v3(0.03, 0.02, 0.27), t, ce_v3(0, 0, 0), 0).area;
+  double edge = query(s, ce_v3(2.25, 0.02, 0.27), t, ce_v3(0, 0, 0), 0).area;
+  double corner = query(s, ce_v3(2.25, -2.5, 0.27), t, ce_v3(0, 0, 0), 0).area;
+  cr_assert_gt(full, 0);
+  cr_assert_lt(fabs(edge / full - 0.5), 0.03, "edge %g of %g", edge, full);
+  cr_assert_lt(fabs(corner / full - 0.25), 0.03, "corner %g of %g", corner, full);
+  ce_geometry_free(t);
+  ce_geometry_free(s);
+}
