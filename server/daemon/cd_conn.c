@@ -291,6 +291,11 @@ static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
 }
 
 static void fatal_framing(cd_conn *c, int code, const char *msg) {
+  if (inflight(c) >= c->ring_cap) { /* no slot left for the error: just hang up */
+    c->srv->stats.disconnects_framing++;
+    cd_conn_close(c, msg);
+    return;
+  }
   uint64_t seq = cd_conn_reserve(c, cd_now_ns());
   cd_status st;
   cd_status_set(&st, code, "", "%s", msg);

@@ -2,6 +2,7 @@
 #include "cd_server.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <signal.h>
@@ -54,6 +55,14 @@ static void finish(cd_server *s) {
     s->metrics = NULL;
   }
   if (!uv_is_closing((uv_handle_t *)&s->drain_timer)) uv_close((uv_handle_t *)&s->drain_timer, NULL);
+  /* The workers are joined: this is the only thread. Block further
+   * SIGTERM/SIGINT before closing their handles (which restores the default,
+   * fatal action), so a repeated signal cannot turn a clean exit into 143. */
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &block, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->sigterm)) uv_close((uv_handle_t *)&s->sigterm, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->sigint)) uv_close((uv_handle_t *)&s->sigint, NULL);
   CD_INFO("stopped", "requests=%llu pairs=%llu", (unsigned long long)s->stats.requests,
