@@ -9,7 +9,10 @@
  * polygon, median and p90 microseconds per query over >= 200 timed runs
  * after a warm-up, and ns per output polygon. Single thread; asserts nothing.
  *
- * Usage: bench_contact [runs]   (default 300) */
+ * Usage: bench_contact [runs [hint [case]]]   (default 300 runs, every hint
+ * and case; case = cc, cc-x or cr). For profiling one case, e.g.
+ *   valgrind --tool=callgrind --toggle-collect=ce_contact \
+ *       bench_contact 10 0.0066 cc */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,16 +160,23 @@ static void run_intersect(double hint, const ce_geometry *ga, const ce_geometry 
 int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : 300;
   if (runs < 10) runs = 10;
-  const double hints[] = {0.05, 0.026, 0.013, 0.0066};
+  double hints[] = {0.05, 0.026, 0.013, 0.0066};
+  size_t nh = sizeof hints / sizeof hints[0];
+  if (argc > 2) {
+    hints[0] = atof(argv[2]);
+    nh = 1;
+  }
+  const char *only = argc > 3 ? argv[3] : NULL;
+  int do_cc = !only || !strcmp(only, "cc"), do_x = !only || !strcmp(only, "cc-x"), do_cr = !only || !strcmp(only, "cr");
   ce_arena *arena = ce_arena_create(1 << 20);
   double *t = malloc(sizeof(double) * (size_t)runs), *tc = malloc(sizeof(double) * (size_t)runs);
   printf("bench_contact: spheres R = 0.1 m, centres 0.18 m apart, %d timed runs per case\n", runs);
-  for (size_t h = 0; h < sizeof hints / sizeof hints[0]; h++) {
-    ce_geometry *c1 = sphere(CE_COMPLIANT, hints[h]), *c2 = sphere(CE_COMPLIANT, hints[h]);
-    ce_geometry *r1 = sphere(CE_RIGID, hints[h]);
+  for (size_t h = 0; h < nh; h++) {
+    ce_geometry *c1 = sphere(CE_COMPLIANT, hints[h]), *c2 = (do_cc || do_x) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
+    ce_geometry *r1 = do_cr ? sphere(CE_RIGID, hints[h]) : NULL;
     if (c1 && c2) {
-      run_contact("cc", hints[h], c1, c2, runs, arena, t, tc);
-      run_intersect(hints[h], c1, c2, runs, arena, t);
+      if (do_cc) run_contact("cc", hints[h], c1, c2, runs, arena, t, tc);
+      if (do_x) run_intersect(hints[h], c1, c2, runs, arena, t);
     }
     if (c1 && r1) run_contact("cr", hints[h], c1, r1, runs, arena, t, tc);
     ce_geometry_free(c1);

@@ -10,7 +10,9 @@
  *   tt  = -mu (2/pi) atan(|vt|/vs) tn vt/|vt|   regularised Coulomb friction
  * and the traction on A is tn n + tt (on B its negative).
  *
- * Quadrature. Every face (triangles included) is fanned around its
+ * Quadrature. Without dissipation and friction, or without relative
+ * motion, the traction is p n and each face's force and moment come from
+ * the closed forms in static_polygon_moments(). Otherwise every face (triangles included) is fanned around its
  * centroid (pressure s->centroid_pressure[f]) into triangles over its
  * corners (vertices lying on a straight edge are skipped, see corners()),
  * and each triangle is integrated with the symmetric 3-point rule at its
@@ -152,6 +154,41 @@ static int32_t corners(const ce_vec3 *v, const int32_t *ids, int32_t m, int32_t 
   return k;
 }
 
+/* Without dissipation and friction (or relative motion) the normal
+ * traction is the linear pressure itself, and its integrals have closed
+ * forms: fanning the polygon from its vertex 0 into triangles (r0, ri, rj)
+ * of area a (r relative to C), over each
+ *   Int p   = a (p0 + pi + pj) / 3,
+ *   Int p r = a/12 ((p0 + pi + pj)(r0 + ri + rj) + p0 r0 + pi ri + pj rj),
+ * exact for a linear p; they equal what the quadrature below gives (it is
+ * exact for these degree-1 and degree-2 integrands) up to rounding. */
+static void static_polygon_moments(const ce_vec3 *v, const double *p, const int32_t *ids, int32_t m, ce_vec3 C,
+                                   ce_vec3 n, double *fn, ce_vec3 *fn_r) {
+  double F = 0;
+  ce_vec3 Fr = ce_v3(0, 0, 0);
+  if (m >= 3) {
+    ce_vec3 r0 = ce_sub(v[ids[0]], C), ri = ce_sub(v[ids[1]], C);
+    double p0 = p[ids[0]], pi = p[ids[1]];
+    for (int32_t i = 1; i + 1 < m; i++) {
+      ce_vec3 rj = ce_sub(v[ids[i + 1]], C);
+      double pj = p[ids[i + 1]];
+      /* planar face with unit normal n: |cross| = |cross . n| */
+      double a = 0.5 * fabs(ce_dot(ce_cross(ce_sub(ri, r0), ce_sub(rj, r0)), n));
+      if (a > 0) {
+        double sp = p0 + pi + pj;
+        ce_vec3 sr = ce_add(r0, ce_add(ri, rj));
+        ce_vec3 pr = ce_add(ce_scale(r0, p0), ce_add(ce_scale(ri, pi), ce_scale(rj, pj)));
+        F += a * sp * (1.0 / 3.0);
+        Fr = ce_axpy(Fr, a * (1.0 / 12.0), ce_axpy(pr, sp, sr));
+      }
+      ri = rj;
+      pi = pj;
+    }
+  }
+  *fn = F;
+  *fn_r = Fr;
+}
+
 ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body *b,
                            const ce_material *combined, double stiction_tolerance,
                            ce_arena *arena, ce_result *r, ce_face_forces *ff) {
@@ -189,7 +226,9 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
   c.d = combined ? combined->dissipation : 0;
   c.mu = combined ? combined->friction : 0;
   c.vs = stiction_tolerance > 0 ? stiction_tolerance : 1e-4;
-  c.kin = c.d > 0 || c.mu > 0;
+  /* Without relative motion (vC = 0 and w = 0 exactly) the tractions are
+   * p n whatever d and mu: hc = 1 and the slip, hence the friction, is 0. */
+  c.kin = (c.d > 0 || c.mu > 0) && (ce_norm2(c.vC) > 0 || ce_norm2(c.w) > 0);
 
   int32_t cid[CE_WRENCH_MAX_CORNERS];
   ce_vec3 force = ce_v3(0, 0, 0), torque = ce_v3(0, 0, 0), nforce = ce_v3(0, 0, 0);
@@ -201,20 +240,24 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
     c.n = s->normal[f];
     c.fn = 0;
     c.fn_r = c.ft = c.tt = ce_v3(0, 0, 0);
-    int32_t k = m >= 3 ? corners(s->vertices, ids, m, cid) : 0;
-    const int32_t *use = cid;
-    if (k < 0) {
-      use = ids;
-      k = m;
-    }
-    if (k >= 3) {
-      ce_vec3 rc = ce_sub(s->centroid[f], C);
-      double pc = s->centroid_pressure[f];
-      ce_vec3 r0 = ce_sub(s->vertices[use[0]], C), ri = r0;
-      for (int32_t i = 0; i < k; i++) {
-        ce_vec3 rj = i + 1 == k ? r0 : ce_sub(s->vertices[use[i + 1]], C);
-        add_triangle(&c, rc, pc, ri, s->pressure[use[i]], rj, s->pressure[use[i + 1 == k ? 0 : i + 1]]);
-        ri = rj;
+    if (!c.kin) {
+      static_polygon_moments(s->vertices, s->pressure, ids, m, C, c.n, &c.fn, &c.fn_r);
+    } else {
+      int32_t k = m >= 3 ? corners(s->vertices, ids, m, cid) : 0;
+      const int32_t *use = cid;
+      if (k < 0) {
+        use = ids;
+        k = m;
+      }
+      if (k >= 3) {
+        ce_vec3 rc = ce_sub(s->centroid[f], C);
+        double pc = s->centroid_pressure[f];
+        ce_vec3 r0 = ce_sub(s->vertices[use[0]], C), ri = r0;
+        for (int32_t i = 0; i < k; i++) {
+          ce_vec3 rj = i + 1 == k ? r0 : ce_sub(s->vertices[use[i + 1]], C);
+          add_triangle(&c, rc, pc, ri, s->pressure[use[i]], rj, s->pressure[use[i + 1 == k ? 0 : i + 1]]);
+          ri = rj;
+        }
       }
     }
     ce_vec3 fnv = ce_scale(c.n, c.fn);
