@@ -450,21 +450,21 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
       uv_read_stop(st);
       c->reading = 0;
       size_t pend = c->wire == CD_WIRE_PROTO ? cd_frame_decoder_pending(&c->dec) : 0;
+      cd_conn_ref(c);
       if (c->wire == CD_WIRE_JSON && c->line_len && !c->line_overflow) {
         size_t ln = c->line_len;
         c->line_len = 0;
-        cd_conn_ref(c);
         c->processing++;
         json_line(c, c->line, ln); /* a last line without its newline */
         c->processing--;
         flush(c);
-        cd_conn_unref(c);
       } else if (pend && !c->fatal) {
         char msg[160];
         snprintf(msg, sizeof msg, "truncated frame: the connection ended %zu bytes into an unfinished frame", pend);
         fatal_framing(c, CD_INVALID, msg);
       }
       maybe_finish(c);
+      cd_conn_unref(c);
     } else {
       cd_conn_close(c, uv_strerror((int)nread));
     }
