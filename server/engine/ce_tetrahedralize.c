@@ -416,7 +416,7 @@ static ce_errno classify(const lattice *L, const ttree *T, int8_t *wind, const c
           e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory for ray crossings");
           goto done;
         }
-        qsort(buf, (size_t)nc, sizeof *buf, crossing_cmp);
+        if (nc > 1) qsort(buf, (size_t)nc, sizeof *buf, crossing_cmp);
         /* winding(z) = sum of signs of crossings above z */
         int total = 0;
         for (int32_t q = 0; q < nc; q++) total += buf[q].sign;
