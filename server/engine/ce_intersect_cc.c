@@ -51,6 +51,18 @@ static const int8_t slice_e[16][4][2] = {
     {{0, 0}, {0, 0}, {0, 0}, {0, 0}},
 };
 
+/* Tet j of N in M's frame, computed once per query the first time a pair
+ * needs it: vertices, the four face normals (outward, unnormalised: face k
+ * is opposite vertex k) with the squared touching tolerance scaled by
+ * |nf|^2, and the field p_N(x) = gN . x + cN. */
+typedef struct ntet {
+  ce_vec3 y[4];
+  ce_vec3 nf[4];
+  double tol2[4];
+  ce_vec3 g;
+  double c;
+} ntet;
+
 /* One query's constants. */
 typedef struct cc_query {
   const ce_tetmesh *TM, *TN;
@@ -62,7 +74,33 @@ typedef struct cc_query {
   ce_builder *b;
   ce_counters *c;
   int identical;   /* set when a pair's two fields coincide (see below) */
+  int32_t *nslot;  /* per tet of N: its index in ncache, or -1 */
+  ce_buf ncache;   /* ntet entries */
 } cc_query;
+
+/* Tet j of N in M's frame (cached); NULL when the arena is exhausted. */
+static const ntet *ntet_get(cc_query *q, int32_t j) {
+  int32_t k = q->nslot[j];
+  if (k >= 0) return (const ntet *)q->ncache.data + k;
+  if (q->ncache.len >= INT32_MAX) return NULL;
+  ntet *t = ce_buf_push(q->b->arena, &q->ncache);
+  if (!t) return NULL;
+  q->nslot[j] = (int32_t)(q->ncache.len - 1);
+  const ce_tetmesh *TN = q->TN;
+  const int32_t *tn = TN->tet[j];
+  for (int v = 0; v < 4; v++) t->y[v] = ce_add(ce_mat3_mul_vec(&q->R, TN->v[tn[v]]), q->t);
+  const ce_vec3 *yn = t->y;
+  ce_vec3 e1 = ce_sub(yn[1], yn[0]), e2 = ce_sub(yn[2], yn[0]), e3 = ce_sub(yn[3], yn[0]);
+  t->nf[0] = ce_cross(ce_sub(yn[2], yn[1]), ce_sub(yn[3], yn[1]));
+  t->nf[1] = ce_cross(e3, e2);
+  t->nf[2] = ce_cross(e1, e3);
+  t->nf[3] = ce_cross(e2, e1);
+  /* |s| <= tol |nf| without the square root */
+  for (int f = 0; f < 4; f++) t->tol2[f] = q->tol * q->tol * ce_norm2(t->nf[f]);
+  t->g = ce_mat3_mul_vec(&q->R, TN->grad[j]);
+  t->c = TN->offset[j] - ce_dot(t->g, q->t);
+  return t;
+}
 
 #define TOUCH_NONEMPTY 0x100
 
@@ -83,9 +121,11 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, int *touch) {
   if (TM->prange[i][1] < TN->prange[j][0] || TN->prange[j][1] < TM->prange[i][0]) return CE_OK;
   const int32_t *tm = TM->tet[i];
   ce_vec3 xm[4] = {TM->v[tm[0]], TM->v[tm[1]], TM->v[tm[2]], TM->v[tm[3]]};
+  const ntet *nt = ntet_get(q, j);
+  if (!nt) return CE_ENOMEM;
   ce_vec3 gM = TM->grad[i];
-  ce_vec3 gN = ce_mat3_mul_vec(&q->R, TN->grad[j]);
-  double cM = TM->offset[i], cN = TN->offset[j] - ce_dot(gN, q->t);
+  ce_vec3 gN = nt->g;
+  double cM = TM->offset[i], cN = nt->c;
   ce_vec3 g = ce_sub(gM, gN);
   double c0 = cM - cN;
   double gg = ce_norm2(g);
@@ -139,22 +179,15 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, int *touch) {
   }
   /* N's vertices in M's frame; clip by its faces (face k opposite vertex k,
    * outward normals; inside when s <= tolerance). */
-  const int32_t *tn = TN->tet[j];
-  ce_vec3 yn[4];
-  for (int k = 0; k < 4; k++) yn[k] = ce_add(ce_mat3_mul_vec(&q->R, TN->v[tn[k]]), q->t);
-  ce_vec3 e1 = ce_sub(yn[1], yn[0]), e2 = ce_sub(yn[2], yn[0]), e3 = ce_sub(yn[3], yn[0]);
-  ce_vec3 nf[4] = {ce_cross(ce_sub(yn[2], yn[1]), ce_sub(yn[3], yn[1])), ce_cross(e3, e2), ce_cross(e1, e3),
-                   ce_cross(e2, e1)};
   ce_vec3 *cur = A, *nxt = B;
   int *cb = bitsA, *nb = bitsB;
   for (int k = 0; k < 4; k++) {
-    ce_vec3 o = k == 0 ? yn[1] : yn[0];
-    /* |s| <= tol |nf| without the square root */
-    double tol2_s = q->tol * q->tol * ce_norm2(nf[k]);
+    const ce_vec3 o = k == 0 ? nt->y[1] : nt->y[0], nfk = nt->nf[k];
+    const double tol2_s = nt->tol2[k];
     double sv[CC_MAXV];
     int nout = 0;
     for (int v = 0; v < n; v++) {
-      double sk = ce_dot(nf[k], ce_sub(cur[v], o));
+      double sk = ce_dot(nfk, ce_sub(cur[v], o));
       int near = sk * sk <= tol2_s;
       sv[v] = near ? 0.0 : sk; /* within tolerance: on the face */
       nout += sv[v] > 0;
@@ -369,8 +402,8 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   return CE_OK;
 }
 
-static void query_init(cc_query *q, const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, ce_builder *b,
-                       ce_counters *c) {
+static ce_errno query_init(cc_query *q, const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
+                           ce_builder *b, ce_counters *c) {
   q->TM = &m->tet;
   q->TN = &n->tet;
   q->R = X_MN->R;
@@ -382,19 +415,28 @@ static void query_init(cc_query *q, const ce_geometry *m, const ce_geometry *n, 
   q->b = b;
   q->c = c;
   q->identical = 0;
+  int32_t nt = n->tet.nt > 0 ? n->tet.nt : 1;
+  q->nslot = ce_arena_alloc(b->arena, (size_t)nt * sizeof *q->nslot);
+  if (!q->nslot) return CE_ENOMEM;
+  memset(q->nslot, 0xff, (size_t)nt * sizeof *q->nslot); /* all -1 */
+  ce_buf_init(&q->ncache, sizeof(ntet));
+  if (ce_buf_reserve(b->arena, &q->ncache, 256) != CE_OK) return CE_ENOMEM;
+  return CE_OK;
 }
 
 ce_errno ce_intersect_tet_tet_all(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
                                   ce_builder *b, ce_counters *c) {
   cc_query q;
-  query_init(&q, m, n, X_MN, b, c);
+  ce_errno e = query_init(&q, m, n, X_MN, b, c);
+  if (e != CE_OK) return e;
   return run_all_candidates(m, n, X_MN, &q);
 }
 
 ce_errno ce_intersect_tet_tet(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
                               ce_builder *b, ce_counters *c) {
   cc_query q;
-  query_init(&q, m, n, X_MN, b, c);
+  ce_errno e0 = query_init(&q, m, n, X_MN, b, c);
+  if (e0 != CE_OK) return e0;
   if (m->bvh.bnd && n->bvh.bnd && m->tet.adj && n->tet.adj) {
     /* Remember the builder and counters to undo a walk that gives up. */
     ce_builder saved = *b;
