@@ -559,13 +559,13 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   lattice L;
   L.a = a;
   double ncell[3] = {ceil((hi.x - lo.x) / a) + 2, ceil((hi.y - lo.y) / a) + 2, ceil((hi.z - lo.z) / a) + 2};
-  /* kept tets ~ 6 per cell inside: refuse lattices far beyond the tet budget */
+  /* kept tets ~ 12 per cell inside: refuse lattices far beyond the tet budget */
   double cells = ncell[0] * ncell[1] * ncell[2];
-  if (!(svol / (a * a * a) * 6 <= (double)max_tets) || !(cells <= 8.0 * max_tets + 1e6) || ncell[0] > 1e6 ||
+  if (!(svol / (a * a * a) * 12 <= (double)max_tets) || !(cells <= 8.0 * max_tets + 1e6) || ncell[0] > 1e6 ||
       ncell[1] > 1e6 || ncell[2] > 1e6) {
     e = ce_fail(err, CE_ELIMIT,
                 "tetrahedralise: edge length %g gives ~%.0f tets (lattice %.0f x %.0f x %.0f), over the limit %d", a,
-                svol / (a * a * a) * 6, ncell[0], ncell[1], ncell[2], (int)max_tets);
+                svol / (a * a * a) * 12, ncell[0], ncell[1], ncell[2], (int)max_tets);
     goto done;
   }
   L.nx = (int32_t)ncell[0];
