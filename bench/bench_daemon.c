@@ -7,9 +7,8 @@
  *     from the broad phase) with 1 and with 2 workers.
  *
  * Starts the real daemon (argv[1], or ../server/daemon/contactd next to this
- * binary's directory) on an ephemeral port. Self-contained on purpose: the
- * few messages it needs are encoded by hand in protobuf's wire format, so it
- * links like every other benchmark. */
+ * binary's directory) on an ephemeral port and talks to it through the C
+ * client library (client/cc_client.h), as a user's program would. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libgen.h>
@@ -27,6 +26,8 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#include "cc_client.h"
+
 static char daemon_path[4096];
 
 static double now_s(void) {
@@ -35,168 +36,7 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- protobuf wire format, by hand ------------------------------------- */
-
-typedef struct buf { uint8_t *p; size_t n, cap; } buf;
-
-static void put(buf *b, const void *d, size_t n) {
-  if (b->n + n > b->cap) {
-    while (b->n + n > b->cap) b->cap = b->cap ? 2 * b->cap : 256;
-    b->p = realloc(b->p, b->cap);
-  }
-  memcpy(b->p + b->n, d, n);
-  b->n += n;
-}
-static void varint(buf *b, uint64_t v) {
-  uint8_t t[10];
-  size_t k = 0;
-  while (v >= 0x80) { t[k++] = (uint8_t)(v | 0x80); v >>= 7; }
-  t[k++] = (uint8_t)v;
-  put(b, t, k);
-}
-static void f_varint(buf *b, int field, uint64_t v) { varint(b, (uint64_t)field << 3); varint(b, v); }
-static void f_double(buf *b, int field, double v) { varint(b, (uint64_t)field << 3 | 1); put(b, &v, 8); }
-static void f_bytes(buf *b, int field, const void *d, size_t n) {
-  varint(b, (uint64_t)field << 3 | 2);
-  varint(b, n);
-  put(b, d, n);
-}
-static void f_msg(buf *b, int field, buf *m) { f_bytes(b, field, m->p, m->n); m->n = 0; }
-
-/* Envelope{request_id, contact_query{bodies, pairs | all_pairs}} as a frame. */
-static void encode_query(buf *out, uint64_t id, int n, const char *const *gid, const double (*pos)[3],
-                         int explicit_pair) {
-  buf q = {0}, body = {0}, pose = {0}, v = {0}, env = {0};
-  for (int i = 0; i < n; i++) {
-    f_double(&v, 1, pos[i][0]);
-    f_double(&v, 2, pos[i][1]);
-    f_double(&v, 3, pos[i][2]);
-    f_msg(&pose, 1, &v);
-    f_varint(&body, 1, (uint64_t)i + 1);
-    f_bytes(&body, 2, gid[i], strlen(gid[i]));
-    f_msg(&body, 3, &pose);
-    f_msg(&q, 1, &body);
-  }
-  if (explicit_pair) {
-    buf pr = {0};
-    f_varint(&pr, 1, 1);
-    f_varint(&pr, 2, 2);
-    f_msg(&q, 2, &pr);
-    free(pr.p);
-  } else {
-    f_bytes(&q, 3, "", 0); /* all_pairs: present and empty */
-  }
-  f_varint(&env, 1, id);
-  f_msg(&env, 11, &q);
-  out->n = 0;
-  varint(out, env.n);
-  put(out, env.p, env.n);
-  free(q.p); free(body.p); free(pose.p); free(v.p); free(env.p);
-}
-
-static int read_varint(const uint8_t *p, size_t n, size_t *at, uint64_t *v) {
-  *v = 0;
-  for (int s = 0; s < 64 && *at < n; s += 7) {
-    uint8_t c = p[(*at)++];
-    *v |= (uint64_t)(c & 0x7f) << s;
-    if (!(c & 0x80)) return 0;
-  }
-  return -1;
-}
-
-/* Find length-delimited field `field` in message p[0..n); count its
- * occurrences; return the first (or NULL). */
-static const uint8_t *find_field(const uint8_t *p, size_t n, int field, size_t *len, int *count) {
-  size_t at = 0;
-  const uint8_t *first = NULL;
-  if (count) *count = 0;
-  while (at < n) {
-    uint64_t key, v;
-    if (read_varint(p, n, &at, &key)) return NULL;
-    int wt = (int)(key & 7);
-    if (wt == 0) read_varint(p, n, &at, &v);
-    else if (wt == 1) at += 8;
-    else if (wt == 5) at += 4;
-    else if (wt == 2) {
-      read_varint(p, n, &at, &v);
-      if ((int)(key >> 3) == field) {
-        if (!first) { first = p + at; *len = v; }
-        if (count) (*count)++;
-      }
-      at += v;
-    } else return NULL;
-  }
-  return first;
-}
-
 /* ---- sockets and the daemon -------------------------------------------- */
-
-static int connect_port(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {0};
-  a.sin_family = AF_INET;
-  a.sin_port = htons((uint16_t)port);
-  a.sin_addr.s_addr = htonl(0x7f000001);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) { perror("connect"); exit(1); }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
-}
-
-static void send_all(int fd, const void *d, size_t n) {
-  const char *p = d;
-  while (n) {
-    ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-    if (k <= 0) { perror("send"); exit(1); }
-    p += k; n -= (size_t)k;
-  }
-}
-
-static void recv_all(int fd, void *d, size_t n) {
-  char *p = d;
-  while (n) {
-    ssize_t k = recv(fd, p, n, 0);
-    if (k <= 0) { fprintf(stderr, "bench: connection lost\n"); exit(1); }
-    p += k; n -= (size_t)k;
-  }
-}
-
-/* One reply frame into *b (body only). */
-static void recv_frame(int fd, buf *b) {
-  uint64_t len = 0;
-  for (int s = 0;; s += 7) {
-    uint8_t c;
-    recv_all(fd, &c, 1);
-    len |= (uint64_t)(c & 0x7f) << s;
-    if (!(c & 0x80)) break;
-  }
-  b->n = 0;
-  if (len > b->cap) { b->cap = len; b->p = realloc(b->p, len); }
-  recv_all(fd, b->p, len);
-  b->n = len;
-}
-
-static char *json_call(int fd, const char *line) {
-  send_all(fd, line, strlen(line));
-  send_all(fd, "\n", 1);
-  static char out[1 << 16];
-  size_t n = 0;
-  for (;;) {
-    char c;
-    recv_all(fd, &c, 1);
-    if (c == '\n' || n + 1 >= sizeof out) break;
-    out[n++] = c;
-  }
-  out[n] = 0;
-  return out;
-}
-
-static char *register_json(int fd, const char *req) {
-  char *r = json_call(fd, req);
-  char *p = strstr(r, "\"geometryId\":\"");
-  if (!p) { fprintf(stderr, "bench: register failed: %s\n", r); exit(1); }
-  return strndup(p + 14, 64);
-}
 
 typedef struct daemon { pid_t pid; int port; char log[256]; } daemon_t;
 
@@ -239,77 +79,105 @@ static int cmp_d(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static const char *SPHERE =
-    "{\"requestId\":\"1\",\"registerGeometry\":{\"sphere\":{\"radius\":0.1},\"compliance\":"
-    "\"COMPLIANCE_COMPLIANT\",\"modulus\":1e6,\"resolutionHint\":0.05}}";
-static const char *PLANE =
-    "{\"requestId\":\"2\",\"registerGeometry\":{\"halfSpace\":{},\"compliance\":\"COMPLIANCE_RIGID\"}}";
+static cc_client *connect_daemon(const daemon_t *d) {
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", d->port);
+  cc_client *c;
+  cc_error e;
+  if (cc_connect(addr, NULL, &c, &e) != CC_OK) {
+    fprintf(stderr, "bench: connect %s: %s\n", addr, e.message);
+    exit(1);
+  }
+  return c;
+}
+
+static void register_or_die(cc_client *c, const cc_shape *s, char id[CC_ID_MAX]) {
+  cc_error e;
+  if (cc_register_shape(c, s, id, NULL, &e) != CC_OK) {
+    fprintf(stderr, "bench: register failed: %s\n", e.message);
+    exit(1);
+  }
+}
+
+static const cc_shape SPHERE = {.kind = CC_SHAPE_SPHERE, .a = 0.1, .modulus = 1e6, .hint = 0.05};
+static const cc_shape PLANE = {.kind = CC_SHAPE_HALF_SPACE, .rigid = 1};
+
+static Contactd__V1__ContactReply *query_or_die(cc_client *c, const cc_body *b, size_t n,
+                                                const uint32_t (*pairs)[2], size_t npairs,
+                                                const Contactd__V1__QueryOptions *opt) {
+  Contactd__V1__ContactReply *r = NULL;
+  cc_error e;
+  if (cc_query_bodies(c, b, n, pairs, npairs, opt, &r, &e) != CC_OK) {
+    fprintf(stderr, "bench: query failed: %s\n", e.message);
+    exit(1);
+  }
+  return r;
+}
 
 static void bench_rtt(void) {
   daemon_t d;
   start_daemon(&d, 2);
-  int j = connect_port(d.port), fd = connect_port(d.port);
-  char *sphere = register_json(j, SPHERE), *plane = register_json(j, PLANE);
-  const char *gid[2] = {sphere, plane};
-  const double pos[2][3] = {{0, 0, 0.09}, {0, 0, 0}};
-  buf q = {0}, r = {0};
+  cc_client *c = connect_daemon(&d);
+  char sphere[CC_ID_MAX], plane[CC_ID_MAX];
+  register_or_die(c, &SPHERE, sphere);
+  register_or_die(c, &PLANE, plane);
+  cc_body b[2] = {{.id = 1, .geometry_id = sphere, .p = {0, 0, 0.09}},
+                  {.id = 2, .geometry_id = plane}};
+  const uint32_t pair[1][2] = {{1, 2}};
+  Contactd__V1__QueryOptions opt = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  opt.detail = CONTACTD__V1__DETAIL__DETAIL_WRENCH;
   const int warm = 300, n = 5000;
   double *t = malloc(sizeof(double) * n);
   for (int i = 0; i < warm + n; i++) {
-    encode_query(&q, (uint64_t)i + 10, 2, gid, pos, 1);
     double t0 = now_s();
-    send_all(fd, q.p, q.n);
-    recv_frame(fd, &r);
+    Contactd__V1__ContactReply *r = query_or_die(c, b, 2, pair, 1, &opt);
     double dt = now_s() - t0;
-    size_t len;
-    if (!find_field(r.p, r.n, 12, &len, NULL)) { fprintf(stderr, "bench: not a ContactReply\n"); exit(1); }
+    if (r->n_results != 1) { fprintf(stderr, "bench: expected one pair result\n"); exit(1); }
+    cc_free(r);
     if (i >= warm) t[i - warm] = dt;
   }
   qsort(t, (size_t)n, sizeof *t, cmp_d);
   printf("rtt  2-body wrench-only query, loopback TCP, 1 client: p50 %.1f us  p99 %.1f us  (n=%d)\n",
          t[n / 2] * 1e6, t[(int)(n * 0.99)] * 1e6, n);
-  free(t); free(q.p); free(r.p); free(sphere); free(plane);
-  close(j); close(fd);
+  free(t);
+  cc_close(c);
   stop_daemon(&d);
 }
 
 static void bench_scene(int workers) {
   daemon_t d;
   start_daemon(&d, workers);
-  int j = connect_port(d.port), fd = connect_port(d.port);
-  char *sphere = register_json(j, SPHERE);
+  cc_client *c = connect_daemon(&d);
+  char sphere[CC_ID_MAX];
+  register_or_die(c, &SPHERE, sphere);
   enum { NX = 10, NY = 10, NZ = 5, N = NX * NY * NZ };
-  const char *gid[N];
-  double (*pos)[3] = malloc(sizeof(double[3]) * N);
+  cc_body *b = calloc(N, sizeof *b);
   int k = 0;
   for (int x = 0; x < NX; x++)
     for (int y = 0; y < NY; y++)
       for (int z = 0; z < NZ; z++, k++) {
-        gid[k] = sphere;
-        pos[k][0] = 0.19 * x;
-        pos[k][1] = 0.19 * y;
-        pos[k][2] = 0.19 * z;
+        b[k].id = (uint32_t)k + 1;
+        b[k].geometry_id = sphere;
+        b[k].p[0] = 0.19 * x;
+        b[k].p[1] = 0.19 * y;
+        b[k].p[2] = 0.19 * z;
       }
-  buf q = {0}, r = {0};
-  int pairs = 0;
-  encode_query(&q, 1, N, gid, (const double(*)[3])pos, 0);
-  send_all(fd, q.p, q.n); /* warm-up */
-  recv_frame(fd, &r);
+  Contactd__V1__QueryOptions opt = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  opt.detail = CONTACTD__V1__DETAIL__DETAIL_WRENCH;
+  cc_free(query_or_die(c, b, N, NULL, 0, &opt)); /* warm-up */
   const int reps = 5;
+  size_t pairs = 0;
   double t0 = now_s();
   for (int i = 0; i < reps; i++) {
-    send_all(fd, q.p, q.n);
-    recv_frame(fd, &r);
+    Contactd__V1__ContactReply *r = query_or_die(c, b, N, NULL, 0, &opt);
+    pairs = r->n_results;
+    cc_free(r);
   }
   double dt = now_s() - t0;
-  size_t len;
-  const uint8_t *cr = find_field(r.p, r.n, 12, &len, NULL);
-  if (!cr) { fprintf(stderr, "bench: scene query failed\n"); exit(1); }
-  find_field(cr, len, 1, &len, &pairs);
-  printf("scene %d bodies, %d pairs (all pairs, compliant spheres): %d worker%s: %.0f pairs/s (%.1f ms/query)\n",
-         N, pairs, workers, workers > 1 ? "s" : " ", pairs * reps / dt, dt / reps * 1e3);
-  free(q.p); free(r.p); free(pos); free(sphere);
-  close(j); close(fd);
+  printf("scene %d bodies, %zu pairs (all pairs, compliant spheres): %d worker%s: %.0f pairs/s (%.1f ms/query)\n",
+         N, pairs, workers, workers > 1 ? "s" : " ", (double)pairs * reps / dt, dt / reps * 1e3);
+  free(b);
+  cc_close(c);
   stop_daemon(&d);
 }
 
