@@ -1,5 +1,6 @@
 /* ce_meshio.c — mesh files from bytes in memory (issue 5): VTK legacy
- * unstructured grids (ASCII and big-endian BINARY), Gmsh MSH 2.2 and 4.1
+ * unstructured grids (ASCII and big-endian BINARY; 4.2 count-prefixed cell
+ * lists or 5.1 OFFSETS/CONNECTIVITY), Gmsh MSH 2.2 and 4.1
  * ASCII (tets), Wavefront OBJ and STL (ASCII and binary) surfaces, with
  * vertex welding at a stated tolerance.
  *
@@ -446,6 +447,53 @@ static ce_errno vtk_binary_start(rd *r, size_t need, const char *what) {
   return CE_OK;
 }
 
+/* VTK 5.1 "<KEY> vtktypeint64|vtktypeint32" then n integers in [0, 2^28]
+ * (ASCII, or big-endian binary of the stated width). */
+static ce_errno vtk_int_array(rd *r, int binary, const char *key, long long n, int32_t **out) {
+  char t[TOKMAX];
+  ce_errno e;
+  *out = NULL;
+  if ((e = rd_expect(r, key, "(VTK 5.1 cell arrays)"))) return e;
+  if (!rd_token(r, t)) return rd_fail(r, CE_EINVAL, "expected the %s type, found end of file", key);
+  int w;
+  if (tok_is(t, "vtktypeint64")) w = 8;
+  else if (tok_is(t, "vtktypeint32")) w = 4;
+  else return rd_fail(r, CE_EINVAL, "expected %s type vtktypeint64 or vtktypeint32, found '%.40s'", key, t);
+  if ((double)n * (binary ? w : 2) > (double)rd_left(r) + 1)
+    return rd_fail(r, CE_EINVAL, "%lld %s entries need at least %.0f bytes but only %zu remain (truncated?)", n, key,
+                   (double)n * (binary ? w : 2), rd_left(r));
+  int32_t *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
+  if (!a) return ce_fail(r->err, CE_ENOMEM, "VTK: out of memory for %lld %s entries", n, key);
+  if (binary) {
+    if ((e = vtk_binary_start(r, (size_t)n * (size_t)w, key))) {
+      free(a);
+      return e;
+    }
+    for (long long i = 0; i < n; i++) {
+      const unsigned char *p = (const unsigned char *)r->s + r->pos;
+      uint64_t u = w == 8 ? (uint64_t)be32(p) << 32 | be32(p + 4) : be32(p);
+      if (u > (uint64_t)CE_MESHIO_MAX) {
+        free(a);
+        return ce_fail(r->err, CE_ERANGE, "VTK byte offset %zu: %s entry %llu out of range", r->pos, key,
+                       (unsigned long long)u);
+      }
+      a[i] = (int32_t)u;
+      r->pos += (size_t)w;
+    }
+  } else {
+    for (long long i = 0; i < n; i++) {
+      long long x = 0;
+      if ((e = rd_long(r, 0, key, 0, CE_MESHIO_MAX, &x))) {
+        free(a);
+        return e;
+      }
+      a[i] = (int32_t)x;
+    }
+  }
+  *out = a;
+  return CE_OK;
+}
+
 static ce_errno parse_vtk(rd *r, ce_mesh_data *m) {
   ce_errno e;
   char t[TOKMAX];
@@ -505,13 +553,53 @@ static ce_errno parse_vtk(rd *r, ce_mesh_data *m) {
   if (!tok_is(t, "CELLS")) return rd_fail(r, CE_EINVAL, "expected 'CELLS', found '%.40s'", t);
   if ((e = rd_count(r, "cell count", binary ? 8 : 4, &nc))) return e;
   if ((e = rd_count(r, "cell list size", binary ? 4 : 2, &size))) return e;
-  if (size < nc) return rd_fail(r, CE_EINVAL, "cell list size %lld is smaller than the cell count %lld", size, nc);
   {
     rd peek = *r;
     rd_skip_ws(&peek);
-    if (!binary && rd_left(&peek) >= 7 && memcmp(peek.s + peek.pos, "OFFSETS", 7) == 0)
-      return rd_fail(r, CE_EINVAL, "expected legacy (4.2) cell lists, found VTK 5 'OFFSETS' (save as legacy 4.2)");
+    if (rd_left(&peek) >= 7 && memcmp(peek.s + peek.pos, "OFFSETS", 7) == 0) {
+      /* VTK 5.1: CELLS <noffsets> <nconnectivity>, OFFSETS, CONNECTIVITY;
+       * rewritten here into the legacy count-prefixed lists */
+      long long nof = nc, ncon = size;
+      if (nof < 1) return rd_fail(r, CE_EINVAL, "expected at least 1 offset, found %lld", nof);
+      int32_t *of = NULL, *con = NULL;
+      if ((e = vtk_int_array(r, binary, "OFFSETS", nof, &of))) return e;
+      if ((e = vtk_int_array(r, binary, "CONNECTIVITY", ncon, &con))) {
+        free(of);
+        return e;
+      }
+      if (of[0] != 0 || of[nof - 1] != ncon) {
+        e = rd_fail(r, CE_EINVAL, "expected offsets from 0 to %lld, found %d to %d", ncon, (int)of[0], (int)of[nof - 1]);
+        free(of);
+        free(con);
+        return e;
+      }
+      for (long long c = 0; c + 1 < nof; c++)
+        if (of[c + 1] < of[c]) {
+          e = rd_fail(r, CE_EINVAL, "offset %lld (%d) is smaller than offset %lld (%d)", c + 1, (int)of[c + 1], c,
+                      (int)of[c]);
+          free(of);
+          free(con);
+          return e;
+        }
+      nc = nof - 1;
+      size = ncon + nc;
+      cells = malloc((size_t)(size > 0 ? size : 1) * sizeof *cells);
+      if (!cells) {
+        free(of);
+        free(con);
+        return ce_fail(r->err, CE_ENOMEM, "VTK: out of memory for %lld cell entries", size);
+      }
+      long long at = 0;
+      for (long long c = 0; c < nc; c++) {
+        cells[at++] = of[c + 1] - of[c];
+        for (int32_t k = of[c]; k < of[c + 1]; k++) cells[at++] = con[k];
+      }
+      free(of);
+      free(con);
+      goto cell_types;
+    }
   }
+  if (size < nc) return rd_fail(r, CE_EINVAL, "cell list size %lld is smaller than the cell count %lld", size, nc);
   cells = malloc((size_t)(size > 0 ? size : 1) * sizeof *cells);
   if (!cells) return ce_fail(r->err, CE_ENOMEM, "VTK: out of memory for %lld cell entries", size);
   if (binary) {
@@ -527,11 +615,12 @@ static ce_errno parse_vtk(rd *r, ce_mesh_data *m) {
     }
   } else {
     for (long long i = 0; i < size; i++) {
-      long long x;
+      long long x = 0;
       if ((e = rd_long(r, 0, "a cell list entry", 0, CE_MESHIO_MAX, &x))) goto done;
       cells[i] = (int32_t)x;
     }
   }
+cell_types:
   if (!rd_token(r, t)) {
     e = rd_fail(r, CE_EINVAL, "expected 'CELL_TYPES', found end of file");
     goto done;
@@ -559,7 +648,7 @@ static ce_errno parse_vtk(rd *r, ce_mesh_data *m) {
     }
   } else {
     for (long long i = 0; i < nc; i++) {
-      long long x;
+      long long x = 0;
       if ((e = rd_long(r, 0, "a cell type", 0, 1000, &x))) goto done;
       types[i] = (int32_t)x;
     }

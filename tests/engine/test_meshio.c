@@ -100,6 +100,40 @@ static buf write_vtk(const double *v, int32_t nv, const int32_t *t, int32_t nt, 
   return b;
 }
 
+/* VTK 5.1 layout: OFFSETS / CONNECTIVITY (int64) */
+static buf write_vtk51(const double *v, int32_t nv, const int32_t *t, int32_t nt, int binary) {
+  buf b = {0, 0, 0};
+  putf(&b, "# vtk DataFile Version 5.1\nvtk output\n%s\nDATASET UNSTRUCTURED_GRID\nPOINTS %d double\n",
+       binary ? "BINARY" : "ASCII", (int)nv);
+  for (int32_t i = 0; i < 3 * nv; i++)
+    if (binary) put_be64d(&b, v[i]);
+    else putf(&b, "%.17g%s", v[i], i % 3 == 2 ? "\n" : " ");
+  if (binary) putf(&b, "\n");
+  putf(&b, "CELLS %d %d\nOFFSETS vtktypeint64\n", (int)nt + 1, (int)(4 * nt));
+  for (int32_t q = 0; q <= nt; q++)
+    if (binary) {
+      put_be32(&b, 0);
+      put_be32(&b, (uint32_t)(4 * q));
+    } else {
+      putf(&b, "%d\n", (int)(4 * q));
+    }
+  if (binary) putf(&b, "\n");
+  putf(&b, "CONNECTIVITY vtktypeint64\n");
+  for (int32_t k = 0; k < 4 * nt; k++)
+    if (binary) {
+      put_be32(&b, 0);
+      put_be32(&b, (uint32_t)t[k]);
+    } else {
+      putf(&b, "%d%s", (int)t[k], k % 4 == 3 ? "\n" : " ");
+    }
+  if (binary) putf(&b, "\n");
+  putf(&b, "CELL_TYPES %d\n", (int)nt);
+  for (int32_t q = 0; q < nt; q++)
+    if (binary) put_be32(&b, 10);
+    else putf(&b, "10\n");
+  return b;
+}
+
 static buf write_msh(const double *v, int32_t nv, const int32_t *t, int32_t nt, int v4) {
   buf b = {0, 0, 0};
   putf(&b, "$MeshFormat\n%s 0 8\n$EndMeshFormat\n$Nodes\n", v4 ? "4.1" : "2.2");
@@ -194,8 +228,8 @@ static void check_two_tets(const ce_mesh_data *m, int skipped) {
 }
 
 Test(meshio, golden_vtk_ascii_and_binary) {
-  const char *files[2] = {"two_tets.vtk", "two_tets_binary.vtk"};
-  for (int k = 0; k < 2; k++) {
+  const char *files[3] = {"two_tets.vtk", "two_tets_binary.vtk", "two_tets_v51.vtk"};
+  for (int k = 0; k < 3; k++) {
     size_t n;
     char *b = read_data(files[k], &n);
     ce_mesh_data m;
@@ -293,11 +327,11 @@ Test(meshio, round_trip_tet_formats) {
   cr_assert_eq(ce_tetrahedralize_surface(s.vertices, s.nv, s.tris, s.ntri, &o, &v, &nv, &t, &nt, NULL, &err), CE_OK,
                "%s", err.message);
   cr_assert_gt(nt, 50);
-  for (int k = 0; k < 4; k++) {
-    buf b = k < 2 ? write_vtk(v, nv, t, nt, k) : write_msh(v, nv, t, nt, k - 2);
+  for (int k = 0; k < 6; k++) {
+    buf b = k < 2 ? write_vtk(v, nv, t, nt, k) : k < 4 ? write_msh(v, nv, t, nt, k - 2) : write_vtk51(v, nv, t, nt, k - 4);
     ce_mesh_data m;
     parse_ok(b.s, b.n, CE_MESH_AUTO, &m);
-    cr_assert_eq(m.format, k < 2 ? CE_MESH_VTK : CE_MESH_MSH);
+    cr_assert_eq(m.format, k < 2 || k >= 4 ? CE_MESH_VTK : CE_MESH_MSH);
     cr_assert_eq(m.nv, nv, "format %d", k);
     cr_assert_eq(m.ntet, nt);
     cr_assert_eq(memcmp(m.vertices, v, (size_t)nv * 3 * sizeof *v), 0, "format %d: coordinates differ", k);
@@ -401,12 +435,12 @@ static int positioned(const char *msg) {
 }
 
 Test(meshio, fuzz_truncated_and_mutated) {
-  const char *files[7] = {"two_tets.vtk",  "two_tets_binary.vtk", "two_tets_v22.msh", "two_tets_v41.msh",
-                          "cube.obj",      "cube_ascii.stl",      "cube_binary.stl"};
+  const char *files[8] = {"two_tets.vtk",    "two_tets_binary.vtk", "two_tets_v22.msh", "two_tets_v41.msh",
+                          "two_tets_v51.vtk", "cube.obj",            "cube_ascii.stl",   "cube_binary.stl"};
   static const char junk[] = {'0', '9', '-', '.', ' ', '\n', '$', 'e', '/', 'x', (char)0xff, 0, '#', 'f', 'v'};
   uint64_t seed = 0x5eedf00dULL;
   int errors = 0, oks = 0;
-  for (int k = 0; k < 7; k++) {
+  for (int k = 0; k < 8; k++) {
     size_t n;
     char *b = read_data(files[k], &n);
     /* every truncation */
