@@ -266,7 +266,7 @@ Test(tetrahedralize, compliant_torus_against_rigid_peg) {
   size_t len;
   char *txt = ce_test_obj_torus(1, 0.4, 64, 32, &len);
   ce_mesh_data s = parse_obj(txt, len);
-  ce_props props = ce_test_props(CE_COMPLIANT, 1e5, 0.1);
+  ce_props props = ce_test_props(CE_COMPLIANT, 1e5, 0.14); /* ~16k tets */
   ce_geometry *torus = NULL, *peg = NULL;
   ce_error err;
   cr_assert_eq(ce_geometry_from_surface(s.vertices, s.nv, s.tris, s.ntri, &props, NULL, &torus, NULL, &err), CE_OK, "%s",
