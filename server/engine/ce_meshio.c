@@ -169,21 +169,40 @@ void ce_mesh_data_free(ce_mesh_data *m) {
 
 /* ---- welding ------------------------------------------------------------ */
 
+/* Vertices keyed by their cell of a grid of spacing tol (tol > 0) or by
+ * their exact coordinates (tol = 0); sorted by (key, index). */
 typedef struct wkey {
-  double x;
+  double c[3];
   int32_t i;
 } wkey;
 
 static int wkey_cmp(const void *pa, const void *pb) {
   const wkey *a = pa, *b = pb;
-  if (a->x < b->x) return -1;
-  if (a->x > b->x) return 1;
+  for (int k = 0; k < 3; k++) {
+    if (a->c[k] < b->c[k]) return -1;
+    if (a->c[k] > b->c[k]) return 1;
+  }
   return (a->i > b->i) - (a->i < b->i);
 }
 
-/* Merge vertices within tol (max norm) into the lowest-index one of each
- * chain found in x order; compact; remap triangles and drop the ones that
- * became degenerate. Deterministic (sort by (x, index)). */
+/* First position in k[0..n) whose key is >= c (index ignored). */
+static int32_t wkey_lower(const wkey *k, int32_t n, const double c[3]) {
+  int32_t lo = 0, hi = n;
+  wkey probe = {{c[0], c[1], c[2]}, INT32_MIN};
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (wkey_cmp(&k[mid], &probe) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Merge each vertex into the first (lowest index) vertex within tol (max
+ * norm) that is itself kept; compact; remap triangles and drop the ones
+ * that became degenerate. Deterministic; O(n log n): with tol > 0 only the
+ * 27 grid cells around a kept vertex are searched, and all the vertices of
+ * one cell lie within tol of each other, so every cell yields at most one
+ * kept vertex of its own. */
 static ce_errno weld(ce_mesh_data *m, double tol, ce_error *err) {
   int32_t nv = m->nv;
   if (nv == 0) return CE_OK;
@@ -195,24 +214,53 @@ static ce_errno weld(ce_mesh_data *m, double tol, ce_error *err) {
     return ce_fail(err, CE_ENOMEM, "weld: out of memory for %d vertices", (int)nv);
   }
   const double *v = m->vertices;
+  /* a tolerance below ~10 ulp of the coordinates means exact duplicates
+   * (and keeps the cell numbers finite and exact) */
+  double big = 0;
+  for (int64_t q = 0; q < 3 * (int64_t)nv; q++) big = fmax(big, fabs(v[q]));
+  if (tol > 0 && big / tol > 1e15) tol = 0;
   for (int32_t i = 0; i < nv; i++) {
-    k[i].x = v[3 * (size_t)i];
+    for (int c = 0; c < 3; c++) {
+      double x = v[3 * (size_t)i + c];
+      k[i].c[c] = tol > 0 ? floor(x / tol) : x;
+    }
     k[i].i = i;
     rep[i] = -1;
   }
   qsort(k, (size_t)nv, sizeof *k, wkey_cmp);
-  for (int32_t a = 0; a < nv; a++) {
-    int32_t i = k[a].i;
+  /* position of each vertex in the sorted order */
+  int32_t *where = malloc((size_t)nv * sizeof *where);
+  if (!where) {
+    free(k);
+    free(rep);
+    return ce_fail(err, CE_ENOMEM, "weld: out of memory for %d vertices", (int)nv);
+  }
+  for (int32_t a = 0; a < nv; a++) where[k[a].i] = a;
+  for (int32_t i = 0; i < nv; i++) {
     if (rep[i] >= 0) continue;
     rep[i] = i;
-    for (int32_t b = a + 1; b < nv && k[b].x - k[a].x <= tol; b++) {
-      int32_t j = k[b].i;
-      if (rep[j] >= 0) continue;
-      if (fabs(v[3 * (size_t)j + 1] - v[3 * (size_t)i + 1]) <= tol &&
-          fabs(v[3 * (size_t)j + 2] - v[3 * (size_t)i + 2]) <= tol)
-        rep[j] = i;
+    const wkey *ki = &k[where[i]];
+    if (!(tol > 0)) {
+      for (int32_t b = where[i] + 1; b < nv && wkey_cmp(&(wkey){{ki->c[0], ki->c[1], ki->c[2]}, INT32_MAX}, &k[b]) > 0;
+           b++)
+        if (rep[k[b].i] < 0) rep[k[b].i] = i;
+      continue;
     }
+    for (int dx = -1; dx <= 1; dx++)
+      for (int dy = -1; dy <= 1; dy++)
+        for (int dz = -1; dz <= 1; dz++) {
+          double c[3] = {ki->c[0] + dx, ki->c[1] + dy, ki->c[2] + dz};
+          for (int32_t b = wkey_lower(k, nv, c); b < nv && k[b].c[0] == c[0] && k[b].c[1] == c[1] && k[b].c[2] == c[2];
+               b++) {
+            int32_t j = k[b].i;
+            if (rep[j] >= 0 || j < i) continue;
+            if (fabs(v[3 * (size_t)j] - v[3 * (size_t)i]) <= tol && fabs(v[3 * (size_t)j + 1] - v[3 * (size_t)i + 1]) <= tol &&
+                fabs(v[3 * (size_t)j + 2] - v[3 * (size_t)i + 2]) <= tol)
+              rep[j] = i;
+          }
+        }
   }
+  free(where);
   /* representatives keep their order; new index = rank among them */
   int32_t *newi = (int32_t *)k; /* reuse: nv int32 fit in nv wkeys */
   int32_t cnt = 0;

@@ -491,3 +491,47 @@ Test(meshio, fuzz_truncated_and_mutated) {
   cr_assert_gt(errors, 1000);
   cr_assert_gt(oks, 10);
 }
+
+/* Welding is O(n log n) whatever the layout: a flat plate in the plane
+ * x = 0 (every vertex with the same x) welds at tol 0 and tol > 0; with
+ * jittered duplicates, tol decides. */
+Test(meshio, weld_flat_plate) {
+  const int n = 150;
+  int32_t nv = (n + 1) * (n + 1), nf = 2 * n * n;
+  double *v = malloc((size_t)nv * 3 * sizeof *v);
+  int32_t *t = malloc((size_t)nf * 3 * sizeof *t);
+  for (int i = 0; i <= n; i++)
+    for (int j = 0; j <= n; j++) {
+      int32_t id = i * (n + 1) + j;
+      v[3 * id] = 0;
+      v[3 * id + 1] = 0.01 * i;
+      v[3 * id + 2] = 0.01 * j;
+    }
+  int32_t f = 0;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      int32_t a = i * (n + 1) + j, b = a + 1, c = a + n + 1, d = c + 1;
+      t[3 * f] = a, t[3 * f + 1] = c, t[3 * f + 2] = d, f++;
+      t[3 * f] = a, t[3 * f + 1] = d, t[3 * f + 2] = b, f++;
+    }
+  buf b = write_stl(v, t, nf, 1);
+  double tols[2] = {0, 1e-4};
+  for (int k = 0; k < 2; k++) {
+    ce_mesh_data m;
+    ce_error err;
+    cr_assert_eq(ce_mesh_parse(b.s, b.n, CE_MESH_STL, tols[k], &m, &err), CE_OK, "%s", err.message);
+    cr_assert_eq(m.nv, nv, "tol %g: %d vertices", tols[k], m.nv);
+    cr_assert_eq(m.ntri, nf);
+    cr_assert_eq(m.welded, 3 * nf - nv);
+    ce_mesh_data_free(&m);
+  }
+  /* tol larger than the spacing merges neighbours: fewer vertices, dropped faces */
+  ce_mesh_data m;
+  cr_assert_eq(ce_mesh_parse(b.s, b.n, CE_MESH_STL, 0.015, &m, NULL), CE_OK);
+  cr_assert_lt(m.nv, nv / 2);
+  cr_assert_gt(m.dropped_faces, 0);
+  ce_mesh_data_free(&m);
+  free(b.s);
+  free(v);
+  free(t);
+}
