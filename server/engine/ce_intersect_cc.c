@@ -83,8 +83,9 @@ static const ntet *ntet_get(cc_query *q, int32_t j) {
   int32_t k = q->nslot[j];
   if (k >= 0) return (const ntet *)q->ncache.data + k;
   if (q->ncache.len >= INT32_MAX) return NULL;
-  ntet *t = ce_buf_push(q->b->arena, &q->ncache);
-  if (!t) return NULL;
+  ntet *t;
+  if (q->ncache.len < q->ncache.cap) t = (ntet *)q->ncache.data + q->ncache.len++;
+  else if (!(t = ce_buf_push(q->b->arena, &q->ncache))) return NULL;
   q->nslot[j] = (int32_t)(q->ncache.len - 1);
   const ce_tetmesh *TN = q->TN;
   const int32_t *tn = TN->tet[j];
@@ -347,8 +348,9 @@ static ce_errno push_pair(ce_arena *a, pair_set *s, ce_buf *queue, int32_t i, in
   int added;
   ce_errno e = set_add(a, s, i, j, &added);
   if (e != CE_OK || !added) return e;
-  ce_pair *p = ce_buf_push(a, queue);
-  if (!p) return CE_ENOMEM;
+  ce_pair *p;
+  if (queue->len < queue->cap) p = (ce_pair *)queue->data + queue->len++;
+  else if (!(p = ce_buf_push(a, queue))) return CE_ENOMEM;
   p->a = i;
   p->b = j;
   return CE_OK;
@@ -365,10 +367,12 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   if (e != CE_OK) return e;
   if (faces.len == 0) return CE_OK;
   pair_set set;
-  if ((e = set_init(a, &set, 8 * faces.len)) != CE_OK) return e;
+  /* The walk evaluates about 5 pairs per seed (sphere pairs); both the
+   * set and the queue grow if needed. */
+  if ((e = set_init(a, &set, 6 * faces.len)) != CE_OK) return e;
   ce_buf queue;
   ce_buf_init(&queue, sizeof(ce_pair));
-  if (ce_buf_reserve(a, &queue, 256) != CE_OK) return CE_ENOMEM;
+  if (ce_buf_reserve(a, &queue, 256 + 6 * faces.len) != CE_OK) return CE_ENOMEM;
   const ce_pair *fp = faces.data;
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
   /* Seeds one at a time, each walk run to the end before the next seed:

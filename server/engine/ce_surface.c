@@ -88,11 +88,21 @@ ce_errno ce_builder_add_polygon(ce_builder *b, const ce_vec3 *x, const double *p
                                 ce_vec3 normal, ce_vec3 grad_m, ce_vec3 grad_n, int32_t elem_m,
                                 int32_t elem_n) {
   if (n < 3 || n > CE_MAX_POLY) return CE_EINVAL;
+  /* the n vertices in one go (what n calls of ce_builder_add_vertex do) */
+  if (b->v.len + n > INT32_MAX) return CE_ENOMEM;
+  if ((b->v.len + n > b->v.cap && ce_buf_reserve(b->arena, &b->v, n) != CE_OK) ||
+      (b->p.len + n > b->p.cap && ce_buf_reserve(b->arena, &b->p, n) != CE_OK))
+    return CE_ENOMEM;
   int32_t ids[CE_MAX_POLY];
+  ce_vec3 *bv = (ce_vec3 *)b->v.data + b->v.len;
+  double *bp = (double *)b->p.data + b->p.len;
   for (int i = 0; i < n; i++) {
-    ids[i] = ce_builder_add_vertex(b, x[i], p[i]);
-    if (ids[i] < 0) return CE_ENOMEM;
+    ids[i] = (int32_t)(b->v.len + i);
+    bv[i] = x[i];
+    bp[i] = p[i];
   }
+  b->v.len += n;
+  b->p.len += n;
   return ce_builder_add_face(b, ids, n, normal, grad_m, grad_n, elem_m, elem_n);
 }
 
