@@ -140,6 +140,12 @@ static void polygon_moments(const ce_vec3 *v, const double *p, const int32_t *id
   }
 }
 
+/* n uninitialised elements (the caller writes every one); NULL on failure. */
+static void *arena_array(ce_arena *a, size_t n, size_t elem) {
+  if (elem && n > SIZE_MAX / elem) return NULL;
+  return ce_arena_alloc(a, n * elem);
+}
+
 ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m_compliant,
                            int n_compliant, ce_representation rep, ce_surface *out) {
   memset(out, 0, sizeof *out);
@@ -173,20 +179,21 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
   memset(&s, 0, sizeof s);
   s.nv = (int32_t)nv;
   s.nf = (int32_t)nf;
-  s.vertices = ce_arena_calloc(a, (size_t)nv, sizeof(ce_vec3));
-  s.pressure = ce_arena_calloc(a, (size_t)nv, sizeof(double));
-  s.face_offsets = ce_arena_calloc(a, (size_t)nf + 1, sizeof(int32_t));
-  s.face_vertices = ce_arena_calloc(a, (size_t)nidx, sizeof(int32_t));
-  s.normal = ce_arena_calloc(a, (size_t)nf, sizeof(ce_vec3));
-  s.area = ce_arena_calloc(a, (size_t)nf, sizeof(double));
-  s.centroid = ce_arena_calloc(a, (size_t)nf, sizeof(ce_vec3));
-  s.centroid_pressure = ce_arena_calloc(a, (size_t)nf, sizeof(double));
-  s.element_a = ce_arena_calloc(a, (size_t)nf, sizeof(int32_t));
-  s.element_b = ce_arena_calloc(a, (size_t)nf, sizeof(int32_t));
-  s.patch = ce_arena_calloc(a, (size_t)nf, sizeof(int32_t));
+  /* every element of these is written below */
+  s.vertices = arena_array(a, (size_t)nv, sizeof(ce_vec3));
+  s.pressure = arena_array(a, (size_t)nv, sizeof(double));
+  s.face_offsets = arena_array(a, (size_t)nf + 1, sizeof(int32_t));
+  s.face_vertices = arena_array(a, (size_t)nidx, sizeof(int32_t));
+  s.normal = arena_array(a, (size_t)nf, sizeof(ce_vec3));
+  s.area = arena_array(a, (size_t)nf, sizeof(double));
+  s.centroid = arena_array(a, (size_t)nf, sizeof(ce_vec3));
+  s.centroid_pressure = arena_array(a, (size_t)nf, sizeof(double));
+  s.element_a = arena_array(a, (size_t)nf, sizeof(int32_t));
+  s.element_b = arena_array(a, (size_t)nf, sizeof(int32_t));
+  s.patch = arena_array(a, (size_t)nf, sizeof(int32_t));
   int grad_m_on = m_compliant != 0, grad_n_on = n_compliant != 0;
-  ce_vec3 *gm = grad_m_on ? ce_arena_calloc(a, (size_t)nf, sizeof(ce_vec3)) : NULL;
-  ce_vec3 *gn = grad_n_on ? ce_arena_calloc(a, (size_t)nf, sizeof(ce_vec3)) : NULL;
+  ce_vec3 *gm = grad_m_on ? arena_array(a, (size_t)nf, sizeof(ce_vec3)) : NULL;
+  ce_vec3 *gn = grad_n_on ? arena_array(a, (size_t)nf, sizeof(ce_vec3)) : NULL;
   if (!s.vertices || !s.pressure || !s.face_offsets || !s.face_vertices || !s.normal || !s.area ||
       !s.centroid || !s.centroid_pressure || !s.element_a || !s.element_b || !s.patch ||
       (grad_m_on && !gm) || (grad_n_on && !gn))

@@ -202,8 +202,9 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
   int32_t nf = s ? s->nf : 0;
   if (nf <= 0) return CE_OK;
 
-  ff->fn = ce_arena_calloc(arena, (size_t)nf, sizeof *ff->fn);
-  ff->fn_x = ce_arena_calloc(arena, (size_t)nf, sizeof *ff->fn_x);
+  /* every face's entry is written below */
+  ff->fn = ce_arena_alloc(arena, (size_t)nf * sizeof *ff->fn);
+  ff->fn_x = ce_arena_alloc(arena, (size_t)nf * sizeof *ff->fn_x);
   if (!ff->fn || !ff->fn_x) return CE_ENOMEM;
 
   /* Surface centroid: area-weighted face centroids (their plain mean if all
