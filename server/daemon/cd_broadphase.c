@@ -1,4 +1,6 @@
-/* cd_broadphase.c — sweep and prune over bounding spheres. */
+/* cd_broadphase.c — sweep and prune over bounding spheres; half spaces and
+ * terrains (one large box each, ce_heightfield_extent) tested against every
+ * finite body. */
 #include "cd_broadphase.h"
 
 #include <math.h>
@@ -69,13 +71,19 @@ int cd_broadphase(const cd_qbody *b, int32_t n, double margin, const cd_qpair *e
   acc a = {NULL, 0, 0, max_pairs, 0};
   span *s = malloc((n ? (size_t)n : 1) * sizeof *s);
   int32_t *hs = malloc((n ? (size_t)n : 1) * sizeof *hs);
-  if (!s || !hs) {
+  int32_t *ts = malloc((n ? (size_t)n : 1) * sizeof *ts);
+  if (!s || !hs || !ts) {
     free(s);
     free(hs);
+    free(ts);
     return cd_status_set(st, CD_EXHAUSTED, field, "out of memory");
   }
-  int32_t ns = 0, nh = 0;
+  int32_t ns = 0, nh = 0, nt = 0;
   for (int32_t i = 0; i < n; i++) {
+    if (b[i].entry->info.shape == CE_SHAPE_HEIGHTFIELD) {
+      ts[nt++] = i;
+      continue;
+    }
     double r = b[i].entry->bound_radius;
     if (isinf(r)) {
       hs[nh++] = i;
@@ -107,8 +115,30 @@ int cd_broadphase(const cd_qbody *b, int32_t n, double margin, const cd_qpair *e
       if (d - q->entry->bound_radius <= margin) add(&a, b, hs[h], s[k].i);
     }
   }
+  /* Terrains: body k touches when its sphere reaches the box holding the
+   * whole reconstructed surface (terrain frame); far above costs nothing. */
+  for (int32_t t = 0; t < nt && !a.overflow; t++) {
+    const cd_qbody *tb = &b[ts[t]];
+    ce_vec3 lo, hi;
+    ce_error err;
+    if (ce_heightfield_extent(tb->entry->geometry, &lo, &hi, &err) != CE_OK) continue;
+    const ce_pose *X = &tb->body.X_WB;
+    for (int32_t k = 0; k < ns; k++) {
+      const cd_qbody *q = &b[s[k].i];
+      double w[3] = {q->body.X_WB.p.x - X->p.x, q->body.X_WB.p.y - X->p.y, q->body.X_WB.p.z - X->p.z};
+      double l[3], blo[3] = {lo.x, lo.y, lo.z}, bhi[3] = {hi.x, hi.y, hi.z}, d2 = 0;
+      for (int c = 0; c < 3; c++) {
+        l[c] = X->R.m[0][c] * w[0] + X->R.m[1][c] * w[1] + X->R.m[2][c] * w[2]; /* R^T w */
+        double e = l[c] < blo[c] ? blo[c] - l[c] : (l[c] > bhi[c] ? l[c] - bhi[c] : 0);
+        d2 += e * e;
+      }
+      double rr = q->entry->bound_radius + margin;
+      if (d2 <= rr * rr) add(&a, b, ts[t], s[k].i);
+    }
+  }
   free(s);
   free(hs);
+  free(ts);
   if (a.overflow) {
     free(a.v);
     if (a.overflow == 2) return cd_status_set(st, CD_EXHAUSTED, field, "out of memory");

@@ -190,8 +190,7 @@ static void set_slot(cd_conn *c, uint64_t seq, char *data, size_t len, cd_slot_s
   if (seq == c->base_seq) flush(c);
 }
 
-void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
-  if (c->closing) return;
+static char *encode_env(cd_conn *c, Contactd__V1__Envelope *env, size_t *out_len) {
   char *out = NULL;
   size_t len = 0;
   if (c->wire == CD_WIRE_JSON) {
@@ -214,11 +213,29 @@ void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
     out = malloc(total ? total : 1);
     if (out) len = cd_frame_write(&env->base, body, (uint8_t *)out);
   }
+  *out_len = len;
+  return out;
+}
+
+void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
+  if (c->closing) return;
+  size_t len = 0;
+  char *out = encode_env(c, env, &len);
   if (!out) {
     cd_conn_close(c, "out of memory encoding a reply");
     return;
   }
   set_slot(c, seq, out, len, CD_SLOT_READY);
+}
+
+void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
+  if (c->closing || seq != c->base_seq) return;
+  cd_slot *s = &c->ring[seq % c->ring_cap];
+  if (s->state != CD_SLOT_WAITING) return;
+  if (c->out_bytes > lim(c)->max_output_bytes / 2) return; /* advisory: never the reason to drop a reader */
+  size_t len = 0;
+  char *out = encode_env(c, env, &len);
+  if (out) write_out(c, out, len);
 }
 
 void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st) {

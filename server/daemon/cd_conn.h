@@ -78,6 +78,11 @@ uint64_t cd_conn_reserve(cd_conn *c, uint64_t t0_ns);
 void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env);
 void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st);
 void cd_conn_skip(cd_conn *c, uint64_t seq);
+/* An intermediate message (RegisterProgress) for the request in slot seq:
+ * written at once when every earlier reply has been written (seq is the
+ * oldest in flight), else dropped — progress is advisory and never
+ * reorders replies. */
+void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env);
 
 /* A request in progress holds a reference (the conn outlives it). */
 void cd_conn_ref(cd_conn *c);

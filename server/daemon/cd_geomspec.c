@@ -23,6 +23,7 @@ static const char *shape_field(const R *r) {
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TET_MESH: return "registerGeometry.tetMesh";
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH: return "registerGeometry.triMesh";
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE: return "registerGeometry.meshFile";
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD: return "registerGeometry.heightField";
     default: return "registerGeometry.shape";
   }
 }
@@ -116,7 +117,7 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
   if (r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE__NOT_SET)
     return cd_status_set(st, CD_INVALID, "registerGeometry.shape",
                          "no shape (set one of sphere, box, cylinder, capsule, ellipsoid, halfSpace, convex, "
-                         "tetMesh, triMesh, meshFile)");
+                         "tetMesh, triMesh, meshFile, heightField)");
   if (r->compliance != CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID &&
       r->compliance != CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT)
     return cd_status_set(st, CD_INVALID, "registerGeometry.compliance",
@@ -202,9 +203,6 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
     }
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH: {
       const Contactd__V1__TriMesh *m = r->tri_mesh;
-      if (compliant)
-        return cd_status_set(st, CD_UNIMPLEMENTED, "registerGeometry.compliance",
-                             "a compliant geometry needs a tetMesh (or a primitive); triMesh is rigid only");
       int rc = check_array(m->n_vertices, 3, l->max_mesh_elements, "registerGeometry.triMesh.vertices",
                            "vertices", st);
       if (!rc)
@@ -216,8 +214,67 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE:
       if (r->mesh_file->data.len == 0)
         return cd_status_set(st, CD_INVALID, "registerGeometry.meshFile.data", "is empty");
+      if (r->mesh_file->format == CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_PLY)
+        return cd_status_set(st, CD_UNIMPLEMENTED, "registerGeometry.meshFile.format",
+                             "PLY files are not supported (use OBJ, STL, VTK or MSH)");
+      if (r->mesh_file->format < 0 || r->mesh_file->format > CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_MSH)
+        return cd_status_set(st, CD_INVALID, "registerGeometry.meshFile.format", "unknown format %d",
+                             (int)r->mesh_file->format);
       break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD: {
+      const Contactd__V1__HeightField *h = r->height_field;
+      if (compliant)
+        return cd_status_set(st, CD_INVALID, "registerGeometry.compliance",
+                             "a heightField is rigid (compliant bodies touch it hydroelastically)");
+      if (h->nx < 4 || h->ny < 4)
+        return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.nx",
+                             "needs at least 4 x 4 samples (got %d x %d)", (int)h->nx, (int)h->ny);
+      if ((uint64_t)h->nx * (uint64_t)h->ny != (uint64_t)h->n_heights)
+        return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.heights",
+                             "has %zu values for nx * ny = %d x %d", h->n_heights, (int)h->nx, (int)h->ny);
+      if (!pos(h->dx) || !pos(h->dy))
+        return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.dx",
+                             "spacings must be finite and > 0 (got dx %g, dy %g)", h->dx, h->dy);
+      if (h->origin && !(isfinite(h->origin->x) && isfinite(h->origin->y) && isfinite(h->origin->z)))
+        return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.origin", "must be finite");
+      if (h->continuity < 0 || h->continuity > CONTACTD__V1__CONTINUITY__CONTINUITY_C2)
+        return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.continuity",
+                             "must be CONTINUITY_C1 or CONTINUITY_C2 (got %d)", (int)h->continuity);
+      for (size_t i = 0; i < h->n_heights; i++)
+        if (!isfinite(h->heights[i]))
+          return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.heights",
+                               "height %zu (i %zu, j %zu) is not finite", i, i % (size_t)h->nx, i / (size_t)h->nx);
+      break;
+    }
     default: break;
+  }
+  if (r->surface) {
+    const Contactd__V1__SurfaceOptions *o = r->surface;
+    if (!(isfinite(o->edge_length) && o->edge_length >= 0))
+      return cd_status_set(st, CD_INVALID, "registerGeometry.surface.edgeLength", "must be finite and >= 0 (got %g)",
+                           o->edge_length);
+    if (!(isfinite(o->core_depth) && o->core_depth >= 0))
+      return cd_status_set(st, CD_INVALID, "registerGeometry.surface.coreDepth", "must be finite and >= 0 (got %g)",
+                           o->core_depth);
+    if (o->field < 0 || o->field > CONTACTD__V1__FIELD_KIND__FIELD_KIND_DISTANCE)
+      return cd_status_set(st, CD_INVALID, "registerGeometry.surface.field",
+                           "must be FIELD_KIND_LAPLACE or FIELD_KIND_DISTANCE (got %d)", (int)o->field);
+  }
+  if (compliant && (r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH ||
+                    r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE)) {
+    double el = r->surface && r->surface->edge_length > 0 ? r->surface->edge_length : r->resolution_hint;
+    if (r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH && !pos(el))
+      return cd_status_set(st, CD_INVALID, "registerGeometry.surface.edgeLength",
+                           "a compliant triMesh is tetrahedralised: give surface.edgeLength or resolutionHint > 0");
+  }
+  if (r->vertex_pressure) {
+    if (r->shape_case != CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE || !compliant)
+      return cd_status_set(st, CD_INVALID, "registerGeometry.vertexPressure",
+                           "only for a compliant tetrahedral meshFile (a tetMesh has its own pressure)");
+    for (size_t i = 0; i < r->vertex_pressure->n_values; i++)
+      if (!(isfinite(r->vertex_pressure->values[i]) && r->vertex_pressure->values[i] >= 0))
+        return cd_status_set(st, CD_INVALID, "registerGeometry.vertexPressure",
+                             "value %zu is %g (must be finite and >= 0)", i, r->vertex_pressure->values[i]);
   }
   if (meshes_primitive(r) && r->shape_case != CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CONVEX) {
     if (!pos(r->resolution_hint))
@@ -244,6 +301,26 @@ static void hash_doubles(cd_sha256 *h, const double *v, size_t n) {
 static void hash_ints(cd_sha256 *h, const int32_t *v, size_t n) {
   cd_sha256_u64(h, n);
   for (size_t i = 0; i < n; i++) cd_sha256_u64(h, (uint64_t)(int64_t)v[i]);
+}
+
+/* A compliant surface (triMesh, or a meshFile that may hold one): built by
+ * tetrahedralisation. For a meshFile the format decides at build time; the
+ * options are hashed whenever they could apply. */
+static int uses_surface_build(const R *r) {
+  if (r->compliance != CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT) return 0;
+  if (r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH) return 1;
+  if (r->shape_case != CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE) return 0;
+  int f = r->mesh_file->format;
+  return f != CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_VTK && f != CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_MSH;
+}
+
+static void to_surface_options(const R *r, ce_surface_build_options *o) {
+  ce_surface_build_options_default(o);
+  o->edge_length = r->surface && r->surface->edge_length > 0 ? r->surface->edge_length : r->resolution_hint;
+  o->field = r->surface && r->surface->field == CONTACTD__V1__FIELD_KIND__FIELD_KIND_DISTANCE ? CE_FIELD_DISTANCE
+                                                                                          : CE_FIELD_LAPLACE;
+  o->core_depth = r->surface ? r->surface->core_depth : 0;
+  o->use_hull_if_open = r->surface && r->surface->use_convex_hull_if_open;
 }
 
 void cd_geomspec_id(const R *r, char id[CD_HASH_HEX_LEN + 1]) {
@@ -292,7 +369,35 @@ void cd_geomspec_id(const R *r, char id[CD_HASH_HEX_LEN + 1]) {
       cd_sha256_u64(&h, (uint64_t)r->mesh_file->format);
       cd_sha256_bytes(&h, r->mesh_file->data.data, r->mesh_file->data.len);
       break;
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD: {
+      const Contactd__V1__HeightField *hf = r->height_field;
+      double v[6] = {hf->dx, hf->dy, hf->origin ? hf->origin->x : 0, hf->origin ? hf->origin->y : 0,
+                     hf->origin ? hf->origin->z : 0, 0};
+      cd_sha256_u64(&h, (uint64_t)hf->nx);
+      cd_sha256_u64(&h, (uint64_t)hf->ny);
+      cd_sha256_u64(&h, hf->continuity == CONTACTD__V1__CONTINUITY__CONTINUITY_C2 ? 2 : 1);
+      hash_doubles(&h, v, 5);
+      hash_doubles(&h, hf->heights, hf->n_heights);
+      break;
+    }
     default: break;
+  }
+  /* Options that only exist for some inputs enter the hash only when they
+   * apply, so ids of everything else stay what they were. */
+  if (uses_surface_build(r) || (r->surface && r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE)) {
+    ce_surface_build_options o;
+    to_surface_options(r, &o);
+    static const char stag[] = "surface";
+    cd_sha256_bytes(&h, stag, sizeof stag - 1);
+    cd_sha256_f64(&h, o.edge_length);
+    cd_sha256_u64(&h, (uint64_t)o.field);
+    cd_sha256_f64(&h, o.core_depth);
+    cd_sha256_u64(&h, (uint64_t)o.use_hull_if_open);
+  }
+  if (r->vertex_pressure) {
+    static const char ptag[] = "vertexPressure";
+    cd_sha256_bytes(&h, ptag, sizeof ptag - 1);
+    hash_doubles(&h, r->vertex_pressure->values, r->vertex_pressure->n_values);
   }
   uint8_t d[32];
   cd_sha256_final(&h, d);
@@ -313,6 +418,23 @@ static int from_ce(cd_status *st, const char *field, ce_errno e, const ce_error 
 }
 
 int cd_geomspec_build(const R *r, const cd_limits *l, ce_geometry **out, double *bound_radius, cd_status *st) {
+  return cd_geomspec_build_progress(r, l, NULL, NULL, out, bound_radius, st);
+}
+
+/* A closed surface for compliant use: tetrahedralise it. */
+static ce_errno build_surface(const R *r, const cd_limits *l, const double *v, int32_t nv, const int32_t *tris,
+                              int32_t nf, const ce_props *p, ce_progress_fn progress, void *user, ce_geometry **out,
+                              ce_error *err) {
+  ce_surface_build_options o;
+  to_surface_options(r, &o);
+  o.max_tets = l->max_mesh_elements < INT32_MAX ? (int32_t)l->max_mesh_elements : INT32_MAX;
+  o.progress = progress;
+  o.progress_user = user;
+  return ce_geometry_from_surface(v, nv, tris, nf, p, &o, out, NULL, err);
+}
+
+int cd_geomspec_build_progress(const R *r, const cd_limits *l, ce_progress_fn progress, void *user,
+                               ce_geometry **out, double *bound_radius, cd_status *st) {
   ce_props p;
   to_props(r, &p);
   ce_error err;
@@ -331,8 +453,12 @@ int cd_geomspec_build(const R *r, const cd_limits *l, ce_geometry **out, double 
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH: {
       const Contactd__V1__TriMesh *m = r->tri_mesh;
       *bound_radius = max_norm(m->vertices, m->n_vertices / 3);
-      e = ce_geometry_from_trimesh(m->vertices, (int32_t)(m->n_vertices / 3), m->triangles,
-                                   (int32_t)(m->n_triangles / 3), !m->allow_open, &p, out, &err);
+      if (p.compliance == CE_COMPLIANT)
+        e = build_surface(r, l, m->vertices, (int32_t)(m->n_vertices / 3), m->triangles,
+                          (int32_t)(m->n_triangles / 3), &p, progress, user, out, &err);
+      else
+        e = ce_geometry_from_trimesh(m->vertices, (int32_t)(m->n_vertices / 3), m->triangles,
+                                     (int32_t)(m->n_triangles / 3), !m->allow_open, &p, out, &err);
       break;
     }
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE: {
@@ -341,18 +467,61 @@ int cd_geomspec_build(const R *r, const cd_limits *l, ce_geometry **out, double 
                                  r->mesh_file->name, l->max_mesh_elements, &mesh, st);
       if (rc) return rc;
       int compliant = p.compliance == CE_COMPLIANT;
-      if (compliant != (mesh.per_element == 4)) {
+      if (!compliant && mesh.per_element == 4) {
         cd_mesh_free(&mesh);
         return cd_status_set(st, CD_INVALID, "registerGeometry.meshFile",
-                             compliant ? "a compliant geometry needs a tetrahedral mesh file (VTK)"
-                                       : "a rigid geometry needs a surface mesh file (OBJ or STL)");
+                             "a rigid geometry needs a surface mesh file (OBJ or STL), not tetrahedra");
+      }
+      if (r->vertex_pressure && (mesh.per_element != 4 || r->vertex_pressure->n_values != (size_t)mesh.nv)) {
+        cd_status_set(st, CD_INVALID, "registerGeometry.vertexPressure",
+                      mesh.per_element != 4 ? "only for a tetrahedral mesh file (VTK or MSH)"
+                                            : "has %zu values for %d vertices",
+                      r->vertex_pressure->n_values, (int)mesh.nv);
+        cd_mesh_free(&mesh);
+        return st->code;
       }
       *bound_radius = max_norm(mesh.vertices, (size_t)mesh.nv);
-      if (compliant)
-        e = ce_geometry_from_tetmesh(mesh.vertices, mesh.nv, mesh.elements, mesh.ne, NULL, &p, out, &err);
-      else
+      if (compliant && mesh.per_element == 4) {
+        ce_field_options fo;
+        memset(&fo, 0, sizeof fo);
+        fo.kind = r->vertex_pressure ? CE_FIELD_USER : CE_FIELD_DISTANCE;
+        fo.user_field = r->vertex_pressure ? r->vertex_pressure->values : NULL;
+        if (!r->vertex_pressure && r->surface) {
+          fo.kind = r->surface->field == CONTACTD__V1__FIELD_KIND__FIELD_KIND_LAPLACE ? CE_FIELD_LAPLACE
+                                                                                     : CE_FIELD_DISTANCE;
+          fo.core_depth = r->surface->core_depth;
+        }
+        fo.progress = progress;
+        fo.progress_user = user;
+        e = ce_geometry_from_tetmesh_field(mesh.vertices, mesh.nv, mesh.elements, mesh.ne, &fo, &p, out, NULL,
+                                           &err);
+      } else if (compliant) {
+        e = build_surface(r, l, mesh.vertices, mesh.nv, mesh.elements, mesh.ne, &p, progress, user, out, &err);
+      } else {
         e = ce_geometry_from_trimesh(mesh.vertices, mesh.nv, mesh.elements, mesh.ne, 1, &p, out, &err);
+      }
       cd_mesh_free(&mesh);
+      break;
+    }
+    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD: {
+      const Contactd__V1__HeightField *h = r->height_field;
+      ce_vec3 o = h->origin ? (ce_vec3){h->origin->x, h->origin->y, h->origin->z} : (ce_vec3){0, 0, 0};
+      e = ce_geometry_from_heightfield(h->heights, h->nx, h->ny, h->dx, h->dy, o,
+                                       h->continuity == CONTACTD__V1__CONTINUITY__CONTINUITY_C2 ? 2 : 1, &p, out,
+                                       &err);
+      *bound_radius = 0;
+      if (e == CE_OK) {
+        ce_vec3 lo, hi;
+        if (ce_heightfield_extent(*out, &lo, &hi, &err) == CE_OK) {
+          double c[24];
+          for (int k = 0; k < 8; k++) {
+            c[3 * k] = k & 1 ? hi.x : lo.x;
+            c[3 * k + 1] = k & 2 ? hi.y : lo.y;
+            c[3 * k + 2] = k & 4 ? hi.z : lo.z;
+          }
+          *bound_radius = max_norm(c, 8);
+        }
+      }
       break;
     }
     default: {

@@ -28,6 +28,10 @@ void cd_geomspec_id(const cd_register_msg *r, char id[CD_HASH_HEX_LEN + 1]);
  * the body origin enclosing the geometry (INFINITY for a half space). */
 int cd_geomspec_build(const cd_register_msg *r, const cd_limits *l, ce_geometry **out,
                       double *bound_radius, cd_status *st);
+/* The same with the engine's progress callback (long builds: surface
+ * tetrahedralisation, Laplace fields); progress may be NULL. */
+int cd_geomspec_build_progress(const cd_register_msg *r, const cd_limits *l, ce_progress_fn progress, void *user,
+                               ce_geometry **out, double *bound_radius, cd_status *st);
 
 /* Whether the build is cheap enough to run on the loop (primitives are not:
  * they mesh). Currently always 0: every build runs on the workers. */

@@ -104,7 +104,50 @@ typedef struct reg_job {
   double radius;
   uint64_t build_us;
   cd_status st;
+  uint64_t progress_ns; /* worker: when the last RegisterProgress was posted */
 } reg_job;
+
+/* RegisterProgress for a long build: posted by the worker through the pool's
+ * completion queue, sent on the loop (the request lives until its build's
+ * done(), which the FIFO queue runs after every progress posted before it). */
+typedef struct progress_job {
+  cd_job job;
+  cd_req *req;
+  double fraction;
+  char stage[32];
+} progress_job;
+
+#define CD_PROGRESS_INTERVAL_NS 250000000ull /* at most 4 per second */
+
+static void progress_done(cd_job *job) {
+  progress_job *p = (progress_job *)job;
+  cd_req *r = p->req;
+  if (!cd_conn_gone(r->conn)) {
+    Contactd__V1__RegisterProgress rp = CONTACTD__V1__REGISTER_PROGRESS__INIT;
+    rp.fraction = p->fraction;
+    rp.stage = p->stage;
+    Envelope env = CONTACTD__V1__ENVELOPE__INIT;
+    env.request_id = r->request_id;
+    env.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS;
+    env.register_progress = &rp;
+    cd_conn_progress(r->conn, r->seq, &env);
+  }
+  free(p);
+}
+
+static void on_build_progress(void *user, double fraction, const char *stage) {
+  reg_job *j = user;
+  uint64_t now = cd_now_ns();
+  if (j->progress_ns && now - j->progress_ns < CD_PROGRESS_INTERVAL_NS) return;
+  j->progress_ns = now;
+  progress_job *p = calloc(1, sizeof *p);
+  if (!p) return;
+  p->req = j->req;
+  p->fraction = fraction < 0 ? 0 : (fraction > 1 ? 1 : fraction);
+  snprintf(p->stage, sizeof p->stage, "%s", stage ? stage : "");
+  p->job.done = progress_done;
+  cd_pool_post(j->req->conn->srv->pool, &p->job);
+}
 
 static void reply_registered(cd_req *r, cd_cache_entry *e, int already) {
   if (!cd_conn_gone(r->conn)) cd_conn_hold_geometry(r->conn, e);
@@ -141,15 +184,19 @@ static void on_joined_build(void *arg, cd_cache_entry *e, int code, const char *
   reply_registered(r, e, 1);
 }
 
-/* The registration whose content was new: it started the build. */
+/* The registration whose content was new: it started the build (arg is its
+ * job, freed here, so that a build error keeps its field path). */
 static void on_own_build(void *arg, cd_cache_entry *e, int code, const char *message) {
-  cd_req *r = arg;
+  reg_job *j = arg;
+  cd_req *r = j->req;
   if (code) {
     cd_status st;
-    cd_status_set(&st, code, "", "%s", message);
+    cd_status_set(&st, code, j->st.code ? j->st.field : "registerGeometry", "%s", message);
+    free(j);
     cd_req_fail(r, &st);
     return;
   }
+  free(j);
   reply_registered(r, e, 0);
 }
 
@@ -162,7 +209,8 @@ static void reg_run(cd_job *job, cd_worker *w) {
     return;
   }
   uint64_t t0 = cd_now_ns();
-  int rc = cd_geomspec_build(m, &j->req->conn->srv->cfg.limits, &j->geom, &j->radius, &j->st);
+  int rc = cd_geomspec_build_progress(m, &j->req->conn->srv->cfg.limits, m->want_progress ? on_build_progress : NULL,
+                                      j, &j->geom, &j->radius, &j->st);
   j->build_us = (cd_now_ns() - t0) / 1000;
   if (rc) j->geom = NULL;
 }
@@ -193,7 +241,7 @@ static void reg_done(cd_job *job) {
     }
     if (m->material) e->material = (ce_material){m->material->dissipation, m->material->friction};
     if (m->point_stiffness) e->point_stiffness = m->point_stiffness->value;
-    if (cd_cache_add_waiter(e, on_own_build, r)) {
+    if (cd_cache_add_waiter(e, on_own_build, j)) {
       cd_cache_complete(s->cache, e, NULL, 0, CD_EXHAUSTED, "out of memory");
       free(j);
       fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
@@ -213,10 +261,10 @@ static void reg_done(cd_job *job) {
   } else {
     CD_INFO("geometry build failed", "geometry=%s error=%s", e->id, cd_log_quote(q, sizeof q, j->st.message));
   }
-  /* This request is the first waiter (on_own_build), answered like the rest. */
+  /* This request is the first waiter (on_own_build, which frees j), answered
+   * like the rest. */
   cd_cache_complete(s->cache, e, j->geom, j->build_us, j->geom ? 0 : (j->st.code ? j->st.code : CD_INTERNAL),
                     j->st.message);
-  free(j);
 }
 
 static void on_register(cd_req *r) {

@@ -1,6 +1,7 @@
 /* cd_meshfile.h — mesh files sent in RegisterGeometry.meshFile: Wavefront
- * OBJ and STL (ASCII or binary) surfaces, legacy-VTK ASCII tetrahedra.
- * PLY and Gmsh are answered with UNIMPLEMENTED. */
+ * OBJ and STL (ASCII or binary) surfaces, legacy-VTK (ASCII or binary) and
+ * Gmsh MSH 2.2 / 4.1 tetrahedra, all parsed by the engine (ce_mesh_parse).
+ * PLY is answered with UNIMPLEMENTED. */
 #ifndef CD_MESHFILE_H
 #define CD_MESHFILE_H
 
@@ -17,7 +18,8 @@ typedef struct cd_mesh {
   int per_element;    /* 3 = triangles, 4 = tetrahedra */
 } cd_mesh;
 
-/* format: Contactd__V1__MeshFormat (0 = detect). Errors name the line. */
+/* format: Contactd__V1__MeshFormat (0 = detect). Errors name the file, the
+ * line or byte offset, and reach the client as registerGeometry.meshFile.data. */
 int cd_meshfile_parse(const uint8_t *data, size_t len, int format, const char *name, uint64_t max_elements,
                       cd_mesh *out, cd_status *st);
 void cd_mesh_free(cd_mesh *m);

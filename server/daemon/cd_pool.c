@@ -78,7 +78,7 @@ static void drain(cd_pool *p) {
     if (!j) return;
     while (j) {
       cd_job *next = j->next;
-      p->pending--;
+      if (j->run) p->pending--; /* posted jobs (run == NULL) were never submitted */
       j->done(j);
       j = next;
     }
@@ -122,6 +122,17 @@ void cd_pool_submit(cd_pool *p, cd_job *job) {
   p->tail = job;
   pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
+}
+
+void cd_pool_post(cd_pool *p, cd_job *job) {
+  job->run = NULL;
+  job->next = NULL;
+  pthread_mutex_lock(&p->done_mu);
+  if (p->done_tail) p->done_tail->next = job;
+  else p->done_head = job;
+  p->done_tail = job;
+  pthread_mutex_unlock(&p->done_mu);
+  uv_async_send(&p->async);
 }
 
 uint64_t cd_pool_pending(const cd_pool *p) { return p->pending; }

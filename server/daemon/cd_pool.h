@@ -31,6 +31,11 @@ typedef struct cd_pool cd_pool;
 cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget);
 /* Queue a job (loop thread). */
 void cd_pool_submit(cd_pool *p, cd_job *job);
+/* Hand a job straight to the completion queue (any thread, typically a
+ * worker inside run()): its done() runs on the loop, in FIFO order with the
+ * jobs that finish after it; run is set to NULL and never called. Not
+ * counted by cd_pool_pending. */
+void cd_pool_post(cd_pool *p, cd_job *job);
 /* Jobs submitted whose done() has not run yet. */
 uint64_t cd_pool_pending(const cd_pool *p);
 int cd_pool_size(const cd_pool *p);

@@ -288,7 +288,7 @@ Test(meshfile, obj_stl_vtk) {
   cd_mesh_free(&m);
   const char *bad = "v 0 0 0\nf 1 2 3\n";
   cr_expect_eq(cd_meshfile_parse((const uint8_t *)bad, strlen(bad), 1, "bad.obj", 1000, &m, &st), CD_INVALID);
-  cr_expect(strstr(st.message, "bad.obj line 2"), "%s", st.message);
+  cr_expect(strstr(st.message, "bad.obj: OBJ line 2"), "%s", st.message);
 }
 
 /* ---- config ------------------------------------------------------------ */

@@ -1,0 +1,285 @@
+/* test_daemon_assets.c — terrain (heightField) and mesh assets (a compliant
+ * surface from OBJ bytes) end to end against the real contactd: register,
+ * query, broad phase, errors with field paths. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cd_test_client.h"
+
+typedef Contactd__V1__Envelope Env;
+
+static tc_daemon D;
+static void up(void) { tc_start(&D, NULL); }
+static void down(void) { cr_expect_eq(tc_stop(&D), 0, "contactd exits 0 on SIGTERM"); }
+
+/* Send a RegisterGeometry; skip RegisterProgress messages (counted). */
+static Env *reg(int fd, uint64_t id, Contactd__V1__RegisterGeometry *rg, int *progress) {
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  e.register_geometry = rg;
+  cr_assert_eq(tc_send(fd, &e), 0);
+  for (;;) {
+    Env *r = tc_recv(fd, 120000);
+    cr_assert(r, "no reply");
+    cr_assert_eq(r->request_id, id);
+    if (r->msg_case != CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS) return r;
+    cr_expect(r->register_progress->fraction >= 0 && r->register_progress->fraction <= 1);
+    if (progress) (*progress)++;
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+}
+
+static const char *err_of(const Env *r) {
+  return r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? r->error->message : "";
+}
+
+/* The bowl z = 0.2 (x^2 + y^2) sampled at 1 m on [-5, 5]^2. */
+static double H[121];
+static void bowl(Contactd__V1__HeightField *h, Contactd__V1__Vec3 *o) {
+  for (int j = 0; j < 11; j++)
+    for (int i = 0; i < 11; i++) H[j * 11 + i] = 0.2 * ((i - 5) * (i - 5) + (j - 5) * (j - 5));
+  contactd__v1__height_field__init(h);
+  contactd__v1__vec3__init(o);
+  o->x = o->y = -5;
+  h->heights = H;
+  h->n_heights = 121;
+  h->nx = h->ny = 11;
+  h->dx = h->dy = 1;
+  h->origin = o;
+  h->continuity = CONTACTD__V1__CONTINUITY__CONTINUITY_C1;
+}
+
+static Env *query(int fd, uint64_t id, const char *ga, double xa, double ya, double za, const char *gb, int all) {
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, ga, xa, ya, za);
+  tc_body(&b2, &p2, &v2, 2, gb, 0, 0, 0);
+  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+  pr.a = 1;
+  pr.b = 2;
+  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = 2;
+  q.bodies = bodies;
+  if (all) {
+    q.all_pairs = &ap;
+  } else {
+    q.n_pairs = 1;
+    q.pairs = prs;
+  }
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &q;
+  Env *r = tc_call(fd, &e, 60000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "%s", err_of(r));
+  return r;
+}
+
+Test(daemon_assets, heightfield_register_query_broadphase, .init = up, .fini = down) {
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__HeightField h;
+  Contactd__V1__Vec3 o;
+  bowl(&h, &o);
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD;
+  rg.height_field = &h;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  Env *r = reg(fd, 1, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s", err_of(r));
+  char *terrain = strdup(r->register_reply->geometry_id);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* same content, same id; C2 is a different geometry */
+  r = reg(fd, 2, &rg, NULL);
+  cr_expect_str_eq(r->register_reply->geometry_id, terrain);
+  cr_expect(r->register_reply->already_cached);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  h.continuity = CONTACTD__V1__CONTINUITY__CONTINUITY_C2;
+  r = reg(fd, 3, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s", err_of(r));
+  cr_expect_str_neq(r->register_reply->geometry_id, terrain);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  h.continuity = CONTACTD__V1__CONTINUITY__CONTINUITY_C1;
+  /* bad grids: a NaN height, too few samples, compliant */
+  H[37] = NAN;
+  r = reg(fd, 4, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT);
+  cr_expect_str_eq(r->error->field, "registerGeometry.heightField.heights");
+  cr_expect(strstr(r->error->message, "height 37"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  H[37] = 0.2 * (4 + 4);
+  h.nx = 3;
+  r = reg(fd, 5, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_str_eq(r->error->field, "registerGeometry.heightField.nx");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  h.nx = 11;
+  char *ball = tc_register_sphere(fd, 6, 0.5, 1e6, 0.05);
+  /* a compliant ball resting 2 cm deep at the bottom of the bowl */
+  r = query(fd, 7, ball, 0, 0, 0.48, terrain, 0);
+  Contactd__V1__PairResult *p = r->contact_reply->results[0];
+  cr_expect_eq(p->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE);
+  cr_expect_gt(p->wrench_a->force->z, 0.0, "the terrain pushes the ball up");
+  cr_expect_lt(fabs(p->wrench_a->force->x), 1e-6 * p->wrench_a->force->z, "symmetric bowl");
+  double fz = p->wrench_a->force->z;
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* all pairs: the terrain is one large body */
+  r = query(fd, 8, ball, 0, 0, 0.48, terrain, 1);
+  cr_assert_eq(r->contact_reply->n_results, 1);
+  cr_expect_eq(r->contact_reply->results[0]->a, 1);
+  cr_expect_eq(r->contact_reply->results[0]->b, 2);
+  cr_expect_float_eq(r->contact_reply->results[0]->wrench_a->force->z, fz, 1e-9);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  r = query(fd, 9, ball, 1, 2, 40, terrain, 1);
+  cr_expect_eq(r->contact_reply->n_results, 0, "far above the terrain: no candidate pair");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  r = query(fd, 10, ball, 30, 0, 1, terrain, 1);
+  cr_expect_eq(r->contact_reply->n_results, 0, "beside the grid: no candidate pair");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* a rigid sphere gets point contact from the terrain */
+  Contactd__V1__Sphere s = CONTACTD__V1__SPHERE__INIT;
+  s.radius = 0.5;
+  Contactd__V1__RegisterGeometry rs = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rs.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
+  rs.sphere = &s;
+  rs.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  rs.resolution_hint = 0.05;
+  r = reg(fd, 11, &rs, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s", err_of(r));
+  char *rball = strdup(r->register_reply->geometry_id);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  r = query(fd, 12, rball, 0, 0, 0.48, terrain, 0);
+  p = r->contact_reply->results[0];
+  cr_expect_eq(p->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_POINT);
+  cr_expect_eq(p->model, CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT);
+  cr_assert(p->penetration);
+  cr_expect_float_eq(p->penetration->depth, 0.02, 2e-3);
+  cr_expect_gt(p->penetration->normal->z, 0.99);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(terrain);
+  free(ball);
+  free(rball);
+  close(fd);
+}
+
+/* A torus (R, r) as OBJ text: nu x nv quads split into outward triangles. */
+static char *torus_obj(double R, double rr, int nu, int nv, size_t *len) {
+  size_t cap = (size_t)(nu * nv) * 120 + 64, n = 0;
+  char *s = malloc(cap);
+  n += (size_t)snprintf(s + n, cap - n, "# torus R=%g r=%g\n", R, rr);
+  for (int i = 0; i < nu; i++)
+    for (int j = 0; j < nv; j++) {
+      double u = 2 * M_PI * i / nu, v = 2 * M_PI * j / nv;
+      n += (size_t)snprintf(s + n, cap - n, "v %.17g %.17g %.17g\n", (R + rr * cos(v)) * cos(u),
+                            (R + rr * cos(v)) * sin(u), rr * sin(v));
+    }
+  for (int i = 0; i < nu; i++)
+    for (int j = 0; j < nv; j++) {
+      int a = i * nv + j + 1, b = ((i + 1) % nu) * nv + j + 1, c = ((i + 1) % nu) * nv + (j + 1) % nv + 1,
+          d = i * nv + (j + 1) % nv + 1;
+      n += (size_t)snprintf(s + n, cap - n, "f %d %d %d\nf %d %d %d\n", a, b, c, a, c, d);
+    }
+  *len = n;
+  return s;
+}
+
+Test(daemon_assets, compliant_torus_from_obj_against_rigid_peg, .init = up, .fini = down) {
+  int fd = tc_connect_tcp(D.port);
+  size_t len;
+  char *obj = torus_obj(0.05, 0.02, 48, 24, &len);
+  Contactd__V1__MeshFile mf = CONTACTD__V1__MESH_FILE__INIT;
+  mf.data.data = (uint8_t *)obj;
+  mf.data.len = len;
+  mf.format = CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_OBJ;
+  mf.name = "torus.obj";
+  Contactd__V1__SurfaceOptions so = CONTACTD__V1__SURFACE_OPTIONS__INIT;
+  so.edge_length = 0.006;
+  so.field = CONTACTD__V1__FIELD_KIND__FIELD_KIND_LAPLACE;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE;
+  rg.mesh_file = &mf;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  rg.modulus = 1e6;
+  rg.surface = &so;
+  rg.want_progress = 1;
+  int progress = 0;
+  Env *r = reg(fd, 1, &rg, &progress);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s", err_of(r));
+  char *torus = strdup(r->register_reply->geometry_id);
+  Contactd__V1__GeometryStats *gs = r->register_reply->stats;
+  cr_expect_gt(gs->tetrahedra, 1000);
+  double vol = 2 * M_PI * M_PI * 0.05 * 0.02 * 0.02;
+  cr_expect_lt(fabs(gs->volume - vol) / vol, 0.05, "tet volume %g vs torus %g", gs->volume, vol);
+  cr_expect_float_eq(gs->max_pressure, 1e6, 1e-6, "Laplace core at the modulus");
+  cr_expect_gt(progress, 0, "RegisterProgress messages before the reply");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* the Distance field is a different geometry */
+  so.field = CONTACTD__V1__FIELD_KIND__FIELD_KIND_DISTANCE;
+  rg.want_progress = 0;
+  r = reg(fd, 2, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s", err_of(r));
+  cr_expect_str_neq(r->register_reply->geometry_id, torus);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* a rigid peg (cylinder r = 1 cm along z) 5 mm into the hole's wall at x = 0.03 */
+  Contactd__V1__Cylinder cy = CONTACTD__V1__CYLINDER__INIT;
+  cy.radius = 0.01;
+  cy.length = 0.1;
+  Contactd__V1__RegisterGeometry rp = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rp.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CYLINDER;
+  rp.cylinder = &cy;
+  rp.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  rp.resolution_hint = 0.002;
+  r = reg(fd, 3, &rp, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s", err_of(r));
+  char *peg = strdup(r->register_reply->geometry_id);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* torus = body 1 at (-0.025, 0, 0): its hole's wall at x = 0.005 is 5 mm inside the peg at the origin */
+  r = query(fd, 4, torus, -0.025, 0, 0, peg, 0);
+  Contactd__V1__PairResult *p = r->contact_reply->results[0];
+  cr_expect_eq(p->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE);
+  cr_expect_gt(p->area, 0.0);
+  cr_expect_gt(p->wrench_a->force->x, 0.0, "the peg pushes the torus's wall towards +x");
+  cr_expect_lt(fabs(p->wrench_a->force->y), 1e-3 * fabs(p->wrench_a->force->x), "symmetric about y = 0");
+  cr_expect_float_eq(p->wrench_b->force->x, -p->wrench_a->force->x, 1e-9 * fabs(p->wrench_a->force->x));
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* an open surface for compliant use: an error naming the field, or the hull on request */
+  /* a unit cube without its top */
+  const char *open_obj = "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 0 0 1\nv 1 0 1\nv 1 1 1\nv 0 1 1\n"
+                         "f 1 4 3\nf 1 3 2\nf 1 2 6\nf 1 6 5\nf 2 3 7\nf 2 7 6\nf 3 4 8\nf 3 8 7\n"
+                         "f 4 1 5\nf 4 5 8\n";
+  mf.data.data = (uint8_t *)open_obj;
+  mf.data.len = strlen(open_obj);
+  mf.name = "open.obj";
+  so.edge_length = 0.1;
+  r = reg(fd, 5, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT);
+  cr_expect(strstr(r->error->field, "registerGeometry.meshFile"), "%s", r->error->field);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  so.use_convex_hull_if_open = 1;
+  r = reg(fd, 6, &rg, NULL);
+  cr_expect_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s", err_of(r));
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* a parse error names the file and the line */
+  const char *bad = "v 0 0 0\nv 1 0 0\nf 1 2 9\n";
+  mf.data.data = (uint8_t *)bad;
+  mf.data.len = strlen(bad);
+  mf.name = "bad.obj";
+  r = reg(fd, 7, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT);
+  cr_expect_str_eq(r->error->field, "registerGeometry.meshFile.data");
+  cr_expect(strstr(r->error->message, "bad.obj: OBJ line 3"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(obj);
+  free(torus);
+  free(peg);
+  close(fd);
+}
