@@ -373,6 +373,18 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   ce_buf queue;
   ce_buf_init(&queue, sizeof(ce_pair));
   if (ce_buf_reserve(a, &queue, 256 + 6 * faces.len) != CE_OK) return CE_ENOMEM;
+  /* About 1.3 polygons of 3-4 vertices per seed (sphere pairs): room for
+   * that in the builder up front instead of doubling and copying. */
+  {
+    ce_builder *b = q->b;
+    int64_t np = 64 + 2 * faces.len, nv = 4 * np;
+    if (ce_buf_reserve(a, &b->v, nv) != CE_OK || ce_buf_reserve(a, &b->p, nv) != CE_OK ||
+        ce_buf_reserve(a, &b->face_vert, nv) != CE_OK || ce_buf_reserve(a, &b->face_off, np) != CE_OK ||
+        ce_buf_reserve(a, &b->normal, np) != CE_OK || ce_buf_reserve(a, &b->grad_m, np) != CE_OK ||
+        ce_buf_reserve(a, &b->grad_n, np) != CE_OK || ce_buf_reserve(a, &b->elem_m, np) != CE_OK ||
+        ce_buf_reserve(a, &b->elem_n, np) != CE_OK)
+      return CE_ENOMEM;
+  }
   const ce_pair *fp = faces.data;
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
   /* Seeds one at a time, each walk run to the end before the next seed:
