@@ -314,7 +314,7 @@ static inline uint64_t set_hash(uint64_t k) {
 }
 
 /* Insert; *added = 1 when the key was new. */
-static ce_errno set_add(ce_arena *a, pair_set *s, int32_t i, int32_t j, int *added) {
+static inline ce_errno set_add(ce_arena *a, pair_set *s, int32_t i, int32_t j, int *added) {
   uint64_t key = (((uint64_t)(uint32_t)i << 32) | (uint32_t)j) + 1;
   if (2 * (s->len + 1) > s->cap) {
     pair_set t;
@@ -344,7 +344,7 @@ static ce_errno set_add(ce_arena *a, pair_set *s, int32_t i, int32_t j, int *add
   return CE_OK;
 }
 
-static ce_errno push_pair(ce_arena *a, pair_set *s, ce_buf *queue, int32_t i, int32_t j) {
+static inline ce_errno push_pair(ce_arena *a, pair_set *s, ce_buf *queue, int32_t i, int32_t j) {
   int added;
   ce_errno e = set_add(a, s, i, j, &added);
   if (e != CE_OK || !added) return e;
