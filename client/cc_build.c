@@ -8,15 +8,16 @@
 #include "cc_client.h"
 
 static const char *const kind_names[] = {NULL,        "sphere",    "box",        "cylinder",
-                                         "capsule",   "ellipsoid", "half-space", "mesh"};
+                                         "capsule",   "ellipsoid", "half-space", "mesh",
+                                         "heightfield"};
 
 const char *cc_shape_kind_name(cc_shape_kind k) {
-  if ((int)k < 1 || (int)k > CC_SHAPE_MESH_FILE) return "unknown";
+  if ((int)k < 1 || (int)k > CC_SHAPE_HEIGHT_FIELD) return "unknown";
   return kind_names[k];
 }
 
 cc_shape_kind cc_shape_kind_parse(const char *s) {
-  for (int k = 1; k <= CC_SHAPE_MESH_FILE; k++)
+  for (int k = 1; k <= CC_SHAPE_HEIGHT_FIELD; k++)
     if (strcmp(s, kind_names[k]) == 0) return (cc_shape_kind)k;
   if (strcmp(s, "halfspace") == 0 || strcmp(s, "half_space") == 0) return CC_SHAPE_HALF_SPACE;
   return (cc_shape_kind)0;
@@ -45,6 +46,9 @@ int cc_register_shape(cc_client *c, const cc_shape *s, char id[CC_ID_MAX],
   Contactd__V1__MeshFile mf = CONTACTD__V1__MESH_FILE__INIT;
   Contactd__V1__DoubleValue slab = CONTACTD__V1__DOUBLE_VALUE__INIT;
   Contactd__V1__Material mat = CONTACTD__V1__MATERIAL__INIT;
+  Contactd__V1__HeightField hf = CONTACTD__V1__HEIGHT_FIELD__INIT;
+  Contactd__V1__Vec3 origin = CONTACTD__V1__VEC3__INIT;
+  Contactd__V1__SurfaceOptions so = CONTACTD__V1__SURFACE_OPTIONS__INIT;
   switch (s->kind) {
     case CC_SHAPE_SPHERE:
       sp.radius = s->a;
@@ -90,6 +94,29 @@ int cc_register_shape(cc_client *c, const cc_shape *s, char id[CC_ID_MAX],
       mf.name = (char *)(s->name ? s->name : "");
       r.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE;
       r.mesh_file = &mf;
+      if (!s->rigid && (s->edge_length > 0 || s->field || s->core_depth > 0 || s->hull_if_open)) {
+        so.edge_length = s->edge_length;
+        so.field = (Contactd__V1__FieldKind)s->field;
+        so.core_depth = s->core_depth;
+        so.use_convex_hull_if_open = s->hull_if_open ? 1 : 0;
+        r.surface = &so;
+      }
+      break;
+    case CC_SHAPE_HEIGHT_FIELD:
+      if (!s->heights || s->nx <= 0 || s->ny <= 0) return bad(err, "heightfield: no heights");
+      hf.heights = (double *)s->heights;
+      hf.n_heights = (size_t)s->nx * (size_t)s->ny;
+      hf.nx = s->nx;
+      hf.ny = s->ny;
+      hf.dx = s->dx;
+      hf.dy = s->dy;
+      origin.x = s->origin[0];
+      origin.y = s->origin[1];
+      origin.z = s->origin[2];
+      hf.origin = &origin;
+      hf.continuity = s->continuity == 2 ? CONTACTD__V1__CONTINUITY__CONTINUITY_C2 : CONTACTD__V1__CONTINUITY__CONTINUITY_C1;
+      r.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD;
+      r.height_field = &hf;
       break;
     default:
       return bad(err, "unknown shape kind");
@@ -108,6 +135,7 @@ int cc_register_shape(cc_client *c, const cc_shape *s, char id[CC_ID_MAX],
     r.material = &mat;
   }
   if (s->name && s->kind != CC_SHAPE_MESH_FILE) r.name = (char *)s->name;
+  r.want_progress = s->want_progress ? 1 : 0;
   Contactd__V1__RegisterReply *rep = NULL;
   int rc = cc_register(c, &r, &rep, err);
   if (rc) return rc;

@@ -45,7 +45,14 @@ struct cc_client {
   cc_open_stream *streams;
   size_t nstreams, cstreams;
   int broken;              /* framing lost or peer closed */
+  cc_progress_fn progress;  /* RegisterProgress of the awaited request */
+  void *progress_user;
 };
+
+void cc_set_progress(cc_client *c, cc_progress_fn fn, void *user) {
+  c->progress = fn;
+  c->progress_user = user;
+}
 
 static const char *const code_names[] = {
     "OK",        "CANCELLED",         "UNKNOWN",       "INVALID_ARGUMENT",    "DEADLINE_EXCEEDED",
@@ -438,6 +445,9 @@ int cc_call(cc_client *c, Envelope *req, Envelope **reply, cc_error *err) {
       continue;
     }
     if (env->msg_case == CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS) {
+      if (c->progress && env->register_progress)
+        c->progress(c->progress_user, env->register_progress->fraction,
+                    env->register_progress->stage ? env->register_progress->stage : "");
       contactd__v1__envelope__free_unpacked(env, NULL);
       continue;
     }

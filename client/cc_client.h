@@ -126,6 +126,10 @@ int cc_call(cc_client *c, Contactd__V1__Envelope *req, Contactd__V1__Envelope **
 int cc_hello(cc_client *c, const char *client_name, Contactd__V1__HelloReply **out, cc_error *err);
 int cc_register(cc_client *c, const Contactd__V1__RegisterGeometry *req,
                 Contactd__V1__RegisterReply **out, cc_error *err);
+/* Called for every RegisterProgress of the request a call is waiting for
+ * (set want_progress in the RegisterGeometry); fn NULL = ignore them. */
+typedef void (*cc_progress_fn)(void *user, double fraction, const char *stage);
+void cc_set_progress(cc_client *c, cc_progress_fn fn, void *user);
 /* *out lists the ids the server does not hold. */
 int cc_has(cc_client *c, const char *const *ids, size_t n, Contactd__V1__HasGeometryReply **out,
            cc_error *err);
@@ -161,6 +165,7 @@ typedef enum cc_shape_kind {
   CC_SHAPE_ELLIPSOID,   /* a, b, c = semi-axes */
   CC_SHAPE_HALF_SPACE,  /* z <= 0 of the body frame */
   CC_SHAPE_MESH_FILE,   /* data/size = a mesh file's bytes */
+  CC_SHAPE_HEIGHT_FIELD, /* rigid terrain: heights, nx, ny, dx, dy, origin, continuity */
 } cc_shape_kind;
 
 typedef struct cc_shape {
@@ -176,6 +181,17 @@ typedef struct cc_shape {
   size_t size;          /* ... and their count */
   int format;           /* Contactd__V1__MeshFormat; 0 = detect */
   const char *name;     /* label / file name (may be NULL) */
+  /* CC_SHAPE_HEIGHT_FIELD: z[j * nx + i] at (origin + (i dx, j dy)), m */
+  const double *heights;
+  int nx, ny;
+  double dx, dy, origin[3];
+  int continuity;       /* 1 = C1 (default), 2 = C2 */
+  /* compliant surface meshes (tetrahedralised by the server) */
+  double edge_length;   /* target tet edge length, m; 0 = hint */
+  int field;            /* Contactd__V1__FieldKind; 0 = Laplace */
+  double core_depth;    /* Laplace core depth, m; 0 = deepest vertices */
+  int hull_if_open;     /* open surface: use its convex hull */
+  int want_progress;    /* ask for RegisterProgress (see cc_set_progress) */
 } cc_shape;
 
 /* Register a shape; copies the geometry id into id[CC_ID_MAX]. out (the full

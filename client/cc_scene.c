@@ -144,6 +144,10 @@ static int parse_geom(const cJSON *g, const char *base_dir, cc_scene_geom *sg, c
       s->a = v3[0], s->b = v3[1], s->c = v3[2];
       break;
     case CC_SHAPE_HALF_SPACE: break;
+    case CC_SHAPE_HEIGHT_FIELD:
+      return err_at(err, errlen,
+                    "%s.shape: a heightfield is registered with `contactctl register heightfield FILE`; give its "
+                    "\"id\" here", path);
     case CC_SHAPE_MESH_FILE: {
       const cJSON *f = cJSON_GetObjectItemCaseSensitive(g, "file");
       if (!cJSON_IsString(f)) return err_at(err, errlen, "%s.file: expected a file name", path);

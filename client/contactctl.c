@@ -74,6 +74,15 @@ static const char *const REGISTER_HELP =
     "  ellipsoid  --semi-axes A,B,C\n"
     "  half-space                      (z <= 0 of the body frame)\n"
     "  mesh FILE  [--format auto|obj|stl|ply|vtk|msh]  (the file's bytes are sent)\n"
+    "  heightfield FILE  [--c2]        rigid terrain (implies --rigid); FILE is text:\n"
+    "             \"nx ny dx dy [ox oy oz]\" then nx*ny heights, x fastest (m)\n"
+    "\n"
+    "compliant surface meshes (OBJ, STL) are tetrahedralised by the server:\n"
+    "  --edge-length H    target tet edge length, m (default: --hint)\n"
+    "  --field laplace|distance   pressure field (default laplace)\n"
+    "  --core-depth D     Laplace core: vertices at least D deep, m\n"
+    "  --hull             use the convex hull of an open surface\n"
+    "  --progress / --no-progress  progress bar on stderr (default: when a TTY)\n"
     "\n"
     "options:\n"
     "  --modulus E        hydroelastic modulus, Pa (required unless --rigid)\n"
@@ -507,6 +516,84 @@ static char *slurp(const char *path, size_t *n) {
   return b;
 }
 
+/* A heightfield text file: "nx ny dx dy [ox oy oz]" then nx*ny heights.
+ * Returns the heights (malloc'd) and fills s, or NULL with a reason. */
+static double *read_heightfield(const char *text, size_t n, cc_shape *s, char *why, size_t whylen) {
+  char *buf = malloc(n + 1);
+  if (!buf) return snprintf(why, whylen, "out of memory"), NULL;
+  memcpy(buf, text, n);
+  buf[n] = 0;
+  char *p = buf, *nl = strchr(buf, '\n');
+  if (nl) *nl = 0;
+  double hd[7] = {0, 0, 0, 0, 0, 0, 0};
+  int k = 0;
+  for (char *e; k < 7; k++) {
+    hd[k] = strtod(p, &e);
+    if (e == p) break;
+    p = e;
+  }
+  if (k != 4 && k != 7) {
+    free(buf);
+    snprintf(why, whylen, "line 1: expected \"nx ny dx dy [ox oy oz]\" (%d numbers found)", k);
+    return NULL;
+  }
+  if (!(hd[0] >= 1 && hd[0] <= 1 << 20 && hd[1] >= 1 && hd[1] <= 1 << 20 && hd[0] == floor(hd[0]) &&
+        hd[1] == floor(hd[1]))) {
+    free(buf);
+    snprintf(why, whylen, "line 1: nx and ny must be whole numbers in [1, 2^20]");
+    return NULL;
+  }
+  size_t cnt = (size_t)hd[0] * (size_t)hd[1];
+  double *h = malloc(cnt * sizeof *h);
+  if (!h) {
+    free(buf);
+    snprintf(why, whylen, "out of memory for %zu heights", cnt);
+    return NULL;
+  }
+  p = nl ? nl + 1 : buf + n;
+  for (size_t i = 0; i < cnt; i++) {
+    char *e;
+    h[i] = strtod(p, &e);
+    if (e == p) {
+      free(buf);
+      free(h);
+      snprintf(why, whylen, "height %zu of %zu is missing or not a number", i, cnt);
+      return NULL;
+    }
+    p = e;
+  }
+  free(buf);
+  s->nx = (int)hd[0];
+  s->ny = (int)hd[1];
+  s->dx = hd[2];
+  s->dy = hd[3];
+  s->origin[0] = hd[4];
+  s->origin[1] = hd[5];
+  s->origin[2] = hd[6];
+  return h;
+}
+
+typedef struct bar_state {
+  int shown;
+  char stage[32];
+} bar_state;
+
+/* A one-line progress bar on stderr, redrawn in place. */
+static void progress_bar(void *user, double fraction, const char *stage) {
+  bar_state *b = user;
+  int w = 40, k = (int)(fraction * w + 0.5);
+  if (k < 0) k = 0;
+  if (k > w) k = w;
+  char bar[41];
+  memset(bar, '#', (size_t)k);
+  memset(bar + k, '.', (size_t)(w - k));
+  bar[w] = 0;
+  fprintf(stderr, "\r[%s] %3.0f%% %-16s", bar, 100 * fraction, stage);
+  fflush(stderr);
+  b->shown = 1;
+  snprintf(b->stage, sizeof b->stage, "%s", stage);
+}
+
 static int cmd_register(int argc, char **argv, common *co) {
   if (argc == 0) return usage("register: missing SHAPE%s", "");
   if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
@@ -518,6 +605,8 @@ static int cmd_register(int argc, char **argv, common *co) {
   s.kind = cc_shape_kind_parse(argv[0]);
   if (!s.kind) return usage("register: unknown shape \"%s\"", argv[0]);
   const char *file = NULL;
+  double *heights = NULL;
+  int progress = -1; /* -1 = when stderr is a TTY */
   int have_radius = 0, have_length = 0, have_size = 0, have_axes = 0, have_modulus = 0;
   for (int i = 1; i < argc; i++) {
     int r = common_flag(argc, argv, &i, co);
@@ -532,7 +621,26 @@ static int cmd_register(int argc, char **argv, common *co) {
       s.rigid = 1;
       continue;
     }
-    if (f[0] != '-' && s.kind == CC_SHAPE_MESH_FILE && !file) {
+    if (strcmp(f, "--c2") == 0) {
+      s.continuity = 2;
+      continue;
+    }
+    if (strcmp(f, "--hull") == 0) {
+      s.hull_if_open = 1;
+      continue;
+    }
+    if (strcmp(f, "--progress") == 0 || strcmp(f, "--no-progress") == 0) {
+      progress = f[2] == 'p';
+      continue;
+    }
+    if (strcmp(f, "--field") == 0 && i + 1 < argc) {
+      const char *v = argv[++i];
+      if (strcmp(v, "laplace") == 0) s.field = CONTACTD__V1__FIELD_KIND__FIELD_KIND_LAPLACE;
+      else if (strcmp(v, "distance") == 0) s.field = CONTACTD__V1__FIELD_KIND__FIELD_KIND_DISTANCE;
+      else return usage("register: --field \"%s\" is not laplace or distance", v);
+      continue;
+    }
+    if (f[0] != '-' && (s.kind == CC_SHAPE_MESH_FILE || s.kind == CC_SHAPE_HEIGHT_FIELD) && !file) {
       file = f;
       continue;
     }
@@ -572,6 +680,8 @@ static int cmd_register(int argc, char **argv, common *co) {
     else if (strcmp(f, "--slab") == 0) s.slab = d;
     else if (strcmp(f, "--dissipation") == 0) s.dissipation = d;
     else if (strcmp(f, "--friction") == 0) s.friction = d;
+    else if (strcmp(f, "--edge-length") == 0) s.edge_length = d;
+    else if (strcmp(f, "--core-depth") == 0) s.core_depth = d;
     else return usage("register: unknown option \"%s\"", f);
   }
   switch (s.kind) {
@@ -591,6 +701,10 @@ static int cmd_register(int argc, char **argv, common *co) {
     case CC_SHAPE_MESH_FILE:
       if (!file) return usage("register mesh: missing FILE%s", "");
       break;
+    case CC_SHAPE_HEIGHT_FIELD:
+      if (!file) return usage("register heightfield: missing FILE%s", "");
+      s.rigid = 1;
+      break;
     default: break;
   }
   if (!s.rigid && !have_modulus) return usage("register: --modulus is required for a compliant geometry (or give --rigid)%s", "");
@@ -604,6 +718,18 @@ static int cmd_register(int argc, char **argv, common *co) {
     }
     s.data = data;
     s.size = n;
+    if (s.kind == CC_SHAPE_HEIGHT_FIELD) {
+      s.data = NULL;
+      s.size = 0;
+      char why[200];
+      heights = read_heightfield(data, n, &s, why, sizeof why);
+      if (!heights) {
+        fprintf(stderr, "contactctl: heightfield file \"%s\": %s\n", file, why);
+        free(data);
+        return EX_INPUT;
+      }
+      s.heights = heights;
+    }
     if (!s.name) {
       const char *slash = strrchr(file, '/');
       s.name = slash ? slash + 1 : file;
@@ -618,8 +744,16 @@ static int cmd_register(int argc, char **argv, common *co) {
   char id[CC_ID_MAX];
   Contactd__V1__RegisterReply *rep;
   cc_error e;
+  if (progress < 0) progress = isatty(2);
+  bar_state bar = {0, ""};
+  if (progress) {
+    s.want_progress = 1;
+    cc_set_progress(c, progress_bar, &bar);
+  }
   rc = cc_register_shape(c, &s, id, &rep, &e);
+  if (bar.shown) fputs("\n", stderr);
   free(data);
+  free(heights);
   if (rc) {
     cc_close(c);
     return report("register", &e);
