@@ -110,6 +110,24 @@ class PythonClientTest(unittest.TestCase):
         res = self.c.query(self.bodies(0.3), pairs=[(1, 2)])
         self.assertEqual(res.pairs[0].status, "none")
 
+    def test_heightfield_flat_terrain_equals_half_space(self):
+        # a flat 8 x 8 terrain under the ball: the same force as the rigid half space
+        terrain = self.c.register_heightfield([[0.0] * 8 for _ in range(8)], 1.0, origin=(-3.5, -3.5, 0.0))
+        self.assertEqual(self.c.register_heightfield([0.0] * 64, 1.0, nx=8, ny=8, origin=(-3.5, -3.5, 0)), terrain)
+        ref = self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0]
+        res = self.c.query([Body(1, self.ball, position=(0, 0, H)), Body(2, terrain)], pairs=[(1, 2)])
+        p = res.pairs[0]
+        self.assertEqual(p.status, "surface")
+        self.assertAlmostEqual(p.force_a[2], ref.force_a[2], delta=1e-6 * ref.force_a[2])
+        # broad phase: one large body; nothing far above it
+        res = self.c.query([Body(1, self.ball, position=(0, 0, H)), Body(2, terrain)])
+        self.assertEqual(len(res.pairs), 1)
+        res = self.c.query([Body(1, self.ball, position=(0, 0, 50)), Body(2, terrain)])
+        self.assertEqual(len(res.pairs), 0)
+        with self.assertRaises(ContactdError) as e:
+            self.c.register_heightfield([[0.0] * 3 for _ in range(3)], 1.0)
+        self.assertEqual(e.exception.field, "registerGeometry.heightField.nx")
+
     def test_query_surface(self):
         res = self.c.query(self.bodies(), pairs=[(1, 2)], detail="surface", point_contacts=True)
         s = res.pairs[0].surface

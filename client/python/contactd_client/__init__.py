@@ -401,7 +401,10 @@ class Client:
         """Register a geometry. shape: sphere (radius), box (size=(x, y, z)),
         cylinder / capsule (radius, length), ellipsoid (semi_axes=(a, b, c)),
         half_space, convex (points=[(x, y, z), ...]), mesh (data=bytes or
-        path=..., format="obj"|...)."""
+        path=..., format="obj"|...; compliant surfaces also take
+        edge_length, field="laplace"|"distance", core_depth, hull_if_open),
+        heightfield (heights = ny rows of nx values or a flat list with nx,
+        ny; dx, dy, origin=(x, y, z), continuity=1|2; always rigid)."""
         env = pb.Envelope()
         r = env.register_geometry
         shape = shape.replace("-", "_")
@@ -430,6 +433,30 @@ class Client:
             if fmt:
                 r.mesh_file.format = pb.MeshFormat.Value("MESH_FORMAT_" + fmt.upper())
             r.mesh_file.name = os.path.basename(path) if path else name
+            surf = {k: dims.pop(k) for k in ("edge_length", "field", "core_depth", "hull_if_open") if k in dims}
+            if surf:
+                s = r.surface
+                s.edge_length = surf.get("edge_length", 0.0)
+                if surf.get("field"):
+                    s.field = pb.FieldKind.Value("FIELD_KIND_" + surf["field"].upper())
+                s.core_depth = surf.get("core_depth", 0.0)
+                s.use_convex_hull_if_open = bool(surf.get("hull_if_open", False))
+        elif shape == "heightfield":
+            h = r.height_field
+            rows = dims.pop("heights")
+            nx, ny = dims.pop("nx", None), dims.pop("ny", None)
+            if nx is None:
+                rows = [list(row) for row in rows]
+                ny, nx = len(rows), len(rows[0]) if rows else 0
+                h.heights.extend(float(z) for row in rows for z in row)
+            else:
+                h.heights.extend(float(z) for z in rows)
+            h.nx, h.ny = nx, ny
+            h.dx = dims.pop("dx")
+            h.dy = dims.pop("dy", h.dx)
+            _fill_vec(h.origin, dims.pop("origin", (0.0, 0.0, 0.0)))
+            h.continuity = pb.CONTINUITY_C2 if dims.pop("continuity", 1) == 2 else pb.CONTINUITY_C1
+            rigid = True
         else:
             raise ContactdError(pb.INVALID_ARGUMENT, "unknown shape %r" % shape, remote=False)
         if dims:
@@ -470,6 +497,10 @@ class Client:
 
     def register_mesh(self, path=None, data=None, **kw) -> str:
         return self.register("mesh", path=path, data=data, **kw).geometry_id
+
+    def register_heightfield(self, heights, dx, **kw) -> str:
+        """A rigid terrain: heights[j][i] at (origin + (i dx, j dy))."""
+        return self.register("heightfield", heights=heights, dx=dx, **kw).geometry_id
 
     def has(self, ids: Iterable[str]) -> List[str]:
         """The ids the server does not hold."""
