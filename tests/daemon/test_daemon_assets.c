@@ -283,3 +283,81 @@ Test(daemon_assets, compliant_torus_from_obj_against_rigid_peg, .init = up, .fin
   free(peg);
   close(fd);
 }
+
+/* Issue 7 through the wire: a mixed scene answers every pair with the model
+ * that produced it (proto HYDROELASTIC_WITH_FALLBACK = 3 is the engine's 0). */
+Test(daemon_assets, mixed_scene_every_pair_has_its_model, .init = up, .fini = down) {
+  int fd = tc_connect_tcp(D.port);
+  char *soft = tc_register_sphere(fd, 1, 0.1, 1e6, 0.02);
+  Contactd__V1__Sphere s = CONTACTD__V1__SPHERE__INIT;
+  s.radius = 0.1;
+  Contactd__V1__RegisterGeometry rs = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rs.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
+  rs.sphere = &s;
+  rs.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  rs.resolution_hint = 0.02;
+  Env *r = reg(fd, 2, &rs, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s", err_of(r));
+  char *hard = strdup(r->register_reply->geometry_id);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  char *plane = tc_register_halfspace(fd, 3, 0, 0);
+  Contactd__V1__Body b1, b2, b3, *bodies[3] = {&b1, &b2, &b3};
+  Contactd__V1__Pose p1, p2, p3;
+  Contactd__V1__Vec3 v1, v2, v3;
+  tc_body(&b1, &p1, &v1, 1, soft, 0, 0, 0.09);
+  tc_body(&b2, &p2, &v2, 2, hard, 1, 0, 0.09);
+  tc_body(&b3, &p3, &v3, 3, plane, 0, 0, 0);
+  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = 3;
+  q.bodies = bodies;
+  q.all_pairs = &ap;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 4;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &q;
+  r = tc_call(fd, &e, 60000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "%s", err_of(r));
+  cr_assert_eq(r->contact_reply->n_results, 2);
+  Contactd__V1__PairResult *a = r->contact_reply->results[0], *b = r->contact_reply->results[1];
+  cr_expect_eq(a->a, 1);
+  cr_expect_eq(a->b, 3);
+  cr_expect_eq(a->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE);
+  cr_expect_eq(a->model, CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_HYDROELASTIC);
+  cr_expect_gt(a->wrench_a->force->z, 0.0);
+  cr_expect_eq(b->a, 2);
+  cr_expect_eq(b->b, 3);
+  cr_expect_eq(b->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_POINT);
+  cr_expect_eq(b->model, CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT);
+  cr_assert(b->penetration);
+  cr_expect_float_eq(b->penetration->depth, 0.01, 1e-9);
+  cr_expect_float_eq(b->penetration->normal->z, 1.0, 1e-9);
+  cr_expect_gt(b->wrench_a->force->z, 0.0);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* explicit pairs: the compliant pair asked for POINT gets POINT; the rigid
+   * pair asked for the fallback (value 3) gets POINT too */
+  Contactd__V1__Pair x = CONTACTD__V1__PAIR__INIT, y = CONTACTD__V1__PAIR__INIT, *prs[2] = {&x, &y};
+  x.a = 1;
+  x.b = 3;
+  x.contact_model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT;
+  y.a = 2;
+  y.b = 3;
+  y.contact_model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_HYDROELASTIC_WITH_FALLBACK;
+  q.all_pairs = NULL;
+  q.n_pairs = 2;
+  q.pairs = prs;
+  e.request_id = 5;
+  r = tc_call(fd, &e, 60000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "%s", err_of(r));
+  a = r->contact_reply->results[0];
+  b = r->contact_reply->results[1];
+  cr_expect_eq(a->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_POINT);
+  cr_expect_eq(a->model, CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT);
+  cr_expect_eq(b->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_POINT);
+  cr_expect_eq(b->model, CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(soft);
+  free(hard);
+  free(plane);
+  close(fd);
+}
