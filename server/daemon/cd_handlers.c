@@ -191,7 +191,8 @@ static void on_own_build(void *arg, cd_cache_entry *e, int code, const char *mes
   cd_req *r = j->req;
   if (code) {
     cd_status st;
-    cd_status_set(&st, code, j->st.code ? j->st.field : "registerGeometry", "%s", message);
+    if (j->st.code == code) st = j->st; /* the build's own error, field and message as set */
+    else cd_status_set(&st, code, "registerGeometry", "%s", message);
     free(j);
     cd_req_fail(r, &st);
     return;
