@@ -751,6 +751,7 @@ static int cmd_register(int argc, char **argv, common *co) {
     cc_set_progress(c, progress_bar, &bar);
   }
   rc = cc_register_shape(c, &s, id, &rep, &e);
+  if (bar.shown && rc == 0) progress_bar(&bar, 1.0, "done"); /* progress is throttled: close the bar */
   if (bar.shown) fputs("\n", stderr);
   free(data);
   free(heights);

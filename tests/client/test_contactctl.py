@@ -129,6 +129,35 @@ class ContactctlTest(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("INVALID_ARGUMENT", err)
 
+    def test_register_heightfield_and_compliant_surface(self):
+        path = os.path.join(self.tmp, "bowl.txt")
+        with open(path, "w") as f:
+            f.write("5 4 1 0.5 -2 -1 0.1\n")
+            f.write(" ".join("%g" % (0.2 * (i - 2) ** 2) for j in range(4) for i in range(5)) + "\n")
+        j = json.loads(self.ok("register", "heightfield", path, "--json"))
+        self.assertEqual(j["stats"]["vertices"], 20)
+        c2 = self.ok("register", "heightfield", path, "--c2").strip()
+        self.assertNotEqual(c2, j["geometry_id"])
+        short = os.path.join(self.tmp, "short.txt")
+        with open(short, "w") as f:
+            f.write("5 4 1 1\n1 2 3\n")
+        rc, _, err = self.run_ctl("register", "heightfield", short)
+        self.assertEqual(rc, 4)
+        self.assertIn("height 3 of 20", err)
+        # a closed OBJ cube, tetrahedralised by the server (progress forced on)
+        cube = os.path.join(self.tmp, "cube.obj")
+        with open(cube, "w") as f:
+            f.write("v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 0 0 1\nv 1 0 1\nv 1 1 1\nv 0 1 1\n"
+                    "f 1 4 3\nf 1 3 2\nf 5 6 7\nf 5 7 8\nf 1 2 6\nf 1 6 5\nf 2 3 7\nf 2 7 6\n"
+                    "f 3 4 8\nf 3 8 7\nf 4 1 5\nf 4 5 8\n")
+        rc, out, err = self.run_ctl("register", "mesh", cube, "--modulus", "1e6", "--edge-length", "0.1",
+                                    "--field", "distance", "--progress", "--json")
+        self.assertEqual(rc, 0, err)
+        j = json.loads(out)
+        self.assertGreater(j["stats"]["tetrahedra"], 100)
+        self.assertAlmostEqual(j["stats"]["volume"], 1.0, delta=0.02)
+        self.assertIn("100%", err)
+
     def test_register_server_error_exit_1(self):
         rc, out, err = self.run_ctl("register", "sphere", "--radius", "-1", "--modulus", "1e5", "--hint", "0.01")
         self.assertEqual(rc, 1)
