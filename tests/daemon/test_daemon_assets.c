@@ -361,3 +361,64 @@ Test(daemon_assets, mixed_scene_every_pair_has_its_model, .init = up, .fini = do
   free(plane);
   close(fd);
 }
+
+/* A Gmsh MSH 2.2 tet file with a user per-vertex pressure field. */
+Test(daemon_assets, msh_file_with_user_vertex_pressure, .init = up, .fini = down) {
+  int fd = tc_connect_tcp(D.port);
+  /* the unit corner tet split at its centroid (node 5) into 4 positive tets */
+  const char *msh = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n5\n1 0 0 0\n2 1 0 0\n3 0 1 0\n4 0 0 1\n"
+                    "5 0.25 0.25 0.25\n$EndNodes\n$Elements\n5\n1 15 2 0 1 1\n2 4 2 0 1 5 2 3 4\n"
+                    "3 4 2 0 1 1 5 3 4\n4 4 2 0 1 1 2 5 4\n5 4 2 0 1 1 2 3 5\n$EndElements\n";
+  Contactd__V1__MeshFile mf = CONTACTD__V1__MESH_FILE__INIT;
+  mf.data.data = (uint8_t *)msh;
+  mf.data.len = strlen(msh);
+  mf.format = CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_MSH;
+  mf.name = "corner.msh";
+  double pv[5] = {0, 0, 0, 0, 2e5};
+  Contactd__V1__DoubleArray vp = CONTACTD__V1__DOUBLE_ARRAY__INIT;
+  vp.values = pv;
+  vp.n_values = 5;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE;
+  rg.mesh_file = &mf;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  rg.modulus = 1e6;
+  rg.vertex_pressure = &vp;
+  Env *r = reg(fd, 1, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s", err_of(r));
+  cr_expect_eq(r->register_reply->stats->tetrahedra, 4);
+  cr_expect_float_eq(r->register_reply->stats->max_pressure, 2e5, 1e-6, "the user's field, not E");
+  cr_expect_float_eq(r->register_reply->stats->volume, 1.0 / 6, 1e-12);
+  char *id = strdup(r->register_reply->geometry_id);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* without the field: the distance field scaled by E, a different id */
+  rg.vertex_pressure = NULL;
+  r = reg(fd, 2, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s", err_of(r));
+  cr_expect_str_neq(r->register_reply->geometry_id, id);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* a count that does not match the file, and a field not zero on the boundary */
+  rg.vertex_pressure = &vp;
+  vp.n_values = 4;
+  r = reg(fd, 3, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT);
+  cr_expect_str_eq(r->error->field, "registerGeometry.vertexPressure");
+  cr_expect(strstr(r->error->message, "4 values for 5 vertices"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  vp.n_values = 5;
+  pv[1] = 1e3;
+  r = reg(fd, 4, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT);
+  cr_expect_str_eq(r->error->field, "registerGeometry.meshFile");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* PLY is refused up front */
+  mf.format = CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_PLY;
+  r = reg(fd, 5, &rg, NULL);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__UNIMPLEMENTED);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(id);
+  close(fd);
+}
