@@ -132,6 +132,12 @@ struct ce_geometry {
    * for meshes and geometries built otherwise. The point-contact model
    * (ce_mtd.c) uses them for exact shapes instead of the tessellation. */
   ce_shape shape_params;
+  /* Optional convex decomposition of a rigid mesh (ce_pieces.c): npieces
+   * rigid CE_SHAPE_CONVEX geometries in this geometry's frame, owned (freed
+   * by ce_geometry_free). The point-contact model uses them instead of the
+   * mesh's hull. */
+  struct ce_geometry **pieces;
+  int32_t npieces;
 };
 
 /* Take ownership of malloc'd arrays (v, tets, p) and finish a compliant
@@ -231,6 +237,20 @@ ce_errno ce_intersect_tet_tet_all(const ce_geometry *m, const ce_geometry *n,
 ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n,
                               const ce_pose *X_MN, ce_builder *b,
                               ce_counters *c);
+/* One rigid triangle tri (M's frame, unit normal nrm) clipped by tet t of
+ * M, with the rules of ce_intersect_tet_tri (ce_intersect_rigid.c): cheap
+ * rejections, the half-open rule for a triangle in a shared tet face,
+ * Sutherland–Hodgman by the 4 face planes, near-duplicate vertices (within
+ * eps) removed, zero-area polygons dropped, then the gradient rule (a
+ * polygon failing it counts in c->faces_dropped). Returns the polygon's
+ * vertex count k >= 3 in out[0..k) (room for CE_CLIP_MAXV), else 0.
+ * labels != NULL also labels each vertex with the mesh features it lies on
+ * (tri_v = the triangle's global vertex ids, tri_id its index), for vertex
+ * sharing; labels == NULL (tri_v, tri_id unused) gives positions only. */
+#define CE_CLIP_MAXV 16
+typedef struct ce_clip_key { int32_t k[6]; } ce_clip_key;
+int ce_clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3], ce_vec3 nrm, double eps,
+                    const int32_t tri_v[3], int32_t tri_id, ce_vec3 *out, ce_clip_key *labels, ce_counters *c);
 /* compliant mesh M vs rigid half space N */
 ce_errno ce_intersect_tet_halfspace(const ce_geometry *m, const ce_geometry *n,
                                     const ce_pose *X_MN, ce_builder *b,
@@ -303,6 +323,27 @@ double ce_point_volume(const ce_geometry *g);
 ce_errno ce_point_contact_compute(const ce_body *a, const ce_body *b,
                                   double stiction_tolerance, int want_patches,
                                   ce_arena *arena, ce_result *r, ce_error *err);
+
+/* Point contact when a or b has convex pieces (ce_pieces.c): the point
+ * contact of every piece pair (a piece or the whole shape per side, each
+ * side keeping its whole body's stiffness), one contact per penetrating
+ * pair; wrenches summed, r->point the deepest pair with pieces_a/b and
+ * contacts set; one patch per contact when want_patches. */
+ce_errno ce_point_contact_pieces(const ce_body *a, const ce_body *b,
+                                 double stiction_tolerance, int want_patches,
+                                 ce_arena *arena, ce_result *r, ce_error *err);
+
+/* Shared by ce_point_contact_compute and ce_terrain_point_contact
+ * (ce_point_contact.c). ce_point_model_init: *mu = combined friction,
+ * *vs = the stiction tolerance (1e-4 m/s when <= 0); fills r->model,
+ * r->combined_material and r->point.stiffness / dissipation from k, d.
+ * ce_point_force: at point pt with normal n (out of B into A), returns
+ * fn = kx (1 + d xdot)+ (kx = stiffness times depth, xdot = -v.n) and sets
+ * *xdot and the regularised Coulomb friction *ft. */
+void ce_point_model_init(const ce_body *a, const ce_body *b, double k, double d, double stiction_tolerance,
+                         ce_result *r, double *mu, double *vs);
+double ce_point_force(const ce_body *a, const ce_body *b, ce_vec3 pt, ce_vec3 n, double kx, double d, double mu,
+                      double vs, double *xdot, ce_vec3 *ft);
 
 /* ---- terrain (ce_heightfield.c, ce_intersect_terrain.c) ------------------ */
 

@@ -41,13 +41,13 @@
 
 #include "ce_internal.h"
 
-#define MAXV 16
+#define MAXV CE_CLIP_MAXV
 
 /* ---- vertex cache: up to 6 mesh indices -> builder vertex ----------------- */
 
 /* Slicers use k[0..2] (a sorted vertex, edge or face, unused = -1, and
  * k[3..5] = -1); the tet–triangle clipper uses all six (see clip_label). */
-typedef struct vkey { int32_t k[6]; } vkey;
+typedef ce_clip_key vkey; /* { int32_t k[6]; } (ce_internal.h) */
 typedef struct vslot { vkey key; int32_t id; } vslot; /* id < 0: empty */
 
 typedef struct vcache {
@@ -233,9 +233,11 @@ static vkey clip_label(elabel e, const int32_t fc[3], int32_t tri) {
 
 /* Sutherland–Hodgman with labels: keep the part of polygon x (n vertices,
  * vertex labels lab, edge i -> i+1 labelled el[i]) where
- * d(x) = nrm.x - off >= 0; the plane is tet face fc. Returns the count. */
-static int clip_poly(const ce_vec3 *x, const vkey *lab, const elabel *el, int n, ce_vec3 nrm, double off,
-                     const int32_t fc[3], int32_t tri, ce_vec3 *ox, vkey *olab, elabel *oel) {
+ * d(x) = nrm.x - off >= 0; the plane is tet face fc. Returns the count.
+ * lab == NULL: positions only (lab, el, olab, oel unused). */
+static inline __attribute__((always_inline)) int clip_poly(const ce_vec3 *x, const vkey *lab, const elabel *el,
+                                                           int n, ce_vec3 nrm, double off, const int32_t fc[3],
+                                                           int32_t tri, ce_vec3 *ox, vkey *olab, elabel *oel) {
   int m = 0;
   elabel on_face = {2, {fc[0], fc[1], fc[2]}};
   for (int i = 0; i < n; i++) {
@@ -244,22 +246,142 @@ static int clip_poly(const ce_vec3 *x, const vkey *lab, const elabel *el, int n,
     double da = ce_dot(nrm, a) - off, db = ce_dot(nrm, bb) - off;
     if (da >= 0) {
       ox[m] = a;
-      olab[m] = lab[i];
-      /* a's outgoing edge runs along a -> b unless b is cut away */
-      oel[m] = (db >= 0 || da > 0) ? el[i] : on_face;
+      if (lab) {
+        olab[m] = lab[i];
+        /* a's outgoing edge runs along a -> b unless b is cut away */
+        oel[m] = (db >= 0 || da > 0) ? el[i] : on_face;
+      }
       m++;
     }
     /* strictly opposite sides; an endpoint at exactly 0 is kept as itself */
     if ((da > 0 && db < 0) || (da < 0 && db > 0)) {
       double t = da / (da - db);
       ox[m] = ce_axpy(a, t, ce_sub(bb, a));
-      olab[m] = clip_label(el[i], fc, tri);
-      /* leaving the half space: the next edge runs along the face plane */
-      oel[m] = da > 0 ? on_face : el[i];
+      if (lab) {
+        olab[m] = clip_label(el[i], fc, tri);
+        /* leaving the half space: the next edge runs along the face plane */
+        oel[m] = da > 0 ? on_face : el[i];
+      }
       m++;
     }
   }
   return m;
+}
+
+/* The polygon where rigid triangle P (M frame, unit normal nrm) lies inside
+ * tet t of M; see ce_clip_tri_tet. */
+static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3],
+                                                              ce_vec3 nrm, double eps, const int32_t sv[3], int32_t f,
+                                                              ce_vec3 *out, ce_clip_key *labels, ce_counters *c) {
+  ce_vec3 g = T->grad[t];
+  ce_vec3 gh = ce_normalize(g);
+  /* Gradient rule (see the file comment). A zero gradient (constant
+   * field) gives 0 > cos(5pi/8): accepted. The pair is still clipped when
+   * the rule fails, so that faces_dropped counts only polygons that
+   * exist (as the compliant-compliant intersector does), not every
+   * candidate pair whose bounding boxes overlap. */
+  const int rule_ok = ce_dot(nrm, gh) > CE_GRADIENT_COS_LIMIT;
+  const int32_t *tv = T->tet[t];
+  ce_vec3 X[4] = {T->v[tv[0]], T->v[tv[1]], T->v[tv[2]], T->v[tv[3]]};
+  ce_vec3 P[MAXV], Q[MAXV];
+  int np = 3;
+  for (int i = 0; i < 3; i++) P[i] = tri[i];
+  /* Cheap rejections of the many box-overlap false positives, with the
+   * coplanarity tolerance so a triangle in a tet face is never lost:
+   * the tet entirely on one side of the triangle's plane, or the triangle
+   * entirely outside one face plane of the tet. */
+  double tp = ce_dot(nrm, P[0]);
+  int above = 0, below = 0;
+  for (int j = 0; j < 4; j++) {
+    double sd = ce_dot(nrm, X[j]) - tp;
+    above += sd > eps;
+    below += sd < -eps;
+  }
+  if (above == 4 || below == 4) return 0;
+  ce_vec3 fns[4];
+  double offs[4];
+  for (int i = 0; i < 4; i++) {
+    /* face opposite vertex i, normal pointing into the tet */
+    ce_vec3 x0 = X[(i + 1) & 3], x1 = X[(i + 2) & 3], x2 = X[(i + 3) & 3];
+    ce_vec3 fn = ce_cross(ce_sub(x1, x0), ce_sub(x2, x0));
+    if (ce_dot(fn, ce_sub(X[i], x0)) < 0) fn = ce_neg(fn);
+    double off = ce_dot(fn, x0), lim = eps * eps * ce_norm2(fn);
+    int outc = 0;
+    for (int k = 0; k < 3; k++) {
+      double d = ce_dot(fn, P[k]) - off;
+      outc += d < 0 && d * d > lim;
+    }
+    if (outc == 3) return 0;
+    fns[i] = fn;
+    offs[i] = off;
+  }
+  vkey L[MAXV], LQ[MAXV];
+  elabel EL[MAXV], ELQ[MAXV];
+  vkey *lab = labels ? L : NULL;
+  if (labels)
+    for (int i = 0; i < 3; i++) {
+      L[i] = label_none();
+      L[i].k[0] = 1;
+      L[i].k[1] = sv[i];
+      int32_t u = sv[i], w = sv[(i + 1) % 3];
+      EL[i].kind = 1;
+      EL[i].v[0] = u < w ? u : w;
+      EL[i].v[1] = u < w ? w : u;
+      EL[i].v[2] = -1;
+    }
+  for (int i = 0; i < 4 && np >= 3; i++) {
+    /* unit inward normal of the face opposite vertex i */
+    double inv = 1.0 / ce_norm(fns[i]);
+    ce_vec3 fn = ce_scale(fns[i], inv);
+    double off = offs[i] * inv;
+    /* A triangle lying in this face's plane: the face, when shared by two
+     * tets, would give the same polygon twice (once per tet). Half-open
+     * rule: the polygon belongs only to the tet on the side its normal
+     * points to (dot(n, inward) > 0) — M's material outside N, whose
+     * gradient is the one that matters. The two tets sharing the face
+     * have opposite inward normals, so exactly one keeps it. */
+    int coplanar = 1;
+    for (int k = 0; k < np && coplanar; k++)
+      if (fabs(ce_dot(fn, P[k]) - off) > eps) coplanar = 0;
+    if (coplanar) {
+      if (!(ce_dot(nrm, fn) > 0)) return 0;
+      continue;
+    }
+    int32_t fc[3] = {tv[(i + 1) & 3], tv[(i + 2) & 3], tv[(i + 3) & 3]};
+    sort3(fc);
+    np = clip_poly(P, lab, EL, np, fn, off, fc, f, Q, LQ, ELQ);
+    memcpy(P, Q, (size_t)np * sizeof(ce_vec3));
+    if (labels) {
+      memcpy(L, LQ, (size_t)np * sizeof(vkey));
+      memcpy(EL, ELQ, (size_t)np * sizeof(elabel));
+    }
+  }
+  if (np < 3) return 0;
+  /* drop near-duplicate consecutive vertices */
+  int k = 0;
+  for (int i = 0; i < np; i++)
+    if (k == 0 || ce_norm(ce_sub(P[i], out[k - 1])) > eps) {
+      out[k] = P[i];
+      if (labels) labels[k] = L[i];
+      k++;
+    }
+  while (k > 1 && ce_norm(ce_sub(out[k - 1], out[0])) <= eps) k--;
+  if (k < 3) return 0;
+  ce_vec3 a2 = poly_area2(out, k);
+  if (!(ce_dot(a2, nrm) > 0)) return 0; /* zero area (or degenerate) */
+  if (!rule_ok) {
+    c->faces_dropped++;
+    return 0;
+  }
+  return k;
+}
+
+/* ce_internal.h. Shared with ce_intersect_terrain.c. The two calls let the
+ * compiler drop the label work from the unlabelled (terrain) copy. */
+int ce_clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3], ce_vec3 nrm, double eps,
+                    const int32_t tri_v[3], int32_t tri_id, ce_vec3 *out, ce_clip_key *labels, ce_counters *c) {
+  if (labels) return clip_tri_tet(T, t, tri, nrm, eps, tri_v, tri_id, out, labels, c);
+  return clip_tri_tet(T, t, tri, nrm, eps, NULL, 0, out, NULL, c);
 }
 
 ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
@@ -281,106 +403,13 @@ ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const 
     ce_pair pr = ((const ce_pair *)pairs.data)[q];
     int32_t t = pr.a, f = pr.b;
     ce_vec3 nrm = ce_pose_rotate(X_MN, S->normal[f]);
-    ce_vec3 g = T->grad[t];
-    ce_vec3 gh = ce_normalize(g);
-    /* Gradient rule (see the file comment). A zero gradient (constant
-     * field) gives 0 > cos(5pi/8): accepted. The pair is still clipped when
-     * the rule fails, so that faces_dropped counts only polygons that
-     * exist (as the compliant-compliant intersector does), not every
-     * candidate pair whose bounding boxes overlap. */
-    const int rule_ok = ce_dot(nrm, gh) > CE_GRADIENT_COS_LIMIT;
-    const int32_t *tv = T->tet[t];
-    ce_vec3 X[4] = {T->v[tv[0]], T->v[tv[1]], T->v[tv[2]], T->v[tv[3]]};
-    ce_vec3 P[MAXV], Q[MAXV];
-    int np = 3;
-    for (int i = 0; i < 3; i++) P[i] = ce_pose_apply(X_MN, S->v[S->tri[f][i]]);
-    /* Cheap rejections of the many box-overlap false positives, with the
-     * coplanarity tolerance so a triangle in a tet face is never lost:
-     * the tet entirely on one side of the triangle's plane, or the triangle
-     * entirely outside one face plane of the tet. */
-    double tp = ce_dot(nrm, P[0]);
-    int above = 0, below = 0;
-    for (int j = 0; j < 4; j++) {
-      double sd = ce_dot(nrm, X[j]) - tp;
-      above += sd > eps;
-      below += sd < -eps;
-    }
-    if (above == 4 || below == 4) continue;
-    ce_vec3 fns[4];
-    double offs[4];
-    int outside = 0;
-    for (int i = 0; i < 4 && !outside; i++) {
-      /* face opposite vertex i, normal pointing into the tet */
-      ce_vec3 x0 = X[(i + 1) & 3], x1 = X[(i + 2) & 3], x2 = X[(i + 3) & 3];
-      ce_vec3 fn = ce_cross(ce_sub(x1, x0), ce_sub(x2, x0));
-      if (ce_dot(fn, ce_sub(X[i], x0)) < 0) fn = ce_neg(fn);
-      double off = ce_dot(fn, x0), lim = eps * eps * ce_norm2(fn);
-      int out = 0;
-      for (int k = 0; k < 3; k++) {
-        double d = ce_dot(fn, P[k]) - off;
-        out += d < 0 && d * d > lim;
-      }
-      outside = out == 3;
-      fns[i] = fn;
-      offs[i] = off;
-    }
-    if (outside) continue;
     const int32_t *sv = S->tri[f];
-    vkey L[MAXV], LQ[MAXV];
-    elabel EL[MAXV], ELQ[MAXV];
-    for (int i = 0; i < 3; i++) {
-      L[i] = label_none();
-      L[i].k[0] = 1;
-      L[i].k[1] = sv[i];
-      int32_t u = sv[i], w = sv[(i + 1) % 3];
-      EL[i].kind = 1;
-      EL[i].v[0] = u < w ? u : w;
-      EL[i].v[1] = u < w ? w : u;
-      EL[i].v[2] = -1;
-    }
-    int drop = 0;
-    for (int i = 0; i < 4 && np >= 3 && !drop; i++) {
-      /* unit inward normal of the face opposite vertex i */
-      double inv = 1.0 / ce_norm(fns[i]);
-      ce_vec3 fn = ce_scale(fns[i], inv);
-      double off = offs[i] * inv;
-      /* A triangle lying in this face's plane: the face, when shared by two
-       * tets, would give the same polygon twice (once per tet). Half-open
-       * rule: the polygon belongs only to the tet on the side its normal
-       * points to (dot(n, inward) > 0) — M's material outside N, whose
-       * gradient is the one that matters. The two tets sharing the face
-       * have opposite inward normals, so exactly one keeps it. */
-      int coplanar = 1;
-      for (int k = 0; k < np && coplanar; k++)
-        if (fabs(ce_dot(fn, P[k]) - off) > eps) coplanar = 0;
-      if (coplanar) {
-        if (!(ce_dot(nrm, fn) > 0)) drop = 1;
-        continue;
-      }
-      int32_t fc[3] = {tv[(i + 1) & 3], tv[(i + 2) & 3], tv[(i + 3) & 3]};
-      sort3(fc);
-      np = clip_poly(P, L, EL, np, fn, off, fc, f, Q, LQ, ELQ);
-      memcpy(P, Q, (size_t)np * sizeof(ce_vec3));
-      memcpy(L, LQ, (size_t)np * sizeof(vkey));
-      memcpy(EL, ELQ, (size_t)np * sizeof(elabel));
-    }
-    if (drop || np < 3) continue;
-    /* drop near-duplicate consecutive vertices */
-    int k = 0;
-    for (int i = 0; i < np; i++)
-      if (k == 0 || ce_norm(ce_sub(P[i], Q[k - 1])) > eps) {
-        Q[k] = P[i];
-        LQ[k] = L[i];
-        k++;
-      }
-    while (k > 1 && ce_norm(ce_sub(Q[k - 1], Q[0])) <= eps) k--;
+    ce_vec3 P[3], Q[MAXV];
+    vkey LQ[MAXV];
+    for (int i = 0; i < 3; i++) P[i] = ce_pose_apply(X_MN, S->v[sv[i]]);
+    int k = clip_tri_tet(T, t, P, nrm, eps, sv, f, Q, LQ, c);
     if (k < 3) continue;
-    ce_vec3 a2 = poly_area2(Q, k);
-    if (!(ce_dot(a2, nrm) > 0)) continue; /* zero area (or degenerate) */
-    if (!rule_ok) {
-      c->faces_dropped++;
-      continue;
-    }
+    ce_vec3 g = T->grad[t];
     if ((e = vcache_reserve(&cache, k)) != CE_OK) return e;
     int32_t ids[MAXV];
     for (int i = 0; i < k; i++) {

@@ -27,11 +27,10 @@
  *     0.24 % force bias for a sphere in seed 003's bowl).
  *  3. Each triangle that reaches M's box in height is run down M's BVH
  *     (separating axes: the node box's three axes and the triangle's
- *     normal) and clipped by each candidate tet, with the rules of the
- *     compliant-rigid intersector (ce_intersect_rigid.c): cheap rejections,
- *     the half-open rule for a triangle lying in a shared tet face, the
- *     gradient rule, pressures from the tet's linear field. That file's
- *     clipping is inline in its pair loop, so it is mirrored here.
+ *     normal) and clipped by each candidate tet by the compliant-rigid
+ *     intersector's clipper (ce_clip_tri_tet in ce_intersect_rigid.c):
+ *     cheap rejections, the half-open rule for a triangle lying in a shared
+ *     tet face, the gradient rule; pressures from the tet's linear field.
  * Cost: proportional to the footprint's lattice cells and the tets near the
  * surface — independent of the grid's size. The terrain is one element
  * (element id 0, like a half space): the patch pass groups faces through
@@ -44,96 +43,21 @@
 
 #include "ce_internal.h"
 
-#define MAXV 16
 #define CE_TERRAIN_MAX_SAMPLES 1024
 
-/* Twice the vector area (Newell) of the polygon x[0..n). */
-static ce_vec3 poly_area2(const ce_vec3 *x, int n) {
-  ce_vec3 s = ce_v3(0, 0, 0);
-  for (int i = 0; i < n; i++) s = ce_add(s, ce_cross(x[i], x[(i + 1) % n]));
-  return s;
-}
-
-/* Sutherland–Hodgman: keep the part where nrm.x - off >= 0. */
-static int clip_poly(const ce_vec3 *x, int n, ce_vec3 nrm, double off, ce_vec3 *out) {
-  int m = 0;
-  for (int i = 0; i < n; i++) {
-    ce_vec3 a = x[i], bb = x[(i + 1) % n];
-    double da = ce_dot(nrm, a) - off, db = ce_dot(nrm, bb) - off;
-    if (da >= 0) out[m++] = a;
-    if ((da > 0 && db < 0) || (da < 0 && db > 0)) {
-      double t = da / (da - db);
-      out[m++] = ce_axpy(a, t, ce_sub(bb, a));
-    }
-  }
-  return m;
-}
-
-/* Clip triangle P (M frame, unit normal nrm) by tet t of M and add the
- * polygon to the builder. */
+/* Clip triangle tri (M frame, unit normal nrm) by tet t of M with the
+ * compliant-rigid rules (ce_clip_tri_tet) and add the polygon. Two
+ * differences from ce_intersect_tet_tri, kept on purpose: the lattice
+ * triangles have no global vertex ids, so the polygon gets its own vertices
+ * (no labels, no sharing between neighbouring polygons); and the terrain is
+ * one element, so elem_n is 0 rather than the triangle's index. */
 static ce_errno clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3], ce_vec3 nrm, double eps,
                              ce_builder *b, ce_counters *c) {
-  ce_vec3 g = T->grad[t];
-  ce_vec3 gh = ce_normalize(g);
-  const int rule_ok = ce_dot(nrm, gh) > CE_GRADIENT_COS_LIMIT;
-  const int32_t *tv = T->tet[t];
-  ce_vec3 X[4] = {T->v[tv[0]], T->v[tv[1]], T->v[tv[2]], T->v[tv[3]]};
-  ce_vec3 P[MAXV], Q[MAXV];
-  int np = 3;
-  P[0] = tri[0];
-  P[1] = tri[1];
-  P[2] = tri[2];
-  double tp = ce_dot(nrm, P[0]);
-  int above = 0, below = 0;
-  for (int j = 0; j < 4; j++) {
-    double sd = ce_dot(nrm, X[j]) - tp;
-    above += sd > eps;
-    below += sd < -eps;
-  }
-  if (above == 4 || below == 4) return CE_OK;
-  ce_vec3 fns[4];
-  double offs[4];
-  for (int i = 0; i < 4; i++) {
-    ce_vec3 x0 = X[(i + 1) & 3], x1 = X[(i + 2) & 3], x2 = X[(i + 3) & 3];
-    ce_vec3 fn = ce_cross(ce_sub(x1, x0), ce_sub(x2, x0));
-    if (ce_dot(fn, ce_sub(X[i], x0)) < 0) fn = ce_neg(fn);
-    double off = ce_dot(fn, x0), lim = eps * eps * ce_norm2(fn);
-    int out = 0;
-    for (int k = 0; k < 3; k++) {
-      double d = ce_dot(fn, P[k]) - off;
-      out += d < 0 && d * d > lim;
-    }
-    if (out == 3) return CE_OK;
-    fns[i] = fn;
-    offs[i] = off;
-  }
-  for (int i = 0; i < 4 && np >= 3; i++) {
-    double inv = 1.0 / ce_norm(fns[i]);
-    ce_vec3 fn = ce_scale(fns[i], inv);
-    double off = offs[i] * inv;
-    /* triangle in this face's plane: kept by the tet its normal points into */
-    int coplanar = 1;
-    for (int k = 0; k < np && coplanar; k++)
-      if (fabs(ce_dot(fn, P[k]) - off) > eps) coplanar = 0;
-    if (coplanar) {
-      if (!(ce_dot(nrm, fn) > 0)) return CE_OK;
-      continue;
-    }
-    np = clip_poly(P, np, fn, off, Q);
-    memcpy(P, Q, (size_t)np * sizeof(ce_vec3));
-  }
-  if (np < 3) return CE_OK;
-  int k = 0;
-  for (int i = 0; i < np; i++)
-    if (k == 0 || ce_norm(ce_sub(P[i], Q[k - 1])) > eps) Q[k++] = P[i];
-  while (k > 1 && ce_norm(ce_sub(Q[k - 1], Q[0])) <= eps) k--;
+  ce_vec3 Q[CE_CLIP_MAXV];
+  int k = ce_clip_tri_tet(T, t, tri, nrm, eps, NULL, 0, Q, NULL, c);
   if (k < 3) return CE_OK;
-  if (!(ce_dot(poly_area2(Q, k), nrm) > 0)) return CE_OK;
-  if (!rule_ok) {
-    c->faces_dropped++;
-    return CE_OK;
-  }
-  double p[MAXV];
+  ce_vec3 g = T->grad[t];
+  double p[CE_CLIP_MAXV];
   for (int i = 0; i < k; i++) p[i] = fmax(0.0, ce_dot(g, Q[i]) + T->offset[t]);
   ce_errno e = ce_builder_add_polygon(b, Q, p, k, nrm, g, ce_v3(0, 0, 0), t, 0);
   if (e == CE_OK) c->polygons++;
@@ -432,13 +356,8 @@ ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double sti
     return ce_fail(err, CE_EINVAL, "body %s: point stiffness %g is not positive and finite", terrain_is_a ? "B" : "A",
                    k);
   double d = P->material.dissipation;
-  double mu = ce_combine_friction(a->material.friction, b->material.friction);
-  double vs = stiction_tolerance > 0 ? stiction_tolerance : 1e-4;
-  r->model = CE_MODEL_POINT;
-  r->combined_material.dissipation = d;
-  r->combined_material.friction = mu;
-  r->point.stiffness = k;
-  r->point.dissipation = d;
+  double mu, vs;
+  ce_point_model_init(a, b, k, d, stiction_tolerance, r, &mu, &vs);
   r->status = CE_CONTACT_NONE;
 
   /* P in the terrain's frame; early out on P's bounding sphere */
@@ -559,15 +478,9 @@ ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double sti
     ce_vec3 n = ce_scale(ce_pose_rotate(&T->X_WB, C[i].n), sgn);
     ce_vec3 ps = ce_pose_apply(&T->X_WB, C[i].p_surf), pb = ce_pose_apply(&T->X_WB, C[i].p_body);
     ce_vec3 pt = ce_scale(ce_add(ps, pb), 0.5);
-    ce_vec3 v = ce_sub(ce_velocity_at(&a->V_WB, a->X_WB.p, pt), ce_velocity_at(&b->V_WB, b->X_WB.p, pt));
-    double vn = ce_dot(v, n), xdot = -vn, hc = 1.0 + d * xdot;
-    double w = C[i].depth / sumx;
-    double fn = hc > 0 ? k * w * C[i].depth * hc : 0.0;
-    ce_vec3 ft = ce_v3(0, 0, 0);
-    if (mu > 0 && fn > 0) {
-      ce_vec3 vt = ce_axpy(v, -vn, n);
-      ft = ce_scale(vt, -mu * (2.0 / M_PI) * ce_atan_over_x(ce_norm(vt) / vs) * fn / vs);
-    }
+    double w = C[i].depth / sumx, xdot;
+    ce_vec3 ft;
+    double fn = ce_point_force(a, b, pt, n, k * w * C[i].depth, d, mu, vs, &xdot, &ft);
     ce_vec3 f = ce_add(ce_scale(n, fn), ft);
     F = ce_add(F, f);
     Ta = ce_add(Ta, ce_cross(ce_sub(pt, a->X_WB.p), f));

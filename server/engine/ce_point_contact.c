@@ -32,6 +32,33 @@ static ce_errno body_stiffness(const ce_body *b, const char *name, double *k, ce
   return CE_OK;
 }
 
+void ce_point_model_init(const ce_body *a, const ce_body *b, double k, double d, double stiction_tolerance,
+                         ce_result *r, double *mu, double *vs) {
+  *mu = ce_combine_friction(a->material.friction, b->material.friction);
+  *vs = stiction_tolerance > 0 ? stiction_tolerance : 1e-4;
+  r->model = CE_MODEL_POINT;
+  r->combined_material.dissipation = d;
+  r->combined_material.friction = *mu;
+  r->point.stiffness = k;
+  r->point.dissipation = d;
+}
+
+double ce_point_force(const ce_body *a, const ce_body *b, ce_vec3 pt, ce_vec3 n, double kx, double d, double mu,
+                      double vs, double *xdot, ce_vec3 *ft) {
+  ce_vec3 v = ce_sub(ce_velocity_at(&a->V_WB, a->X_WB.p, pt), ce_velocity_at(&b->V_WB, b->X_WB.p, pt));
+  double vn = ce_dot(v, n);
+  *xdot = -vn;
+  double hc = 1.0 + d * *xdot;
+  double fn = hc > 0 ? kx * hc : 0.0;
+  *ft = ce_v3(0, 0, 0);
+  if (mu > 0 && fn > 0) {
+    ce_vec3 vt = ce_axpy(v, -vn, n);
+    double s = ce_norm(vt) / vs;
+    *ft = ce_scale(vt, -mu * (2.0 / M_PI) * ce_atan_over_x(s) * fn / vs);
+  }
+  return fn;
+}
+
 ce_errno ce_point_contact_compute(const ce_body *a, const ce_body *b, double stiction_tolerance,
                                   int want_patches, ce_arena *arena, ce_result *r, ce_error *err) {
   ce_errno e;
@@ -52,14 +79,8 @@ ce_errno ce_point_contact_compute(const ce_body *a, const ce_body *b, double sti
     k = ka * kb / (ka + kb);
     d = (kb * da + ka * db) / (ka + kb);
   }
-  double mu = ce_combine_friction(a->material.friction, b->material.friction);
-  double vs = stiction_tolerance > 0 ? stiction_tolerance : 1e-4;
-
-  r->model = CE_MODEL_POINT;
-  r->combined_material.dissipation = d;
-  r->combined_material.friction = mu;
-  r->point.stiffness = k;
-  r->point.dissipation = d;
+  double mu, vs;
+  ce_point_model_init(a, b, k, d, stiction_tolerance, r, &mu, &vs);
 
   ce_mtd m;
   if ((e = ce_mtd_compute(a->geometry, &a->X_WB, b->geometry, &b->X_WB, &m, err)) != CE_OK) return e;
@@ -71,17 +92,9 @@ ce_errno ce_point_contact_compute(const ce_body *a, const ce_body *b, double sti
   }
   ce_vec3 n = m.normal;
   ce_vec3 P = ce_scale(ce_add(m.witness_a, m.witness_b), 0.5);
-  ce_vec3 v = ce_sub(ce_velocity_at(&a->V_WB, a->X_WB.p, P), ce_velocity_at(&b->V_WB, b->X_WB.p, P));
-  double vn = ce_dot(v, n);
-  double xdot = -vn;
-  double hc = 1.0 + d * xdot;
-  double fn = hc > 0 ? k * m.depth * hc : 0.0;
-  ce_vec3 ft = ce_v3(0, 0, 0);
-  if (mu > 0 && fn > 0) {
-    ce_vec3 vt = ce_axpy(v, -vn, n);
-    double s = ce_norm(vt) / vs;
-    ft = ce_scale(vt, -mu * (2.0 / M_PI) * ce_atan_over_x(s) * fn / vs);
-  }
+  double xdot;
+  ce_vec3 ft;
+  double fn = ce_point_force(a, b, P, n, k * m.depth, d, mu, vs, &xdot, &ft);
 
   r->status = CE_CONTACT_POINT;
   r->point.depth = m.depth;
