@@ -153,6 +153,21 @@ ce_errno ce_geometry_from_trimesh(const double *vertices, int32_t nv,
                                   int require_closed, const ce_props *props,
                                   ce_geometry **out, ce_error *err);
 
+/* ce_geometry_from_trimesh plus a convex decomposition for point contact:
+ * npieces pieces, piece i the convex hull of piece_npoints[i] points
+ * (>= 4, not coplanar) taken in order from piece_points (x,y,z triples, the
+ * mesh's frame). The point-contact model then collides piece by piece (one
+ * contact per penetrating piece pair) instead of using the mesh's convex
+ * hull; the hydroelastic model still uses the mesh. Errors name the piece
+ * ("convex piece 2: ..."). npieces = 0 is ce_geometry_from_trimesh. */
+ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv,
+                                         const int32_t *tris, int32_t nf,
+                                         int require_closed,
+                                         const double *piece_points,
+                                         const int32_t *piece_npoints,
+                                         int32_t npieces, const ce_props *props,
+                                         ce_geometry **out, ce_error *err);
+
 /* Build a rigid terrain from a digital elevation map (seed 003): heights
  * z[j * nx + i] (nx * ny float64) at (origin.x + i dx, origin.y + j dy),
  * raised by origin.z, in the geometry frame; material below the surface,
@@ -326,6 +341,12 @@ typedef struct ce_point_mtd {
   double normal_force; /* fn >= 0, N */
   ce_vec3 friction_force; /* regularised Coulomb force on A, N */
   int hull_a, hull_b;  /* 1: a non-convex mesh was replaced by its hull */
+  /* > 0: that side's registered convex pieces (this many) were used instead
+   * of its hull (ce_geometry_from_trimesh_pieces); then `contacts` counts
+   * the penetrating piece pairs (each one contact, forces summed in the
+   * wrenches and total) and the fields above describe the deepest. */
+  int32_t pieces_a, pieces_b;
+  int32_t contacts;
 } ce_point_mtd;
 
 typedef struct ce_result {

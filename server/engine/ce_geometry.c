@@ -737,6 +737,8 @@ void ce_geometry_free(ce_geometry *g) {
   free(g->tri.adj);
   ce_bvh_free(&g->bvh);
   ce_heightfield_free(g->hf);
+  for (int32_t i = 0; i < g->npieces; i++) ce_geometry_free(g->pieces[i]);
+  free(g->pieces);
   free(g);
 }
 

@@ -132,6 +132,12 @@ struct ce_geometry {
    * for meshes and geometries built otherwise. The point-contact model
    * (ce_mtd.c) uses them for exact shapes instead of the tessellation. */
   ce_shape shape_params;
+  /* Optional convex decomposition of a rigid mesh (ce_pieces.c): npieces
+   * rigid CE_SHAPE_CONVEX geometries in this geometry's frame, owned (freed
+   * by ce_geometry_free). The point-contact model uses them instead of the
+   * mesh's hull. */
+  struct ce_geometry **pieces;
+  int32_t npieces;
 };
 
 /* Take ownership of malloc'd arrays (v, tets, p) and finish a compliant
@@ -317,6 +323,15 @@ double ce_point_volume(const ce_geometry *g);
 ce_errno ce_point_contact_compute(const ce_body *a, const ce_body *b,
                                   double stiction_tolerance, int want_patches,
                                   ce_arena *arena, ce_result *r, ce_error *err);
+
+/* Point contact when a or b has convex pieces (ce_pieces.c): the point
+ * contact of every piece pair (a piece or the whole shape per side, each
+ * side keeping its whole body's stiffness), one contact per penetrating
+ * pair; wrenches summed, r->point the deepest pair with pieces_a/b and
+ * contacts set; one patch per contact when want_patches. */
+ce_errno ce_point_contact_pieces(const ce_body *a, const ce_body *b,
+                                 double stiction_tolerance, int want_patches,
+                                 ce_arena *arena, ce_result *r, ce_error *err);
 
 /* Shared by ce_point_contact_compute and ce_terrain_point_contact
  * (ce_point_contact.c). ce_point_model_init: *mu = combined friction,
