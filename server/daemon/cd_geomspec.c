@@ -2,6 +2,7 @@
 #include "cd_geomspec.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,6 +210,18 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
         rc = check_array(m->n_triangles, 3, l->max_mesh_elements, "registerGeometry.triMesh.triangles",
                          "triangles", st);
       if (rc) return rc;
+      if (m->n_convex_pieces > 0 && r->compliance == CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT)
+        return cd_status_set(st, CD_INVALID, "registerGeometry.triMesh.convexPieces",
+                             "convex pieces apply to rigid meshes (point contact) only");
+      if (m->n_convex_pieces > (size_t)l->max_mesh_elements)
+        return cd_status_set(st, CD_INVALID, "registerGeometry.triMesh.convexPieces", "has %zu pieces (limit %d)",
+                             m->n_convex_pieces, (int)l->max_mesh_elements);
+      for (size_t i = 0; i < m->n_convex_pieces; i++) {
+        char path[80];
+        snprintf(path, sizeof path, "registerGeometry.triMesh.convexPieces[%zu].points", i);
+        rc = check_array(m->convex_pieces[i]->n_points, 3, l->max_mesh_elements, path, "points", st);
+        if (rc) return rc;
+      }
       break;
     }
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE:
@@ -364,6 +377,13 @@ void cd_geomspec_id(const R *r, char id[CD_HASH_HEX_LEN + 1]) {
       hash_doubles(&h, r->tri_mesh->vertices, r->tri_mesh->n_vertices);
       hash_ints(&h, r->tri_mesh->triangles, r->tri_mesh->n_triangles);
       cd_sha256_u64(&h, r->tri_mesh->allow_open ? 1 : 0);
+      if (r->tri_mesh->n_convex_pieces > 0) { /* absent pieces keep the old hashes */
+        cd_sha256_u64(&h, (uint64_t)r->tri_mesh->n_convex_pieces);
+        for (size_t i = 0; i < r->tri_mesh->n_convex_pieces; i++) {
+          cd_sha256_u64(&h, (uint64_t)r->tri_mesh->convex_pieces[i]->n_points);
+          hash_doubles(&h, r->tri_mesh->convex_pieces[i]->points, r->tri_mesh->convex_pieces[i]->n_points);
+        }
+      }
       break;
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE:
       cd_sha256_u64(&h, (uint64_t)r->mesh_file->format);
@@ -413,6 +433,33 @@ static double max_norm(const double *v, size_t nv) {
   return m;
 }
 
+/* A rigid TriMesh with convex pieces: the pieces' points concatenated for
+ * ce_geometry_from_trimesh_pieces (counts checked by cd_geomspec_check). */
+static ce_errno trimesh_pieces(const Contactd__V1__TriMesh *m, const ce_props *p, ce_geometry **out, ce_error *err) {
+  size_t total = 0;
+  for (size_t i = 0; i < m->n_convex_pieces; i++) total += m->convex_pieces[i]->n_points;
+  double *pts = malloc(total * sizeof *pts);
+  int32_t *np = malloc(m->n_convex_pieces * sizeof *np);
+  ce_errno e = CE_ENOMEM;
+  if (!pts || !np) {
+    err->code = CE_ENOMEM;
+    snprintf(err->message, sizeof err->message, "out of memory for %zu convex piece coordinates", total);
+  } else {
+    size_t off = 0;
+    for (size_t i = 0; i < m->n_convex_pieces; i++) {
+      memcpy(pts + off, m->convex_pieces[i]->points, m->convex_pieces[i]->n_points * sizeof *pts);
+      off += m->convex_pieces[i]->n_points;
+      np[i] = (int32_t)(m->convex_pieces[i]->n_points / 3);
+    }
+    e = ce_geometry_from_trimesh_pieces(m->vertices, (int32_t)(m->n_vertices / 3), m->triangles,
+                                        (int32_t)(m->n_triangles / 3), !m->allow_open, pts, np,
+                                        (int32_t)m->n_convex_pieces, p, out, err);
+  }
+  free(pts);
+  free(np);
+  return e;
+}
+
 static int from_ce(cd_status *st, const char *field, ce_errno e, const ce_error *err) {
   return cd_status_set(st, cd_status_from_ce(e), field, "%s", err->message[0] ? err->message : ce_strerror(e));
 }
@@ -456,9 +503,14 @@ int cd_geomspec_build_progress(const R *r, const cd_limits *l, ce_progress_fn pr
       if (p.compliance == CE_COMPLIANT)
         e = build_surface(r, l, m->vertices, (int32_t)(m->n_vertices / 3), m->triangles,
                           (int32_t)(m->n_triangles / 3), &p, progress, user, out, &err);
-      else
+      else if (m->n_convex_pieces == 0)
         e = ce_geometry_from_trimesh(m->vertices, (int32_t)(m->n_vertices / 3), m->triangles,
                                      (int32_t)(m->n_triangles / 3), !m->allow_open, &p, out, &err);
+      else {
+        for (size_t i = 0; i < m->n_convex_pieces; i++) /* the broad phase must see every piece */
+          *bound_radius = fmax(*bound_radius, max_norm(m->convex_pieces[i]->points, m->convex_pieces[i]->n_points / 3));
+        e = trimesh_pieces(m, &p, out, &err);
+      }
       break;
     }
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE: {

@@ -408,6 +408,11 @@ static Contactd__V1__PairResult *convert(ce_arena *a, const cd_query *q, const c
     pen->witness_a = vec3(a, r->point.witness_a);
     pen->witness_b = vec3(a, r->point.witness_b);
     if (!pen->normal || !pen->witness_a || !pen->witness_b) return NULL;
+    pen->hull_a = r->point.hull_a != 0;
+    pen->hull_b = r->point.hull_b != 0;
+    pen->pieces_a = r->point.pieces_a;
+    pen->pieces_b = r->point.pieces_b;
+    pen->contacts = r->point.pieces_a > 0 || r->point.pieces_b > 0 ? r->point.contacts : 1;
     m->penetration = pen;
   }
   m->wrench_a = wrench(a, &r->wrench_a);
