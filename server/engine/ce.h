@@ -320,7 +320,8 @@ typedef struct ce_point_contact {
 typedef enum {
   CE_CONTACT_NONE = 0,        /* no overlap */
   CE_CONTACT_SURFACE = 1,     /* a (non-empty) contact surface */
-  CE_CONTACT_UNSUPPORTED = 2, /* rigid-rigid, compliant half space pairs */
+  CE_CONTACT_UNSUPPORTED = 2, /* no model for the pair (e.g. rigid-rigid under
+                                 CE_MODEL_HYDROELASTIC, two half spaces) */
   CE_CONTACT_POINT = 3,       /* a point contact (penetration, point model) */
 } ce_contact_status;
 

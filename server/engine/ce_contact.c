@@ -8,8 +8,9 @@
  *   compliant mesh  – half space       tets sliced by the boundary plane (rigid)
  *                                      or by the equal-pressure plane (compliant)
  *   compliant half space – rigid mesh  triangles clipped by the half space
- *   anything else (rigid–rigid, two half spaces, compliant half space –
- *   compliant mesh ... see ce_pair_kind) → CE_CONTACT_UNSUPPORTED.
+ *   compliant mesh  – terrain          sampled terrain triangles clipped by tets
+ *   anything else (rigid–rigid, two half spaces, rigid body – terrain)
+ *                                      → no hydroelastic model (see classify).
  *
  * Contact model (opt->model): HYDROELASTIC uses the table above only;
  * POINT sends every pair to compliant point contact (ce_point_contact.c);
