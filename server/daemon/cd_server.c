@@ -73,10 +73,11 @@ static void on_drain_timeout(uv_timer_t *t) {
   cd_server *s = t->data;
   CD_WARN("shutdown grace period over: closing the remaining connections", "grace_s=%g",
           s->cfg.shutdown_grace_s);
-  while (s->conns) {
-    cd_conn *c = s->conns;
-    if (c->closing) break; /* closing ones unlink themselves shortly */
-    cd_conn_close(c, "shutdown grace period over");
+  /* cd_conn_close does not unlink (on_handle_closed does, later), so walk the
+   * list with a saved next pointer and close every connection still open. */
+  for (cd_conn *c = s->conns, *next; c; c = next) {
+    next = c->next;
+    if (!c->closing) cd_conn_close(c, "shutdown grace period over");
   }
 }
 

@@ -116,6 +116,62 @@ Test(lifecycle, sigterm_finishes_in_flight_work_then_exits_zero) {
   free(p);
 }
 
+/* The grace timer must close EVERY remaining connection, not just the first
+ * one in the list (cd_conn_close does not unlink; on_handle_closed does). */
+Test(lifecycle, shutdown_grace_closes_every_busy_connection) {
+  FILE *f = fopen("/tmp/contactd-test-grace.json", "w");
+  fprintf(f, "{\"workers\": 1, \"shutdown_grace_s\": 0}");
+  fclose(f);
+  const char *extra[] = {"--config", "/tmp/contactd-test-grace.json", NULL};
+  tc_daemon d;
+  tc_start(&d, extra);
+  int fds[2];
+  char *geo[2][2];
+  for (int k = 0; k < 2; k++) {
+    fds[k] = tc_connect_tcp(d.port);
+    geo[k][0] = tc_register_sphere(fds[k], 1, 0.1, 1e6, 0.01);
+    geo[k][1] = tc_register_halfspace(fds[k], 2, 0, 0);
+    cr_assert(geo[k][0] && geo[k][1]);
+  }
+  /* both connections get queued work (one worker), so neither is quiet */
+  for (int k = 0; k < 2; k++) {
+    Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+    Contactd__V1__Pose p1, p2;
+    Contactd__V1__Vec3 v1, v2;
+    tc_body(&b1, &p1, &v1, 1, geo[k][0], 0, 0, 0.02);
+    tc_body(&b2, &p2, &v2, 2, geo[k][1], 0, 0, 0);
+    Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+    pr.a = 1;
+    pr.b = 2;
+    Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+    o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
+    Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+    q.n_bodies = 2;
+    q.bodies = bodies;
+    q.n_pairs = 1;
+    q.pairs = prs;
+    q.options = &o;
+    Env e = CONTACTD__V1__ENVELOPE__INIT;
+    e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+    e.contact_query = &q;
+    for (uint64_t i = 0; i < 16; i++) {
+      e.request_id = 10 + i;
+      tc_send(fds[k], &e);
+    }
+  }
+  usleep(20000);
+  kill(d.pid, SIGTERM);
+  for (int k = 0; k < 2; k++) cr_expect(tc_wait_closed(fds[k], 5000), "connection %d is closed", k);
+  cr_expect_eq(tc_log_count(&d, "reason=\"shutdown grace period over\""), 2,
+               "the grace timer closes both busy connections");
+  cr_expect_eq(tc_stop(&d), 0, "exit status 0 after the grace period");
+  for (int k = 0; k < 2; k++) {
+    close(fds[k]);
+    free(geo[k][0]);
+    free(geo[k][1]);
+  }
+}
+
 Test(lifecycle, idle_connections_are_closed) {
   FILE *f = fopen("/tmp/contactd-test-idle.json", "w");
   fprintf(f, "{\"limits\": {\"idle_timeout_ms\": 200}}");
