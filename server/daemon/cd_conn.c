@@ -2,7 +2,6 @@
  * write queue with an output-bytes limit, idle timeout, session state. */
 #include "cd_conn.h"
 
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,16 +264,41 @@ static uint64_t proto_request_id(const uint8_t *p, size_t n) {
   return 0;
 }
 
+/* Best effort, bounded: the top-level "requestId" / "request_id" of a JSON
+ * line that failed to decode, found by scanning at most the first
+ * JSON_ID_SCAN bytes by hand (never a second, unbudgeted parse of the line). */
+#define JSON_ID_SCAN 4096
 static uint64_t json_request_id(const char *s, size_t n) {
-  uint64_t id = 0;
-  cJSON *j = cJSON_ParseWithLength(s, n);
-  if (!j) return 0;
-  const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "requestId");
-  if (!r) r = cJSON_GetObjectItemCaseSensitive(j, "request_id");
-  if (cJSON_IsString(r)) id = strtoull(r->valuestring, NULL, 10);
-  else if (cJSON_IsNumber(r) && r->valuedouble >= 0) id = (uint64_t)r->valuedouble;
-  cJSON_Delete(j);
-  return id;
+  if (n > JSON_ID_SCAN) n = JSON_ID_SCAN;
+  int depth = 0;
+  for (size_t i = 0; i < n; i++) {
+    char ch = s[i];
+    if (ch == '{' || ch == '[') depth++;
+    else if (ch == '}' || ch == ']') depth--;
+    else if (ch == '"') {
+      size_t k0 = ++i;
+      while (i < n && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
+      if (i >= n) return 0;
+      size_t klen = i - k0;
+      if (depth != 1 || !((klen == 9 && memcmp(s + k0, "requestId", 9) == 0) ||
+                          (klen == 10 && memcmp(s + k0, "request_id", 10) == 0)))
+        continue;
+      size_t j = i + 1;
+      while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r' || s[j] == '\n')) j++;
+      if (j >= n || s[j] != ':') continue; /* a string value, not a key */
+      j++;
+      while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r' || s[j] == '\n')) j++;
+      if (j < n && s[j] == '"') j++;
+      uint64_t id = 0;
+      int digits = 0;
+      while (j < n && s[j] >= '0' && s[j] <= '9' && digits < 20) {
+        id = id * 10 + (uint64_t)(s[j++] - '0');
+        digits++;
+      }
+      return id;
+    }
+  }
+  return 0;
 }
 
 static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {

@@ -181,6 +181,23 @@ Test(bad_input, invalid_json) {
   close(fd);
 }
 
+/* The id of an undecodable line comes from a bounded hand scan of its start:
+ * top-level keys only, and it works on truncated JSON too. */
+Test(bad_input, json_request_id_recovered_by_bounded_scan) {
+  int fd = tc_connect_tcp(D.port);
+  tc_send_line(fd, "{\"hello\":{\"requestId\":\"9\",\"clientName\":5},\"requestId\":\"7\"}");
+  char *l = tc_recv_line(fd, 5000);
+  cr_assert(l);
+  cr_expect(strstr(l, "\"requestId\":\"7\"") && strstr(l, "INVALID_ARGUMENT"), "top-level id: %s", l);
+  free(l);
+  tc_send_line(fd, "{\"requestId\":\"3\",\"hello\":");
+  l = tc_recv_line(fd, 5000);
+  cr_assert(l);
+  cr_expect(strstr(l, "\"requestId\":\"3\"") && strstr(l, "invalid JSON"), "truncated line: %s", l);
+  free(l);
+  close(fd);
+}
+
 Test(bad_input, json_with_wrong_types) {
   int fd = tc_connect_unix(D.unix_path);
   tc_send_line(fd, "{\"requestId\":\"4\",\"hello\":{\"clientName\":5}}");
