@@ -108,7 +108,6 @@ ce_errno ce_point_contact_pieces(const ce_body *a, const ce_body *b, double stic
     }
   r->model = first.model;
   r->combined_material = first.combined_material;
-  r->combined_modulus = first.combined_modulus;
   if (contacts == 0) {
     r->status = CE_CONTACT_NONE;
     memset(&r->point, 0, sizeof r->point);
