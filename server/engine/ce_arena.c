@@ -25,6 +25,7 @@ struct ce_arena {
 };
 
 static ce_chunk *chunk_new(size_t size) {
+  if (size > SIZE_MAX - sizeof(ce_chunk)) return NULL;
   ce_chunk *c = malloc(sizeof(ce_chunk) + size);
   if (!c) return NULL;
   c->next = NULL;
@@ -82,7 +83,7 @@ void ce_arena_reset(ce_arena *a) {
 void *ce_arena_alloc(ce_arena *a, size_t bytes) {
   size_t need = (bytes + (CE_ARENA_ALIGN - 1)) & ~(size_t)(CE_ARENA_ALIGN - 1);
   if (need < bytes) return NULL; /* overflow */
-  if (a->budget && a->used + need > a->budget) return NULL;
+  if (a->budget && need > a->budget - a->used) return NULL; /* no wrap-around */
   ce_chunk *c = a->head;
   if (!c || c->size - c->used < need) {
     size_t size = a->total; /* geometric growth */
@@ -117,7 +118,11 @@ void ce_buf_init(ce_buf *b, size_t elem) {
 ce_errno ce_buf_reserve(ce_arena *a, ce_buf *b, int64_t extra) {
   if (b->len + extra <= b->cap) return CE_OK;
   int64_t cap = b->cap ? b->cap : 16;
-  while (cap < b->len + extra) cap *= 2;
+  while (cap < b->len + extra) {
+    if (cap > INT64_MAX / 2) return CE_ENOMEM;
+    cap *= 2;
+  }
+  if (b->elem && (uint64_t)cap > SIZE_MAX / b->elem) return CE_ENOMEM;
   void *d = ce_arena_alloc(a, (size_t)cap * b->elem);
   if (!d) return CE_ENOMEM;
   if (b->len) memcpy(d, b->data, (size_t)b->len * b->elem);
