@@ -532,6 +532,8 @@ ce_errno ce_intersect_tet_halfspace(const ce_geometry *m, const ce_geometry *n, 
     /* at most 4 slice points and 2 clip crossings per tet */
     if ((e = vcache_reserve(&cache, 6)) != CE_OK) return e;
     if (!compliant_n) {
+      /* No gradient rule against a rigid half space (as Drake): its plane is
+       * the only surface there is, so every slice is kept. */
       for (int i = 0; i < 4; i++) h[i] = ce_dot(nz, T->v[tv[i]]) - d;
       normal = nz;
       int ns = slice_tet(b, &cache, T, t, h, ids, keys);

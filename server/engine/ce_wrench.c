@@ -34,17 +34,6 @@
 
 #include "ce_internal.h"
 
-/* atan(s)/s for s >= 0, smooth through s = 0: the Taylor series
- * 1 - s^2/3 + s^4/5 below s = 1e-3 (the first omitted term, s^6/7, is below
- * 1.5e-19), the direct quotient above. */
-static double atan_over_x(double s) {
-  if (s < 1e-3) {
-    double s2 = s * s;
-    return 1.0 - s2 * (1.0 / 3.0 - s2 * (1.0 / 5.0));
-  }
-  return atan(s) / s;
-}
-
 /* Integration state. Points are handled relative to the moment point C
  * (r = x - C). The relative velocity field is that of a rigid motion,
  * v(x) = v_A(x) - v_B(x) = vC + w x r with vC = v_A(C) - v_B(C) and
@@ -75,7 +64,7 @@ static inline __attribute__((always_inline)) void add_point(integ_ctx *c, ce_vec
       ce_vec3 vt = ce_axpy(v, -vn, c->n);
       double s = ce_norm(vt) / c->vs;
       /* -mu (2/pi) atan(s) tn vt/|vt| = -mu (2/pi) (atan(s)/s) tn vt / vs */
-      ce_vec3 f = ce_scale(vt, -w * c->mu * (2.0 / M_PI) * atan_over_x(s) * tn / c->vs);
+      ce_vec3 f = ce_scale(vt, -w * c->mu * (2.0 / M_PI) * ce_atan_over_x(s) * tn / c->vs);
       c->ft = ce_add(c->ft, f);
       c->tt = ce_add(c->tt, ce_cross(r, f));
     }
