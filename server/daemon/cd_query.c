@@ -81,15 +81,31 @@ void cd_qbodies_unpin(cd_qbody *b, int32_t n) {
     }
 }
 
-int32_t cd_qbodies_find(const cd_qbody *b, int32_t n, uint32_t id) {
-  for (int32_t i = 0; i < n; i++)
-    if (b[i].id == id) return i;
-  return -1;
-}
-
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return x < y ? -1 : x > y;
+}
+
+int cd_qindex_build(cd_qindex *x, const cd_qbody *b, int32_t nb) {
+  x->n = 0;
+  x->e = malloc((nb > 0 ? (size_t)nb : 1) * sizeof *x->e);
+  if (!x->e) return -1;
+  for (int32_t i = 0; i < nb; i++) x->e[i] = (cd_qindex_ent){b[i].id, i};
+  x->n = nb;
+  qsort(x->e, (size_t)nb, sizeof *x->e, cmp_u32); /* id is the first member */
+  return 0;
+}
+
+int32_t cd_qindex_find(const cd_qindex *x, uint32_t id) {
+  cd_qindex_ent key = {id, 0};
+  const cd_qindex_ent *f = x->n > 0 ? bsearch(&key, x->e, (size_t)x->n, sizeof *x->e, cmp_u32) : NULL;
+  return f ? f->i : -1;
+}
+
+void cd_qindex_free(cd_qindex *x) {
+  free(x->e);
+  x->e = NULL;
+  x->n = 0;
 }
 
 int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char *field, cd_qbody **out,
@@ -230,18 +246,24 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
       snprintf(f, sizeof f, "%s.allPairs.margin", field);
       return cd_status_set(st, CD_INVALID, f, "must be finite and >= 0 (got %g)", all->margin);
     }
+    cd_qindex m;
     cd_qpair *ex = calloc(all->n_exclude ? all->n_exclude : 1, sizeof *ex);
-    if (!ex) return cd_status_set(st, CD_EXHAUSTED, field, "out of memory");
+    if (!ex || cd_qindex_build(&m, b, nb)) {
+      free(ex);
+      return cd_status_set(st, CD_EXHAUSTED, field, "out of memory");
+    }
     for (size_t i = 0; i < all->n_exclude; i++) {
-      int32_t ia = cd_qbodies_find(b, nb, all->exclude[i]->a), ib = cd_qbodies_find(b, nb, all->exclude[i]->b);
+      int32_t ia = cd_qindex_find(&m, all->exclude[i]->a), ib = cd_qindex_find(&m, all->exclude[i]->b);
       if (ia < 0 || ib < 0) {
         free(ex);
+        cd_qindex_free(&m);
         snprintf(f, sizeof f, "%s.allPairs.exclude[%zu]", field, i);
         return cd_status_set(st, CD_INVALID, f, "body %u is not in the query",
                              ia < 0 ? all->exclude[i]->a : all->exclude[i]->b);
       }
       ex[i] = (cd_qpair){ia, ib, 0};
     }
+    cd_qindex_free(&m);
     snprintf(f, sizeof f, "%s.allPairs", field);
     int rc = cd_broadphase(b, nb, all->margin, ex, all->n_exclude, max_pairs, f, out, nout, st);
     free(ex);
@@ -253,38 +275,32 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
                          (unsigned long long)max_pairs);
   cd_qpair *p = calloc(npairs ? npairs : 1, sizeof *p);
   if (!p) return cd_status_set(st, CD_EXHAUSTED, f, "out of memory");
-  /* body id -> index via a sorted copy, so large queries stay n log n */
-  typedef struct { uint32_t id; int32_t i; } idx;
-  idx *m = malloc((nb ? (size_t)nb : 1) * sizeof *m);
-  if (!m) {
+  cd_qindex m;
+  if (cd_qindex_build(&m, b, nb)) {
     free(p);
     return cd_status_set(st, CD_EXHAUSTED, f, "out of memory");
   }
-  for (int32_t i = 0; i < nb; i++) m[i] = (idx){b[i].id, i};
-  qsort(m, (size_t)nb, sizeof *m, cmp_u32); /* id is the first member */
   for (size_t i = 0; i < npairs; i++) {
     const Contactd__V1__Pair *q = pairs[i];
     int model = cd_model_from_wire((int)q->contact_model);
     if (model < 0) {
       free(p);
-      free(m);
+      cd_qindex_free(&m);
       snprintf(f, sizeof f, "%s.pairs[%zu].contactModel", field, i);
       return cd_status_set(st, CD_INVALID, f, "unknown contact model %d", (int)q->contact_model);
     }
-    idx key = {q->a, 0}, key2 = {q->b, 0};
-    idx *fa = bsearch(&key, m, (size_t)nb, sizeof *m, cmp_u32);
-    idx *fb = bsearch(&key2, m, (size_t)nb, sizeof *m, cmp_u32);
-    if (!fa || !fb || q->a == q->b) {
+    int32_t fa = cd_qindex_find(&m, q->a), fb = cd_qindex_find(&m, q->b);
+    if (fa < 0 || fb < 0 || q->a == q->b) {
       free(p);
-      free(m);
+      cd_qindex_free(&m);
       snprintf(f, sizeof f, "%s.pairs[%zu]", field, i);
       if (q->a == q->b) return cd_status_set(st, CD_INVALID, f, "pairs body %u with itself", q->a);
-      return cd_status_set(st, CD_INVALID, f, "body %u is not in the query", !fa ? q->a : q->b);
+      return cd_status_set(st, CD_INVALID, f, "body %u is not in the query", fa < 0 ? q->a : q->b);
     }
-    p[i] = (cd_qpair){fa->i, fb->i,
+    p[i] = (cd_qpair){fa, fb,
                       q->contact_model == CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_UNSPECIFIED ? 0 : model + 1};
   }
-  free(m);
+  cd_qindex_free(&m);
   *out = p;
   *nout = (int64_t)npairs;
   return 0;

@@ -59,8 +59,21 @@ struct cd_query {
 int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char *field, cd_qbody **out,
                      cd_status *st);
 void cd_qbodies_unpin(cd_qbody *b, int32_t n);
-/* Index of body id in b, or -1 (b sorted by nothing: linear or via map). */
-int32_t cd_qbodies_find(const cd_qbody *b, int32_t n, uint32_t id);
+/* Body id -> index in b via a sorted copy (n log n to build, log n per
+ * lookup), so lookups on untrusted counts never go quadratic. */
+typedef struct {
+  uint32_t id;
+  int32_t i;
+} cd_qindex_ent;
+typedef struct {
+  cd_qindex_ent *e;
+  int32_t n;
+} cd_qindex;
+/* 0, or -1 when out of memory (x is then empty and safe to free). */
+int cd_qindex_build(cd_qindex *x, const cd_qbody *b, int32_t nb);
+/* Index of body id, or -1. */
+int32_t cd_qindex_find(const cd_qindex *x, uint32_t id);
+void cd_qindex_free(cd_qindex *x);
 
 /* Pose / velocity from the wire with the checks above; `what` names the
  * body in messages. */

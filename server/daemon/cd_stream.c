@@ -14,6 +14,7 @@ static void stream_free(cd_stream *s) {
   free(s->bodies);
   free(s->pairs);
   free(s->exclude);
+  cd_qindex_free(&s->index);
   cd_conn_unref(s->conn);
   free(s);
 }
@@ -67,6 +68,12 @@ void cd_stream_open(cd_req *r) {
     return;
   }
   s->nbodies = (int32_t)m->n_bodies;
+  if (cd_qindex_build(&s->index, s->bodies, s->nbodies)) {
+    stream_free(s);
+    cd_status_set(&st, CD_EXHAUSTED, "openStream.bodies", "out of memory");
+    cd_req_fail(r, &st);
+    return;
+  }
   if (m->all_pairs) {
     s->all_pairs = 1;
     /* Check exclusions and margin once (the broad phase reruns per update). */
@@ -83,8 +90,8 @@ void cd_stream_open(cd_req *r) {
     s->nexclude = m->all_pairs->n_exclude;
     s->exclude = calloc(s->nexclude ? s->nexclude : 1, sizeof *s->exclude);
     for (size_t i = 0; s->exclude && i < s->nexclude; i++)
-      s->exclude[i] = (cd_qpair){cd_qbodies_find(s->bodies, s->nbodies, m->all_pairs->exclude[i]->a),
-                                 cd_qbodies_find(s->bodies, s->nbodies, m->all_pairs->exclude[i]->b), 0};
+      s->exclude[i] = (cd_qpair){cd_qindex_find(&s->index, m->all_pairs->exclude[i]->a),
+                                 cd_qindex_find(&s->index, m->all_pairs->exclude[i]->b), 0};
   } else if (cd_qpairs_resolve(s->bodies, s->nbodies, m->pairs, m->n_pairs, NULL, "openStream",
                                srv->cfg.limits.max_pairs_per_query, &s->pairs, &s->npairs, &st)) {
     stream_free(s);
@@ -229,7 +236,7 @@ void cd_stream_update(cd_req *r) {
     const Contactd__V1__BodyState *b = m->bodies[i];
     char f[128], what[48];
     snprintf(what, sizeof what, "body %u", b->body_id);
-    idx[i] = cd_qbodies_find(s->bodies, s->nbodies, b->body_id);
+    idx[i] = cd_qindex_find(&s->index, b->body_id);
     if (idx[i] < 0) {
       snprintf(f, sizeof f, "streamUpdate.bodies[%zu].bodyId", i);
       rc = cd_status_set(&st, CD_INVALID, f, "body %u is not in stream %llu", b->body_id,

@@ -15,6 +15,7 @@ struct cd_stream {
   uint64_t open_request_id;
   cd_qbody *bodies; /* current state; entries pinned for the stream's life */
   int32_t nbodies;
+  cd_qindex index;  /* body id -> index into bodies */
   cd_qpair *pairs;  /* explicit pairs (all_pairs == 0) */
   int64_t npairs;
   int all_pairs;

@@ -13,6 +13,7 @@
 #include "cd_geomspec.h"
 #include "cd_hash.h"
 #include "cd_meshfile.h"
+#include "cd_query.h"
 
 static void sha_hex(const char *s, size_t n, char out[65]) {
   cd_sha256 h;
@@ -258,6 +259,22 @@ Test(broadphase, spheres_filters_exclusions_half_spaces) {
 }
 
 /* ---- mesh files -------------------------------------------------------- */
+
+Test(query, body_index_finds_ids_in_any_order) {
+  cd_qbody b[4];
+  memset(b, 0, sizeof b);
+  uint32_t ids[4] = {70, 3, 4000000000u, 9};
+  for (int i = 0; i < 4; i++) b[i].id = ids[i];
+  cd_qindex x;
+  cr_assert_eq(cd_qindex_build(&x, b, 4), 0);
+  for (int i = 0; i < 4; i++) cr_expect_eq(cd_qindex_find(&x, ids[i]), i, "id %u", ids[i]);
+  cr_expect_eq(cd_qindex_find(&x, 8), -1);
+  cr_expect_eq(cd_qindex_find(&x, 0), -1);
+  cd_qindex_free(&x);
+  cr_assert_eq(cd_qindex_build(&x, b, 0), 0);
+  cr_expect_eq(cd_qindex_find(&x, 3), -1, "empty index");
+  cd_qindex_free(&x);
+}
 
 Test(meshfile, obj_stl_vtk) {
   cd_mesh m;
