@@ -89,7 +89,13 @@ void cd_stream_open(cd_req *r) {
     s->margin = m->all_pairs->margin;
     s->nexclude = m->all_pairs->n_exclude;
     s->exclude = calloc(s->nexclude ? s->nexclude : 1, sizeof *s->exclude);
-    for (size_t i = 0; s->exclude && i < s->nexclude; i++)
+    if (!s->exclude) { /* the broad phase reads exclude[0..nexclude) */
+      stream_free(s);
+      cd_status_set(&st, CD_EXHAUSTED, "openStream.allPairs.exclude", "out of memory");
+      cd_req_fail(r, &st);
+      return;
+    }
+    for (size_t i = 0; i < s->nexclude; i++)
       s->exclude[i] = (cd_qpair){cd_qindex_find(&s->index, m->all_pairs->exclude[i]->a),
                                  cd_qindex_find(&s->index, m->all_pairs->exclude[i]->b), 0};
   } else if (cd_qpairs_resolve(s->bodies, s->nbodies, m->pairs, m->n_pairs, NULL, "openStream",
