@@ -40,7 +40,8 @@ void cd_conn_unref(cd_conn *c) {
 static void on_handle_closed(uv_handle_t *h) {
   cd_conn *c = h->data;
   if (--c->handles_open == 0) {
-    cd_server_conn_closed(c->srv, c);
+    /* a failed accept never linked nor counted the connection */
+    if (c->linked) cd_server_conn_closed(c->srv, c);
     cd_conn_unref(c);
   }
 }
@@ -543,6 +544,7 @@ void cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp) {
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
   s->conns = c;
+  c->linked = 1;
   s->stats.connections++;
   s->stats.connections_total++;
   if (is_tcp) {

@@ -40,6 +40,7 @@ struct cd_conn {
   } h;
   uv_timer_t idle;
   int handles_open;   /* h and idle: closed asynchronously */
+  int linked;         /* in the server's list and counted in stats.connections */
   int refs;           /* 1 for the socket + one per request in progress */
   int closing;        /* close requested: no more input or replies */
   int eof;            /* peer half-closed: finish, flush, then close */
