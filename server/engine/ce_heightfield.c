@@ -27,7 +27,9 @@
  * it is extrapolated quadratically from the three nearest samples on its
  * line (z_-1 = 3 z_0 - 3 z_1 + z_2), which keeps quadratics exact up to the
  * edge. Outside the domain [x_0, x_nx-1] x [y_0, y_ny-1] there is no
- * terrain.
+ * terrain: the solid is {(x, y) in the domain, z <= F(x, y)}, whose sides
+ * are vertical walls under the rim; ce_heightfield_closest measures the
+ * distance to that solid (top surface or wall).
  *
  * Memory: the heights (8 bytes per sample) and a min/max per block of
  * CE_HF_BLOCK x CE_HF_BLOCK samples (1/128 of that); nothing else is kept.
@@ -265,10 +267,16 @@ static void weights(int continuity, double s, double w[4], double w1[4], double 
 }
 
 /* Cell index and local coordinate along one axis; u in [0, n-1] grid units. */
+/* floor/ceil result u clamped to [lo, hi] in double before the conversion,
+ * so a huge (or NaN) u never overflows int32_t (NaN gives lo). */
+static int32_t clamp_index(double u, int32_t lo, int32_t hi) {
+  if (!(u >= lo)) return lo;
+  if (u > hi) return hi;
+  return (int32_t)u;
+}
+
 static int32_t cell_of(double u, int32_t n, double *s) {
-  int32_t i = (int32_t)floor(u);
-  if (i < 0) i = 0;
-  if (i > n - 2) i = n - 2;
+  int32_t i = clamp_index(floor(u), 0, n - 2);
   *s = u - i;
   return i;
 }
@@ -381,18 +389,16 @@ int ce_heightfield_closest(const ce_heightfield *h, ce_vec3 c, double radius, ce
   /* Nearest grid sample (3-D distance) among those within radius + one
    * spacing of c's footprint: the Newton start. */
   double r = radius > 0 ? radius : 0;
-  int32_t i0 = (int32_t)floor((c.x - r - ax) / h->dx) - 1, i1 = (int32_t)ceil((c.x + r - ax) / h->dx) + 1;
-  int32_t j0 = (int32_t)floor((c.y - r - ay) / h->dy) - 1, j1 = (int32_t)ceil((c.y + r - ay) / h->dy) + 1;
-  if (i0 < 0) i0 = 0;
-  if (j0 < 0) j0 = 0;
-  if (i1 > h->nx - 1) i1 = h->nx - 1;
-  if (j1 > h->ny - 1) j1 = h->ny - 1;
+  int32_t i0 = clamp_index(floor((c.x - r - ax) / h->dx) - 1, 0, h->nx - 1);
+  int32_t i1 = clamp_index(ceil((c.x + r - ax) / h->dx) + 1, 0, h->nx - 1);
+  int32_t j0 = clamp_index(floor((c.y - r - ay) / h->dy) - 1, 0, h->ny - 1);
+  int32_t j1 = clamp_index(ceil((c.y + r - ay) / h->dy) + 1, 0, h->ny - 1);
   /* keep the window small for a huge radius: the nearest sample's xy is
    * then near c's footprint anyway */
   const int32_t maxw = 64;
   if (i1 - i0 > maxw || j1 - j0 > maxw) {
-    int32_t ci = (int32_t)floor((fmin(fmax(c.x, ax), bx) - ax) / h->dx + 0.5);
-    int32_t cj = (int32_t)floor((fmin(fmax(c.y, ay), by) - ay) / h->dy + 0.5);
+    int32_t ci = clamp_index(floor((fmin(fmax(c.x, ax), bx) - ax) / h->dx + 0.5), 0, h->nx - 1);
+    int32_t cj = clamp_index(floor((fmin(fmax(c.y, ay), by) - ay) / h->dy + 0.5), 0, h->ny - 1);
     if (i1 - i0 > maxw) { i0 = ci - maxw / 2 < 0 ? 0 : ci - maxw / 2; i1 = i0 + maxw > h->nx - 1 ? h->nx - 1 : i0 + maxw; }
     if (j1 - j0 > maxw) { j0 = cj - maxw / 2 < 0 ? 0 : cj - maxw / 2; j1 = j0 + maxw > h->ny - 1 ? h->ny - 1 : j0 + maxw; }
   }
@@ -448,10 +454,61 @@ int ce_heightfield_closest(const ce_heightfield *h, ce_vec3 c, double radius, ce
   out->point = p;
   out->normal = n;
   out->distance = side >= 0 ? dist : -dist;
-  /* at an interior minimum d is parallel to n; on the domain's edge (or
-   * before convergence) use the vertical gap as the signed distance */
   out->iterations = it;
   out->jet = J;
+  /* The domain's edge. The terrain is the solid {(x, y) in the rectangle,
+   * z <= F(x, y)}: nothing exists outside the rectangle, so its sides are
+   * vertical walls from the rim (x, y on the edge, z = F) down. Newton's
+   * point p is the closest point of the top surface only (clamped to the
+   * rim when the minimum lies beyond the edge); the distance to the solid
+   * also considers the walls:
+   *  - c outside the rectangle (its footprint beyond an edge): c is outside
+   *    the solid, distance > 0. Its footprint's clamp q onto the rectangle
+   *    gives the closest wall point (q, c.z) when c.z <= F(q) (distance
+   *    |c_xy - q|, horizontal normal), else the rim point (q, F(q)); the
+   *    smaller of that and |c - p| wins, with the normal (c - point) /
+   *    distance, which turns continuously from horizontal (wall) to the
+   *    surface's normal (interior minimum).
+   *  - c inside the rectangle and below the surface: c is inside the solid
+   *    and its depth is the smaller of |c - p| and the horizontal distance
+   *    to a wall whose rim at c's projection is above c (normal: the wall's
+   *    outward horizontal). So the depth goes to 0 as c crosses a wall, and
+   *    a sphere centred 0.5 R beyond the edge and 0.2 R below a flat rim
+   *    penetrates by 0.5 R (not by the slanted 1.54 R to the rim).
+   * Inside the rectangle and above the surface |c - p| stands. */
+  const double cx = fmin(fmax(c.x, ax), bx), cy = fmin(fmax(c.y, ay), by);
+  if (cx != c.x || cy != c.y) {
+    ce_hf_jet Q;
+    ce_heightfield_jet(h, cx, cy, &Q);
+    ce_vec3 q = ce_v3(cx, cy, fmin(c.z, Q.z));
+    ce_vec3 dq = ce_sub(c, q);
+    double lq = ce_norm(dq);
+    if (lq < dist) {
+      out->point = q;
+      out->jet = Q;
+      d = dq;
+      dist = lq;
+    }
+    out->distance = dist;
+    out->normal = ce_scale(d, 1.0 / dist); /* dist > 0: c is off the rectangle */
+    return 1;
+  }
+  if (out->distance < 0) {
+    /* walls x = ax, x = bx, y = ay, y = by: horizontal gap and outward normal */
+    const double gap[4] = {c.x - ax, bx - c.x, c.y - ay, by - c.y};
+    const ce_vec3 wn[4] = {ce_v3(-1, 0, 0), ce_v3(1, 0, 0), ce_v3(0, -1, 0), ce_v3(0, 1, 0)};
+    for (int k = 0; k < 4; k++) {
+      if (!(gap[k] < -out->distance)) continue;
+      double wx = k == 0 ? ax : k == 1 ? bx : c.x, wy = k == 2 ? ay : k == 3 ? by : c.y;
+      ce_hf_jet W;
+      ce_heightfield_jet(h, wx, wy, &W);
+      if (!(c.z <= W.z)) continue;
+      out->point = ce_v3(wx, wy, c.z);
+      out->normal = wn[k];
+      out->distance = -gap[k];
+      out->jet = W;
+    }
+  }
   return 1;
 }
 

@@ -295,7 +295,9 @@ ce_errno ce_intersect_tet_terrain(const ce_geometry *m, const ce_geometry *n, co
  * vertices with zero pressure, i.e. on the boundary). For each feature the
  * closest point of the smooth surface is found by Newton's method from the
  * nearest grid sample (ce_heightfield_closest); depth x = rho - signed
- * distance, normal = the Gauss frame's normal there, and the force acts at
+ * distance, normal = the Gauss frame's normal there (near the grid's edge
+ * the distance and normal may be to the vertical wall under the rim, see
+ * ce_heightfield_closest), and the force acts at
  * the midpoint of the witnesses (surface point and deepest point of P).
  *
  * Force law (seed 004, as ce_point_contact.c): fn = k x (1 + d xdot)+ with

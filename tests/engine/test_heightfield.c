@@ -348,3 +348,23 @@ Test(heightfield, overshoot_is_bounded) {
     ce_geometry_free(g);
   }
 }
+
+/* A radius far beyond int32 cells (1e300 / dx) must not overflow the index
+ * conversions: the window is clamped in double first, and the answer
+ * is the ordinary closest point. */
+Test(heightfield, closest_with_huge_radius) {
+  const int n = 6, m = 2 * n + 1;
+  double *z = bowl_grid(n);
+  ce_geometry *g = make_hf(z, m, m, 1.0, 1.0, ce_v3(-n, -n, 0), 2);
+  const ce_heightfield *h = ce_geometry_heightfield(g);
+  ce_vec3 c = ce_v3(0.7, 0.2, 0.0);
+  ce_hf_closest a, b;
+  cr_assert(ce_heightfield_closest(h, c, 1.0, &a));
+  cr_assert(ce_heightfield_closest(h, c, 1e300, &b));
+  cr_assert_lt(fabs(a.distance - b.distance), 1e-12, "%g vs %g", a.distance, b.distance);
+  cr_assert_lt(a.distance, 0);
+  cr_assert(ce_heightfield_closest(h, ce_v3(1e299, -1e299, 5), 1e300, &b));
+  cr_assert_gt(b.distance, 9e298);
+  ce_geometry_free(g);
+  free(z);
+}

@@ -470,3 +470,49 @@ Test(terrain_contact, grid_edges_cut_the_surface, .init = setup, .fini = teardow
   ce_geometry_free(t);
   ce_geometry_free(s);
 }
+
+/* Beyond the grid's edge the terrain is a vertical wall under its rim
+ * (ce_heightfield_closest): a rigid sphere (R = 0.4) centred 0.5 R beyond
+ * the edge x = 2.25 and 0.2 R below the flat rim penetrates the wall by
+ * 0.5 R with a horizontal normal, not by the slanted 1.54 R to the rim;
+ * above the rim the rim point is closest; just inside the edge and below
+ * the surface the nearer wall wins; the depth is continuous across it. */
+Test(terrain_contact, rigid_sphere_at_the_grid_edge_meets_the_wall, .init = setup, .fini = teardown) {
+  const double R = 0.4, ex = 2.25;
+  ce_geometry *s = rigid_shape((ce_shape){.type = CE_SHAPE_SPHERE, .radius = R});
+  ce_geometry *t = flat_terrain(0.0);
+  ce_body bt = ce_test_body(t, ce_quat_identity(), ce_v3(0, 0, 0));
+  /* reviewer's case: beyond the edge, below the rim */
+  ce_body bs = ce_test_body(s, ce_quat_identity(), ce_v3(ex + 0.5 * R, 0.1, -0.2 * R));
+  ce_result r = query_body(&bs, &bt, CE_MODEL_POINT);
+  cr_assert_eq(r.status, CE_CONTACT_POINT);
+  cr_assert(ce_test_close(r.point.depth, 0.5 * R, 1e-9, 0), "depth %g (expected %g)", r.point.depth, 0.5 * R);
+  cr_assert_lt(ce_norm(ce_sub(r.point.normal, ce_v3(1, 0, 0))), 1e-12, "normal (%g %g %g)", r.point.normal.x,
+               r.point.normal.y, r.point.normal.z);
+  double k = ce_point_stiffness_default(s);
+  cr_assert(ce_test_close(r.point.normal_force, k * 0.5 * R, 1e-9, 0), "fn %g", r.point.normal_force);
+  /* beyond the edge, above the rim: distance to the rim point (ex, y, 0) */
+  bs = ce_test_body(s, ce_quat_identity(), ce_v3(ex + 0.2, 0.1, 0.1));
+  r = query_body(&bs, &bt, CE_MODEL_POINT);
+  cr_assert_eq(r.status, CE_CONTACT_POINT);
+  double dr = sqrt(0.2 * 0.2 + 0.1 * 0.1);
+  cr_assert(ce_test_close(r.point.depth, R - dr, 1e-7, 0), "depth %g (expected %g)", r.point.depth, R - dr);
+  cr_assert_lt(ce_norm(ce_sub(r.point.normal, ce_v3(0.2 / dr, 0, 0.1 / dr))), 1e-6);
+  /* inside the edge by 0.1, 0.3 below the surface: the wall (gap 0.1) is
+   * nearer than the top (0.3) */
+  bs = ce_test_body(s, ce_quat_identity(), ce_v3(ex - 0.1, 0.1, -0.3));
+  r = query_body(&bs, &bt, CE_MODEL_POINT);
+  cr_assert_eq(r.status, CE_CONTACT_POINT);
+  cr_assert(ce_test_close(r.point.depth, R + 0.1, 1e-9, 0), "depth %g", r.point.depth);
+  cr_assert_lt(ce_norm(ce_sub(r.point.normal, ce_v3(1, 0, 0))), 1e-12);
+  /* continuity across the wall */
+  double dm, dp;
+  bs = ce_test_body(s, ce_quat_identity(), ce_v3(ex - 1e-7, 0.1, -0.2 * R));
+  dm = query_body(&bs, &bt, CE_MODEL_POINT).point.depth;
+  bs = ce_test_body(s, ce_quat_identity(), ce_v3(ex + 1e-7, 0.1, -0.2 * R));
+  dp = query_body(&bs, &bt, CE_MODEL_POINT).point.depth;
+  cr_assert_lt(fabs(dm - R), 2e-7, "inside %g", dm);
+  cr_assert_lt(fabs(dp - R), 2e-7, "outside %g", dp);
+  ce_geometry_free(t);
+  ce_geometry_free(s);
+}
