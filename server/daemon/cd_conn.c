@@ -2,6 +2,7 @@
  * write queue with an output-bytes limit, idle timeout, session state. */
 #include "cd_conn.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,17 +79,22 @@ void cd_conn_drain(cd_conn *c) {
 
 /* ---- output ------------------------------------------------------------ */
 
-typedef struct wreq {
+typedef struct cd_wreq {
   uv_write_t w;
   cd_conn *c;
   char *data;
   size_t len;
+  struct cd_wreq *next;
 } wreq;
 
 static void on_write(uv_write_t *w, int status) {
   wreq *r = (wreq *)w;
   cd_conn *c = r->c;
   c->out_bytes -= r->len;
+  if (c->wq_head == r) { /* writes on a stream complete in order */
+    c->wq_head = r->next;
+    if (!c->wq_head) c->wq_tail = NULL;
+  }
   free(r->data);
   free(r);
   if (status < 0 && !c->closing) cd_conn_close(c, uv_strerror(status));
@@ -106,11 +112,16 @@ static void write_out(cd_conn *c, char *data, size_t len) {
   r->c = c;
   r->data = data;
   r->len = len;
-  uv_buf_t b = uv_buf_init(data, (unsigned)len);
+  r->next = NULL;
+  uv_buf_t b = uv_buf_init(data, (unsigned)len); /* len < 4 GiB: cd_conn_reply checks */
   c->out_bytes += len;
   cd_conn_ref(c);
   int rc = uv_write(&r->w, (uv_stream_t *)&c->h, &b, 1, on_write);
-  if (rc < 0) {
+  if (rc >= 0) {
+    if (c->wq_tail) c->wq_tail->next = r;
+    else c->wq_head = r;
+    c->wq_tail = r;
+  } else {
     c->out_bytes -= len;
     free(data);
     free(r);
@@ -138,6 +149,7 @@ static void resume_input(cd_conn *c) {
 
 
 static void flush(cd_conn *c) {
+  uint64_t prior = c->out_bytes; /* queued and unwritten before this batch */
   while (c->base_seq < c->next_seq && !c->closing) {
     cd_slot *s = &c->ring[c->base_seq % c->ring_cap];
     if (s->state == CD_SLOT_WAITING) break;
@@ -151,7 +163,12 @@ static void flush(cd_conn *c) {
     c->base_seq++;
   }
   if (c->closing) return;
-  if (c->out_bytes > lim(c)->max_output_bytes) {
+  /* Slow reader: only when bytes were already waiting before this batch, and
+   * never for the oldest pending write alone (out_bytes only drops in
+   * on_write, a later loop iteration, so one large reply or one batch is not
+   * a sign of a client that stopped reading). */
+  uint64_t head = c->wq_head ? c->wq_head->len : 0;
+  if (prior > 0 && c->out_bytes - head > lim(c)->max_output_bytes) {
     char why[160];
     snprintf(why, sizeof why, "client is not reading: %llu reply bytes queued (max_output_bytes %llu)",
              (unsigned long long)c->out_bytes, (unsigned long long)lim(c)->max_output_bytes);
@@ -225,6 +242,13 @@ void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
     cd_conn_close(c, "out of memory encoding a reply");
     return;
   }
+  if (len >= UINT_MAX) { /* one uv_buf_t holds < 4 GiB */
+    free(out);
+    cd_status st;
+    cd_status_set(&st, CD_EXHAUSTED, "", "the reply is %zu bytes, a single reply must be under 4 GiB", len);
+    cd_conn_reply_error(c, seq, env->request_id, &st);
+    return;
+  }
   set_slot(c, seq, out, len, CD_SLOT_READY);
 }
 
@@ -235,7 +259,8 @@ void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   if (c->out_bytes > lim(c)->max_output_bytes / 2) return; /* advisory: never the reason to drop a reader */
   size_t len = 0;
   char *out = encode_env(c, env, &len);
-  if (out) write_out(c, out, len);
+  if (out && len >= UINT_MAX) free(out);
+  else if (out) write_out(c, out, len);
 }
 
 void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st) {

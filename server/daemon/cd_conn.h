@@ -60,6 +60,7 @@ struct cd_conn {
   cd_slot *ring;
   uint64_t ring_cap, base_seq, next_seq;
   uint64_t out_bytes; /* reply bytes handed to uv_write and not yet written */
+  struct cd_wreq *wq_head, *wq_tail; /* pending writes, oldest first (they complete in order) */
   uint64_t requests;
   cd_budget scratch;  /* JSON encoding */
   /* session */

@@ -396,6 +396,51 @@ static void tiny_output(void) {
   start_with(extra);
 }
 
+static void tinier_output(void) {
+  const char *extra[] = {"--config", "/tmp/contactd-test-output2.json", NULL};
+  FILE *f = fopen(extra[1], "w");
+  fprintf(f, "{\"limits\": {\"max_output_bytes\": 512}}\n");
+  fclose(f);
+  start_with(extra);
+}
+
+/* One reply larger than max_output_bytes, to a client that reads, is not a
+ * slow reader: nothing else was queued before it. */
+Test(bad_input, single_reply_over_max_output_bytes_is_delivered, .init = tinier_output) {
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.05);
+  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
+  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+  pr.a = 1;
+  pr.b = 2;
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = 2;
+  q.bodies = bodies;
+  q.n_pairs = 1;
+  q.pairs = prs;
+  q.options = &o;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &q;
+  for (uint64_t k = 0; k < 3; k++) {
+    e.request_id = 40 + k;
+    tc_send(fd, &e);
+    Env *r = tc_recv(fd, 10000);
+    cr_assert(r, "reply %llu delivered", (unsigned long long)k);
+    cr_expect_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+    cr_expect_gt(contactd__v1__envelope__get_packed_size(r), 512, "the reply alone exceeds the limit");
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  cr_expect_eq(tc_log_count(&D, "slow reader disconnected"), 0);
+  expect_usable(fd, 50);
+  close(fd);
+}
+
 Test(bad_input, client_that_stops_reading_is_disconnected, .init = tiny_output) {
   int fd = tc_connect_tcp(D.port);
   int small = 4096;
