@@ -50,6 +50,7 @@ static void on_handle_closed(uv_handle_t *h) {
 void cd_conn_close(cd_conn *c, const char *reason) {
   if (c->closing) return;
   c->closing = 1;
+  atomic_store_explicit(&c->cancelled, 1, memory_order_relaxed);
   char q[160];
   CD_INFO("connection closed", "conn=%llu peer=%s requests=%llu reason=%s", (unsigned long long)c->id, c->peer,
           (unsigned long long)c->requests, cd_log_quote(q, sizeof q, reason));

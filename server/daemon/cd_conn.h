@@ -6,6 +6,7 @@
 #ifndef CD_CONN_H
 #define CD_CONN_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -41,6 +42,7 @@ struct cd_conn {
   uv_timer_t idle;
   int handles_open;   /* h and idle: closed asynchronously */
   int linked;         /* in the server's list and counted in stats.connections */
+  atomic_int cancelled; /* set on close; read by workers: the connection's query jobs stop early */
   int refs;           /* 1 for the socket + one per request in progress */
   int closing;        /* close requested: no more input or replies */
   int eof;            /* peer half-closed: finish, flush, then close */

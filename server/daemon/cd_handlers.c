@@ -368,6 +368,7 @@ static void on_query(cd_req *r) {
   q->owns_pins = 1;
   q->user = r;
   q->done = query_done;
+  q->cancelled = &r->conn->cancelled;
   if (cd_qopts_parse(m->options, "contactQuery.options", &q->opt, &st) ||
       cd_qbodies_parse(s, m->bodies, m->n_bodies, "contactQuery.bodies", &q->bodies, &st)) {
     cd_query_free(q);

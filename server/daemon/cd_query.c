@@ -490,6 +490,11 @@ static void qjob_run(cd_job *job, cd_worker *w) {
     return;
   }
   for (int64_t i = j->first; i < j->first + j->count; i++) {
+    if (q->cancelled && atomic_load_explicit(q->cancelled, memory_order_relaxed)) {
+      cd_status_set(&j->err, CD_UNAVAILABLE, "", "cancelled: the connection closed");
+      j->err_pair = i;
+      return;
+    }
     const cd_qpair *pr = &q->pairs[i];
     ce_arena_reset(w->arena);
     ce_result r;

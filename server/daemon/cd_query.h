@@ -5,6 +5,7 @@
 #ifndef CD_QUERY_H
 #define CD_QUERY_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "cd_cache.h"
@@ -49,6 +50,7 @@ struct cd_query {
   int64_t err_pair;   /* -1 = none */
   uint64_t t0_ns, wall_us;
   cd_query_done_fn done; /* on the loop once every job finished */
+  const atomic_int *cancelled; /* NULL, or set once nobody wants the answer (the connection closed) */
   void *user;
 };
 
