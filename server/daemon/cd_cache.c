@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cd_log.h"
+#include "cd_status.h"
 
-#define RESOURCE_EXHAUSTED 8
 
 typedef struct cd_waiter {
   cd_cache_waiter_fn fn;
@@ -139,7 +139,7 @@ void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t 
       snprintf(msg, sizeof msg,
                "geometry needs %zu bytes but the cache budget is %llu bytes and the rest is in use",
                e->info.bytes, (unsigned long long)c->budget);
-      code = RESOURCE_EXHAUSTED;
+      code = CD_EXHAUSTED;
       message = msg;
     } else {
       code = 0;

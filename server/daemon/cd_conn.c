@@ -429,7 +429,7 @@ static void process(cd_conn *c, const uint8_t *data, size_t n) {
                    (unsigned long long)c->dec.announced, (unsigned long long)lim(c)->max_frame_bytes);
         else
           snprintf(msg, sizeof msg, "framing lost: %s", cd_frame_strerror(fs));
-        fatal_framing(c, fs == CD_FRAME_TOO_LARGE ? CD_EXHAUSTED : CD_INVALID, msg);
+        fatal_framing(c, fs == CD_FRAME_TOO_LARGE || fs == CD_FRAME_NOMEM ? CD_EXHAUSTED : CD_INVALID, msg);
       }
     } else {
       const uint8_t *nl = memchr(data + off, '\n', n - off);

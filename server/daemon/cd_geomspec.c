@@ -214,8 +214,9 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
         return cd_status_set(st, CD_INVALID, "registerGeometry.triMesh.convexPieces",
                              "convex pieces apply to rigid meshes (point contact) only");
       if (m->n_convex_pieces > (size_t)l->max_mesh_elements)
-        return cd_status_set(st, CD_INVALID, "registerGeometry.triMesh.convexPieces", "has %zu pieces (limit %d)",
-                             m->n_convex_pieces, (int)l->max_mesh_elements);
+        return cd_status_set(st, CD_EXHAUSTED, "registerGeometry.triMesh.convexPieces",
+                             "%zu pieces exceed the limit of %llu (max_mesh_elements)", m->n_convex_pieces,
+                             (unsigned long long)l->max_mesh_elements);
       for (size_t i = 0; i < m->n_convex_pieces; i++) {
         char path[80];
         snprintf(path, sizeof path, "registerGeometry.triMesh.convexPieces[%zu].points", i);

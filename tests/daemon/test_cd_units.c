@@ -112,6 +112,20 @@ Test(geomspec, checks_name_the_field) {
   r.tet_mesh = &m;
   cr_expect_eq(cd_geomspec_check(&r, &l, &st), CD_INVALID);
   cr_expect(strstr(st.message, "not a multiple of 3"), "%s", st.message);
+  /* too many convex pieces is a limit (RESOURCE_EXHAUSTED), not a bad argument */
+  Contactd__V1__TriMesh t = CONTACTD__V1__TRI_MESH__INIT;
+  double tv[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+  int32_t tt[3] = {0, 1, 2};
+  t.n_vertices = 9;
+  t.vertices = tv;
+  t.n_triangles = 3;
+  t.triangles = tt;
+  t.n_convex_pieces = (size_t)l.max_mesh_elements + 1;
+  r.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH;
+  r.tri_mesh = &t;
+  r.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  cr_expect_eq(cd_geomspec_check(&r, &l, &st), CD_EXHAUSTED);
+  cr_expect_str_eq(st.field, "registerGeometry.triMesh.convexPieces");
 }
 
 /* ---- cache ---------------------------------------------------------- */
