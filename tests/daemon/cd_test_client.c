@@ -337,3 +337,27 @@ void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3
   b->geometry_id = (char *)geometry_id;
   b->pose = pose;
 }
+
+void tc_pair_query_init(tc_pair_query *q, uint64_t request_id, const char *ga, double za, const char *gb,
+                        double zb, Contactd__V1__Detail detail) {
+  tc_body(&q->b[0], &q->pose[0], &q->pos[0], 1, ga, 0, 0, za);
+  tc_body(&q->b[1], &q->pose[1], &q->pos[1], 2, gb, 0, 0, zb);
+  q->bodies[0] = &q->b[0];
+  q->bodies[1] = &q->b[1];
+  contactd__v1__pair__init(&q->pair);
+  q->pair.a = 1;
+  q->pair.b = 2;
+  q->pairs[0] = &q->pair;
+  contactd__v1__query_options__init(&q->options);
+  q->options.detail = detail;
+  contactd__v1__contact_query__init(&q->query);
+  q->query.n_bodies = 2;
+  q->query.bodies = q->bodies;
+  q->query.n_pairs = 1;
+  q->query.pairs = q->pairs;
+  if (detail) q->query.options = &q->options;
+  contactd__v1__envelope__init(&q->env);
+  q->env.request_id = request_id;
+  q->env.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  q->env.contact_query = &q->query;
+}

@@ -56,4 +56,20 @@ char *tc_register_halfspace(int fd, uint64_t request_id, int compliant, double m
 void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3 *pos, uint32_t id,
              const char *geometry_id, double x, double y, double z);
 
+/* A ContactQuery envelope for two bodies (ids 1 and 2, geometries ga and gb,
+ * unrotated at za and zb on the z axis) and the pair (1, 2), with the given
+ * detail (0 = server default). All storage lives in the struct: keep it alive
+ * while q->env is sent. */
+typedef struct tc_pair_query {
+  Contactd__V1__Body b[2], *bodies[2];
+  Contactd__V1__Pose pose[2];
+  Contactd__V1__Vec3 pos[2];
+  Contactd__V1__Pair pair, *pairs[1];
+  Contactd__V1__QueryOptions options;
+  Contactd__V1__ContactQuery query;
+  Contactd__V1__Envelope env;
+} tc_pair_query;
+void tc_pair_query_init(tc_pair_query *q, uint64_t request_id, const char *ga, double za, const char *gb,
+                        double zb, Contactd__V1__Detail detail);
+
 #endif

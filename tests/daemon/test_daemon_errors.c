@@ -57,24 +57,9 @@ static void expect_error(Env *r, int code, uint64_t id, const char *needle) {
 /* The other client still gets answers; the daemon is alive. */
 static void down(void) {
   cr_expect(tc_alive(&D), "the daemon is still up");
-  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
-  Contactd__V1__Pose p1, p2;
-  Contactd__V1__Vec3 v1, v2;
-  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.09);
-  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
-  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
-  pr.a = 1;
-  pr.b = 2;
-  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
-  q.n_bodies = 2;
-  q.bodies = bodies;
-  q.n_pairs = 1;
-  q.pairs = prs;
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.request_id = 77;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
-  e.contact_query = &q;
-  Env *r = tc_call(bystander, &e, 30000);
+  tc_pair_query pq;
+  tc_pair_query_init(&pq, 77, sphere, 0.09, plane, 0, 0);
+  Env *r = tc_call(bystander, &pq.env, 30000);
   cr_expect(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "another client is unaffected");
   if (r) {
     cr_expect_gt(r->contact_reply->results[0]->wrench_a->force->z, 0.0);
@@ -408,25 +393,9 @@ static void tinier_output(void) {
  * slow reader: nothing else was queued before it. */
 Test(bad_input, single_reply_over_max_output_bytes_is_delivered, .init = tinier_output) {
   int fd = tc_connect_tcp(D.port);
-  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
-  Contactd__V1__Pose p1, p2;
-  Contactd__V1__Vec3 v1, v2;
-  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.05);
-  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
-  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
-  pr.a = 1;
-  pr.b = 2;
-  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
-  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
-  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
-  q.n_bodies = 2;
-  q.bodies = bodies;
-  q.n_pairs = 1;
-  q.pairs = prs;
-  q.options = &o;
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
-  e.contact_query = &q;
+  tc_pair_query pq;
+  tc_pair_query_init(&pq, 0, sphere, 0.05, plane, 0, CONTACTD__V1__DETAIL__DETAIL_SURFACE);
+  Env e = pq.env;
   for (uint64_t k = 0; k < 3; k++) {
     e.request_id = 40 + k;
     tc_send(fd, &e);
@@ -446,25 +415,9 @@ Test(bad_input, client_that_stops_reading_is_disconnected, .init = tiny_output) 
   int small = 4096;
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
   /* Large replies (full surfaces), never read. */
-  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
-  Contactd__V1__Pose p1, p2;
-  Contactd__V1__Vec3 v1, v2;
-  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.05);
-  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
-  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
-  pr.a = 1;
-  pr.b = 2;
-  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
-  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
-  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
-  q.n_bodies = 2;
-  q.bodies = bodies;
-  q.n_pairs = 1;
-  q.pairs = prs;
-  q.options = &o;
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
-  e.contact_query = &q;
+  tc_pair_query pq;
+  tc_pair_query_init(&pq, 0, sphere, 0.05, plane, 0, CONTACTD__V1__DETAIL__DETAIL_SURFACE);
+  Env e = pq.env;
   for (int i = 0; i < 3000; i++) {
     e.request_id = (uint64_t)i;
     if (tc_send(fd, &e)) break; /* the server hung up */

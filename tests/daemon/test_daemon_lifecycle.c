@@ -73,25 +73,9 @@ Test(lifecycle, sigterm_finishes_in_flight_work_then_exits_zero) {
   char *s = tc_register_sphere(fd, 1, 0.1, 1e6, 0.015), *p = tc_register_halfspace(fd, 2, 0, 0);
   cr_assert(s && p);
   /* a few slow queries in flight, then SIGTERM */
-  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
-  Contactd__V1__Pose p1, p2;
-  Contactd__V1__Vec3 v1, v2;
-  tc_body(&b1, &p1, &v1, 1, s, 0, 0, 0.02);
-  tc_body(&b2, &p2, &v2, 2, p, 0, 0, 0);
-  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
-  pr.a = 1;
-  pr.b = 2;
-  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
-  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
-  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
-  q.n_bodies = 2;
-  q.bodies = bodies;
-  q.n_pairs = 1;
-  q.pairs = prs;
-  q.options = &o;
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
-  e.contact_query = &q;
+  tc_pair_query pq;
+  tc_pair_query_init(&pq, 0, s, 0.02, p, 0, CONTACTD__V1__DETAIL__DETAIL_SURFACE);
+  Env e = pq.env;
   for (uint64_t i = 0; i < 4; i++) {
     e.request_id = 10 + i;
     tc_send(fd, &e);
@@ -135,25 +119,9 @@ Test(lifecycle, shutdown_grace_closes_every_busy_connection) {
   }
   /* both connections get queued work (one worker), so neither is quiet */
   for (int k = 0; k < 2; k++) {
-    Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
-    Contactd__V1__Pose p1, p2;
-    Contactd__V1__Vec3 v1, v2;
-    tc_body(&b1, &p1, &v1, 1, geo[k][0], 0, 0, 0.02);
-    tc_body(&b2, &p2, &v2, 2, geo[k][1], 0, 0, 0);
-    Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
-    pr.a = 1;
-    pr.b = 2;
-    Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
-    o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
-    Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
-    q.n_bodies = 2;
-    q.bodies = bodies;
-    q.n_pairs = 1;
-    q.pairs = prs;
-    q.options = &o;
-    Env e = CONTACTD__V1__ENVELOPE__INIT;
-    e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
-    e.contact_query = &q;
+    tc_pair_query pq;
+    tc_pair_query_init(&pq, 0, geo[k][0], 0.02, geo[k][1], 0, CONTACTD__V1__DETAIL__DETAIL_SURFACE);
+    Env e = pq.env;
     for (uint64_t i = 0; i < 16; i++) {
       e.request_id = 10 + i;
       tc_send(fds[k], &e);
