@@ -51,14 +51,28 @@ static const int8_t slice_e[16][4][2] = {
     {{0, 0}, {0, 0}, {0, 0}, {0, 0}},
 };
 
+/* Four doubles, one per tet face (or vertex): GCC/Clang vector extension,
+ * element-wise IEEE arithmetic (SSE2 pairs on baseline x86-64), so results
+ * do not depend on the machine's vector width. */
+typedef double v4d __attribute__((vector_size(32)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+
+/* (macros: passing 32-byte vectors to functions would depend on -mavx) */
+#define v4_splat(x) ((v4d){(x), (x), (x), (x)})
+/* Bit k set where lane k of v is above t / below t / within [-t, t]. */
+#define v4_gt(v, t) (((v)[0] > (t)) | ((v)[1] > (t)) << 1 | ((v)[2] > (t)) << 2 | ((v)[3] > (t)) << 3)
+#define v4_lt(v, t) (((v)[0] < (t)) | ((v)[1] < (t)) << 1 | ((v)[2] < (t)) << 2 | ((v)[3] < (t)) << 3)
+#define v4_near(v, t)                                                                               \
+  ((fabs((v)[0]) <= (t)) | (fabs((v)[1]) <= (t)) << 1 | (fabs((v)[2]) <= (t)) << 2 | \
+   (fabs((v)[3]) <= (t)) << 3)
+
 /* Tet j of N in M's frame, computed once per query the first time a pair
- * needs it: vertices, the four face normals (outward, unnormalised: face k
- * is opposite vertex k) with the squared touching tolerance scaled by
- * |nf|^2, and the field p_N(x) = gN . x + cN. */
+ * needs it, lane k holding face k (opposite vertex k) or vertex k: the
+ * vertices, the faces' outward unit normals and offsets (inside face k
+ * when nx.x + ny.y + nz.z - d <= 0), and the field p_N(x) = g . x + c. */
 typedef struct ntet {
-  ce_vec3 y[4];
-  ce_vec3 nf[4];
-  double tol2[4];
+  v4d yx, yy, yz;
+  v4d nx, ny, nz, d;
   ce_vec3 g;
   double c;
 } ntet;
@@ -74,177 +88,220 @@ typedef struct cc_query {
   ce_builder *b;
   ce_counters *c;
   int identical;   /* set when a pair's two fields coincide (see below) */
-  int32_t *nslot;  /* per tet of N: its index in ncache, or -1 */
+  /* Tets of N placed so far: ncache holds them, and an open-addressing
+   * map (keys tet id + 1, 0 empty; 2^nbits slots, at most half full)
+   * finds a tet's entry. A map instead of a per-tet array of N keeps the
+   * query's cost independent of N's size. */
+  int32_t *nkey, *nval;
+  int nbits;
   ce_buf ncache;   /* ntet entries */
 } cc_query;
 
+static inline uint32_t nmap_slot(int32_t j, int nbits) {
+  return ((uint32_t)j * 2654435761u) >> (32 - nbits);
+}
+
+/* A map with 2^nbits empty slots (replacing the old one, rehashed). */
+static ce_errno nmap_resize(cc_query *q, int nbits) {
+  size_t cap = (size_t)1 << nbits;
+  int32_t *key = ce_arena_calloc(q->b->arena, cap, sizeof *key);
+  int32_t *val = ce_arena_alloc(q->b->arena, cap * sizeof *val);
+  if (!key || !val) return CE_ENOMEM;
+  if (q->nkey)
+    for (size_t k = 0; k < ((size_t)1 << q->nbits); k++) {
+      if (!q->nkey[k]) continue;
+      uint32_t h = nmap_slot(q->nkey[k] - 1, nbits);
+      while (key[h]) h = (h + 1) & (uint32_t)(cap - 1);
+      key[h] = q->nkey[k];
+      val[h] = q->nval[k];
+    }
+  q->nkey = key;
+  q->nval = val;
+  q->nbits = nbits;
+  return CE_OK;
+}
+
 /* Tet j of N in M's frame (cached); NULL when the arena is exhausted. */
 static const ntet *ntet_get(cc_query *q, int32_t j) {
-  int32_t k = q->nslot[j];
-  if (k >= 0) return (const ntet *)q->ncache.data + k;
-  if (q->ncache.len >= INT32_MAX) return NULL;
+  const uint32_t mask = ((uint32_t)1 << q->nbits) - 1;
+  uint32_t h = nmap_slot(j, q->nbits);
+  for (; q->nkey[h]; h = (h + 1) & mask)
+    if (q->nkey[h] == j + 1) return (const ntet *)q->ncache.data + q->nval[h];
+  if (q->ncache.len >= INT32_MAX / 2) return NULL;
+  if (2 * (q->ncache.len + 1) > (int64_t)mask + 1) {
+    if (nmap_resize(q, q->nbits + 1) != CE_OK) return NULL;
+    return ntet_get(q, j);
+  }
   ntet *t;
   if (q->ncache.len < q->ncache.cap) t = (ntet *)q->ncache.data + q->ncache.len++;
   else if (!(t = ce_buf_push(q->b->arena, &q->ncache))) return NULL;
-  q->nslot[j] = (int32_t)(q->ncache.len - 1);
+  q->nkey[h] = j + 1;
+  q->nval[h] = (int32_t)(q->ncache.len - 1);
   const ce_tetmesh *TN = q->TN;
   const int32_t *tn = TN->tet[j];
-  for (int v = 0; v < 4; v++) t->y[v] = ce_add(ce_mat3_mul_vec(&q->R, TN->v[tn[v]]), q->t);
-  const ce_vec3 *yn = t->y;
+  ce_vec3 yn[4];
+  for (int v = 0; v < 4; v++) yn[v] = ce_add(ce_mat3_mul_vec(&q->R, TN->v[tn[v]]), q->t);
   ce_vec3 e1 = ce_sub(yn[1], yn[0]), e2 = ce_sub(yn[2], yn[0]), e3 = ce_sub(yn[3], yn[0]);
-  t->nf[0] = ce_cross(ce_sub(yn[2], yn[1]), ce_sub(yn[3], yn[1]));
-  t->nf[1] = ce_cross(e3, e2);
-  t->nf[2] = ce_cross(e1, e3);
-  t->nf[3] = ce_cross(e2, e1);
-  /* |s| <= tol |nf| without the square root */
-  for (int f = 0; f < 4; f++) t->tol2[f] = q->tol * q->tol * ce_norm2(t->nf[f]);
+  ce_vec3 nf[4] = {ce_cross(ce_sub(yn[2], yn[1]), ce_sub(yn[3], yn[1])), ce_cross(e3, e2), ce_cross(e1, e3),
+                   ce_cross(e2, e1)};
+  for (int f = 0; f < 4; f++) {
+    double l = ce_norm(nf[f]);
+    ce_vec3 u = l > 0 ? ce_scale(nf[f], 1.0 / l) : nf[f];
+    t->yx[f] = yn[f].x;
+    t->yy[f] = yn[f].y;
+    t->yz[f] = yn[f].z;
+    t->nx[f] = u.x;
+    t->ny[f] = u.y;
+    t->nz[f] = u.z;
+    t->d[f] = ce_dot(u, yn[f == 0 ? 1 : 0]);
+  }
   t->g = ce_mat3_mul_vec(&q->R, TN->grad[j]);
   t->c = TN->offset[j] - ce_dot(t->g, q->t);
   return t;
 }
 
-#define TOUCH_NONEMPTY 0x100
+/* What one pair's intersection with its equal-pressure plane is, for the
+ * surface walk: per edge of the intersection (a segment counts as one edge)
+ * the faces of tet i (bits 0-3) and tet j (bits 4-7) that hold the edge;
+ * nonempty when there is at least a segment, proper when it is a polygon
+ * of positive area (kept or dropped by the gradient rule). */
+typedef struct pair_hit {
+  int nonempty, proper, nedge;
+  int ebits[CC_MAXV];
+} pair_hit;
 
 /* The faces of a tet that contain vertex a (bit k = face opposite k). */
 static inline int faces_with(int a) { return 0xF & ~(1 << a); }
 
+/* A vertex of the polygon being clipped: position, signed distances to
+ * tet j's four face planes (affine in position, so a new vertex on an edge
+ * interpolates them), and the faces of tet i holding it. */
+typedef struct cvert {
+  v4d s;
+  ce_vec3 x;
+  int bits;
+} cvert;
+
 /* Evaluate the pair (tet i of M, tet j of N): add its polygon to the
- * builder when it has one, and report in *touch which faces of tet i (bits
- * 0-3) and tet j (bits 4-7) the pair's intersection with the equal-pressure
- * plane touches, plus TOUCH_NONEMPTY when that intersection is not empty
- * (degenerate intersections, down to a point, count: surface tracing walks
- * through them). The slice and the clip use a tolerance so that a plane
- * through a vertex or along an edge is seen consistently from every tet
- * that shares it. */
-static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, int *touch) {
-  const ce_tetmesh *TM = q->TM, *TN = q->TN;
-  *touch = 0;
-  if (TM->prange[i][1] < TN->prange[j][0] || TN->prange[j][1] < TM->prange[i][0]) return CE_OK;
-  const int32_t *tm = TM->tet[i];
-  ce_vec3 xm[4] = {TM->v[tm[0]], TM->v[tm[1]], TM->v[tm[2]], TM->v[tm[3]]};
+ * builder when it has one and describe its intersection in *h. The slice
+ * and the clip use a tolerance so that a plane through a vertex or along an
+ * edge is seen consistently from every tet that shares it. */
+static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
+  const ce_tetmesh *TM = q->TM;
+  h->nonempty = h->proper = 0;
+  h->nedge = 0;
+  if (TM->prange[i][1] < q->TN->prange[j][0] || q->TN->prange[j][1] < TM->prange[i][0]) return CE_OK;
   const ntet *nt = ntet_get(q, j);
   if (!nt) return CE_ENOMEM;
-  ce_vec3 gM = TM->grad[i];
-  ce_vec3 gN = nt->g;
-  double cM = TM->offset[i], cN = nt->c;
-  ce_vec3 g = ce_sub(gM, gN);
-  double c0 = cM - cN;
-  double gg = ce_norm2(g);
+  const ce_vec3 gM = TM->grad[i], gN = nt->g;
+  const double cM = TM->offset[i], cN = nt->c;
+  const ce_vec3 g = ce_sub(gM, gN);
+  const double c0 = cM - cN;
+  const double gg = ce_norm2(g);
   if (!(gg > 1e-24 * (ce_norm2(gM) + ce_norm2(gN)))) {
     /* Parallel fields: no plane. Identical fields (equal everywhere in the
      * pair) make the equal-pressure set a volume, which the surface walk
      * cannot cross; it hands such a query to the all-candidates path. */
-    double mag = fabs(cM) + fabs(cN) + TM->prange[i][1] + TN->prange[j][1];
+    double mag = fabs(cM) + fabs(cN) + TM->prange[i][1] + q->TN->prange[j][1];
     if (fabs(c0) <= 1e-9 * mag) q->identical = 1;
     return CE_OK;
   }
-  double gl = sqrt(gg), tol_f = q->tol * gl;
-  double f[4];
-  int mask = 0;
-  for (int k = 0; k < 4; k++) {
-    f[k] = ce_dot(g, xm[k]) + c0;
-    mask |= (f[k] > 0) << k;
+  const double gl = sqrt(gg), tol_f = q->tol * gl;
+  /* The plane must pass through tet j too (cheap, before slicing i). */
+  {
+    v4d fn = v4_splat(g.x) * nt->yx + v4_splat(g.y) * nt->yy + v4_splat(g.z) * nt->yz + v4_splat(c0);
+    if (v4_gt(fn, tol_f) == 15 || v4_lt(fn, -tol_f) == 15) return CE_OK;
   }
-  /* Cheap rejection, with a plane touching a vertex or edge moved across. */
+  const int32_t *tm = TM->tet[i];
+  const ce_vec3 xm[4] = {TM->v[tm[0]], TM->v[tm[1]], TM->v[tm[2]], TM->v[tm[3]]};
+  double f[4];
+  for (int k = 0; k < 4; k++) f[k] = ce_dot(g, xm[k]) + c0;
+  int mask = (f[0] > 0) | (f[1] > 0) << 1 | (f[2] > 0) << 2 | (f[3] > 0) << 3;
+  const int near = (fabs(f[0]) <= tol_f) | (fabs(f[1]) <= tol_f) << 1 | (fabs(f[2]) <= tol_f) << 2 |
+                   (fabs(f[3]) <= tol_f) << 3;
+  /* A plane touching a vertex or edge of tet i is moved across it. */
   if (mask == 0 || mask == 15) {
-    int near = 0;
-    for (int k = 0; k < 4; k++) near |= (fabs(f[k]) <= tol_f) << k;
     if (near == 0 || near == 15) return CE_OK;
     mask ^= near;
   }
+  const double tol = q->tol;
   int n = slice_n[mask];
-  ce_vec3 A[CC_MAXV], B[CC_MAXV];
-  int bitsA[CC_MAXV], bitsB[CC_MAXV];
+  cvert A[CC_MAXV], B[CC_MAXV];
+  int out_all = 15, out_any = 0;
   for (int v = 0; v < n; v++) {
     int a = slice_e[mask][v][0], bb = slice_e[mask][v][1];
     double t = f[a] / (f[a] - f[bb]);
     t = t < 0 ? 0 : (t > 1 ? 1 : t);
-    A[v] = ce_axpy(xm[a], t, ce_sub(xm[bb], xm[a]));
-    int bits = faces_with(a) & faces_with(bb); /* the two faces holding edge (a, b) */
-    if (fabs(f[a]) <= tol_f) bits |= faces_with(a);
-    if (fabs(f[bb]) <= tol_f) bits |= faces_with(bb);
-    bitsA[v] = bits;
+    ce_vec3 x = ce_axpy(xm[a], t, ce_sub(xm[bb], xm[a]));
+    A[v].x = x;
+    A[v].s = nt->nx * v4_splat(x.x) + nt->ny * v4_splat(x.y) + nt->nz * v4_splat(x.z) - nt->d;
+    int out = v4_gt(A[v].s, tol);
+    out_all &= out;
+    out_any |= out;
+    /* the two faces holding edge (a, b), and all three of a vertex on the plane */
+    A[v].bits = (faces_with(a) & faces_with(bb)) | ((near >> a & 1) ? faces_with(a) : 0) |
+                ((near >> bb & 1) ? faces_with(bb) : 0);
   }
-  /* Orient counter-clockwise about g. */
-  ce_vec3 av = n == 3 ? ce_cross(ce_sub(A[1], A[0]), ce_sub(A[2], A[0]))
-                      : ce_cross(ce_sub(A[2], A[0]), ce_sub(A[3], A[1]));
-  if (ce_dot(av, g) < 0) {
-    for (int lo = 0, hi = n - 1; lo < hi; lo++, hi--) {
-      ce_vec3 tv = A[lo];
-      A[lo] = A[hi];
-      A[hi] = tv;
-      int tb = bitsA[lo];
-      bitsA[lo] = bitsA[hi];
-      bitsA[hi] = tb;
-    }
-  }
-  /* N's vertices in M's frame; clip by its faces (face k opposite vertex k,
-   * outward normals; inside when s <= tolerance). */
-  ce_vec3 *cur = A, *nxt = B;
-  int *cb = bitsA, *nb = bitsB;
+  /* Outside one face of tet j entirely: no intersection. */
+  if (out_all) return CE_OK;
+  /* Clip by the faces of tet j that some vertex is outside of (inside when
+   * s <= tolerance). The cyclic order is kept; orientation is fixed on the
+   * result. A vertex made on face k gets s_k = 0 exactly. */
+  cvert *cur = A, *nxt = B;
   for (int k = 0; k < 4; k++) {
-    const ce_vec3 o = k == 0 ? nt->y[1] : nt->y[0], nfk = nt->nf[k];
-    const double tol2_s = nt->tol2[k];
-    double sv[CC_MAXV];
-    int nout = 0;
-    for (int v = 0; v < n; v++) {
-      double sk = ce_dot(nfk, ce_sub(cur[v], o));
-      int near = sk * sk <= tol2_s;
-      sv[v] = near ? 0.0 : sk; /* within tolerance: on the face */
-      nout += sv[v] > 0;
-      if (near) cb[v] |= 1 << (4 + k);
-    }
+    if (!(out_any >> k & 1)) continue;
+    int m = 0, nout = 0;
+    for (int v = 0; v < n; v++) nout += cur[v].s[k] > tol;
     if (nout == n) return CE_OK;
     if (nout == 0) continue;
-    int m = 0;
     for (int v = 0; v < n; v++) {
-      int w = v + 1 == n ? 0 : v + 1;
-      int in_v = sv[v] <= 0, in_w = sv[w] <= 0;
-      if (in_v) {
-        nxt[m] = cur[v];
-        nb[m++] = cb[v];
-      }
+      const cvert *cv = &cur[v], *cw = &cur[v + 1 == n ? 0 : v + 1];
+      int in_v = cv->s[k] <= tol, in_w = cw->s[k] <= tol;
+      if (in_v) nxt[m++] = *cv;
       if (in_v != in_w) {
-        double t = sv[v] / (sv[v] - sv[w]);
+        double t = cv->s[k] / (cv->s[k] - cw->s[k]);
         t = t < 0 ? 0 : (t > 1 ? 1 : t);
-        nxt[m] = ce_axpy(cur[v], t, ce_sub(cur[w], cur[v]));
-        nb[m++] = (cb[v] & cb[w]) | (1 << (4 + k));
+        cvert *o = &nxt[m++];
+        o->x = ce_axpy(cv->x, t, ce_sub(cw->x, cv->x));
+        o->s = cv->s + v4_splat(t) * (cw->s - cv->s);
+        o->s[k] = 0;
+        o->bits = cv->bits & cw->bits;
       }
     }
     n = m;
-    ce_vec3 *tv = cur;
+    cvert *tv = cur;
     cur = nxt;
     nxt = tv;
-    int *tb = cb;
-    cb = nb;
-    nb = tb;
   }
   if (n == 0) return CE_OK;
-  /* The output polygon: merge near-duplicate vertices, drop slivers. */
+  /* The output polygon: merge near-duplicate vertices, drop slivers; a
+   * vertex within tolerance of a face of tet j lies on it. */
   ce_vec3 poly[CC_MAXV];
   int pbits[CC_MAXV];
   int m = 0;
   for (int v = 0; v < n; v++) {
-    if (m > 0 && ce_norm2(ce_sub(cur[v], poly[m - 1])) <= q->merge2) {
-      pbits[m - 1] |= cb[v];
+    int bits = cur[v].bits | v4_near(cur[v].s, tol) << 4;
+    if (m > 0 && ce_norm2(ce_sub(cur[v].x, poly[m - 1])) <= q->merge2) {
+      pbits[m - 1] |= bits;
       continue;
     }
-    pbits[m] = cb[v];
-    poly[m++] = cur[v];
+    pbits[m] = bits;
+    poly[m++] = cur[v].x;
   }
   while (m > 1 && ce_norm2(ce_sub(poly[m - 1], poly[0])) <= q->merge2) pbits[0] |= pbits[--m];
   /* The walk continues across a face only where a whole edge of the
    * intersection lies on it; a pair touching in a single point is no
    * bridge (the cells around a point are joined through segments). */
   if (m < 2) return CE_OK;
-  int bits = 0;
-  for (int v = 0; v < m; v++) bits |= pbits[v] & pbits[v + 1 == m ? 0 : v + 1];
-  *touch = bits | TOUCH_NONEMPTY;
+  h->nonempty = 1;
+  h->nedge = m == 2 ? 1 : m;
+  for (int v = 0; v < h->nedge; v++) h->ebits[v] = pbits[v] & pbits[v + 1 == m ? 0 : v + 1];
   if (m < 3) return CE_OK;
   ce_vec3 sa = ce_v3(0, 0, 0);
   for (int v = 1; v + 1 < m; v++) sa = ce_add(sa, ce_cross(ce_sub(poly[v], poly[0]), ce_sub(poly[v + 1], poly[0])));
-  double area = 0.5 * ce_dot(sa, g) / gl;
-  if (!(area > q->min_area)) return CE_OK;
+  double area2 = ce_dot(sa, g); /* twice the area times |g|, signed by orientation */
+  if (!(fabs(area2) > 2 * q->min_area * gl)) return CE_OK;
+  h->proper = 1;
   ce_vec3 nrm = ce_scale(g, 1.0 / gl);
   double lm = ce_norm(gM), ln = ce_norm(gN);
   int ok_m = lm == 0 || ce_dot(nrm, gM) > CE_GRADIENT_COS_LIMIT * lm;
@@ -253,6 +310,12 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, int *touch) {
     q->c->faces_dropped++;
     return CE_OK;
   }
+  if (area2 < 0) /* counter-clockwise about the normal */
+    for (int lo = 0, hi = m - 1; lo < hi; lo++, hi--) {
+      ce_vec3 tv = poly[lo];
+      poly[lo] = poly[hi];
+      poly[hi] = tv;
+    }
   double p[CC_MAXV];
   for (int v = 0; v < m; v++) p[v] = ce_dot(gM, poly[v]) + cM;
   ce_errno e = ce_builder_add_polygon(q->b, poly, p, m, nrm, gM, gN, i, j);
@@ -271,8 +334,8 @@ static ce_errno run_all_candidates(const ce_geometry *m, const ce_geometry *n, c
   q->c->candidate_pairs += cand.len;
   const ce_pair *pairs = cand.data;
   for (int64_t k = 0; k < cand.len; k++) {
-    int touch;
-    if ((e = eval_pair(q, pairs[k].a, pairs[k].b, &touch)) != CE_OK) return e;
+    pair_hit h;
+    if ((e = eval_pair(q, pairs[k].a, pairs[k].b, &h)) != CE_OK) return e;
   }
   return CE_OK;
 }
@@ -344,6 +407,34 @@ static inline ce_errno set_add(ce_arena *a, pair_set *s, int32_t i, int32_t j, i
   return CE_OK;
 }
 
+static inline int set_has(const pair_set *s, int32_t i, int32_t j) {
+  uint64_t key = (((uint64_t)(uint32_t)i << 32) | (uint32_t)j) + 1;
+  for (uint64_t h = set_hash(key) & (uint64_t)(s->cap - 1); s->key[h]; h = (h + 1) & (uint64_t)(s->cap - 1))
+    if (s->key[h] == key) return 1;
+  return 0;
+}
+
+/* Whether boundary triangle fa of M and fb of N (N's in M's frame) can
+ * meet: neither lies strictly on one side of the other's plane. Where they
+ * meet both pressures are zero, so the equal-pressure surface passes
+ * through their tets; boxes that merely overlap are filtered out here. */
+static int seed_triangles_meet(const ce_geometry *m, const ce_geometry *n, const cc_query *q, int32_t fa,
+                               int32_t fb) {
+  const int32_t *ia = m->bvh.bnd_face[fa], *ib = n->bvh.bnd_face[fb];
+  const ce_vec3 *vm = q->TM->v, *vn = q->TN->v;
+  ce_vec3 x[3] = {vm[ia[0]], vm[ia[1]], vm[ia[2]]}, y[3];
+  for (int k = 0; k < 3; k++) y[k] = ce_add(ce_mat3_mul_vec(&q->R, vn[ib[k]]), q->t);
+  ce_vec3 na = ce_cross(ce_sub(x[1], x[0]), ce_sub(x[2], x[0]));
+  double d0 = ce_dot(na, ce_sub(y[0], x[0])), d1 = ce_dot(na, ce_sub(y[1], x[0])),
+         d2 = ce_dot(na, ce_sub(y[2], x[0]));
+  if ((d0 > 0 && d1 > 0 && d2 > 0) || (d0 < 0 && d1 < 0 && d2 < 0)) return 0;
+  ce_vec3 nb = ce_cross(ce_sub(y[1], y[0]), ce_sub(y[2], y[0]));
+  d0 = ce_dot(nb, ce_sub(x[0], y[0]));
+  d1 = ce_dot(nb, ce_sub(x[1], y[0]));
+  d2 = ce_dot(nb, ce_sub(x[2], y[0]));
+  return !((d0 > 0 && d1 > 0 && d2 > 0) || (d0 < 0 && d1 < 0 && d2 < 0));
+}
+
 static inline ce_errno push_pair(ce_arena *a, pair_set *s, ce_buf *queue, int32_t i, int32_t j) {
   int added;
   ce_errno e = set_add(a, s, i, j, &added);
@@ -367,12 +458,12 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   if (e != CE_OK) return e;
   if (faces.len == 0) return CE_OK;
   pair_set set;
-  /* The walk evaluates about 5 pairs per seed (sphere pairs); both the
+  /* The walk evaluates about 1.6 pairs per seed (sphere pairs); both the
    * set and the queue grow if needed. */
-  if ((e = set_init(a, &set, 6 * faces.len)) != CE_OK) return e;
+  if ((e = set_init(a, &set, 2 * faces.len)) != CE_OK) return e;
   ce_buf queue;
   ce_buf_init(&queue, sizeof(ce_pair));
-  if (ce_buf_reserve(a, &queue, 256 + 6 * faces.len) != CE_OK) return CE_ENOMEM;
+  if (ce_buf_reserve(a, &queue, 256 + 2 * faces.len) != CE_OK) return CE_ENOMEM;
   /* About 1.3 polygons of 3-4 vertices per seed (sphere pairs): room for
    * that in the builder up front instead of doubling and copying. */
   {
@@ -385,6 +476,13 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
         ce_buf_reserve(a, &b->elem_n, np) != CE_OK)
       return CE_ENOMEM;
   }
+  /* about two tets of N per seed */
+  if (ce_buf_reserve(a, &q->ncache, 2 * faces.len) != CE_OK) return CE_ENOMEM;
+  {
+    int nb = q->nbits;
+    while (((int64_t)1 << nb) < 4 * faces.len && nb < 30) nb++;
+    if (nb > q->nbits && nmap_resize(q, nb) != CE_OK) return CE_ENOMEM;
+  }
   const ce_pair *fp = faces.data;
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
   /* Seeds one at a time, each walk run to the end before the next seed:
@@ -393,25 +491,47 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   for (;;) {
     if (head == queue.len) {
       if (seed == faces.len) break;
-      e = push_pair(a, &set, &queue, m->bvh.bnd_tet[fp[seed].a], n->bvh.bnd_tet[fp[seed].b]);
-      if (e != CE_OK) return e;
+      int32_t fa = fp[seed].a, fb = fp[seed].b, ta = m->bvh.bnd_tet[fa], tb = n->bvh.bnd_tet[fb];
       seed++;
+      /* Seeds on a piece already traced are skipped by the visited set
+       * before the triangle test. */
+      if (set_has(&set, ta, tb) || !seed_triangles_meet(m, n, q, fa, fb)) continue;
+      if ((e = push_pair(a, &set, &queue, ta, tb)) != CE_OK) return e;
       continue;
     }
     ce_pair pr = ((const ce_pair *)queue.data)[head++];
-    int touch;
-    if ((e = eval_pair(q, pr.a, pr.b, &touch)) != CE_OK) return e;
+    pair_hit h;
+    if ((e = eval_pair(q, pr.a, pr.b, &h)) != CE_OK) return e;
     if (q->identical) {
       *found = 0;
       return CE_OK;
     }
-    if (!(touch & TOUCH_NONEMPTY)) continue;
+    if (!h.nonempty) continue;
     (*found)++;
-    for (int k = 0; k < 4; k++) {
-      if ((touch & (1 << k)) && adjM[pr.a][k] >= 0)
-        if ((e = push_pair(a, &set, &queue, adjM[pr.a][k], pr.b)) != CE_OK) return e;
-      if ((touch & (1 << (4 + k))) && adjN[pr.b][k] >= 0)
-        if ((e = push_pair(a, &set, &queue, pr.a, adjN[pr.b][k])) != CE_OK) return e;
+    for (int v = 0; v < h.nedge; v++) {
+      const int fm = h.ebits[v] & 0xF, fn = h.ebits[v] >> 4;
+      /* An edge lying on one face of each tet is a line where the two
+       * meshes' faces cross inside the surface (mirrored meshes meet like
+       * this everywhere). The four cells around it are (i|i')x(j|j'); the
+       * surface, a manifold there, leaves this cell's polygon into one of
+       * the other three, and when it is the diagonal one the two side
+       * cells only touch the edge. So a proper polygon steps to the
+       * diagonal cell alone; if the surface turns into a side cell
+       * instead, the diagonal cell's piece is just this edge (not proper)
+       * and stepping from it below reaches both side cells. */
+      if (h.proper && fm && !(fm & (fm - 1)) && fn && !(fn & (fn - 1))) {
+        int32_t am = adjM[pr.a][__builtin_ctz(fm)], an = adjN[pr.b][__builtin_ctz(fn)];
+        if (am >= 0 && an >= 0) {
+          if ((e = push_pair(a, &set, &queue, am, an)) != CE_OK) return e;
+          continue;
+        }
+      }
+      for (int k = 0; k < 4; k++) {
+        if ((fm & (1 << k)) && adjM[pr.a][k] >= 0)
+          if ((e = push_pair(a, &set, &queue, adjM[pr.a][k], pr.b)) != CE_OK) return e;
+        if ((fn & (1 << k)) && adjN[pr.b][k] >= 0)
+          if ((e = push_pair(a, &set, &queue, pr.a, adjN[pr.b][k])) != CE_OK) return e;
+      }
     }
   }
   q->c->candidate_pairs += queue.len;
@@ -431,10 +551,8 @@ static ce_errno query_init(cc_query *q, const ce_geometry *m, const ce_geometry 
   q->b = b;
   q->c = c;
   q->identical = 0;
-  int32_t nt = n->tet.nt > 0 ? n->tet.nt : 1;
-  q->nslot = ce_arena_alloc(b->arena, (size_t)nt * sizeof *q->nslot);
-  if (!q->nslot) return CE_ENOMEM;
-  memset(q->nslot, 0xff, (size_t)nt * sizeof *q->nslot); /* all -1 */
+  q->nkey = q->nval = NULL;
+  if (nmap_resize(q, 9) != CE_OK) return CE_ENOMEM;
   ce_buf_init(&q->ncache, sizeof(ntet));
   if (ce_buf_reserve(b->arena, &q->ncache, 256) != CE_OK) return CE_ENOMEM;
   return CE_OK;

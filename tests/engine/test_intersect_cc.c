@@ -432,6 +432,16 @@ Test(intersect_cc, surface_tracing_matches_all_candidates) {
   ce_pose X = ce_pose_identity();
   X.p = ce_v3(0.18, 0, 0);
   cr_assert(compare_traced(s1, s1, &X, arena, "mirrored spheres") > 100);
+  /* Mirrored meshes meet along lines where faces of both cross inside the
+   * surface; the walk steps diagonally there. Also the two spheres of
+   * different resolution, and a mirrored pair shifted off the axis. */
+  X.p = ce_v3(0.17, 0.004, -0.003);
+  cr_assert(compare_traced(s1, s1, &X, arena, "mirrored spheres off axis") > 100);
+  X.p = ce_v3(0.0, 0.0, 0.16);
+  cr_assert(compare_traced(s1, s1, &X, arena, "mirrored spheres along z") > 100);
+  X.p = ce_v3(0.15, 0, 0);
+  cr_assert(compare_traced(s1, s2, &X, arena, "spheres of two resolutions") > 50);
+  X.p = ce_v3(0.18, 0, 0);
   uint64_t st = 77;
   char what[64];
   int touching = 0;
