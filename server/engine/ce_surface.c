@@ -11,16 +11,18 @@
  *    go to the B slots and N's to the A slots;
  *  - per face: area, area centroid and the pressure at the centroid. For a
  *    planar convex polygon carrying a linear field these are exact: the
- *    polygon is fanned into triangles around its vertex average, and the
- *    pressure at a triangle's centroid is the mean of its three vertex
- *    pressures, so the area-weighted mean of those is the mean pressure of
- *    the polygon, which equals the pressure at its area centroid;
+ *    polygon is fanned into triangles around its vertex 0 (in M's frame,
+ *    areas from the known normal without a sqrt), and the pressure at a
+ *    triangle's centroid is the mean of its three vertex pressures, so the
+ *    area-weighted mean of those is the mean pressure of the polygon, which
+ *    equals the pressure at its area centroid;
  *  - CE_REPRESENTATION_TRIANGLE: every polygon is fanned into n triangles
  *    around one new vertex at its area centroid carrying the centroid
  *    pressure (seed 000, Fig. 5). Neighbouring polygons share their edge
  *    vertices, so the fanned surface stays continuous; each triangle
  *    inherits the polygon's normal, gradients and source elements.
  * All storage is arena memory (ce_buf growable arrays). */
+#include <math.h>
 #include <string.h>
 
 #include "ce_internal.h"
@@ -88,55 +90,83 @@ ce_errno ce_builder_add_polygon(ce_builder *b, const ce_vec3 *x, const double *p
                                 ce_vec3 normal, ce_vec3 grad_m, ce_vec3 grad_n, int32_t elem_m,
                                 int32_t elem_n) {
   if (n < 3 || n > CE_MAX_POLY) return CE_EINVAL;
-  /* the n vertices in one go (what n calls of ce_builder_add_vertex do) */
   if (b->v.len + n > INT32_MAX) return CE_ENOMEM;
-  if ((b->v.len + n > b->v.cap && ce_buf_reserve(b->arena, &b->v, n) != CE_OK) ||
-      (b->p.len + n > b->p.cap && ce_buf_reserve(b->arena, &b->p, n) != CE_OK))
+  if (b->face_vert.len + n > INT32_MAX) return CE_ELIMIT;
+  /* What n calls of ce_builder_add_vertex and one of ce_builder_add_face
+   * do, in one go: this runs once per output polygon, so every array's room
+   * is checked inline and the ids (fresh, hence valid) are not re-checked. */
+  ce_arena *a = b->arena;
+  int room = b->v.len + n <= b->v.cap && b->p.len + n <= b->p.cap && b->face_vert.len + n <= b->face_vert.cap &&
+             b->face_off.len < b->face_off.cap && b->normal.len < b->normal.cap && b->grad_m.len < b->grad_m.cap &&
+             b->grad_n.len < b->grad_n.cap && b->elem_m.len < b->elem_m.cap && b->elem_n.len < b->elem_n.cap;
+  if (!room &&
+      (ce_buf_reserve(a, &b->v, n) != CE_OK || ce_buf_reserve(a, &b->p, n) != CE_OK ||
+       ce_buf_reserve(a, &b->face_vert, n) != CE_OK || ce_buf_reserve(a, &b->face_off, 1) != CE_OK ||
+       ce_buf_reserve(a, &b->normal, 1) != CE_OK || ce_buf_reserve(a, &b->grad_m, 1) != CE_OK ||
+       ce_buf_reserve(a, &b->grad_n, 1) != CE_OK || ce_buf_reserve(a, &b->elem_m, 1) != CE_OK ||
+       ce_buf_reserve(a, &b->elem_n, 1) != CE_OK))
     return CE_ENOMEM;
-  int32_t ids[CE_MAX_POLY];
-  ce_vec3 *bv = (ce_vec3 *)b->v.data + b->v.len;
-  double *bp = (double *)b->p.data + b->p.len;
+  int32_t base = (int32_t)b->v.len;
+  ce_vec3 *bv = (ce_vec3 *)b->v.data + base;
+  double *bp = (double *)b->p.data + base;
+  int32_t *fv = (int32_t *)b->face_vert.data + b->face_vert.len;
   for (int i = 0; i < n; i++) {
-    ids[i] = (int32_t)(b->v.len + i);
     bv[i] = x[i];
     bp[i] = p[i];
+    fv[i] = base + i;
   }
   b->v.len += n;
   b->p.len += n;
-  return ce_builder_add_face(b, ids, n, normal, grad_m, grad_n, elem_m, elem_n);
+  b->face_vert.len += n;
+  ((int32_t *)b->face_off.data)[b->face_off.len++] = (int32_t)b->face_vert.len;
+  ((ce_vec3 *)b->normal.data)[b->normal.len++] = normal;
+  ((ce_vec3 *)b->grad_m.data)[b->grad_m.len++] = grad_m;
+  ((ce_vec3 *)b->grad_n.data)[b->grad_n.len++] = grad_n;
+  ((int32_t *)b->elem_m.data)[b->elem_m.len++] = elem_m;
+  ((int32_t *)b->elem_n.data)[b->elem_n.len++] = elem_n;
+  return CE_OK;
 }
 
-/* Area, area centroid and centroid pressure of the polygon ids[0..n) (any
- * frame). Fan around the vertex average c0; triangle (c0, v_i, v_i+1) has
- * area |cross|/2, centroid (c0+v_i+v_i+1)/3 and, for a linear field, the
- * centroid pressure (p0+p_i+p_i+1)/3. */
-static void polygon_moments(const ce_vec3 *v, const double *p, const int32_t *ids, int n,
+/* Area, area centroid and centroid pressure of the polygon ids[0..n) of the
+ * builder (M's frame), planar with unit normal nrm. Fan around vertex 0:
+ * with r relative to it, triangle (0, i, j) has area d/2, d = (ri x rj) . nrm
+ * (the polygon is planar, so no sqrt is needed), centroid offset (ri + rj)/3
+ * and, for a linear field, centroid pressure (p0 + pi + pj)/3. The signed d
+ * sum to the exact area of the polygon; taking the magnitude of the total
+ * (the ratios below do not depend on its sign) keeps a polygon that arrives
+ * clockwise correct too. */
+static void polygon_moments(const ce_vec3 *v, const double *p, const int32_t *ids, int n, ce_vec3 nrm,
                             double *area, ce_vec3 *centroid, double *pc) {
-  ce_vec3 c0 = ce_v3(0, 0, 0);
-  double p0 = 0;
-  for (int i = 0; i < n; i++) {
-    c0 = ce_add(c0, v[ids[i]]);
-    p0 += p[ids[i]];
+  ce_vec3 x0 = v[ids[0]];
+  double p0 = p[ids[0]];
+  ce_vec3 ri = ce_sub(v[ids[1]], x0);
+  double pi = p[ids[1]];
+  double D = 0, P = 0;
+  ce_vec3 R = ce_v3(0, 0, 0);
+  for (int i = 2; i < n; i++) {
+    ce_vec3 rj = ce_sub(v[ids[i]], x0);
+    double pj = p[ids[i]];
+    double d = ce_dot(ce_cross(ri, rj), nrm);
+    D += d;
+    P += d * (p0 + pi + pj);
+    R = ce_axpy(R, d, ce_add(ri, rj));
+    ri = rj;
+    pi = pj;
   }
-  c0 = ce_scale(c0, 1.0 / n);
-  p0 /= n;
-  double A = 0, P = 0;
-  ce_vec3 C = ce_v3(0, 0, 0);
-  for (int i = 0; i < n; i++) {
-    int j = (i + 1 == n) ? 0 : i + 1;
-    ce_vec3 vi = v[ids[i]], vj = v[ids[j]];
-    double at = 0.5 * ce_norm(ce_cross(ce_sub(vi, c0), ce_sub(vj, c0)));
-    A += at;
-    C = ce_axpy(C, at / 3.0, ce_add(c0, ce_add(vi, vj)));
-    P += at * (p0 + p[ids[i]] + p[ids[j]]) / 3.0;
-  }
-  *area = A;
-  if (A > 0) {
-    *centroid = ce_scale(C, 1.0 / A);
-    *pc = P / A;
-  } else {
-    *centroid = c0;
-    *pc = p0;
+  *area = 0.5 * fabs(D);
+  if (fabs(D) > 0) {
+    double s = 1.0 / (3.0 * D);
+    *centroid = ce_axpy(x0, s, R);
+    *pc = P * s;
+  } else { /* degenerate: the vertex average */
+    ce_vec3 c = ce_v3(0, 0, 0);
+    double q = 0;
+    for (int i = 0; i < n; i++) {
+      c = ce_add(c, v[ids[i]]);
+      q += p[ids[i]];
+    }
+    *centroid = ce_scale(c, 1.0 / n);
+    *pc = q / n;
   }
 }
 
@@ -146,12 +176,19 @@ static void *arena_array(ce_arena *a, size_t n, size_t elem) {
   return ce_arena_alloc(a, n * elem);
 }
 
+/* out[i] = R in[i] for n vectors (one tight loop per array). */
+static void rotate_all(const ce_mat3 *R, const ce_vec3 *in, ce_vec3 *out, int64_t n) {
+  const ce_mat3 M = *R;
+  for (int64_t i = 0; i < n; i++) out[i] = ce_mat3_mul_vec(&M, in[i]);
+}
+
 ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m_compliant,
                            int n_compliant, ce_representation rep, ce_surface *out) {
   memset(out, 0, sizeof *out);
   ce_arena *a = b->arena;
   const int64_t npoly = b->face_off.len - 1;
   const int64_t nvb = b->v.len;
+  const int64_t nfv = b->face_vert.len;
   const ce_vec3 *bv = b->v.data;
   const double *bp = b->p.data;
   const int32_t *off = b->face_off.data;
@@ -160,19 +197,29 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
   const int32_t *bem = b->elem_m.data, *ben = b->elem_n.data;
   const int tri = rep == CE_REPRESENTATION_TRIANGLE;
   const int flip = !m_is_a;
+  const ce_pose X = *X_WM;
 
   /* Drop vertices no face uses (an intersector may create a cut point for a
-   * polygon it then rejects as degenerate); keep the others in order. */
-  int32_t *remap = ce_arena_alloc(a, (size_t)(nvb > 0 ? nvb : 1) * sizeof(int32_t));
-  if (!remap) return CE_ENOMEM;
-  for (int64_t i = 0; i < nvb; i++) remap[i] = -1;
-  for (int64_t i = 0; i < (int64_t)b->face_vert.len; i++) remap[fv[i]] = 0;
-  int64_t nused = 0;
-  for (int64_t i = 0; i < nvb; i++)
-    if (remap[i] == 0) remap[i] = (int32_t)nused++;
+   * polygon it then rejects as degenerate); keep the others in order. When
+   * the faces list the vertices exactly once each and in order (every
+   * builder fed by ce_builder_add_polygon alone) nothing is dropped and the
+   * ids stay as they are: one compare per id instead of the remap. */
+  int32_t *remap = NULL;
+  int64_t nused = nvb;
+  int ident = nfv == nvb;
+  for (int64_t i = 0; ident && i < nfv; i++) ident = fv[i] == i;
+  if (!ident) {
+    remap = ce_arena_alloc(a, (size_t)(nvb > 0 ? nvb : 1) * sizeof(int32_t));
+    if (!remap) return CE_ENOMEM;
+    for (int64_t i = 0; i < nvb; i++) remap[i] = -1;
+    for (int64_t i = 0; i < nfv; i++) remap[fv[i]] = 0;
+    nused = 0;
+    for (int64_t i = 0; i < nvb; i++)
+      if (remap[i] == 0) remap[i] = (int32_t)nused++;
+  }
   int64_t nv = nused + (tri ? npoly : 0);
-  int64_t nf = tri ? (int64_t)b->face_vert.len : npoly;
-  int64_t nidx = tri ? 3 * nf : (int64_t)b->face_vert.len;
+  int64_t nf = tri ? nfv : npoly;
+  int64_t nidx = tri ? 3 * nf : nfv;
   if (nv > INT32_MAX || nf > INT32_MAX || nidx > INT32_MAX) return CE_ELIMIT;
 
   ce_surface s;
@@ -203,60 +250,93 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
   s.grad_a = m_is_a ? gm : gn;
   s.grad_b = m_is_a ? gn : gm;
 
-  for (int64_t i = 0; i < nvb; i++) {
-    if (remap[i] < 0) continue;
-    s.vertices[remap[i]] = ce_pose_apply(X_WM, bv[i]);
-    s.pressure[remap[i]] = bp[i];
+  if (!remap) {
+    for (int64_t i = 0; i < nvb; i++) s.vertices[i] = ce_pose_apply(&X, bv[i]);
+    if (nvb) memcpy(s.pressure, bp, (size_t)nvb * sizeof(double));
+  } else {
+    for (int64_t i = 0; i < nvb; i++) {
+      if (remap[i] < 0) continue;
+      s.vertices[remap[i]] = ce_pose_apply(&X, bv[i]);
+      s.pressure[remap[i]] = bp[i];
+    }
   }
-  const double nsign = flip ? -1.0 : 1.0;
-  int64_t f = 0, k = 0;
+  /* Normals out of B into A: R_WM n, negated when M is B (folded into the
+   * matrix once; negation is exact). */
+  ce_mat3 Rn = X.R;
+  if (flip)
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 3; c++) Rn.m[r][c] = -Rn.m[r][c];
   s.face_offsets[0] = 0;
+
+  if (!tri) {
+    /* One face per polygon: the per-face arrays are whole-array passes. The
+     * moments are taken in M's frame (area is invariant, the centroid is
+     * placed once). */
+    for (int64_t q = 0; q < npoly; q++) {
+      ce_vec3 c;
+      polygon_moments(bv, bp, fv + off[q], off[q + 1] - off[q], bn[q], &s.area[q], &c, &s.centroid_pressure[q]);
+      s.centroid[q] = ce_pose_apply(&X, c);
+    }
+    rotate_all(&Rn, bn, s.normal, npoly);
+    if (gm) rotate_all(&X.R, bgm, gm, npoly);
+    if (gn) rotate_all(&X.R, bgn, gn, npoly);
+    if (npoly) {
+      memcpy(em, bem, (size_t)npoly * sizeof(int32_t));
+      memcpy(en, ben, (size_t)npoly * sizeof(int32_t));
+      memcpy(s.face_offsets, off, (size_t)(npoly + 1) * sizeof(int32_t));
+      memset(s.patch, 0xff, (size_t)npoly * sizeof(int32_t)); /* every patch -1 */
+    }
+    if (!remap && !flip) {
+      if (nfv) memcpy(s.face_vertices, fv, (size_t)nfv * sizeof(int32_t));
+    } else {
+      /* reversed when flipped: counter-clockwise about the flipped normal */
+      for (int64_t q = 0; q < npoly; q++) {
+        const int32_t *src = fv + off[q];
+        int32_t *dst = s.face_vertices + off[q];
+        int n = off[q + 1] - off[q];
+        for (int i = 0; i < n; i++) {
+          int32_t id = src[flip ? n - 1 - i : i];
+          dst[i] = remap ? remap[id] : id;
+        }
+      }
+    }
+    *out = s;
+    return CE_OK;
+  }
+
+  int64_t f = 0, k = 0;
   for (int64_t q = 0; q < npoly; q++) {
     int n = off[q + 1] - off[q];
     int32_t ids[CE_MAX_POLY];
-    for (int i = 0; i < n; i++) ids[i] = remap[fv[off[q] + i]];
-    ce_vec3 nW = ce_scale(ce_pose_rotate(X_WM, bn[q]), nsign);
-    ce_vec3 gmW = grad_m_on ? ce_pose_rotate(X_WM, bgm[q]) : ce_v3(0, 0, 0);
-    ce_vec3 gnW = grad_n_on ? ce_pose_rotate(X_WM, bgn[q]) : ce_v3(0, 0, 0);
+    for (int i = 0; i < n; i++) ids[i] = remap ? remap[fv[off[q] + i]] : fv[off[q] + i];
+    ce_vec3 nW = ce_mat3_mul_vec(&Rn, bn[q]);
+    ce_vec3 gmW = grad_m_on ? ce_pose_rotate(&X, bgm[q]) : ce_v3(0, 0, 0);
+    ce_vec3 gnW = grad_n_on ? ce_pose_rotate(&X, bgn[q]) : ce_v3(0, 0, 0);
     double A, pc;
     ce_vec3 c;
-    polygon_moments(s.vertices, s.pressure, ids, n, &A, &c, &pc);
-    if (!tri) {
-      for (int i = 0; i < n; i++) s.face_vertices[k++] = flip ? ids[n - 1 - i] : ids[i];
+    polygon_moments(bv, bp, fv + off[q], n, bn[q], &A, &c, &pc);
+    int32_t cid = (int32_t)(nused + q);
+    s.vertices[cid] = ce_pose_apply(&X, c);
+    s.pressure[cid] = pc;
+    for (int i = 0; i < n; i++) {
+      int32_t vi = ids[i], vj = ids[i + 1 == n ? 0 : i + 1];
+      int32_t t[3] = {cid, flip ? vj : vi, flip ? vi : vj};
+      s.face_vertices[k++] = t[0];
+      s.face_vertices[k++] = t[1];
+      s.face_vertices[k++] = t[2];
       s.face_offsets[f + 1] = (int32_t)k;
+      ce_vec3 x0 = s.vertices[t[0]], x1 = s.vertices[t[1]], x2 = s.vertices[t[2]];
+      /* planar, unit normal: |cross| = |cross . n| (no sqrt) */
+      s.area[f] = 0.5 * fabs(ce_dot(ce_cross(ce_sub(x1, x0), ce_sub(x2, x0)), nW));
+      s.centroid[f] = ce_scale(ce_add(x0, ce_add(x1, x2)), 1.0 / 3.0);
+      s.centroid_pressure[f] = (s.pressure[t[0]] + s.pressure[t[1]] + s.pressure[t[2]]) / 3.0;
       s.normal[f] = nW;
-      s.area[f] = A;
-      s.centroid[f] = c;
-      s.centroid_pressure[f] = pc;
       if (gm) gm[f] = gmW;
       if (gn) gn[f] = gnW;
       em[f] = bem[q];
       en[f] = ben[q];
       s.patch[f] = -1;
       f++;
-    } else {
-      int32_t cid = (int32_t)(nused + q);
-      s.vertices[cid] = c;
-      s.pressure[cid] = pc;
-      for (int i = 0; i < n; i++) {
-        int32_t vi = ids[i], vj = ids[i + 1 == n ? 0 : i + 1];
-        int32_t t[3] = {cid, flip ? vj : vi, flip ? vi : vj};
-        s.face_vertices[k++] = t[0];
-        s.face_vertices[k++] = t[1];
-        s.face_vertices[k++] = t[2];
-        s.face_offsets[f + 1] = (int32_t)k;
-        ce_vec3 x0 = s.vertices[t[0]], x1 = s.vertices[t[1]], x2 = s.vertices[t[2]];
-        s.area[f] = 0.5 * ce_norm(ce_cross(ce_sub(x1, x0), ce_sub(x2, x0)));
-        s.centroid[f] = ce_scale(ce_add(x0, ce_add(x1, x2)), 1.0 / 3.0);
-        s.centroid_pressure[f] = (s.pressure[t[0]] + s.pressure[t[1]] + s.pressure[t[2]]) / 3.0;
-        s.normal[f] = nW;
-        if (gm) gm[f] = gmW;
-        if (gn) gn[f] = gnW;
-        em[f] = bem[q];
-        en[f] = ben[q];
-        s.patch[f] = -1;
-        f++;
-      }
     }
   }
   *out = s;

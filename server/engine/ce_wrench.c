@@ -145,37 +145,46 @@ static int32_t corners(const ce_vec3 *v, const int32_t *ids, int32_t m, int32_t 
 
 /* Without dissipation and friction (or relative motion) the normal
  * traction is the linear pressure itself, and its integrals have closed
- * forms: fanning the polygon from its vertex 0 into triangles (r0, ri, rj)
- * of area a (r relative to C), over each
+ * forms: fanning the polygon from its vertex 0 into triangles (0, i, j) of
+ * area a, with r relative to vertex 0 (r0 = 0), over each
  *   Int p   = a (p0 + pi + pj) / 3,
- *   Int p r = a/12 ((p0 + pi + pj)(r0 + ri + rj) + p0 r0 + pi ri + pj rj),
+ *   Int p r = a/12 ((p0 + pi + pj)(ri + rj) + pi ri + pj rj),
  * exact for a linear p; they equal what the quadrature below gives (it is
- * exact for these degree-1 and degree-2 integrands) up to rounding. */
-static void static_polygon_moments(const ce_vec3 *v, const double *p, const int32_t *ids, int32_t m, ce_vec3 C,
-                                   ce_vec3 n, double *fn, ce_vec3 *fn_r) {
-  double F = 0;
-  ce_vec3 Fr = ce_v3(0, 0, 0);
-  if (m >= 3) {
-    ce_vec3 r0 = ce_sub(v[ids[0]], C), ri = ce_sub(v[ids[1]], C);
-    double p0 = p[ids[0]], pi = p[ids[1]];
-    for (int32_t i = 1; i + 1 < m; i++) {
-      ce_vec3 rj = ce_sub(v[ids[i + 1]], C);
-      double pj = p[ids[i + 1]];
-      /* planar face with unit normal n: |cross| = |cross . n| */
-      double a = 0.5 * fabs(ce_dot(ce_cross(ce_sub(ri, r0), ce_sub(rj, r0)), n));
-      if (a > 0) {
-        double sp = p0 + pi + pj;
-        ce_vec3 sr = ce_add(r0, ce_add(ri, rj));
-        ce_vec3 pr = ce_add(ce_scale(r0, p0), ce_add(ce_scale(ri, pi), ce_scale(rj, pj)));
-        F += a * sp * (1.0 / 3.0);
-        Fr = ce_axpy(Fr, a * (1.0 / 12.0), ce_axpy(pr, sp, sr));
-      }
-      ri = rj;
-      pi = pj;
-    }
+ * exact for these degree-1 and degree-2 integrands) up to rounding. The
+ * face is planar with unit normal n, so 2a = (ri x rj) . n without a sqrt;
+ * signed, these sum to the exact polygon whatever its shape, and a polygon
+ * given clockwise about n is handled by the sign of the total. The moment
+ * about C is Int p r + (x0 - C) Int p: lever arms within the face, then one
+ * shift. */
+static inline __attribute__((always_inline)) void static_polygon_moments(const ce_vec3 *v, const double *p,
+                                                                         const int32_t *ids, int32_t m, ce_vec3 C,
+                                                                         ce_vec3 n, double *fn, ce_vec3 *fn_r) {
+  if (m < 3) {
+    *fn = 0;
+    *fn_r = ce_v3(0, 0, 0);
+    return;
   }
-  *fn = F;
-  *fn_r = Fr;
+  const ce_vec3 x0 = v[ids[0]];
+  const double p0 = p[ids[0]];
+  ce_vec3 ri = ce_sub(v[ids[1]], x0);
+  double pi = p[ids[1]];
+  double D = 0, F = 0; /* sums of 2a and of 2a (p0 + pi + pj) */
+  ce_vec3 Q = ce_v3(0, 0, 0); /* sum of 2a ((sp + pi) ri + (sp + pj) rj) */
+  for (int32_t i = 2; i < m; i++) {
+    ce_vec3 rj = ce_sub(v[ids[i]], x0);
+    double pj = p[ids[i]];
+    double d = ce_dot(ce_cross(ri, rj), n);
+    double sp = p0 + pi + pj;
+    D += d;
+    F += d * sp;
+    Q = ce_axpy(Q, d, ce_add(ce_scale(ri, sp + pi), ce_scale(rj, sp + pj)));
+    ri = rj;
+    pi = pj;
+  }
+  double sf = D < 0 ? -1.0 / 6.0 : 1.0 / 6.0;
+  double f = F * sf;
+  *fn = f;
+  *fn_r = ce_axpy(ce_scale(Q, 0.25 * sf), f, ce_sub(x0, C));
 }
 
 ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body *b,
@@ -224,15 +233,33 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
   ce_vec3 force = ce_v3(0, 0, 0), torque = ce_v3(0, 0, 0), nforce = ce_v3(0, 0, 0);
   double fn_total = 0;
   ce_vec3 fnr_total = ce_v3(0, 0, 0);
-  for (int32_t f = 0; f < nf; f++) {
-    int32_t o = s->face_offsets[f], m = s->face_offsets[f + 1] - o;
-    const int32_t *ids = s->face_vertices + o;
-    c.n = s->normal[f];
-    c.fn = 0;
-    c.fn_r = c.ft = c.tt = ce_v3(0, 0, 0);
-    if (!c.kin) {
-      static_polygon_moments(s->vertices, s->pressure, ids, m, C, c.n, &c.fn, &c.fn_r);
-    } else {
+  if (!c.kin) {
+    /* Tractions p n: the closed forms, face by face, without the
+     * quadrature state (the friction terms are zero, so force = nforce). */
+    const ce_vec3 *sv = s->vertices;
+    const double *sp = s->pressure;
+    const int32_t *so = s->face_offsets, *sfv = s->face_vertices;
+    for (int32_t f = 0; f < nf; f++) {
+      const ce_vec3 n = s->normal[f];
+      double fn;
+      ce_vec3 fnr;
+      static_polygon_moments(sv, sp, sfv + so[f], so[f + 1] - so[f], C, n, &fn, &fnr);
+      nforce = ce_axpy(nforce, fn, n);
+      torque = ce_add(torque, ce_cross(fnr, n));
+      ff->fn[f] = fn;
+      /* integral tn x = fn C + integral tn (x - C) */
+      ff->fn_x[f] = ce_axpy(fnr, fn, C);
+      fn_total += fn;
+      fnr_total = ce_add(fnr_total, fnr);
+    }
+    force = nforce;
+  } else {
+    for (int32_t f = 0; f < nf; f++) {
+      int32_t o = s->face_offsets[f], m = s->face_offsets[f + 1] - o;
+      const int32_t *ids = s->face_vertices + o;
+      c.n = s->normal[f];
+      c.fn = 0;
+      c.fn_r = c.ft = c.tt = ce_v3(0, 0, 0);
       int32_t k = m >= 3 ? corners(s->vertices, ids, m, cid) : 0;
       const int32_t *use = cid;
       if (k < 0) {
@@ -249,16 +276,15 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
           ri = rj;
         }
       }
+      ce_vec3 fnv = ce_scale(c.n, c.fn);
+      force = ce_add(force, ce_add(fnv, c.ft));
+      torque = ce_add(torque, ce_add(ce_cross(c.fn_r, c.n), c.tt));
+      nforce = ce_add(nforce, fnv);
+      ff->fn[f] = c.fn;
+      ff->fn_x[f] = ce_axpy(c.fn_r, c.fn, C);
+      fn_total += c.fn;
+      fnr_total = ce_add(fnr_total, c.fn_r);
     }
-    ce_vec3 fnv = ce_scale(c.n, c.fn);
-    force = ce_add(force, ce_add(fnv, c.ft));
-    torque = ce_add(torque, ce_add(ce_cross(c.fn_r, c.n), c.tt));
-    nforce = ce_add(nforce, fnv);
-    ff->fn[f] = c.fn;
-    /* integral tn x = fn C + integral tn (x - C) */
-    ff->fn_x[f] = ce_axpy(c.fn_r, c.fn, C);
-    fn_total += c.fn;
-    fnr_total = ce_add(fnr_total, c.fn_r);
   }
 
   ce_wrench wc = {torque, force};
