@@ -135,12 +135,20 @@ ce_errno ce_builder_add_polygon(ce_builder *b, const ce_vec3 *x, const double *p
  * sum to the exact area of the polygon; taking the magnitude of the total
  * (the ratios below do not depend on its sign) keeps a polygon that arrives
  * clockwise correct too. */
-static void polygon_moments(const ce_vec3 *v, const double *p, const int32_t *ids, int n, ce_vec3 nrm,
-                            double *area, ce_vec3 *centroid, double *pc) {
+static inline __attribute__((always_inline)) void polygon_moments(const ce_vec3 *v, const double *p,
+                                                                  const int32_t *ids, int n, ce_vec3 nrm,
+                                                                  double *area, ce_vec3 *centroid, double *pc) {
   ce_vec3 x0 = v[ids[0]];
   double p0 = p[ids[0]];
   ce_vec3 ri = ce_sub(v[ids[1]], x0);
   double pi = p[ids[1]];
+  if (n == 3) { /* most polygons: the triangle's own centroid, no division */
+    ce_vec3 rj = ce_sub(v[ids[2]], x0);
+    *area = 0.5 * fabs(ce_dot(ce_cross(ri, rj), nrm));
+    *centroid = ce_axpy(x0, 1.0 / 3.0, ce_add(ri, rj));
+    *pc = (p0 + pi + p[ids[2]]) * (1.0 / 3.0);
+    return;
+  }
   double D = 0, P = 0;
   ce_vec3 R = ce_v3(0, 0, 0);
   for (int i = 2; i < n; i++) {
@@ -207,7 +215,11 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
   int32_t *remap = NULL;
   int64_t nused = nvb;
   int ident = nfv == nvb;
-  for (int64_t i = 0; ident && i < nfv; i++) ident = fv[i] == i;
+  if (ident) {
+    int32_t diff = 0; /* a branch-free OR over all ids (vectorises) */
+    for (int64_t i = 0; i < nfv; i++) diff |= fv[i] ^ (int32_t)i;
+    ident = diff == 0;
+  }
   if (!ident) {
     remap = ce_arena_alloc(a, (size_t)(nvb > 0 ? nvb : 1) * sizeof(int32_t));
     if (!remap) return CE_ENOMEM;
@@ -251,8 +263,10 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
   s.grad_b = m_is_a ? gn : gm;
 
   if (!remap) {
-    for (int64_t i = 0; i < nvb; i++) s.vertices[i] = ce_pose_apply(&X, bv[i]);
-    if (nvb) memcpy(s.pressure, bp, (size_t)nvb * sizeof(double));
+    for (int64_t i = 0; i < nvb; i++) {
+      s.vertices[i] = ce_pose_apply(&X, bv[i]);
+      s.pressure[i] = bp[i];
+    }
   } else {
     for (int64_t i = 0; i < nvb; i++) {
       if (remap[i] < 0) continue;
@@ -287,7 +301,9 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
       memset(s.patch, 0xff, (size_t)npoly * sizeof(int32_t)); /* every patch -1 */
     }
     if (!remap && !flip) {
-      if (nfv) memcpy(s.face_vertices, fv, (size_t)nfv * sizeof(int32_t));
+      /* a plain loop: these arrays are large enough for memcpy's string
+       * path, which is no faster here */
+      for (int64_t i = 0; i < nfv; i++) s.face_vertices[i] = fv[i];
     } else {
       /* reversed when flipped: counter-clockwise about the flipped normal */
       for (int64_t q = 0; q < npoly; q++) {

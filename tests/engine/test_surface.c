@@ -193,3 +193,45 @@ Test(surface, unused_vertices_are_dropped, .init = setup, .fini = teardown) {
     cr_assert(fabs(s.area[0] - (rep ? 0.25 : 1)) < 1e-15);
   }
 }
+
+/* A polygon given clockwise about its normal (ce_builder_add_face with the
+ * ids reversed) keeps a positive area and the same centroid and centroid
+ * pressure; with M = B and an unused vertex (remap path) the output order is
+ * still reversed and remapped. Also a pentagon against its closed form. */
+Test(surface, orientation_remap_flip_and_pentagon, .init = setup, .fini = teardown) {
+  ce_builder b;
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_builder_add_vertex(&b, ce_v3(9, 9, 9), 5), 0); /* never used */
+  add_square(&b, 0);                                              /* vertices 1..4, face 0 */
+  int32_t cw[4] = {4, 3, 2, 1};
+  cr_assert_eq(ce_builder_add_face(&b, cw, 4, ce_v3(0, 0, 1), ce_v3(0, 0, 0), ce_v3(0, 0, 0), 1, 2), CE_OK);
+  /* pentagon: unit square plus the triangle (1,0) (1.5,0.5) (1,1); p = 1 + x */
+  ce_vec3 x[5] = {{0, 0, 0}, {1, 0, 0}, {1.5, 0.5, 0}, {1, 1, 0}, {0, 1, 0}};
+  double p[5];
+  for (int i = 0; i < 5; i++) p[i] = 1 + x[i].x;
+  cr_assert_eq(ce_builder_add_polygon(&b, x, p, 5, ce_v3(0, 0, 1), ce_v3(1, 0, 0), ce_v3(0, 0, 0), 3, 4), CE_OK);
+  ce_pose X = ce_pose_identity();
+  ce_surface s;
+  cr_assert_eq(ce_builder_finish(&b, &X, 0, 1, 1, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(s.nf, 3);
+  cr_assert_eq(s.nv, 9);
+  cr_assert(fabs(s.area[1] - 1) < 1e-15);
+  cr_assert(ce_norm(ce_sub(s.centroid[1], s.centroid[0])) < 1e-15);
+  cr_assert(fabs(s.centroid_pressure[1] - s.centroid_pressure[0]) < 1e-12);
+  /* flipped (M = B): every face reversed, ids shifted down past vertex 0 */
+  const int32_t *fv = s.face_vertices;
+  int32_t want0[4] = {3, 2, 1, 0}, want1[4] = {0, 1, 2, 3};
+  for (int i = 0; i < 4; i++) {
+    cr_assert_eq(fv[i], want0[i]);
+    cr_assert_eq(fv[4 + i], want1[i]);
+  }
+  for (int i = 0; i < 5; i++) cr_assert_eq(fv[8 + i], 8 - i);
+  /* pentagon: area 1.25; x-moment 0.5 (square) + 0.25 * 7/6 (triangle) */
+  double cx = (0.5 + 0.25 * 7.0 / 6) / 1.25;
+  cr_assert(fabs(s.area[2] - 1.25) < 1e-15);
+  cr_assert(ce_norm(ce_sub(s.centroid[2], ce_v3(cx, 0.5, 0))) < 1e-15);
+  cr_assert(fabs(s.centroid_pressure[2] - (1 + cx)) < 1e-15);
+  cr_assert(ce_norm(ce_sub(s.normal[2], ce_v3(0, 0, -1))) == 0);
+  cr_assert_eq(s.element_b[2], 3);
+  cr_assert_eq(s.element_a[2], 4);
+}

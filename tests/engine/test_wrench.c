@@ -227,6 +227,51 @@ Test(wrench, polygon_equals_centroid_fan) {
   ce_arena_destroy(ar);
 }
 
+/* The closed forms used without relative motion (vertex-0 fan, signed
+ * areas) against the quadrature, which is exact for a linear pressure: a
+ * sliding velocity in the face's plane (vn = 0, so tn = p) with dissipation
+ * and no friction takes the quadrature path with the same tractions. The
+ * same polygon listed clockwise about its normal gives the same wrench. */
+Test(wrench, closed_forms_match_quadrature_and_ignore_orientation) {
+  uint64_t st = 7;
+  ce_arena *ar = ce_arena_create(1 << 16);
+  for (int trial = 0; trial < 40; trial++) {
+    ce_vec3 x[8], y[8];
+    int m = 3 + (int)(ce_test_rand(&st) * 6);
+    ce_vec3 o = ce_v3(0.1 * ce_test_rand(&st), 0.1 * ce_test_rand(&st), 0.1 * ce_test_rand(&st));
+    ce_vec3 n = rand_polygon(&st, m, o, 0.02, x);
+    for (int i = 0; i < m; i++) y[i] = x[m - 1 - i];
+    ce_vec3 g = ce_scale(ce_v3(ce_test_rand(&st) - .5, ce_test_rand(&st) - .5, ce_test_rand(&st) - .5), 1e6);
+    double p0 = 5e4 - ce_dot(g, o);
+    hsurf *h = hs_new(), *hr = hs_new();
+    hs_poly(h, x, m, n, p0, g);
+    hs_poly(hr, y, m, n, p0, g);
+    hr->area[0] = h->area[0]; /* hs_poly's signed area is negative for y */
+    ce_body A = body_at(ce_v3(0.05, 0.2, -0.1)), B = body_at(ce_v3(-0.3, 0.1, 0.2));
+    ce_result r0, rr, rq;
+    ce_face_forces f0, fq;
+    compute(h, &A, &B, 0, 0, 1e-3, &r0, &f0, ar);
+    compute(hr, &A, &B, 0, 0, 1e-3, &rr, NULL, ar);
+    /* slide A in the face's plane */
+    ce_vec3 t = ce_normalize(ce_cross(n, ce_v3(ce_test_rand(&st), ce_test_rand(&st), ce_test_rand(&st))));
+    A.V_WB.v = ce_scale(t, 0.3);
+    compute(h, &A, &B, 0.5, 0, 1e-3, &rq, &fq, ar);
+    double sc = wnorm(r0.wrench_a);
+    cr_assert(sc > 0);
+    cr_assert(wdiff(r0.wrench_a, rr.wrench_a) <= 1e-13 * sc, "trial %d: reversed %.3g", trial,
+              wdiff(r0.wrench_a, rr.wrench_a) / sc);
+    cr_assert(wdiff(r0.wrench_a, rq.wrench_a) <= 1e-12 * sc, "trial %d: quadrature %.3g", trial,
+              wdiff(r0.wrench_a, rq.wrench_a) / sc);
+    cr_assert(wdiff(r0.wrench_b, rq.wrench_b) <= 1e-12 * wnorm(r0.wrench_b));
+    cr_assert(fabs(f0.fn[0] - fq.fn[0]) <= 1e-12 * fabs(f0.fn[0]));
+    cr_assert(ce_norm(ce_sub(f0.fn_x[0], fq.fn_x[0])) <= 1e-12 * ce_norm(f0.fn_x[0]));
+    free(h);
+    free(hr);
+    ce_arena_reset(ar);
+  }
+  ce_arena_destroy(ar);
+}
+
 /* A vertex lying on a straight edge (as clipping leaves where a clip plane
  * contains an edge) or a near-duplicate vertex does not change the polygon,
  * so it must not change the wrench, even with dissipation and friction
