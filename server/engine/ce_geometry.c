@@ -94,6 +94,20 @@ ce_vec3 ce_tet_linear_field(const ce_vec3 x[4], const double p[4], double *offse
   return g;
 }
 
+void ce_tet_face_planes(const ce_vec3 x[4], double fplane[4][4]) {
+  ce_vec3 e1 = ce_sub(x[1], x[0]), e2 = ce_sub(x[2], x[0]), e3 = ce_sub(x[3], x[0]);
+  ce_vec3 nf[4] = {ce_cross(ce_sub(x[2], x[1]), ce_sub(x[3], x[1])), ce_cross(e3, e2), ce_cross(e1, e3),
+                   ce_cross(e2, e1)};
+  for (int k = 0; k < 4; k++) {
+    double l = ce_norm(nf[k]);
+    ce_vec3 u = l > 0 ? ce_scale(nf[k], 1.0 / l) : nf[k];
+    fplane[0][k] = u.x;
+    fplane[1][k] = u.y;
+    fplane[2][k] = u.z;
+    fplane[3][k] = ce_dot(u, x[k == 0 ? 1 : 0]);
+  }
+}
+
 static double tet_signed_volume(ce_vec3 a, ce_vec3 b, ce_vec3 c, ce_vec3 d) {
   ce_vec3 e1 = ce_sub(b, a), e2 = ce_sub(c, a), e3 = ce_sub(d, a);
   return ce_dot(e1, ce_cross(e2, e3)) / 6.0;
@@ -410,13 +424,14 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
     }
     m->prange[t][0] = lo;
     m->prange[t][1] = hi;
+    ce_tet_face_planes(x, m->fplane[t]); /* tets of zero volume were rejected */
   }
   g->volume = volume;
   g->scale = scale > 0 ? scale : 1;
   if ((e = ce_bvh_build(&g->bvh, nt, 4, &m->tet[0][0], m->v, m->p, err)) != CE_OK) goto done;
   g->bytes = sizeof *g + (size_t)nv * (sizeof *m->v + sizeof *m->p) +
              (size_t)nt * (sizeof *m->tet + sizeof *m->grad + sizeof *m->offset + sizeof *m->prange +
-                           sizeof *m->adj) +
+                           sizeof *m->adj + sizeof *m->fplane) +
              ce_bvh_bytes(&g->bvh);
 done:
   free(bfaces);
@@ -461,7 +476,8 @@ ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props, 
   g->tet.offset = malloc((size_t)nt * sizeof *g->tet.offset);
   g->tet.prange = malloc((size_t)nt * sizeof *g->tet.prange);
   g->tet.adj = malloc((size_t)nt * sizeof *g->tet.adj);
-  if (!g->tet.grad || !g->tet.offset || !g->tet.prange || !g->tet.adj) {
+  g->tet.fplane = malloc((size_t)nt * sizeof *g->tet.fplane);
+  if (!g->tet.grad || !g->tet.offset || !g->tet.prange || !g->tet.adj || !g->tet.fplane) {
     e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d tets", (int)nt);
     goto fail;
   }
@@ -730,6 +746,7 @@ void ce_geometry_free(ce_geometry *g) {
   free(g->tet.offset);
   free(g->tet.prange);
   free(g->tet.adj);
+  free(g->tet.fplane);
   free(g->tri.v);
   free(g->tri.tri);
   free(g->tri.normal);

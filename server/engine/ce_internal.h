@@ -45,6 +45,10 @@ typedef struct ce_tetmesh {
   double *offset;         /* nt field offsets */
   double (*prange)[2];    /* nt [min, max] pressure over the tet */
   int32_t (*adj)[4];      /* neighbour across the face opposite vertex i; -1 */
+  /* nt face planes, [row][face k] with rows nx, ny, nz, d: face k (opposite
+   * vertex k) has outward unit normal n and x is inside it when
+   * n . x <= d. Rows of four let an intersector test all faces at once. */
+  double (*fplane)[4][4];
 } ce_tetmesh;
 
 typedef struct ce_trimesh {
@@ -157,6 +161,9 @@ ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props,
  * nonzero volume: returns its gradient and sets *offset so that
  * p(x) = grad . x + offset (ce_geometry.c). */
 ce_vec3 ce_tet_linear_field(const ce_vec3 x[4], const double p[4], double *offset);
+/* The face planes of a positively oriented tet in ce_tetmesh.fplane's
+ * layout (outward unit normals; a zero-area face gets a zero normal). */
+void ce_tet_face_planes(const ce_vec3 x[4], double fplane[4][4]);
 
 /* Check the properties every geometry shares: compliance is CE_RIGID or
  * CE_COMPLIANT; a compliant modulus is finite and > 0; material values are

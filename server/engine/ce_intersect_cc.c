@@ -51,27 +51,43 @@ static const int8_t slice_e[16][4][2] = {
     {{0, 0}, {0, 0}, {0, 0}, {0, 0}},
 };
 
-/* Four doubles, one per tet face (or vertex): GCC/Clang vector extension,
- * element-wise IEEE arithmetic (SSE2 pairs on baseline x86-64), so results
- * do not depend on the machine's vector width. */
-typedef double v4d __attribute__((vector_size(32)));
-typedef int64_t v4l __attribute__((vector_size(32)));
+/* Four doubles, one per tet face: GCC/Clang vector extension, element-wise
+ * IEEE arithmetic (SSE2 pairs on baseline x86-64), so results do not depend
+ * on the machine's vector width. */
+typedef double v4d __attribute__((vector_size(32), aligned(16)));
 
-/* (macros: passing 32-byte vectors to functions would depend on -mavx) */
+/* (macros and pointers: passing 32-byte vectors by value would make the
+ * ABI depend on -mavx) */
 #define v4_splat(x) ((v4d){(x), (x), (x), (x)})
-/* Bit k set where lane k of v is above t / below t / within [-t, t]. */
-#define v4_gt(v, t) (((v)[0] > (t)) | ((v)[1] > (t)) << 1 | ((v)[2] > (t)) << 2 | ((v)[3] > (t)) << 3)
-#define v4_lt(v, t) (((v)[0] < (t)) | ((v)[1] < (t)) << 1 | ((v)[2] < (t)) << 2 | ((v)[3] < (t)) << 3)
-#define v4_near(v, t)                                                                               \
-  ((fabs((v)[0]) <= (t)) | (fabs((v)[1]) <= (t)) << 1 | (fabs((v)[2]) <= (t)) << 2 | \
-   (fabs((v)[3]) <= (t)) << 3)
+
+/* Bit k set where lane k of *v is above t, or within [-t, t]. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static inline int v4_gt(const v4d *v, double t) {
+  const __m128d *h = (const __m128d *)v, T = _mm_set1_pd(t);
+  return _mm_movemask_pd(_mm_cmpgt_pd(h[0], T)) | _mm_movemask_pd(_mm_cmpgt_pd(h[1], T)) << 2;
+}
+static inline int v4_near(const v4d *v, double t) {
+  const __m128d *h = (const __m128d *)v, T = _mm_set1_pd(t), S = _mm_set1_pd(-0.0);
+  return _mm_movemask_pd(_mm_cmple_pd(_mm_andnot_pd(S, h[0]), T)) |
+         _mm_movemask_pd(_mm_cmple_pd(_mm_andnot_pd(S, h[1]), T)) << 2;
+}
+#else
+static inline int v4_gt(const v4d *v, double t) {
+  const double *d = (const double *)v;
+  return (d[0] > t) | (d[1] > t) << 1 | (d[2] > t) << 2 | (d[3] > t) << 3;
+}
+static inline int v4_near(const v4d *v, double t) {
+  const double *d = (const double *)v;
+  return (fabs(d[0]) <= t) | (fabs(d[1]) <= t) << 1 | (fabs(d[2]) <= t) << 2 | (fabs(d[3]) <= t) << 3;
+}
+#endif
 
 /* Tet j of N in M's frame, computed once per query the first time a pair
- * needs it, lane k holding face k (opposite vertex k) or vertex k: the
- * vertices, the faces' outward unit normals and offsets (inside face k
- * when nx.x + ny.y + nz.z - d <= 0), and the field p_N(x) = g . x + c. */
+ * needs it from N's face planes (ce_tetmesh.fplane), lane k = face k: the
+ * outward unit normals and offsets (inside face k when
+ * nx.x + ny.y + nz.z - d <= 0), and the field p_N(x) = g . x + c. */
 typedef struct ntet {
-  v4d yx, yy, yz;
   v4d nx, ny, nz, d;
   ce_vec3 g;
   double c;
@@ -138,24 +154,15 @@ static const ntet *ntet_get(cc_query *q, int32_t j) {
   q->nkey[h] = j + 1;
   q->nval[h] = (int32_t)(q->ncache.len - 1);
   const ce_tetmesh *TN = q->TN;
-  const int32_t *tn = TN->tet[j];
-  ce_vec3 yn[4];
-  for (int v = 0; v < 4; v++) yn[v] = ce_add(ce_mat3_mul_vec(&q->R, TN->v[tn[v]]), q->t);
-  ce_vec3 e1 = ce_sub(yn[1], yn[0]), e2 = ce_sub(yn[2], yn[0]), e3 = ce_sub(yn[3], yn[0]);
-  ce_vec3 nf[4] = {ce_cross(ce_sub(yn[2], yn[1]), ce_sub(yn[3], yn[1])), ce_cross(e3, e2), ce_cross(e1, e3),
-                   ce_cross(e2, e1)};
-  for (int f = 0; f < 4; f++) {
-    double l = ce_norm(nf[f]);
-    ce_vec3 u = l > 0 ? ce_scale(nf[f], 1.0 / l) : nf[f];
-    t->yx[f] = yn[f].x;
-    t->yy[f] = yn[f].y;
-    t->yz[f] = yn[f].z;
-    t->nx[f] = u.x;
-    t->ny[f] = u.y;
-    t->nz[f] = u.z;
-    t->d[f] = ce_dot(u, yn[f == 0 ? 1 : 0]);
-  }
-  t->g = ce_mat3_mul_vec(&q->R, TN->grad[j]);
+  v4d in[4];
+  memcpy(in, TN->fplane[j], sizeof in);
+  const ce_mat3 *R = &q->R;
+  t->nx = v4_splat(R->m[0][0]) * in[0] + v4_splat(R->m[0][1]) * in[1] + v4_splat(R->m[0][2]) * in[2];
+  t->ny = v4_splat(R->m[1][0]) * in[0] + v4_splat(R->m[1][1]) * in[1] + v4_splat(R->m[1][2]) * in[2];
+  t->nz = v4_splat(R->m[2][0]) * in[0] + v4_splat(R->m[2][1]) * in[1] + v4_splat(R->m[2][2]) * in[2];
+  /* a point x_N maps to R x_N + t, so n'.x' = n.x_N + n'.t */
+  t->d = in[3] + t->nx * v4_splat(q->t.x) + t->ny * v4_splat(q->t.y) + t->nz * v4_splat(q->t.z);
+  t->g = ce_mat3_mul_vec(R, TN->grad[j]);
   t->c = TN->offset[j] - ce_dot(t->g, q->t);
   return t;
 }
@@ -207,11 +214,6 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
     return CE_OK;
   }
   const double gl = sqrt(gg), tol_f = q->tol * gl;
-  /* The plane must pass through tet j too (cheap, before slicing i). */
-  {
-    v4d fn = v4_splat(g.x) * nt->yx + v4_splat(g.y) * nt->yy + v4_splat(g.z) * nt->yz + v4_splat(c0);
-    if (v4_gt(fn, tol_f) == 15 || v4_lt(fn, -tol_f) == 15) return CE_OK;
-  }
   const int32_t *tm = TM->tet[i];
   const ce_vec3 xm[4] = {TM->v[tm[0]], TM->v[tm[1]], TM->v[tm[2]], TM->v[tm[3]]};
   double f[4];
@@ -235,12 +237,12 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
     ce_vec3 x = ce_axpy(xm[a], t, ce_sub(xm[bb], xm[a]));
     A[v].x = x;
     A[v].s = nt->nx * v4_splat(x.x) + nt->ny * v4_splat(x.y) + nt->nz * v4_splat(x.z) - nt->d;
-    int out = v4_gt(A[v].s, tol);
+    int out = v4_gt(&A[v].s, tol);
     out_all &= out;
     out_any |= out;
     /* the two faces holding edge (a, b), and all three of a vertex on the plane */
-    A[v].bits = (faces_with(a) & faces_with(bb)) | ((near >> a & 1) ? faces_with(a) : 0) |
-                ((near >> bb & 1) ? faces_with(bb) : 0);
+    A[v].bits = faces_with(a) & faces_with(bb);
+    if (near) A[v].bits |= ((near >> a & 1) ? faces_with(a) : 0) | ((near >> bb & 1) ? faces_with(bb) : 0);
   }
   /* Outside one face of tet j entirely: no intersection. */
   if (out_all) return CE_OK;
@@ -280,7 +282,7 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
   int pbits[CC_MAXV];
   int m = 0;
   for (int v = 0; v < n; v++) {
-    int bits = cur[v].bits | v4_near(cur[v].s, tol) << 4;
+    int bits = cur[v].bits | v4_near(&cur[v].s, tol) << 4;
     if (m > 0 && ce_norm2(ce_sub(cur[v].x, poly[m - 1])) <= q->merge2) {
       pbits[m - 1] |= bits;
       continue;

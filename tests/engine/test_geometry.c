@@ -191,7 +191,8 @@ Test(geometry, cube_tetmesh_fields_volume_adjacency) {
   cr_assert_eq(info.bvh_nodes, g->bvh.nnodes);
   cr_assert(info.bvh_nodes >= 12, "bvh nodes %d", info.bvh_nodes);
   size_t arrays = 9 * (sizeof(ce_vec3) + sizeof(double)) +
-                  12 * (4 * sizeof(int32_t) + sizeof(ce_vec3) + 3 * sizeof(double) + 4 * sizeof(int32_t));
+                  12 * (4 * sizeof(int32_t) + sizeof(ce_vec3) + 3 * sizeof(double) + 4 * sizeof(int32_t) +
+                        16 * sizeof(double)); /* tets, gradients, offsets and ranges, adjacency, face planes */
   cr_assert_eq(info.bytes, sizeof(ce_geometry) + arrays + ce_bvh_bytes(&g->bvh));
   ce_geometry_free(g);
 }

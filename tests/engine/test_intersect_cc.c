@@ -38,6 +38,7 @@ static ce_geometry *make_geom(const ce_vec3 *v, int32_t nv, const int32_t (*tets
   T->grad = malloc(sizeof(ce_vec3) * (size_t)nt);
   T->offset = malloc(sizeof(double) * (size_t)nt);
   T->prange = malloc(sizeof(double[2]) * (size_t)nt);
+  T->fplane = malloc(sizeof(double[4][4]) * (size_t)nt);
   memcpy(T->v, v, sizeof(ce_vec3) * (size_t)nv);
   memcpy(T->p, p, sizeof(double) * (size_t)nv);
   memcpy(T->tet, tets, sizeof(int32_t[4]) * (size_t)nt);
@@ -58,6 +59,7 @@ static ce_geometry *make_geom(const ce_vec3 *v, int32_t nv, const int32_t (*tets
     cr_assert(ce_dot(ce_sub(x[1], x[0]), ce_cross(ce_sub(x[2], x[0]), ce_sub(x[3], x[0]))) > 0,
               "test tet %d must be positively oriented", i);
     T->grad[i] = lin_field(x, q, &T->offset[i]);
+    ce_tet_face_planes(x, T->fplane[i]);
   }
   cr_assert_eq(ce_bvh_build(&g->bvh, nt, 4, &T->tet[0][0], T->v, T->p, NULL), CE_OK);
   return g;
@@ -71,6 +73,7 @@ static void free_geom(ce_geometry *g) {
   free(g->tet.grad);
   free(g->tet.offset);
   free(g->tet.prange);
+  free(g->tet.fplane);
   free(g);
 }
 
