@@ -175,9 +175,12 @@ static inline __attribute__((always_inline)) void static_polygon_moments(const c
     double pj = p[ids[i]];
     double d = ce_dot(ce_cross(ri, rj), n);
     double sp = p0 + pi + pj;
+    double u = d * (sp + pi), w = d * (sp + pj);
     D += d;
     F += d * sp;
-    Q = ce_axpy(Q, d, ce_add(ce_scale(ri, sp + pi), ce_scale(rj, sp + pj)));
+    Q.x += u * ri.x + w * rj.x;
+    Q.y += u * ri.y + w * rj.y;
+    Q.z += u * ri.z + w * rj.z;
     ri = rj;
     pi = pj;
   }
