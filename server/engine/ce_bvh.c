@@ -14,7 +14,12 @@
  * use_pressure) or when a separating axis exists among the 15 axes of two
  * oriented boxes. B's boxes are placed in A's frame lazily, once per node per
  * query. Output order is the depth-first order of the traversal, which
- * depends only on the two trees and the pose. */
+ * depends only on the two trees and the pose.
+ *
+ * Boundary hierarchies also keep a cylinder around each box and their
+ * triangles, for ce_bvh_collide_surfaces: the same traversal with a ~45
+ * instruction cylinder test instead of the ~350 instruction 15-axis one,
+ * and leaf pairs filtered by the triangles' planes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +269,45 @@ static int32_t build_node(build_ctx *c, int32_t first, int32_t count) {
   return id;
 }
 
+/* The boundary hierarchy's extras for ce_bvh_collide_surfaces: per node a
+ * cylinder around its box (axis along the box's thinnest side, where a
+ * surface patch is flat), per element its triangle in leaf order. The
+ * cylinder contains the box (radius = the other two half extents' hypot),
+ * so the traversal never drops a node pair whose boxes overlap; it is
+ * inflated by 1e-12 against the rounding of the square roots. */
+static ce_errno build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *v, ce_error *err) {
+  if (s->nnodes == 0) return CE_OK;
+  s->disk = malloc((size_t)s->nnodes * sizeof *s->disk);
+  s->tri = malloc((size_t)s->nelem * sizeof *s->tri);
+  if (!s->disk || !s->tri) return ce_fail(err, CE_ENOMEM, "bvh: out of memory for surface bounds");
+  for (int32_t i = 0; i < s->nnodes; i++) {
+    const ce_bvh_node *nd = &s->nodes[i];
+    ce_bvh_disk *dk = &s->disk[i];
+    double h[3] = {nd->half.x, nd->half.y, nd->half.z};
+    int k = h[0] <= h[1] && h[0] <= h[2] ? 0 : (h[1] <= h[2] ? 1 : 2);
+    dk->c = nd->center;
+    dk->n = col(&nd->axes, k);
+    dk->h = h[k];
+    dk->rho = sqrt(h[(k + 1) % 3] * h[(k + 1) % 3] + h[(k + 2) % 3] * h[(k + 2) % 3]) * (1 + 1e-12);
+    dk->r = ce_norm(nd->half) * (1 + 1e-12);
+    dk->vol = nd->half.x * nd->half.y * nd->half.z; /* as in ce_bvh_collide */
+    dk->left = nd->left;
+    dk->right = nd->right;
+    dk->first = nd->first;
+    dk->count = nd->count;
+  }
+  for (int32_t q = 0; q < s->nelem; q++) {
+    const int32_t *f = face[s->order[q]];
+    ce_bvh_tri *t = &s->tri[q];
+    for (int j = 0; j < 3; j++) t->v[j] = v[f[j]];
+    ce_vec3 n = ce_cross(ce_sub(t->v[1], t->v[0]), ce_sub(t->v[2], t->v[0]));
+    double len = ce_norm(n);
+    t->n = len > 0 ? ce_scale(n, 1.0 / len) : ce_v3(0, 0, 0);
+    t->d = ce_dot(t->n, t->v[0]);
+  }
+  return CE_OK;
+}
+
 /* Boundary faces of a tet mesh: faces that belong to exactly one tet. */
 typedef struct face_key {
   int32_t v[3]; /* sorted */
@@ -314,6 +358,7 @@ static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, con
       bvh->bnd_tet[i] = f[i].tet;
     }
     e = ce_bvh_build(bvh->bnd, (int32_t)nf, 3, &bvh->bnd_face[0][0], v, NULL, err);
+    if (e == CE_OK) e = build_surface(bvh->bnd, (const int32_t(*)[3])bvh->bnd_face, v, err);
   }
   free(f);
   return e;
@@ -410,6 +455,8 @@ void ce_bvh_free(ce_bvh *bvh) {
   free(bvh->nodes);
   free(bvh->order);
   free(bvh->field);
+  free(bvh->disk);
+  free(bvh->tri);
   if (bvh->bnd) {
     ce_bvh_free(bvh->bnd);
     free(bvh->bnd);
@@ -422,6 +469,8 @@ void ce_bvh_free(ce_bvh *bvh) {
 size_t ce_bvh_bytes(const ce_bvh *bvh) {
   size_t bytes = (size_t)bvh->nnodes * (sizeof(ce_bvh_node) + (bvh->field ? sizeof(double[5]) : 0)) +
                  (size_t)bvh->nelem * sizeof(int32_t);
+  if (bvh->disk) bytes += (size_t)bvh->nnodes * sizeof(ce_bvh_disk);
+  if (bvh->tri) bytes += (size_t)bvh->nelem * sizeof(ce_bvh_tri);
   if (bvh->bnd)
     bytes += sizeof(ce_bvh) + ce_bvh_bytes(bvh->bnd) + (size_t)bvh->bnd->nelem * (sizeof(int32_t[3]) + sizeof(int32_t));
   return bytes;
@@ -603,6 +652,108 @@ ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b, const ce_pose 
     } else {
       s[0].a = top.a; s[0].b = nb->right;
       s[1].a = top.a; s[1].b = nb->left;
+    }
+    stack.len += 2;
+  }
+  return CE_OK;
+}
+
+/* B's cylinder axis placed in A's frame. */
+typedef struct placed_disk {
+  ce_vec3 c, n;
+} placed_disk;
+
+/* Whether triangle t lies strictly on one side of the plane n . x = d by
+ * more than tol. */
+static inline int tri_off_plane(ce_vec3 n, double d, const ce_vec3 v[3], double tol) {
+  double s0 = ce_dot(n, v[0]) - d, s1 = ce_dot(n, v[1]) - d, s2 = ce_dot(n, v[2]) - d;
+  return (s0 > tol && s1 > tol && s2 > tol) || (s0 < -tol && s1 < -tol && s2 < -tol);
+}
+
+ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b, const ce_pose *X_AB, ce_arena *arena,
+                                 ce_buf *out) {
+  if (a->nnodes == 0 || b->nnodes == 0) return CE_OK;
+  if (!a->disk || !b->disk) return ce_bvh_collide(a, b, X_AB, 0, arena, out);
+  const ce_bvh_disk *DA = a->disk, *DB = b->disk;
+  const ce_bvh_tri *TA = a->tri;
+  placed_disk *pd = ce_arena_alloc(arena, (size_t)b->nnodes * sizeof *pd);
+  ce_bvh_tri *pt = ce_arena_alloc(arena, (size_t)b->nelem * sizeof *pt);
+  unsigned char *done = ce_arena_calloc(arena, (size_t)b->nnodes + (size_t)b->nelem, 1);
+  if (!pd || !pt || !done) return CE_ENOMEM;
+  unsigned char *tdone = done + b->nnodes;
+  /* Rounding in placing B and in the dot products is ~1e-16 of the
+   * coordinates; the margin is far above that and far below any element. */
+  const double tol = 1e-12 * (ce_norm(DA[0].c) + DA[0].r + ce_norm(ce_pose_apply(X_AB, DB[0].c)) + DB[0].r);
+  ce_buf stack;
+  ce_buf_init(&stack, sizeof(ce_pair));
+  if (ce_buf_reserve(arena, &stack, 64) != CE_OK) return CE_ENOMEM;
+  ce_pair *st = stack.data;
+  st[0].a = 0;
+  st[0].b = 0;
+  stack.len = 1;
+  while (stack.len > 0) {
+    ce_pair top = ((ce_pair *)stack.data)[--stack.len];
+    const ce_bvh_disk *da = &DA[top.a], *db = &DB[top.b];
+    placed_disk *p = &pd[top.b];
+    if (!done[top.b]) {
+      p->c = ce_pose_apply(X_AB, db->c);
+      p->n = ce_mat3_mul_vec(&X_AB->R, db->n);
+      done[top.b] = 1;
+    }
+    /* Necessary for the cylinders to meet: their spheres meet, and each
+     * one's slab |n . (x - c)| <= h meets the other cylinder, whose extent
+     * along a unit u is h' |u . n'| + rho' sqrt(1 - (u . n')^2). The
+     * sine gets 1e-15 inside the root: 1 - cos^2 rounds by ~2e-16. */
+    ce_vec3 d = ce_sub(p->c, da->c);
+    double rr = da->r + db->r + tol;
+    if (ce_dot(d, d) > rr * rr) continue;
+    double cs = fabs(ce_dot(da->n, p->n)), s2 = 1 - cs * cs;
+    double sn = sqrt((s2 > 0 ? s2 : 0) + 1e-15);
+    if (fabs(ce_dot(da->n, d)) > da->h + db->h * cs + db->rho * sn + tol) continue;
+    if (fabs(ce_dot(p->n, d)) > db->h + da->h * cs + da->rho * sn + tol) continue;
+    int leaf_a = da->left < 0, leaf_b = db->left < 0;
+    if (leaf_a && leaf_b) {
+      if (out->len + (int64_t)da->count * db->count > out->cap &&
+          ce_buf_reserve(arena, out, (int64_t)da->count * db->count) != CE_OK)
+        return CE_ENOMEM;
+      ce_pair *o = (ce_pair *)out->data + out->len;
+      for (int32_t j = db->first; j < db->first + db->count; j++) {
+        if (tdone[j]) continue;
+        /* Same operations as a caller placing N's vertices in M's frame,
+         * so planes agree with its up to the normalisation. */
+        const ce_bvh_tri *t = &b->tri[j];
+        ce_bvh_tri *u = &pt[j];
+        for (int k = 0; k < 3; k++) u->v[k] = ce_pose_apply(X_AB, t->v[k]);
+        ce_vec3 n = ce_cross(ce_sub(u->v[1], u->v[0]), ce_sub(u->v[2], u->v[0]));
+        double len = ce_norm(n);
+        u->n = len > 0 ? ce_scale(n, 1.0 / len) : ce_v3(0, 0, 0);
+        u->d = ce_dot(u->n, u->v[0]);
+        tdone[j] = 1;
+      }
+      for (int32_t i = da->first; i < da->first + da->count; i++) {
+        const ce_bvh_tri *ta = &TA[i];
+        for (int32_t j = db->first; j < db->first + db->count; j++) {
+          const ce_bvh_tri *tb = &pt[j];
+          if (tri_off_plane(ta->n, ta->d, tb->v, tol) || tri_off_plane(tb->n, tb->d, ta->v, tol)) continue;
+          o->a = a->order[i];
+          o->b = b->order[j];
+          o++;
+        }
+      }
+      out->len = o - (ce_pair *)out->data;
+      continue;
+    }
+    /* Descend as ce_bvh_collide does, so every node pair it tests is
+     * tested here too. */
+    int split_a = leaf_b ? 1 : (leaf_a ? 0 : da->vol >= db->vol);
+    if (stack.len + 2 > stack.cap && ce_buf_reserve(arena, &stack, 2) != CE_OK) return CE_ENOMEM;
+    ce_pair *s = (ce_pair *)stack.data + stack.len;
+    if (split_a) {
+      s[0].a = da->right; s[0].b = top.b;
+      s[1].a = da->left;  s[1].b = top.b;
+    } else {
+      s[0].a = top.a; s[0].b = db->right;
+      s[1].a = top.a; s[1].b = db->left;
     }
     stack.len += 2;
   }

@@ -90,7 +90,31 @@ typedef struct ce_bvh {
   struct ce_bvh *bnd;
   int32_t (*bnd_face)[3];
   int32_t *bnd_tet;
+  /* Boundary hierarchies (the `bnd` of a tet mesh) only, else NULL; used by
+   * ce_bvh_collide_surfaces. disk[i]: a cylinder around node i. tri[q]: the
+   * triangle order[q] (leaf runs contiguous, so a leaf's are adjacent). */
+  struct ce_bvh_disk *disk;
+  struct ce_bvh_tri *tri;
 } ce_bvh;
+
+/* A cylinder around a node's box (so around the node's surface patch): its
+ * points x satisfy |n . (x - c)| <= h, |(x - c) - (n . (x - c)) n| <= rho
+ * and |x - c| <= r (n unit: the box's thinnest axis). vol is the box's
+ * half-extent product, which picks the node to split as ce_bvh_collide does. */
+typedef struct ce_bvh_disk {
+  ce_vec3 c, n;
+  double h, rho, r, vol;
+  int32_t left, right;    /* as in ce_bvh_node (copied for locality) */
+  int32_t first, count;
+} ce_bvh_disk;
+
+/* A boundary triangle: vertices and plane (unit normal n, or 0 when
+ * degenerate; n . x = d on the plane). */
+typedef struct ce_bvh_tri {
+  ce_vec3 v[3];
+  ce_vec3 n;
+  double d;
+} ce_bvh_tri;
 
 typedef struct ce_pair { int32_t a, b; } ce_pair;
 
@@ -109,6 +133,21 @@ size_t ce_bvh_bytes(const ce_bvh *bvh);
 ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b,
                         const ce_pose *X_AB, int use_pressure, ce_arena *arena,
                         ce_buf *out);
+
+/* Seeds for tracing where two boundary surfaces cross: pairs (a, b) of
+ * triangles of two boundary hierarchies (the `bnd` of tet meshes, B placed
+ * in A's frame by X_AB) that may meet. Every pair of ce_bvh_collide(a, b,
+ * X_AB, 0, ...) whose triangles each meet the other's plane (neither lies
+ * strictly on one side of it) is included; pairs where one triangle lies on
+ * one side of the other's plane by more than a rounding margin are not. The
+ * traversal is ce_bvh_collide's, with each node's box replaced by a
+ * cylinder around it (ce_bvh_disk), much cheaper to test, and the leaves'
+ * boxes by their triangles' planes. Appended to `out` (elem = ce_pair, a and
+ * b index bnd_face) in a deterministic order. Hierarchies without disks fall
+ * back to ce_bvh_collide(a, b, X_AB, 0, ...). */
+ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b,
+                                 const ce_pose *X_AB, ce_arena *arena,
+                                 ce_buf *out);
 
 /* Elements whose volume meets the plane n.x = d (plane_only) or the half
  * space n.x <= d, in the geometry frame; appended to `out` (elem = int32_t). */
