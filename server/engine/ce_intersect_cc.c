@@ -416,10 +416,33 @@ static inline int set_has(const pair_set *s, int32_t i, int32_t j) {
   return 0;
 }
 
-/* Whether boundary triangle fa of M and fb of N (N's in M's frame) can
- * meet: neither lies strictly on one side of the other's plane. Where they
- * meet both pressures are zero, so the equal-pressure surface passes
- * through their tets; boxes that merely overlap are filtered out here. */
+/* The interval that a triangle (vertices projected on a line: p[k]; signed
+ * distances to the other triangle's plane: d[k], not all zero and not all
+ * of one strict sign) cuts from the line where the two planes cross. */
+static void seed_interval(const double p[3], const double d[3], double *lo, double *hi) {
+  double a = INFINITY, b = -INFINITY;
+  for (int k = 0; k < 3; k++) {
+    int l = k == 2 ? 0 : k + 1;
+    if (d[k] == 0) {
+      a = fmin(a, p[k]);
+      b = fmax(b, p[k]);
+    }
+    if ((d[k] < 0 && d[l] > 0) || (d[k] > 0 && d[l] < 0)) {
+      double x = p[k] + (p[l] - p[k]) * (d[k] / (d[k] - d[l]));
+      a = fmin(a, x);
+      b = fmax(b, x);
+    }
+  }
+  *lo = a;
+  *hi = b;
+}
+
+/* Whether boundary triangle fa of M and fb of N (N's in M's frame) meet
+ * (Moller's test, with a rounding margin that only lets more through):
+ * each straddles the other's plane and their intervals on the line where
+ * the planes cross overlap. Where they meet both pressures are zero, so
+ * the equal-pressure surface passes through their tets; a seed traversal
+ * returns pairs that only may meet. */
 static int seed_triangles_meet(const ce_geometry *m, const ce_geometry *n, const cc_query *q, int32_t fa,
                                int32_t fb) {
   const int32_t *ia = m->bvh.bnd_face[fa], *ib = n->bvh.bnd_face[fb];
@@ -427,14 +450,26 @@ static int seed_triangles_meet(const ce_geometry *m, const ce_geometry *n, const
   ce_vec3 x[3] = {vm[ia[0]], vm[ia[1]], vm[ia[2]]}, y[3];
   for (int k = 0; k < 3; k++) y[k] = ce_add(ce_mat3_mul_vec(&q->R, vn[ib[k]]), q->t);
   ce_vec3 na = ce_cross(ce_sub(x[1], x[0]), ce_sub(x[2], x[0]));
-  double d0 = ce_dot(na, ce_sub(y[0], x[0])), d1 = ce_dot(na, ce_sub(y[1], x[0])),
-         d2 = ce_dot(na, ce_sub(y[2], x[0]));
-  if ((d0 > 0 && d1 > 0 && d2 > 0) || (d0 < 0 && d1 < 0 && d2 < 0)) return 0;
+  double dy[3], dx[3];
+  for (int k = 0; k < 3; k++) dy[k] = ce_dot(na, ce_sub(y[k], x[0]));
+  if ((dy[0] > 0 && dy[1] > 0 && dy[2] > 0) || (dy[0] < 0 && dy[1] < 0 && dy[2] < 0)) return 0;
   ce_vec3 nb = ce_cross(ce_sub(y[1], y[0]), ce_sub(y[2], y[0]));
-  d0 = ce_dot(nb, ce_sub(x[0], y[0]));
-  d1 = ce_dot(nb, ce_sub(x[1], y[0]));
-  d2 = ce_dot(nb, ce_sub(x[2], y[0]));
-  return !((d0 > 0 && d1 > 0 && d2 > 0) || (d0 < 0 && d1 < 0 && d2 < 0));
+  for (int k = 0; k < 3; k++) dx[k] = ce_dot(nb, ce_sub(x[k], y[0]));
+  if ((dx[0] > 0 && dx[1] > 0 && dx[2] > 0) || (dx[0] < 0 && dx[1] < 0 && dx[2] < 0)) return 0;
+  ce_vec3 D = ce_cross(na, nb);
+  double dd = ce_norm2(D);
+  /* Coplanar (or degenerate) triangles: let them through. */
+  if (!(dd > 1e-20 * ce_norm2(na) * ce_norm2(nb))) return 1;
+  if ((dx[0] == 0 && dx[1] == 0 && dx[2] == 0) || (dy[0] == 0 && dy[1] == 0 && dy[2] == 0)) return 1;
+  double px[3], py[3], alo, ahi, blo, bhi;
+  for (int k = 0; k < 3; k++) {
+    px[k] = ce_dot(D, x[k]);
+    py[k] = ce_dot(D, y[k]);
+  }
+  seed_interval(px, dx, &alo, &ahi);
+  seed_interval(py, dy, &blo, &bhi);
+  double margin = 1e-9 * (fabs(alo) + fabs(ahi) + fabs(blo) + fabs(bhi)) + q->tol * sqrt(dd);
+  return ahi >= blo - margin && bhi >= alo - margin;
 }
 
 static inline ce_errno push_pair(ce_arena *a, pair_set *s, ce_buf *queue, int32_t i, int32_t j) {
@@ -456,7 +491,7 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   *found = 0;
   ce_buf faces;
   ce_buf_init(&faces, sizeof(ce_pair));
-  ce_errno e = ce_bvh_collide(m->bvh.bnd, n->bvh.bnd, X_MN, 0, a, &faces);
+  ce_errno e = ce_bvh_collide_surfaces(m->bvh.bnd, n->bvh.bnd, X_MN, a, &faces);
   if (e != CE_OK) return e;
   if (faces.len == 0) return CE_OK;
   pair_set set;
