@@ -563,11 +563,13 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
           continue;
         }
       }
-      for (int k = 0; k < 4; k++) {
-        if ((fm & (1 << k)) && adjM[pr.a][k] >= 0)
-          if ((e = push_pair(a, &set, &queue, adjM[pr.a][k], pr.b)) != CE_OK) return e;
-        if ((fn & (1 << k)) && adjN[pr.b][k] >= 0)
-          if ((e = push_pair(a, &set, &queue, pr.a, adjN[pr.b][k])) != CE_OK) return e;
+      for (int bm = fm; bm; bm &= bm - 1) {
+        int32_t am = adjM[pr.a][__builtin_ctz(bm)];
+        if (am >= 0 && (e = push_pair(a, &set, &queue, am, pr.b)) != CE_OK) return e;
+      }
+      for (int bn = fn; bn; bn &= bn - 1) {
+        int32_t an = adjN[pr.b][__builtin_ctz(bn)];
+        if (an >= 0 && (e = push_pair(a, &set, &queue, pr.a, an)) != CE_OK) return e;
       }
     }
   }

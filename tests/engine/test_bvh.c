@@ -466,12 +466,12 @@ Test(bvh, surface_seeds_cover_collide_pairs_whose_triangles_meet) {
           ce_pair p = ((ce_pair *)out.data)[i];
           cr_assert(seed_tris_meet(g[a], g[b], &X, p.a, p.b, 1e-9), "pair %d %d cannot meet", p.a, p.b);
         }
-        qsort(out.data, (size_t)out.len, sizeof(ce_pair), cmp_pair);
+        if (out.len > 0) qsort(out.data, (size_t)out.len, sizeof(ce_pair), cmp_pair);
         for (int64_t i = 0; i < ref.len; i++) {
           ce_pair p = ((ce_pair *)ref.data)[i];
           if (!seed_tris_meet(g[a], g[b], &X, p.a, p.b, 0)) continue;
           total_collide++;
-          cr_assert(bsearch(&p, out.data, (size_t)out.len, sizeof(ce_pair), cmp_pair) != NULL,
+          cr_assert(out.len > 0 && bsearch(&p, out.data, (size_t)out.len, sizeof(ce_pair), cmp_pair) != NULL,
                     "collide pair %d %d (meeting) missing (shapes %d %d, pose %d)", p.a, p.b, a, b, it);
         }
         total += out.len;
