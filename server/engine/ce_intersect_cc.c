@@ -21,7 +21,9 @@
  *
  * Candidates come from the BVHs with pressure-range pruning; per pair the
  * kernel does the cheap rejections first (pressure ranges, the plane missing
- * tet M) before touching N's vertices, and uses only fixed-size stack arrays. */
+ * tet M), then tests the slice against all four of N's face planes at once
+ * (ce_tetmesh.fplane, placed in M's frame once per query per tet of N), and
+ * uses only fixed-size stack arrays. */
 #include <math.h>
 #include <string.h>
 
@@ -347,8 +349,11 @@ static ce_errno run_all_candidates(const ce_geometry *m, const ce_geometry *n, c
  * function, so its pieces in neighbouring cells (tet of M) x (tet of N)
  * join across the faces of M or N. Its boundary lies where both pressures
  * are zero, i.e. on both boundaries, so every piece that reaches a boundary
- * is found by starting from the tet pairs whose boundary faces overlap and
- * walking across the faces each pair's intersection touches. A visited set
+ * is found by starting from the tet pairs whose boundary triangles meet
+ * (ce_bvh_collide_surfaces proposes pairs, seed_triangles_meet decides) and
+ * walking across the faces each pair's intersection touches (stepping
+ * diagonally where an edge lies on a face of both tets, see the walk). A
+ * visited set
  * (open addressing on the pair key) keeps each pair to one evaluation; the
  * walk is first-in first-out from the seeds in hierarchy order, so the
  * output order is deterministic. Closed pieces that never reach a boundary
