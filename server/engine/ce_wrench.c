@@ -16,7 +16,9 @@
  * centroid (pressure s->centroid_pressure[f]) into triangles over its
  * corners (vertices lying on a straight edge are skipped, see corners()),
  * and each triangle is integrated with the symmetric 3-point rule at its
- * edge midpoints, weight area/3, exact for polynomials of degree 2. The pressure
+ * edge midpoints, weight area/3, exact for polynomials of degree 2 (adjacent
+ * triangles share the midpoint of their common spoke, so a face with k
+ * corners needs 2k evaluations, see add_face()). The pressure
  * is linear on each face, so without dissipation and friction the force
  * (degree 1) and the moment (linear pressure times linear x, degree 2) are
  * exact whatever the representation: a polygon and its centroid fan give
@@ -45,44 +47,132 @@ typedef struct integ_ctx {
   ce_vec3 n;                /* face normal */
   ce_vec3 vC, w;            /* relative velocity at C, relative spin */
   double d, mu, vs;
+  double big2;              /* (CE_WRENCH_ATAN_FAR vs)^2: slip speeds^2 above it use atan_far() */
   int kin;                  /* d > 0 or mu > 0 */
-  /* per-face accumulators */
+} integ_ctx;
+
+/* Per-face sums. A local of add_face(), apart from the context, so that the
+ * compiler keeps them in registers (stores through a context pointer could
+ * alias the pressure array and would be redone at every point). */
+typedef struct face_acc {
   double fn;                /* integral of tn */
   ce_vec3 fn_r;             /* integral of tn r */
   ce_vec3 ft, tt;           /* friction force on A and its moment about C */
-} integ_ctx;
+} face_acc;
 
-/* Add the traction at r = x - C (pressure p) with quadrature weight w. */
-static inline __attribute__((always_inline)) void add_point(integ_ctx *c, ce_vec3 r, double p, double w) {
-  double tn = p;
-  if (c->kin) {
-    ce_vec3 v = ce_add(c->vC, ce_cross(c->w, r));
-    double vn = ce_dot(v, c->n);
-    double hc = 1.0 - c->d * vn;
-    tn = hc > 0 ? p * hc : 0.0;
-    if (c->mu > 0 && tn != 0) {
-      ce_vec3 vt = ce_axpy(v, -vn, c->n);
-      double s = ce_norm(vt) / c->vs;
-      /* -mu (2/pi) atan(s) tn vt/|vt| = -mu (2/pi) (atan(s)/s) tn vt / vs */
-      ce_vec3 f = ce_scale(vt, -w * c->mu * (2.0 / M_PI) * ce_atan_over_x(s) * tn / c->vs);
-      c->ft = ce_add(c->ft, f);
-      c->tt = ce_add(c->tt, ce_cross(r, f));
-    }
-  }
-  c->fn += w * tn;
-  c->fn_r = ce_axpy(c->fn_r, w * tn, r);
+/* The state of the integrand at one point: r = x - C, pressure, normal
+ * relative velocity and slip velocity. All four are affine in x over a face
+ * (the pressure is linear, the velocity field rigid), so the state at an
+ * edge midpoint is the mean of the states at its ends: each vertex's
+ * velocity is computed once per face instead of at every quadrature point
+ * (a rounding-level difference from evaluating vC + w x r there). Vertices
+ * keep half their state (vertex_half), so a midpoint is a plain sum
+ * (halving is exact). */
+typedef struct qpoint {
+  ce_vec3 r;
+  double p, vn;
+  ce_vec3 vt;
+} qpoint;
+
+static inline __attribute__((always_inline)) qpoint vertex_half(const integ_ctx *c, ce_vec3 r, double p) {
+  qpoint q;
+  ce_vec3 v = ce_add(c->vC, ce_cross(c->w, r));
+  double vn = ce_dot(v, c->n);
+  q.r = ce_scale(r, 0.5);
+  q.p = 0.5 * p;
+  q.vn = 0.5 * vn;
+  q.vt = ce_scale(ce_axpy(v, -vn, c->n), 0.5);
+  return q;
 }
 
-/* One triangle (C-relative vertices, pressures): 3-point edge-midpoint rule. */
-static inline __attribute__((always_inline)) void add_triangle(integ_ctx *c, ce_vec3 x0, double p0, ce_vec3 x1, double p1,
-                         ce_vec3 x2, double p2) {
-  /* the face is planar with unit normal n: |cross| = |cross . n| (no sqrt) */
-  double area = 0.5 * fabs(ce_dot(ce_cross(ce_sub(x1, x0), ce_sub(x2, x0)), c->n));
-  if (!(area > 0)) return;
-  double w = area / 3.0;
-  add_point(c, ce_scale(ce_add(x0, x1), 0.5), 0.5 * (p0 + p1), w);
-  add_point(c, ce_scale(ce_add(x1, x2), 0.5), 0.5 * (p1 + p2), w);
-  add_point(c, ce_scale(ce_add(x2, x0), 0.5), 0.5 * (p2 + p0), w);
+static inline __attribute__((always_inline)) qpoint mid_point(const qpoint *a, const qpoint *b) {
+  qpoint q;
+  q.r = ce_add(a->r, b->r);
+  q.p = a->p + b->p;
+  q.vn = a->vn + b->vn;
+  q.vt = ce_add(a->vt, b->vt);
+  return q;
+}
+
+/* (2/pi) atan(u) for u = 1/s <= 1/CE_WRENCH_ATAN_FAR = 0.01, so that
+ * (2/pi) atan(s) = 1 - (2/pi) atan(u) (atan(s) = pi/2 - atan(1/s)), from the
+ * alternating series atan(u) = u - u^3/3 + u^5/5 - u^7/7: the first omitted
+ * term bounds the error, u^9/9 <= 1.2e-19, far below the rounding of the
+ * result (~1, ulp 2.2e-16). libm's atan costs ~70 instructions, this ~10,
+ * and sliding contacts, where the slip speed is many stiction tolerances
+ * (0.1 m/s = 1000 vs by default), take it at nearly every point. */
+#define CE_WRENCH_ATAN_FAR 100.0
+
+static inline double atan_far(double u) {
+  double u2 = u * u;
+  double q = 1.0 / 3 - u2 * (1.0 / 5 - u2 * (1.0 / 7));
+  return (2.0 / M_PI) * (u * (1.0 - u2 * q));
+}
+
+/* Add the traction at q with quadrature weight w. */
+static inline __attribute__((always_inline)) void add_point(const integ_ctx *c, face_acc *acc, const qpoint *q,
+                                                            double w) {
+  double hc = 1.0 - c->d * q->vn;
+  double tn = hc > 0 ? q->p * hc : 0.0;
+  double wt = w * tn;
+  acc->fn += wt;
+  acc->fn_r = ce_axpy(acc->fn_r, wt, q->r);
+  if (c->mu > 0 && tn != 0) {
+    double vt2 = ce_norm2(q->vt);
+    double g; /* (2/pi) atan(|vt|/vs) / |vt| */
+    if (vt2 >= c->big2) {
+      double inv = 1.0 / sqrt(vt2);
+      g = (1.0 - atan_far(c->vs * inv)) * inv;
+    } else {
+      /* -mu (2/pi) atan(s) tn vt/|vt| = -mu (2/pi) (atan(s)/s) tn vt / vs */
+      g = (2.0 / M_PI) * ce_atan_over_x(sqrt(vt2) / c->vs) / c->vs;
+    }
+    ce_vec3 f = ce_scale(q->vt, -wt * c->mu * g);
+    acc->ft = ce_add(acc->ft, f);
+    acc->tt = ce_add(acc->tt, ce_cross(q->r, f));
+  }
+}
+
+/* The area of the triangle whose corners are 2a, 2b, 2c (half states): the
+ * face is planar with unit normal n, so |cross| = |cross . n| (no sqrt). A
+ * degenerate (or non-finite) triangle weighs nothing. */
+static inline __attribute__((always_inline)) double fan_area(ce_vec3 a, ce_vec3 b, ce_vec3 c, ce_vec3 n) {
+  double t = 2.0 * fabs(ce_dot(ce_cross(ce_sub(b, a), ce_sub(c, a)), n));
+  return t > 0 ? t : 0.0;
+}
+
+/* One face as the fan of triangles (centroid, corner i, corner i+1), each
+ * integrated with the 3-point edge-midpoint rule (weight area/3). Adjacent
+ * triangles share the midpoint of their common spoke (centroid, corner i),
+ * so the rule needs 2k distinct points for k corners, not 3k: each spoke
+ * midpoint is evaluated once with the summed weight (A_{i-1} + A_i)/3, each
+ * outer edge midpoint with A_i/3. Same quadrature, fewer evaluations. */
+static face_acc add_face(const integ_ctx *c, const ce_vec3 *sv, const double *sp, const int32_t *use, int32_t k,
+                         ce_vec3 C, ce_vec3 xc, double pc) {
+  face_acc acc = {0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+  const qpoint qc = vertex_half(c, ce_sub(xc, C), pc);
+  const qpoint q0 = vertex_half(c, ce_sub(sv[use[0]], C), sp[use[0]]);
+  qpoint qi = q0;
+  double a0 = 0, a_prev = 0;
+  for (int32_t i = 0; i < k; i++) {
+    int32_t j = i + 1 == k ? 0 : i + 1;
+    qpoint qj = vertex_half(c, ce_sub(sv[use[j]], C), sp[use[j]]);
+    double a = fan_area(qc.r, qi.r, qj.r, c->n);
+    qpoint m = mid_point(&qi, &qj);
+    add_point(c, &acc, &m, a * (1.0 / 3.0));
+    if (i > 0) {
+      m = mid_point(&qc, &qi);
+      add_point(c, &acc, &m, (a_prev + a) * (1.0 / 3.0));
+    } else {
+      a0 = a;
+    }
+    a_prev = a;
+    qi = qj;
+  }
+  /* the spoke to corner 0, shared by the last triangle and the first */
+  qpoint m = mid_point(&qc, &q0);
+  add_point(c, &acc, &m, (a_prev + a0) * (1.0 / 3.0));
+  return acc;
 }
 
 /* Corners of a convex polygon: its vertices without those lying on the
@@ -228,6 +318,7 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
   c.d = combined ? combined->dissipation : 0;
   c.mu = combined ? combined->friction : 0;
   c.vs = stiction_tolerance > 0 ? stiction_tolerance : 1e-4;
+  c.big2 = (CE_WRENCH_ATAN_FAR * c.vs) * (CE_WRENCH_ATAN_FAR * c.vs);
   /* Without relative motion (vC = 0 and w = 0 exactly) the tractions are
    * p n whatever d and mu: hc = 1 and the slip, hence the friction, is 0. */
   c.kin = (c.d > 0 || c.mu > 0) && (ce_norm2(c.vC) > 0 || ce_norm2(c.w) > 0);
@@ -261,32 +352,22 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
       int32_t o = s->face_offsets[f], m = s->face_offsets[f + 1] - o;
       const int32_t *ids = s->face_vertices + o;
       c.n = s->normal[f];
-      c.fn = 0;
-      c.fn_r = c.ft = c.tt = ce_v3(0, 0, 0);
+      face_acc acc = {0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
       int32_t k = m >= 3 ? corners(s->vertices, ids, m, cid) : 0;
       const int32_t *use = cid;
       if (k < 0) {
         use = ids;
         k = m;
       }
-      if (k >= 3) {
-        ce_vec3 rc = ce_sub(s->centroid[f], C);
-        double pc = s->centroid_pressure[f];
-        ce_vec3 r0 = ce_sub(s->vertices[use[0]], C), ri = r0;
-        for (int32_t i = 0; i < k; i++) {
-          ce_vec3 rj = i + 1 == k ? r0 : ce_sub(s->vertices[use[i + 1]], C);
-          add_triangle(&c, rc, pc, ri, s->pressure[use[i]], rj, s->pressure[use[i + 1 == k ? 0 : i + 1]]);
-          ri = rj;
-        }
-      }
-      ce_vec3 fnv = ce_scale(c.n, c.fn);
-      force = ce_add(force, ce_add(fnv, c.ft));
-      torque = ce_add(torque, ce_add(ce_cross(c.fn_r, c.n), c.tt));
+      if (k >= 3) acc = add_face(&c, s->vertices, s->pressure, use, k, C, s->centroid[f], s->centroid_pressure[f]);
+      ce_vec3 fnv = ce_scale(c.n, acc.fn);
+      force = ce_add(force, ce_add(fnv, acc.ft));
+      torque = ce_add(torque, ce_add(ce_cross(acc.fn_r, c.n), acc.tt));
       nforce = ce_add(nforce, fnv);
-      ff->fn[f] = c.fn;
-      ff->fn_x[f] = ce_axpy(c.fn_r, c.fn, C);
-      fn_total += c.fn;
-      fnr_total = ce_add(fnr_total, c.fn_r);
+      ff->fn[f] = acc.fn;
+      ff->fn_x[f] = ce_axpy(acc.fn_r, acc.fn, C);
+      fn_total += acc.fn;
+      fnr_total = ce_add(fnr_total, acc.fn_r);
     }
   }
 
