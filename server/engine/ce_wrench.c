@@ -109,6 +109,17 @@ static inline double atan_far(double u) {
   return (2.0 / M_PI) * (u * (1.0 - u2 * q));
 }
 
+/* (2/pi) atan(|vt|/vs) / |vt| for |vt|^2 = vt2: the friction traction is
+ * -mu tn vt times this (finite, 2/(pi vs), at vt = 0). */
+static inline __attribute__((always_inline)) double slip_factor(const integ_ctx *c, double vt2) {
+  if (vt2 >= c->big2) {
+    double inv = 1.0 / sqrt(vt2);
+    return (1.0 - atan_far(c->vs * inv)) * inv;
+  }
+  /* (2/pi) atan(s) / |vt| = (2/pi) (atan(s)/s) / vs */
+  return (2.0 / M_PI) * ce_atan_over_x(sqrt(vt2) / c->vs) / c->vs;
+}
+
 /* Add the traction at q with quadrature weight w. */
 static inline __attribute__((always_inline)) void add_point(const integ_ctx *c, face_acc *acc, const qpoint *q,
                                                             double w) {
@@ -118,16 +129,7 @@ static inline __attribute__((always_inline)) void add_point(const integ_ctx *c, 
   acc->fn += wt;
   acc->fn_r = ce_axpy(acc->fn_r, wt, q->r);
   if (c->mu > 0 && tn != 0) {
-    double vt2 = ce_norm2(q->vt);
-    double g; /* (2/pi) atan(|vt|/vs) / |vt| */
-    if (vt2 >= c->big2) {
-      double inv = 1.0 / sqrt(vt2);
-      g = (1.0 - atan_far(c->vs * inv)) * inv;
-    } else {
-      /* -mu (2/pi) atan(s) tn vt/|vt| = -mu (2/pi) (atan(s)/s) tn vt / vs */
-      g = (2.0 / M_PI) * ce_atan_over_x(sqrt(vt2) / c->vs) / c->vs;
-    }
-    ce_vec3 f = ce_scale(q->vt, -wt * c->mu * g);
+    ce_vec3 f = ce_scale(q->vt, -wt * c->mu * slip_factor(c, ce_norm2(q->vt)));
     acc->ft = ce_add(acc->ft, f);
     acc->tt = ce_add(acc->tt, ce_cross(q->r, f));
   }
@@ -347,6 +349,44 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
       fnr_total = ce_add(fnr_total, fnr);
     }
     force = nforce;
+  } else if (ce_norm2(c.w) == 0) {
+    /* Relative translation (w_A = w_B exactly): the relative velocity vC is
+     * the same at every point, so on each face hc = 1 - d vn and the slip
+     * are constant, the normal traction hc p is linear (closed forms, as
+     * without motion, scaled by hc) and the friction traction is that
+     * linear traction times one constant vector F = -mu g(vt) vt:
+     * Int tn F = fn F, Int r x tn F = fn_r x F. The quadrature gives the
+     * same up to rounding: it is exact for these degree-1 and degree-2
+     * integrands. One slip factor per face instead of one per point. */
+    const ce_vec3 *sv = s->vertices;
+    const double *sp = s->pressure;
+    const int32_t *so = s->face_offsets, *sfv = s->face_vertices;
+    for (int32_t f = 0; f < nf; f++) {
+      const ce_vec3 n = s->normal[f];
+      double vn = ce_dot(c.vC, n);
+      double hc = 1.0 - c.d * vn;
+      double fn = 0;
+      ce_vec3 fnr = ce_v3(0, 0, 0), ft = ce_v3(0, 0, 0), tt = ce_v3(0, 0, 0);
+      if (hc > 0) {
+        static_polygon_moments(sv, sp, sfv + so[f], so[f + 1] - so[f], C, n, &fn, &fnr);
+        fn *= hc;
+        fnr = ce_scale(fnr, hc);
+        if (c.mu > 0 && fn != 0) {
+          ce_vec3 vt = ce_axpy(c.vC, -vn, n);
+          ce_vec3 F = ce_scale(vt, -c.mu * slip_factor(&c, ce_norm2(vt)));
+          ft = ce_scale(F, fn);
+          tt = ce_cross(fnr, F);
+        }
+      }
+      ce_vec3 fnv = ce_scale(n, fn);
+      force = ce_add(force, ce_add(fnv, ft));
+      torque = ce_add(torque, ce_add(ce_cross(fnr, n), tt));
+      nforce = ce_add(nforce, fnv);
+      ff->fn[f] = fn;
+      ff->fn_x[f] = ce_axpy(fnr, fn, C);
+      fn_total += fn;
+      fnr_total = ce_add(fnr_total, fnr);
+    }
   } else {
     for (int32_t f = 0; f < nf; f++) {
       int32_t o = s->face_offsets[f], m = s->face_offsets[f + 1] - o;
