@@ -165,8 +165,8 @@ typedef struct pair_acc {
 /* The pair (a, b) with weights (wa, wb). Friction goes the vector way only
  * when both slips are fast (vt2 >= big2, atan_far(), finite factor);
  * otherwise each point takes add_point(). */
-static inline __attribute__((always_inline)) void add_pair(const integ_ctx *c, pair_acc *pa, face_acc *acc,
-                                                           const qpoint *a, const qpoint *b, double wa, double wb) {
+static inline __attribute__((always_inline)) void add_pair(const integ_ctx *c, pair_acc *pa, const qpoint *a,
+                                                           const qpoint *b, double wa, double wb) {
   const v2d zero = {0, 0}, one = {1, 1};
   v2d p = {a->p, b->p}, vn = {a->vn, b->vn}, w = {wa, wb};
   v2d rx = {a->r.x, b->r.x}, ry = {a->r.y, b->r.y}, rz = {a->r.z, b->r.z};
@@ -175,8 +175,19 @@ static inline __attribute__((always_inline)) void add_pair(const integ_ctx *c, p
   if (c->mu > 0) {
     double vt2a = ce_norm2(a->vt), vt2b = ce_norm2(b->vt);
     if (!(vt2a >= c->big2 && vt2b >= c->big2)) {
-      add_point(c, acc, a, wa);
-      add_point(c, acc, b, wb);
+      face_acc t = {0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+      add_point(c, &t, a, wa);
+      add_point(c, &t, b, wb);
+      pa->fn[0] += t.fn;
+      pa->rx[0] += t.fn_r.x;
+      pa->ry[0] += t.fn_r.y;
+      pa->rz[0] += t.fn_r.z;
+      pa->fx[0] += t.ft.x;
+      pa->fy[0] += t.ft.y;
+      pa->fz[0] += t.ft.z;
+      pa->tx[0] += t.tt.x;
+      pa->ty[0] += t.tt.y;
+      pa->tz[0] += t.tt.z;
       return;
     }
     v2d wt = w * tn;
@@ -217,7 +228,6 @@ static inline __attribute__((always_inline)) void add_pair(const integ_ctx *c, p
  * edge midpoint with spoke 0 at the end (its weight needs the last area). */
 static face_acc add_face(const integ_ctx *c, const ce_vec3 *sv, const double *sp, const int32_t *use, int32_t k,
                          ce_vec3 C, ce_vec3 xc, double pc) {
-  face_acc acc = {0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
   pair_acc pa;
   memset(&pa, 0, sizeof pa);
   const qpoint qc = vertex_half(c, ce_sub(xc, C), pc);
@@ -231,18 +241,19 @@ static face_acc add_face(const integ_ctx *c, const ce_vec3 *sv, const double *sp
     qpoint qj = vertex_half(c, ce_sub(sv[use[j]], C), sp[use[j]]);
     double a = fan_area(qc.r, qi.r, qj.r, c->n);
     qpoint me = mid_point(&qi, &qj), ms = mid_point(&qc, &qi);
-    add_pair(c, &pa, &acc, &me, &ms, a * (1.0 / 3.0), (a_prev + a) * (1.0 / 3.0));
+    add_pair(c, &pa, &me, &ms, a * (1.0 / 3.0), (a_prev + a) * (1.0 / 3.0));
     a_prev = a;
     qi = qj;
   }
   /* the first edge and the spoke to corner 0, shared by the last triangle
    * and the first */
   qpoint ms = mid_point(&qc, &q0);
-  add_pair(c, &pa, &acc, &e0, &ms, a0 * (1.0 / 3.0), (a_prev + a0) * (1.0 / 3.0));
-  acc.fn += pa.fn[0] + pa.fn[1];
-  acc.fn_r = ce_add(acc.fn_r, ce_v3(pa.rx[0] + pa.rx[1], pa.ry[0] + pa.ry[1], pa.rz[0] + pa.rz[1]));
-  acc.ft = ce_add(acc.ft, ce_v3(pa.fx[0] + pa.fx[1], pa.fy[0] + pa.fy[1], pa.fz[0] + pa.fz[1]));
-  acc.tt = ce_add(acc.tt, ce_v3(pa.tx[0] + pa.tx[1], pa.ty[0] + pa.ty[1], pa.tz[0] + pa.tz[1]));
+  add_pair(c, &pa, &e0, &ms, a0 * (1.0 / 3.0), (a_prev + a0) * (1.0 / 3.0));
+  face_acc acc;
+  acc.fn = pa.fn[0] + pa.fn[1];
+  acc.fn_r = ce_v3(pa.rx[0] + pa.rx[1], pa.ry[0] + pa.ry[1], pa.rz[0] + pa.rz[1]);
+  acc.ft = ce_v3(pa.fx[0] + pa.fx[1], pa.fy[0] + pa.fy[1], pa.fz[0] + pa.fz[1]);
+  acc.tt = ce_v3(pa.tx[0] + pa.tx[1], pa.ty[0] + pa.ty[1], pa.tz[0] + pa.tz[1]);
   return acc;
 }
 
