@@ -12,13 +12,19 @@
  *
  * Quadrature. Without dissipation and friction, or without relative
  * motion, the traction is p n and each face's force and moment come from
- * the closed forms in static_polygon_moments(). Otherwise every face (triangles included) is fanned around its
- * centroid (pressure s->centroid_pressure[f]) into triangles over its
- * corners (vertices lying on a straight edge are skipped, see corners()),
- * and each triangle is integrated with the symmetric 3-point rule at its
- * edge midpoints, weight area/3, exact for polynomials of degree 2 (adjacent
- * triangles share the midpoint of their common spoke, so a face with k
- * corners needs 2k evaluations, see add_face()). The pressure
+ * the closed forms in static_polygon_moments(). Under a relative
+ * translation (w_A = w_B) the velocity is the same everywhere, so on each
+ * face the traction is those closed forms times the constant factor
+ * (1 - d vn)+, plus one constant friction vector times them (exact, like
+ * the rule below for these integrands). Otherwise every face (triangles
+ * included) is fanned around its centroid (pressure
+ * s->centroid_pressure[f]) into triangles over its corners (vertices lying
+ * on a straight edge are skipped, see corners()), and each triangle is
+ * integrated with the symmetric 3-point rule at its edge midpoints, weight
+ * area/3, exact for polynomials of degree 2 (adjacent triangles share the
+ * midpoint of their common spoke, so a face with k corners needs 2k
+ * evaluations, taken two at a time, see add_face()); the slip factor
+ * atan(s)/s uses an exact series when s >= 100 (atan_far()). The pressure
  * is linear on each face, so without dissipation and friction the force
  * (degree 1) and the moment (linear pressure times linear x, degree 2) are
  * exact whatever the representation: a polygon and its centroid fan give
