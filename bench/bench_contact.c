@@ -7,13 +7,16 @@
  *   cc-v: the cc pair with B moving: sliding at 0.1 m/s along y, approaching
  *       at 0.01 m/s and spinning at 0.2 rad/s about x (friction and
  *       dissipation act, so the wrench takes its quadrature path);
+ *   cc-g: the cc pair with B turned by a generic rotation (about 51 degrees
+ *       about (0.50, -0.75, 0.62)): the meshes no longer mirror each other,
+ *       so polygons are clipped by both tets (more, smaller polygons);
  *   cr: compliant sphere R = 0.1 vs rigid sphere R = 0.1, same distance.
  * Prints per case: mesh sizes, candidate pairs, polygons, candidates per
  * polygon, median and p90 microseconds per query over >= 200 timed runs
  * after a warm-up, and ns per output polygon. Single thread; asserts nothing.
  *
  * Usage: bench_contact [runs [hint [case]]]   (default 300 runs, every hint
- * and case; case = cc, cc-v, cc-x or cr). For profiling one case, e.g.
+ * and case; case = cc, cc-v, cc-g, cc-x or cr). For profiling one case, e.g.
  *   valgrind --tool=callgrind --toggle-collect=ce_contact \
  *       bench_contact 10 0.0066 cc */
 #define _POSIX_C_SOURCE 199309L
@@ -85,10 +88,19 @@ static ce_body body_at(const ce_geometry *g, double x) {
   return b;
 }
 
+/* moving: 1 = B slides, approaches and spins; 2 = B at rest, turned. */
 static void run_contact(const char *name, double hint, const ce_geometry *ga, const ce_geometry *gb, int moving,
                         int runs, ce_arena *arena, double *t, double *tc) {
   ce_body a = body_at(ga, 0), b = body_at(gb, 0.18);
-  if (moving) {
+  if (moving == 2) {
+    ce_quat q = {0.9, 0.2, -0.3, 0.25}; /* normalised below */
+    double l = sqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
+    q.w /= l;
+    q.x /= l;
+    q.y /= l;
+    q.z /= l;
+    b.X_WB = ce_pose_from_quat(q, ce_v3(0.18, 0, 0));
+  } else if (moving) {
     b.V_WB.v = ce_v3(-0.01, 0.1, 0);
     b.V_WB.w = ce_v3(0.2, 0, 0);
   }
@@ -175,15 +187,17 @@ int main(int argc, char **argv) {
   }
   const char *only = argc > 3 ? argv[3] : NULL;
   int do_cc = !only || !strcmp(only, "cc"), do_v = !only || !strcmp(only, "cc-v"), do_x = !only || !strcmp(only, "cc-x"), do_cr = !only || !strcmp(only, "cr");
+  int do_g = !only || !strcmp(only, "cc-g");
   ce_arena *arena = ce_arena_create(1 << 20);
   double *t = malloc(sizeof(double) * (size_t)runs), *tc = malloc(sizeof(double) * (size_t)runs);
   printf("bench_contact: spheres R = 0.1 m, centres 0.18 m apart, %d timed runs per case\n", runs);
   for (size_t h = 0; h < nh; h++) {
-    ce_geometry *c1 = sphere(CE_COMPLIANT, hints[h]), *c2 = (do_cc || do_v || do_x) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
+    ce_geometry *c1 = sphere(CE_COMPLIANT, hints[h]), *c2 = (do_cc || do_v || do_g || do_x) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
     ce_geometry *r1 = do_cr ? sphere(CE_RIGID, hints[h]) : NULL;
     if (c1 && c2) {
       if (do_cc) run_contact("cc", hints[h], c1, c2, 0, runs, arena, t, tc);
       if (do_v) run_contact("cc-v", hints[h], c1, c2, 1, runs, arena, t, tc);
+      if (do_g) run_contact("cc-g", hints[h], c1, c2, 2, runs, arena, t, tc);
       if (do_x) run_intersect(hints[h], c1, c2, runs, arena, t);
     }
     if (c1 && r1) run_contact("cr", hints[h], c1, r1, 0, runs, arena, t, tc);
