@@ -500,17 +500,17 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   if (e != CE_OK) return e;
   if (faces.len == 0) return CE_OK;
   pair_set set;
-  /* The walk evaluates about 1.6 pairs per seed (sphere pairs); both the
-   * set and the queue grow if needed. */
-  if ((e = set_init(a, &set, 2 * faces.len)) != CE_OK) return e;
+  /* Seeds from ce_bvh_collide_surfaces at the finest sphere pair: about 2
+   * pairs and polygons per seed where the meshes mirror each other, 6.6 at
+   * a generic pose. Room for 4 up front (set, queue, builder, N's tets);
+   * all of them grow if needed. */
+  if ((e = set_init(a, &set, 4 * faces.len)) != CE_OK) return e;
   ce_buf queue;
   ce_buf_init(&queue, sizeof(ce_pair));
-  if (ce_buf_reserve(a, &queue, 256 + 2 * faces.len) != CE_OK) return CE_ENOMEM;
-  /* About 1.3 polygons of 3-4 vertices per seed (sphere pairs): room for
-   * that in the builder up front instead of doubling and copying. */
+  if (ce_buf_reserve(a, &queue, 256 + 4 * faces.len) != CE_OK) return CE_ENOMEM;
   {
     ce_builder *b = q->b;
-    int64_t np = 64 + 2 * faces.len, nv = 4 * np;
+    int64_t np = 64 + 4 * faces.len, nv = 4 * np;
     if (ce_buf_reserve(a, &b->v, nv) != CE_OK || ce_buf_reserve(a, &b->p, nv) != CE_OK ||
         ce_buf_reserve(a, &b->face_vert, nv) != CE_OK || ce_buf_reserve(a, &b->face_off, np) != CE_OK ||
         ce_buf_reserve(a, &b->normal, np) != CE_OK || ce_buf_reserve(a, &b->grad_m, np) != CE_OK ||
@@ -518,11 +518,10 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
         ce_buf_reserve(a, &b->elem_n, np) != CE_OK)
       return CE_ENOMEM;
   }
-  /* about two tets of N per seed */
-  if (ce_buf_reserve(a, &q->ncache, 2 * faces.len) != CE_OK) return CE_ENOMEM;
+  if (ce_buf_reserve(a, &q->ncache, 3 * faces.len) != CE_OK) return CE_ENOMEM;
   {
     int nb = q->nbits;
-    while (((int64_t)1 << nb) < 4 * faces.len && nb < 30) nb++;
+    while (((int64_t)1 << nb) < 6 * faces.len && nb < 30) nb++;
     if (nb > q->nbits && nmap_resize(q, nb) != CE_OK) return CE_ENOMEM;
   }
   const ce_pair *fp = faces.data;
