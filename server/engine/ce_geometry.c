@@ -511,6 +511,40 @@ static int edge_key_cmp(const void *pa, const void *pb) {
   return (a->i > b->i) - (a->i < b->i);
 }
 
+/* Counts the connected components of the triangles across shared edges
+ * (m->ncomp; surface tracing needs to know whether one walk covers all). */
+static ce_errno tri_components(ce_trimesh *m, ce_error *err) {
+  int32_t *stack = malloc((size_t)(m->nf > 0 ? m->nf : 1) * sizeof *stack);
+  unsigned char *seen = calloc((size_t)(m->nf > 0 ? m->nf : 1), 1);
+  if (!stack || !seen) {
+    free(stack);
+    free(seen);
+    return ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory for %d component marks", (int)m->nf);
+  }
+  int32_t nc = 0;
+  for (int32_t f0 = 0; f0 < m->nf; f0++) {
+    if (seen[f0]) continue;
+    nc++;
+    int32_t top = 0;
+    stack[top++] = f0;
+    seen[f0] = 1;
+    while (top > 0) {
+      int32_t f = stack[--top];
+      for (int i = 0; i < 3; i++) {
+        int32_t g = m->adj[f][i];
+        if (g >= 0 && !seen[g]) {
+          seen[g] = 1;
+          stack[top++] = g;
+        }
+      }
+    }
+  }
+  m->ncomp = nc;
+  free(stack);
+  free(seen);
+  return CE_OK;
+}
+
 /* Sets adjacency; *open = number of edges with a single triangle. */
 static ce_errno tri_edges(ce_trimesh *m, int require_closed, int64_t *open, ce_error *err) {
   int64_t nk = (int64_t)m->nf * 3;
@@ -596,6 +630,7 @@ static ce_errno tri_build(ce_geometry *g, int require_closed, ce_error *err) {
   }
   int64_t nopen = 0;
   if ((e = tri_edges(m, require_closed, &nopen, err)) != CE_OK) return e;
+  if ((e = tri_components(m, err)) != CE_OK) return e;
   double volume = 0;
   if (nopen == 0) {
     /* Signed volume of the closed surface, about a vertex of the mesh to

@@ -58,6 +58,7 @@ typedef struct ce_trimesh {
   ce_vec3 *normal;        /* nf unit outward normals */
   double *area;           /* nf areas */
   int32_t (*adj)[3];      /* neighbour across edge (i, i+1 mod 3); -1 if open */
+  int32_t ncomp;          /* connected components across shared edges (0: not counted) */
 } ce_trimesh;
 
 /* ---- bounding volume hierarchy (ce_bvh.c) ------------------------------ */
@@ -117,6 +118,75 @@ typedef struct ce_bvh_tri {
 } ce_bvh_tri;
 
 typedef struct ce_pair { int32_t a, b; } ce_pair;
+
+/* ---- surface tracing helpers (ce_walk.c) -------------------------------- */
+
+/* Visited element pairs: open addressing, key ((i << 32) | j) + 1, 0 empty,
+ * at most half full; arena memory. */
+typedef struct ce_pairset {
+  uint64_t *key;
+  int64_t cap, len;
+} ce_pairset;
+
+/* An empty set with room for `want` pairs. */
+ce_errno ce_pairset_init(ce_arena *a, ce_pairset *s, int64_t want);
+/* Doubles the capacity (rehashing). */
+ce_errno ce_pairset_grow(ce_arena *a, ce_pairset *s);
+
+static inline uint64_t ce_pairset_hash(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  return k;
+}
+
+static inline uint64_t ce_pairset_key(int32_t i, int32_t j) {
+  return (((uint64_t)(uint32_t)i << 32) | (uint32_t)j) + 1;
+}
+
+static inline int ce_pairset_has(const ce_pairset *s, int32_t i, int32_t j) {
+  const uint64_t key = ce_pairset_key(i, j), mask = (uint64_t)(s->cap - 1);
+  for (uint64_t h = ce_pairset_hash(key) & mask; s->key[h]; h = (h + 1) & mask)
+    if (s->key[h] == key) return 1;
+  return 0;
+}
+
+/* Inserts (i, j); *added = 1 when it was new. */
+static inline ce_errno ce_pairset_add(ce_arena *a, ce_pairset *s, int32_t i, int32_t j, int *added) {
+  if (2 * (s->len + 1) > s->cap) {
+    ce_errno e = ce_pairset_grow(a, s);
+    if (e != CE_OK) return e;
+  }
+  const uint64_t key = ce_pairset_key(i, j), mask = (uint64_t)(s->cap - 1);
+  uint64_t h = ce_pairset_hash(key) & mask;
+  for (; s->key[h]; h = (h + 1) & mask)
+    if (s->key[h] == key) {
+      *added = 0;
+      return CE_OK;
+    }
+  s->key[h] = key;
+  s->len++;
+  *added = 1;
+  return CE_OK;
+}
+
+/* Appends (i, j) to the walk's queue (elem ce_pair) unless already seen. */
+static inline ce_errno ce_walk_push(ce_arena *a, ce_pairset *s, ce_buf *queue, int32_t i, int32_t j) {
+  int added;
+  ce_errno e = ce_pairset_add(a, s, i, j, &added);
+  if (e != CE_OK || !added) return e;
+  ce_pair *p;
+  if (queue->len < queue->cap) p = (ce_pair *)queue->data + queue->len++;
+  else if (!(p = ce_buf_push(a, queue))) return CE_ENOMEM;
+  p->a = i;
+  p->b = j;
+  return CE_OK;
+}
+
+/* Whether triangles x and y (one frame) meet: Moller's test with a margin
+ * tol (a length) that only lets more through; coplanar or degenerate
+ * triangles count as meeting. */
+int ce_triangles_meet(const ce_vec3 x[3], const ce_vec3 y[3], double tol);
 
 /* Build over nelem elements of k vertices each (k = 3 triangles, 4 tets).
  * `pressure` (per vertex, may be NULL) fills the nodes' pressure ranges. */
@@ -283,6 +353,10 @@ ce_errno ce_intersect_tet_tet_all(const ce_geometry *m, const ce_geometry *n,
 ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n,
                               const ce_pose *X_MN, ce_builder *b,
                               ce_counters *c);
+/* The same from every BVH candidate pair, without surface tracing. */
+ce_errno ce_intersect_tet_tri_all(const ce_geometry *m, const ce_geometry *n,
+                                  const ce_pose *X_MN, ce_builder *b,
+                                  ce_counters *c);
 /* One rigid triangle tri (M's frame, unit normal nrm) clipped by tet t of
  * M, with the rules of ce_intersect_tet_tri (ce_intersect_rigid.c): cheap
  * rejections, the half-open rule for a triangle in a shared tet face,

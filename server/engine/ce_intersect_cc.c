@@ -361,132 +361,15 @@ static ce_errno run_all_candidates(const ce_geometry *m, const ce_geometry *n, c
  * crossing) are found only through the fallback below, which runs when the
  * walk finds nothing. */
 
-typedef struct pair_set {
-  uint64_t *key; /* 0 = empty; pair (i, j) stored as ((i << 32) | j) + 1 */
-  int64_t cap, len;
-} pair_set;
-
-static ce_errno set_init(ce_arena *a, pair_set *s, int64_t want) {
-  int64_t cap = 1024;
-  while (cap < 2 * want) cap *= 2;
-  s->key = ce_arena_calloc(a, (size_t)cap, sizeof *s->key);
-  if (!s->key) return CE_ENOMEM;
-  s->cap = cap;
-  s->len = 0;
-  return CE_OK;
-}
-
-static inline uint64_t set_hash(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  return k;
-}
-
-/* Insert; *added = 1 when the key was new. */
-static inline ce_errno set_add(ce_arena *a, pair_set *s, int32_t i, int32_t j, int *added) {
-  uint64_t key = (((uint64_t)(uint32_t)i << 32) | (uint32_t)j) + 1;
-  if (2 * (s->len + 1) > s->cap) {
-    pair_set t;
-    ce_errno e = set_init(a, &t, s->cap);
-    if (e != CE_OK) return e;
-    for (int64_t k = 0; k < s->cap; k++) {
-      uint64_t kk = s->key[k];
-      if (!kk) continue;
-      uint64_t h = set_hash(kk) & (uint64_t)(t.cap - 1);
-      while (t.key[h]) h = (h + 1) & (uint64_t)(t.cap - 1);
-      t.key[h] = kk;
-      t.len++;
-    }
-    *s = t;
-  }
-  uint64_t h = set_hash(key) & (uint64_t)(s->cap - 1);
-  while (s->key[h]) {
-    if (s->key[h] == key) {
-      *added = 0;
-      return CE_OK;
-    }
-    h = (h + 1) & (uint64_t)(s->cap - 1);
-  }
-  s->key[h] = key;
-  s->len++;
-  *added = 1;
-  return CE_OK;
-}
-
-static inline int set_has(const pair_set *s, int32_t i, int32_t j) {
-  uint64_t key = (((uint64_t)(uint32_t)i << 32) | (uint32_t)j) + 1;
-  for (uint64_t h = set_hash(key) & (uint64_t)(s->cap - 1); s->key[h]; h = (h + 1) & (uint64_t)(s->cap - 1))
-    if (s->key[h] == key) return 1;
-  return 0;
-}
-
-/* The interval that a triangle (vertices projected on a line: p[k]; signed
- * distances to the other triangle's plane: d[k], not all zero and not all
- * of one strict sign) cuts from the line where the two planes cross. */
-static void seed_interval(const double p[3], const double d[3], double *lo, double *hi) {
-  double a = INFINITY, b = -INFINITY;
-  for (int k = 0; k < 3; k++) {
-    int l = k == 2 ? 0 : k + 1;
-    if (d[k] == 0) {
-      a = fmin(a, p[k]);
-      b = fmax(b, p[k]);
-    }
-    if ((d[k] < 0 && d[l] > 0) || (d[k] > 0 && d[l] < 0)) {
-      double x = p[k] + (p[l] - p[k]) * (d[k] / (d[k] - d[l]));
-      a = fmin(a, x);
-      b = fmax(b, x);
-    }
-  }
-  *lo = a;
-  *hi = b;
-}
-
-/* Whether boundary triangle fa of M and fb of N (N's in M's frame) meet
- * (Moller's test, with a rounding margin that only lets more through):
- * each straddles the other's plane and their intervals on the line where
- * the planes cross overlap. Where they meet both pressures are zero, so
- * the equal-pressure surface passes through their tets; a seed traversal
- * returns pairs that only may meet. */
+/* Whether boundary triangle fa of M and fb of N (N's in M's frame) meet;
+ * see ce_triangles_meet. */
 static int seed_triangles_meet(const ce_geometry *m, const ce_geometry *n, const cc_query *q, int32_t fa,
                                int32_t fb) {
   const int32_t *ia = m->bvh.bnd_face[fa], *ib = n->bvh.bnd_face[fb];
   const ce_vec3 *vm = q->TM->v, *vn = q->TN->v;
   ce_vec3 x[3] = {vm[ia[0]], vm[ia[1]], vm[ia[2]]}, y[3];
   for (int k = 0; k < 3; k++) y[k] = ce_add(ce_mat3_mul_vec(&q->R, vn[ib[k]]), q->t);
-  ce_vec3 na = ce_cross(ce_sub(x[1], x[0]), ce_sub(x[2], x[0]));
-  double dy[3], dx[3];
-  for (int k = 0; k < 3; k++) dy[k] = ce_dot(na, ce_sub(y[k], x[0]));
-  if ((dy[0] > 0 && dy[1] > 0 && dy[2] > 0) || (dy[0] < 0 && dy[1] < 0 && dy[2] < 0)) return 0;
-  ce_vec3 nb = ce_cross(ce_sub(y[1], y[0]), ce_sub(y[2], y[0]));
-  for (int k = 0; k < 3; k++) dx[k] = ce_dot(nb, ce_sub(x[k], y[0]));
-  if ((dx[0] > 0 && dx[1] > 0 && dx[2] > 0) || (dx[0] < 0 && dx[1] < 0 && dx[2] < 0)) return 0;
-  ce_vec3 D = ce_cross(na, nb);
-  double dd = ce_norm2(D);
-  /* Coplanar (or degenerate) triangles: let them through. */
-  if (!(dd > 1e-20 * ce_norm2(na) * ce_norm2(nb))) return 1;
-  if ((dx[0] == 0 && dx[1] == 0 && dx[2] == 0) || (dy[0] == 0 && dy[1] == 0 && dy[2] == 0)) return 1;
-  double px[3], py[3], alo, ahi, blo, bhi;
-  for (int k = 0; k < 3; k++) {
-    px[k] = ce_dot(D, x[k]);
-    py[k] = ce_dot(D, y[k]);
-  }
-  seed_interval(px, dx, &alo, &ahi);
-  seed_interval(py, dy, &blo, &bhi);
-  double margin = 1e-9 * (fabs(alo) + fabs(ahi) + fabs(blo) + fabs(bhi)) + q->tol * sqrt(dd);
-  return ahi >= blo - margin && bhi >= alo - margin;
-}
-
-static inline ce_errno push_pair(ce_arena *a, pair_set *s, ce_buf *queue, int32_t i, int32_t j) {
-  int added;
-  ce_errno e = set_add(a, s, i, j, &added);
-  if (e != CE_OK || !added) return e;
-  ce_pair *p;
-  if (queue->len < queue->cap) p = (ce_pair *)queue->data + queue->len++;
-  else if (!(p = ce_buf_push(a, queue))) return CE_ENOMEM;
-  p->a = i;
-  p->b = j;
-  return CE_OK;
+  return ce_triangles_meet(x, y, q->tol);
 }
 
 /* Returns CE_OK with *found = number of pairs with a nonempty intersection. */
@@ -499,12 +382,12 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   ce_errno e = ce_bvh_collide_surfaces(m->bvh.bnd, n->bvh.bnd, X_MN, a, &faces);
   if (e != CE_OK) return e;
   if (faces.len == 0) return CE_OK;
-  pair_set set;
+  ce_pairset set;
   /* Seeds from ce_bvh_collide_surfaces at the finest sphere pair: about 2
    * pairs and polygons per seed where the meshes mirror each other, 6.6 at
    * a generic pose. Room for 4 up front (set, queue, builder, N's tets);
    * all of them grow if needed. */
-  if ((e = set_init(a, &set, 4 * faces.len)) != CE_OK) return e;
+  if ((e = ce_pairset_init(a, &set, 4 * faces.len)) != CE_OK) return e;
   ce_buf queue;
   ce_buf_init(&queue, sizeof(ce_pair));
   if (ce_buf_reserve(a, &queue, 256 + 4 * faces.len) != CE_OK) return CE_ENOMEM;
@@ -536,8 +419,8 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
       seed++;
       /* Seeds on a piece already traced are skipped by the visited set
        * before the triangle test. */
-      if (set_has(&set, ta, tb) || !seed_triangles_meet(m, n, q, fa, fb)) continue;
-      if ((e = push_pair(a, &set, &queue, ta, tb)) != CE_OK) return e;
+      if (ce_pairset_has(&set, ta, tb) || !seed_triangles_meet(m, n, q, fa, fb)) continue;
+      if ((e = ce_walk_push(a, &set, &queue, ta, tb)) != CE_OK) return e;
       continue;
     }
     ce_pair pr = ((const ce_pair *)queue.data)[head++];
@@ -563,17 +446,17 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
       if (h.proper && fm && !(fm & (fm - 1)) && fn && !(fn & (fn - 1))) {
         int32_t am = adjM[pr.a][__builtin_ctz(fm)], an = adjN[pr.b][__builtin_ctz(fn)];
         if (am >= 0 && an >= 0) {
-          if ((e = push_pair(a, &set, &queue, am, an)) != CE_OK) return e;
+          if ((e = ce_walk_push(a, &set, &queue, am, an)) != CE_OK) return e;
           continue;
         }
       }
       for (int bm = fm; bm; bm &= bm - 1) {
         int32_t am = adjM[pr.a][__builtin_ctz(bm)];
-        if (am >= 0 && (e = push_pair(a, &set, &queue, am, pr.b)) != CE_OK) return e;
+        if (am >= 0 && (e = ce_walk_push(a, &set, &queue, am, pr.b)) != CE_OK) return e;
       }
       for (int bn = fn; bn; bn &= bn - 1) {
         int32_t an = adjN[pr.b][__builtin_ctz(bn)];
-        if (an >= 0 && (e = push_pair(a, &set, &queue, pr.a, an)) != CE_OK) return e;
+        if (an >= 0 && (e = ce_walk_push(a, &set, &queue, pr.a, an)) != CE_OK) return e;
       }
     }
   }

@@ -269,10 +269,14 @@ static inline __attribute__((always_inline)) int clip_poly(const ce_vec3 *x, con
 }
 
 /* The polygon where rigid triangle P (M frame, unit normal nrm) lies inside
- * tet t of M; see ce_clip_tri_tet. */
+ * tet t of M; see ce_clip_tri_tet. *exists (when not NULL; it starts at
+ * 0) gets the corner count k of the intersection left in out: k when it
+ * has positive area, even when the gradient rule drops it, and -k when it
+ * is a segment or has no area. The surface walk crosses both. */
 static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3],
                                                               ce_vec3 nrm, double eps, const int32_t sv[3], int32_t f,
-                                                              ce_vec3 *out, ce_clip_key *labels, ce_counters *c) {
+                                                              ce_vec3 *out, ce_clip_key *labels, int *exists,
+                                                              ce_counters *c) {
   ce_vec3 g = T->grad[t];
   ce_vec3 gh = ce_normalize(g);
   /* Gradient rule (see the file comment). A zero gradient (constant
@@ -329,7 +333,9 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
       EL[i].v[1] = u < w ? w : u;
       EL[i].v[2] = -1;
     }
-  for (int i = 0; i < 4 && np >= 3; i++) {
+  /* the walk also crosses segments (exists != NULL: clip 2-gons too) */
+  const int npmin = exists ? 2 : 3;
+  for (int i = 0; i < 4 && np >= npmin; i++) {
     /* unit inward normal of the face opposite vertex i */
     double inv = 1.0 / ce_norm(fns[i]);
     ce_vec3 fn = ce_scale(fns[i], inv);
@@ -356,7 +362,7 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
       memcpy(EL, ELQ, (size_t)np * sizeof(elabel));
     }
   }
-  if (np < 3) return 0;
+  if (np < npmin) return 0;
   /* drop near-duplicate consecutive vertices */
   int k = 0;
   for (int i = 0; i < np; i++)
@@ -366,9 +372,11 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
       k++;
     }
   while (k > 1 && ce_norm(ce_sub(out[k - 1], out[0])) <= eps) k--;
+  if (exists && k >= 2) *exists = -k; /* a segment, or no area: a bridge */
   if (k < 3) return 0;
   ce_vec3 a2 = poly_area2(out, k);
   if (!(ce_dot(a2, nrm) > 0)) return 0; /* zero area (or degenerate) */
+  if (exists) *exists = k;
   if (!rule_ok) {
     c->faces_dropped++;
     return 0;
@@ -380,53 +388,205 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
  * compiler drop the label work from the unlabelled (terrain) copy. */
 int ce_clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3], ce_vec3 nrm, double eps,
                     const int32_t tri_v[3], int32_t tri_id, ce_vec3 *out, ce_clip_key *labels, ce_counters *c) {
-  if (labels) return clip_tri_tet(T, t, tri, nrm, eps, tri_v, tri_id, out, labels, c);
-  return clip_tri_tet(T, t, tri, nrm, eps, NULL, 0, out, NULL, c);
+  if (labels) return clip_tri_tet(T, t, tri, nrm, eps, tri_v, tri_id, out, labels, NULL, c);
+  return clip_tri_tet(T, t, tri, nrm, eps, NULL, 0, out, NULL, NULL, c);
+}
+
+/* One query of ce_intersect_tet_tri. */
+typedef struct tt_query {
+  const ce_tetmesh *T;
+  const ce_trimesh *S;
+  const ce_pose *X_MN;
+  double eps;
+  ce_builder *b;
+  ce_counters *c;
+  vcache cache;
+} tt_query;
+
+/* Pair (tet t, triangle f): its polygon into the builder (vertices shared
+ * through the cache). With walk != NULL, also what the surface walk needs:
+ * walk->n edges of the intersection (0 when it is empty or a point, 1 for
+ * a segment), walk->proper when it is a polygon with area (kept or
+ * dropped by the gradient rule), and per edge (corner i -> i + 1) the
+ * features holding it: faces of tet t (bits 0-3, face k opposite vertex
+ * k) and edges of triangle f (bits 4-6, edge e from corner e to e + 1),
+ * within eps. */
+typedef struct tt_hit {
+  int n, proper;
+  int ebits[MAXV];
+} tt_hit;
+
+static ce_errno tet_tri_pair(tt_query *q, int32_t t, int32_t f, tt_hit *walk) {
+  const ce_trimesh *S = q->S;
+  const ce_tetmesh *T = q->T;
+  ce_vec3 nrm = ce_pose_rotate(q->X_MN, S->normal[f]);
+  const int32_t *sv = S->tri[f];
+  ce_vec3 P[3], Q[MAXV];
+  vkey LQ[MAXV];
+  for (int i = 0; i < 3; i++) P[i] = ce_pose_apply(q->X_MN, S->v[sv[i]]);
+  int ex = 0;
+  int k = clip_tri_tet(T, t, P, nrm, q->eps, sv, f, Q, LQ, walk ? &ex : NULL, q->c);
+  if (walk) {
+    int kx = ex < 0 ? -ex : ex;
+    walk->n = kx;
+    walk->proper = ex > 0;
+    if (kx >= 2) {
+      /* faces of t and edges of f each corner lies on */
+      const double(*fp)[4] = T->fplane[t];
+      ce_vec3 en[3];
+      for (int e = 0; e < 3; e++) {
+        ce_vec3 d = ce_sub(P[e == 2 ? 0 : e + 1], P[e]);
+        double l = ce_norm(d);
+        en[e] = l > 0 ? ce_scale(ce_cross(nrm, d), 1.0 / l) : ce_v3(0, 0, 0);
+      }
+      int vb[MAXV];
+      for (int i = 0; i < kx; i++) {
+        ce_vec3 x = Q[i];
+        int bits = 0;
+        for (int kf = 0; kf < 4; kf++)
+          bits |= (fabs(fp[0][kf] * x.x + fp[1][kf] * x.y + fp[2][kf] * x.z - fp[3][kf]) <= q->eps) << kf;
+        for (int e = 0; e < 3; e++) bits |= (fabs(ce_dot(en[e], ce_sub(x, P[e]))) <= q->eps) << (4 + e);
+        vb[i] = bits;
+      }
+      for (int i = 0; i < kx; i++) walk->ebits[i] = vb[i] & vb[i + 1 == kx ? 0 : i + 1];
+      if (kx == 2) walk->n = 1; /* a segment: one edge */
+    }
+  }
+  if (k < 3) return CE_OK;
+  ce_vec3 g = T->grad[t];
+  ce_errno e;
+  if ((e = vcache_reserve(&q->cache, k)) != CE_OK) return e;
+  int32_t ids[MAXV];
+  for (int i = 0; i < k; i++) {
+    vslot *sl = LQ[i].k[0] != 0 ? vcache_find(&q->cache, LQ[i]) : NULL;
+    if (sl && sl->id >= 0) {
+      ids[i] = sl->id;
+      continue;
+    }
+    ids[i] = ce_builder_add_vertex(q->b, Q[i], fmax(0.0, ce_dot(g, Q[i]) + T->offset[t]));
+    if (ids[i] < 0) return CE_ENOMEM;
+    if (sl) vcache_set(&q->cache, sl, LQ[i], ids[i]);
+  }
+  int added;
+  if ((e = emit_face(q->b, ids, k, nrm, g, ce_v3(0, 0, 0), t, f, &added)) != CE_OK) return e;
+  q->c->polygons += added;
+  return CE_OK;
+}
+
+/* Surface tracing, as for two tet meshes (ce_intersect_cc.c): N's surface
+ * inside M is a surface whose pieces in neighbouring cells (tet of M) x
+ * (triangle of N) join across tet faces and triangle edges. N connected
+ * and reaching outside M, every piece inside M touches M's boundary where
+ * a boundary triangle of M meets a triangle of N: those pairs seed the
+ * walk, which steps across the tet faces and triangle edges each polygon's
+ * edges lie on (diagonally too where an edge lies on both). The caller
+ * falls back to every candidate pair when N has several components (one
+ * could lie wholly inside M) or the walk finds nothing (N wholly inside). */
+static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_query *q, int64_t *found) {
+  ce_arena *a = q->b->arena;
+  *found = 0;
+  ce_buf seeds;
+  ce_buf_init(&seeds, sizeof(ce_pair));
+  ce_errno e = ce_bvh_collide(m->bvh.bnd, &n->bvh, q->X_MN, 0, a, &seeds);
+  if (e != CE_OK || seeds.len == 0) return e;
+  ce_pairset set;
+  if ((e = ce_pairset_init(a, &set, 4 * seeds.len)) != CE_OK) return e;
+  ce_buf queue;
+  ce_buf_init(&queue, sizeof(ce_pair));
+  if (ce_buf_reserve(a, &queue, 256 + 4 * seeds.len) != CE_OK) return CE_ENOMEM;
+  if ((e = vcache_init(&q->cache, a, 4 * seeds.len)) != CE_OK) return e;
+  const ce_pair *sp = seeds.data;
+  const int32_t(*adjM)[4] = (const int32_t(*)[4])q->T->adj;
+  const int32_t(*adjN)[3] = (const int32_t(*)[3])q->S->adj;
+  int64_t head = 0, next = 0;
+  for (;;) {
+    if (head == queue.len) {
+      if (next == seeds.len) break;
+      int32_t fa = sp[next].a, f = sp[next].b, t = m->bvh.bnd_tet[fa];
+      next++;
+      if (ce_pairset_has(&set, t, f)) continue;
+      const int32_t *ia = m->bvh.bnd_face[fa], *sv = q->S->tri[f];
+      ce_vec3 x[3], y[3];
+      for (int k = 0; k < 3; k++) {
+        x[k] = q->T->v[ia[k]];
+        y[k] = ce_pose_apply(q->X_MN, q->S->v[sv[k]]);
+      }
+      if (!ce_triangles_meet(x, y, q->eps)) continue;
+      if ((e = ce_walk_push(a, &set, &queue, t, f)) != CE_OK) return e;
+      continue;
+    }
+    ce_pair pr = ((const ce_pair *)queue.data)[head++];
+    tt_hit h;
+    if ((e = tet_tri_pair(q, pr.a, pr.b, &h)) != CE_OK) return e;
+    if (h.n < 1) continue;
+    *found += h.proper;
+    for (int i = 0; i < h.n; i++) {
+      const int ft = h.ebits[i] & 0xF, fe = h.ebits[i] >> 4;
+      int32_t tt[5] = {pr.a}, ff[4] = {pr.b};
+      int nt = 1, nf = 1;
+      for (int b = ft; b; b &= b - 1) {
+        int32_t t2 = adjM[pr.a][__builtin_ctz(b)];
+        if (t2 >= 0) tt[nt++] = t2;
+      }
+      for (int b = fe; b; b &= b - 1) {
+        int32_t f2 = adjN[pr.b][__builtin_ctz(b)];
+        if (f2 >= 0) ff[nf++] = f2;
+      }
+      /* every combination but (t, f) itself: across the tet faces, across
+       * the triangle edges, and diagonally where the edge lies on both */
+      for (int u = 0; u < nt; u++)
+        for (int w = 0; w < nf; w++)
+          if ((u || w) && (e = ce_walk_push(a, &set, &queue, tt[u], ff[w])) != CE_OK) return e;
+    }
+  }
+  q->c->candidate_pairs += queue.len;
+  return CE_OK;
+}
+
+/* Every candidate pair, without surface tracing (also the reference the
+ * tests compare the walk with). */
+ce_errno ce_intersect_tet_tri_all(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
+                                  ce_builder *b, ce_counters *c) {
+  tt_query q;
+  memset(&q, 0, sizeof q);
+  q.T = &m->tet;
+  q.S = &n->tri;
+  q.X_MN = X_MN;
+  /* coplanarity tolerance: a few ulps of the coordinates' magnitude */
+  q.eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
+  q.b = b;
+  q.c = c;
+  ce_buf pairs;
+  ce_buf_init(&pairs, sizeof(ce_pair));
+  ce_errno e = ce_bvh_collide(&m->bvh, &n->bvh, X_MN, 0, b->arena, &pairs);
+  if (e != CE_OK) return e;
+  c->candidate_pairs += pairs.len;
+  if ((e = vcache_init(&q.cache, b->arena, pairs.len)) != CE_OK) return e;
+  for (int64_t k = 0; k < pairs.len; k++) {
+    ce_pair pr = ((const ce_pair *)pairs.data)[k];
+    if ((e = tet_tri_pair(&q, pr.a, pr.b, NULL)) != CE_OK) return e;
+  }
+  return CE_OK;
 }
 
 ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
                               ce_builder *b, ce_counters *c) {
-  ce_arena *a = b->arena;
-  ce_buf pairs;
-  ce_buf_init(&pairs, sizeof(ce_pair));
-  ce_errno e = ce_bvh_collide(&m->bvh, &n->bvh, X_MN, 0, a, &pairs);
-  if (e != CE_OK) return e;
-  c->candidate_pairs += pairs.len;
-  const ce_tetmesh *T = &m->tet;
-  const ce_trimesh *S = &n->tri;
-  /* coplanarity tolerance: a few ulps of the coordinates' magnitude */
-  const double eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
-  const ce_vec3 zero = ce_v3(0, 0, 0);
-  vcache cache;
-  if ((e = vcache_init(&cache, a, pairs.len)) != CE_OK) return e;
-  for (int64_t q = 0; q < pairs.len; q++) {
-    ce_pair pr = ((const ce_pair *)pairs.data)[q];
-    int32_t t = pr.a, f = pr.b;
-    ce_vec3 nrm = ce_pose_rotate(X_MN, S->normal[f]);
-    const int32_t *sv = S->tri[f];
-    ce_vec3 P[3], Q[MAXV];
-    vkey LQ[MAXV];
-    for (int i = 0; i < 3; i++) P[i] = ce_pose_apply(X_MN, S->v[sv[i]]);
-    int k = clip_tri_tet(T, t, P, nrm, eps, sv, f, Q, LQ, c);
-    if (k < 3) continue;
-    ce_vec3 g = T->grad[t];
-    if ((e = vcache_reserve(&cache, k)) != CE_OK) return e;
-    int32_t ids[MAXV];
-    for (int i = 0; i < k; i++) {
-      vslot *sl = LQ[i].k[0] != 0 ? vcache_find(&cache, LQ[i]) : NULL;
-      if (sl && sl->id >= 0) {
-        ids[i] = sl->id;
-        continue;
-      }
-      ids[i] = ce_builder_add_vertex(b, Q[i], fmax(0.0, ce_dot(g, Q[i]) + T->offset[t]));
-      if (ids[i] < 0) return CE_ENOMEM;
-      if (sl) vcache_set(&cache, sl, LQ[i], ids[i]);
-    }
-    int added;
-    if ((e = emit_face(b, ids, k, nrm, g, zero, t, f, &added)) != CE_OK) return e;
-    c->polygons += added;
+  if (m->bvh.bnd && m->tet.adj && m->tet.fplane && n->tri.adj && n->tri.ncomp == 1) {
+    tt_query q;
+    memset(&q, 0, sizeof q);
+    q.T = &m->tet;
+    q.S = &n->tri;
+    q.X_MN = X_MN;
+    q.eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
+    q.b = b;
+    q.c = c;
+    int64_t found;
+    ce_errno e = trace_tet_tri(m, n, &q, &found);
+    /* Nothing found: no polygon was added (any polygon counts as found),
+     * so the builder is as it was. */
+    if (e != CE_OK || found > 0) return e;
   }
-  return CE_OK;
+  return ce_intersect_tet_tri_all(m, n, X_MN, b, c);
 }
 
 /* ---- slicing a tet by the zero set of a linear function ------------------ */

@@ -2,6 +2,7 @@
  * half space (rigid and compliant), compliant half space vs rigid mesh. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -769,4 +770,159 @@ Test(intersect_rigid, compliant_halfspace_vs_rigid_role_swap, .init = setup, .fi
   assert_ccw(&r2.surface);
   ce_geometry_free(sq);
   ce_geometry_free(hc);
+}
+
+/* ---- surface tracing (compliant mesh vs rigid mesh) ----------------------- */
+
+static ce_geometry *shape_of(ce_shape_type type, ce_compliance c, double r, ce_vec3 size, double hint) {
+  ce_shape sh;
+  memset(&sh, 0, sizeof sh);
+  sh.type = type;
+  sh.radius = r;
+  sh.size = size;
+  sh.length = 0.1;
+  ce_props pr = ce_test_props(c, c == CE_COMPLIANT ? 1e6 : 0, hint);
+  ce_geometry *g = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_shape(&sh, &pr, &g, &err), CE_OK, "%s", err.message);
+  return g;
+}
+
+static int cmp_key(const void *x, const void *y) {
+  const int64_t *a = x, *b = y;
+  return *a < *b ? -1 : (*a > *b);
+}
+
+static double builder_area(const ce_builder *b) {
+  const int32_t *off = b->face_off.data, *fv = b->face_vert.data;
+  const ce_vec3 *v = b->v.data, *nrm = b->normal.data;
+  double a = 0;
+  for (int64_t f = 0; f < b->normal.len; f++) {
+    ce_vec3 s = ce_v3(0, 0, 0), x0 = v[fv[off[f]]];
+    for (int k = off[f] + 1; k + 1 < off[f + 1]; k++)
+      s = ce_add(s, ce_cross(ce_sub(v[fv[k]], x0), ce_sub(v[fv[k + 1]], x0)));
+    a += 0.5 * ce_dot(s, nrm[f]);
+  }
+  return a;
+}
+
+/* The traced surface has the same polygons (source pairs), drops and area
+ * as the one from every candidate pair; returns the number of polygons,
+ * kept or dropped by the gradient rule. */
+static int64_t compare_traced_tri(const ce_geometry *m, const ce_geometry *n, const ce_pose *X, const char *what) {
+  ce_arena_reset(arena);
+  ce_builder b1, b2;
+  cr_assert_eq(ce_builder_init(&b1, arena), CE_OK);
+  cr_assert_eq(ce_builder_init(&b2, arena), CE_OK);
+  ce_counters c1 = {0, 0, 0}, c2 = {0, 0, 0};
+  cr_assert_eq(ce_intersect_tet_tri_all(m, n, X, &b1, &c1), CE_OK);
+  cr_assert_eq(ce_intersect_tet_tri(m, n, X, &b2, &c2), CE_OK);
+  cr_assert_eq(c1.polygons, c2.polygons, "%s: %lld polygons from all pairs, %lld traced", what,
+               (long long)c1.polygons, (long long)c2.polygons);
+  cr_assert_eq(c1.faces_dropped, c2.faces_dropped, "%s: dropped %lld vs %lld", what, (long long)c1.faces_dropped,
+               (long long)c2.faces_dropped);
+  double a1 = builder_area(&b1), a2 = builder_area(&b2);
+  cr_assert(fabs(a1 - a2) <= 1e-12 * fabs(a1) + 1e-18, "%s: area %.17g vs %.17g", what, a1, a2);
+  int64_t nf = b1.normal.len;
+  int64_t *k1 = malloc(sizeof(int64_t) * (size_t)(nf + 1)), *k2 = malloc(sizeof(int64_t) * (size_t)(nf + 1));
+  for (int64_t f = 0; f < nf; f++) {
+    k1[f] = ((int64_t)((int32_t *)b1.elem_m.data)[f] << 32) | ((int32_t *)b1.elem_n.data)[f];
+    k2[f] = ((int64_t)((int32_t *)b2.elem_m.data)[f] << 32) | ((int32_t *)b2.elem_n.data)[f];
+  }
+  if (nf > 0) {
+    qsort(k1, (size_t)nf, sizeof *k1, cmp_key);
+    qsort(k2, (size_t)nf, sizeof *k2, cmp_key);
+  }
+  cr_assert(nf == 0 || memcmp(k1, k2, sizeof(int64_t) * (size_t)nf) == 0, "%s: different source pairs", what);
+  free(k1);
+  free(k2);
+  return c1.polygons + c1.faces_dropped;
+}
+
+Test(intersect_rigid, tet_tri_tracing_matches_all_candidates, .init = setup, .fini = teardown) {
+  ce_arena_destroy(arena);
+  arena = ce_arena_create(1 << 20);
+  ce_geometry *cs = shape_of(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.026);
+  ce_geometry *cb = shape_of(CE_SHAPE_BOX, CE_COMPLIANT, 0, ce_v3(0.2, 0.15, 0.1), 0.03);
+  ce_geometry *cc = shape_of(CE_SHAPE_CAPSULE, CE_COMPLIANT, 0.05, ce_v3(0, 0, 0), 0.02);
+  ce_geometry *rs = shape_of(CE_SHAPE_SPHERE, CE_RIGID, 0.08, ce_v3(0, 0, 0), 0.02);
+  ce_geometry *rb = shape_of(CE_SHAPE_BOX, CE_RIGID, 0, ce_v3(0.2, 0.15, 0.1), 0.05);
+  ce_geometry *ry = shape_of(CE_SHAPE_CYLINDER, CE_RIGID, 0.05, ce_v3(0, 0, 0), 0.02);
+  cr_assert_eq(rs->tri.ncomp, 1);
+  cr_assert_eq(rb->tri.ncomp, 1);
+  char what[64];
+  /* the benchmark's pose: a rigid sphere overlapping the compliant one */
+  ce_pose X = ce_pose_identity();
+  X.p = ce_v3(0.16, 0, 0);
+  cr_assert(compare_traced_tri(cs, rs, &X, "spheres") > 50);
+  /* Aligned boxes: rigid faces in tet face planes, edges along tet edges
+   * (the degenerate cases of the walk), and a box face through the centre. */
+  const ce_vec3 offs[5] = {{0.15, 0, 0}, {0.15, 0.05, 0}, {0.1, 0.075, 0.05}, {0, 0, 0.09}, {0.1, 0, 0}};
+  for (int k = 0; k < 5; k++) {
+    ce_pose Y = ce_pose_identity();
+    Y.p = offs[k];
+    snprintf(what, sizeof what, "aligned boxes %d", k);
+    cr_assert(compare_traced_tri(cb, rb, &Y, what) > 0, "%s: no contact", what);
+    snprintf(what, sizeof what, "rigid sphere on compliant box %d", k);
+    compare_traced_tri(cb, rs, &Y, what);
+  }
+  /* random poses of several pairs */
+  const ce_geometry *cm[3] = {cs, cb, cc}, *rn[3] = {rs, rb, ry};
+  uint64_t st = 99;
+  int touching = 0;
+  for (int trial = 0; trial < 24; trial++) {
+    ce_quat q = ce_test_rand_quat(&st);
+    ce_vec3 dir = ce_quat_rotate(ce_test_rand_quat(&st), ce_v3(1, 0, 0));
+    ce_pose Y = ce_pose_from_quat(q, ce_scale(dir, 0.04 + 0.12 * ce_test_rand(&st)));
+    snprintf(what, sizeof what, "random %d", trial);
+    touching += compare_traced_tri(cm[trial % 3], rn[(trial / 3) % 3], &Y, what) > 0;
+  }
+  cr_assert(touching >= 16, "only %d of 24 random poses touch", touching);
+  /* A rigid sphere wholly inside the compliant one: no boundary crossing,
+   * the walk finds nothing and every candidate pair is used (near the
+   * centre the gradient rule drops its faces: they count). */
+  X.p = ce_v3(0.005, 0, 0);
+  ce_geometry *small = shape_of(CE_SHAPE_SPHERE, CE_RIGID, 0.03, ce_v3(0, 0, 0), 0.02);
+  cr_assert(compare_traced_tri(cs, small, &X, "rigid sphere inside") > 0);
+  ce_geometry_free(small);
+  ce_geometry_free(cs);
+  ce_geometry_free(cb);
+  ce_geometry_free(cc);
+  ce_geometry_free(rs);
+  ce_geometry_free(rb);
+  ce_geometry_free(ry);
+}
+
+/* Two closed shells in one rigid mesh, one crossing the compliant body's
+ * boundary and one wholly inside it: the walk alone would miss the inner
+ * one, so such meshes (two components) use every candidate pair. */
+Test(intersect_rigid, tet_tri_two_component_mesh_keeps_inner_shell, .init = setup, .fini = teardown) {
+  ce_arena_destroy(arena);
+  arena = ce_arena_create(1 << 20);
+  ce_geometry *cs = shape_of(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.026);
+  /* two tetrahedral shells: one around (0.09, 0, 0) poking out, one around
+   * the centre (outward winding) */
+  const double s = 0.04;
+  double v[24];
+  const double c[2][3] = {{0.09, 0, 0}, {0, 0, 0}};
+  for (int k = 0; k < 2; k++) {
+    const double u[4][3] = {{0, 0, 0}, {s, 0, 0}, {0, s, 0}, {0, 0, s}};
+    for (int i = 0; i < 4; i++)
+      for (int d = 0; d < 3; d++) v[12 * k + 3 * i + d] = c[k][d] + u[i][d];
+  }
+  const int32_t t[24] = {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3, 4, 6, 5, 4, 5, 7, 4, 7, 6, 5, 6, 7};
+  ce_geometry *two = rigid_trimesh(8, v, 8, t);
+  cr_assert_eq(two->tri.ncomp, 2);
+  ce_pose X = ce_pose_identity();
+  ce_arena_reset(arena);
+  ce_builder b;
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  ce_counters cnt = {0, 0, 0};
+  cr_assert_eq(ce_intersect_tet_tri(cs, two, &X, &b, &cnt), CE_OK);
+  int inner = 0;
+  for (int64_t f = 0; f < b.normal.len; f++) inner += ((int32_t *)b.elem_n.data)[f] >= 4;
+  cr_assert(inner > 0, "no polygon from the inner shell");
+  cr_assert(compare_traced_tri(cs, two, &X, "two shells") > 0);
+  ce_geometry_free(two);
+  ce_geometry_free(cs);
 }

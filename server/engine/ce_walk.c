@@ -1,0 +1,86 @@
+/* ce_walk.c — pieces shared by the intersectors that trace a contact
+ * surface from seeds instead of testing every candidate pair
+ * (ce_intersect_cc.c for two tet meshes, ce_intersect_rigid.c for a tet
+ * mesh and a rigid triangle mesh):
+ *  - ce_pairset: the visited set of element pairs, open addressing on the
+ *    pair key in the query's arena (the inline lookups are in
+ *    ce_internal.h);
+ *  - ce_triangles_meet: whether two triangles meet (the seed test: where a
+ *    boundary triangle of M meets a triangle of N, the surface starts). */
+#include <math.h>
+
+#include "ce_internal.h"
+
+ce_errno ce_pairset_init(ce_arena *a, ce_pairset *s, int64_t want) {
+  int64_t cap = 1024;
+  while (cap < 2 * want) cap *= 2;
+  s->key = ce_arena_calloc(a, (size_t)cap, sizeof *s->key);
+  if (!s->key) return CE_ENOMEM;
+  s->cap = cap;
+  s->len = 0;
+  return CE_OK;
+}
+
+ce_errno ce_pairset_grow(ce_arena *a, ce_pairset *s) {
+  ce_pairset t;
+  ce_errno e = ce_pairset_init(a, &t, s->cap);
+  if (e != CE_OK) return e;
+  for (int64_t k = 0; k < s->cap; k++) {
+    uint64_t kk = s->key[k];
+    if (!kk) continue;
+    uint64_t h = ce_pairset_hash(kk) & (uint64_t)(t.cap - 1);
+    while (t.key[h]) h = (h + 1) & (uint64_t)(t.cap - 1);
+    t.key[h] = kk;
+    t.len++;
+  }
+  *s = t;
+  return CE_OK;
+}
+
+/* The interval that a triangle (vertices projected on a line: p[k]; signed
+ * distances to the other triangle's plane: d[k], not all zero and not all
+ * of one strict sign) cuts from the line where the two planes cross. */
+static void meet_interval(const double p[3], const double d[3], double *lo, double *hi) {
+  double a = INFINITY, b = -INFINITY;
+  for (int k = 0; k < 3; k++) {
+    int l = k == 2 ? 0 : k + 1;
+    if (d[k] == 0) {
+      a = fmin(a, p[k]);
+      b = fmax(b, p[k]);
+    }
+    if ((d[k] < 0 && d[l] > 0) || (d[k] > 0 && d[l] < 0)) {
+      double x = p[k] + (p[l] - p[k]) * (d[k] / (d[k] - d[l]));
+      a = fmin(a, x);
+      b = fmax(b, x);
+    }
+  }
+  *lo = a;
+  *hi = b;
+}
+
+/* Moller's test: each triangle straddles the other's plane and their
+ * intervals on the line where the planes cross overlap, with a margin
+ * (tol, a length) that only lets more through. Coplanar or degenerate
+ * triangles are let through. */
+int ce_triangles_meet(const ce_vec3 x[3], const ce_vec3 y[3], double tol) {
+  ce_vec3 na = ce_cross(ce_sub(x[1], x[0]), ce_sub(x[2], x[0]));
+  double dy[3], dx[3];
+  for (int k = 0; k < 3; k++) dy[k] = ce_dot(na, ce_sub(y[k], x[0]));
+  if ((dy[0] > 0 && dy[1] > 0 && dy[2] > 0) || (dy[0] < 0 && dy[1] < 0 && dy[2] < 0)) return 0;
+  ce_vec3 nb = ce_cross(ce_sub(y[1], y[0]), ce_sub(y[2], y[0]));
+  for (int k = 0; k < 3; k++) dx[k] = ce_dot(nb, ce_sub(x[k], y[0]));
+  if ((dx[0] > 0 && dx[1] > 0 && dx[2] > 0) || (dx[0] < 0 && dx[1] < 0 && dx[2] < 0)) return 0;
+  ce_vec3 D = ce_cross(na, nb);
+  double dd = ce_norm2(D);
+  if (!(dd > 1e-20 * ce_norm2(na) * ce_norm2(nb))) return 1;
+  if ((dx[0] == 0 && dx[1] == 0 && dx[2] == 0) || (dy[0] == 0 && dy[1] == 0 && dy[2] == 0)) return 1;
+  double px[3], py[3], alo, ahi, blo, bhi;
+  for (int k = 0; k < 3; k++) {
+    px[k] = ce_dot(D, x[k]);
+    py[k] = ce_dot(D, y[k]);
+  }
+  meet_interval(px, dx, &alo, &ahi);
+  meet_interval(py, dy, &blo, &bhi);
+  double margin = 1e-9 * (fabs(alo) + fabs(ahi) + fabs(blo) + fabs(bhi)) + tol * sqrt(dd);
+  return ahi >= blo - margin && bhi >= alo - margin;
+}
