@@ -58,12 +58,12 @@ typedef struct vcache {
 } vcache;
 
 static uint64_t vhash(vkey k) {
-  uint64_t h = 0x9E3779B97F4A7C15ULL;
-  for (int i = 0; i < 6; i++) {
-    h ^= (uint64_t)(uint32_t)k.k[i] + 0x632BE59BD9B4E019ULL + (h << 6) + (h >> 2);
-    h *= 0xBF58476D1CE4E5B9ULL;
-  }
-  h ^= h >> 31;
+  /* one multiply per field, then a finalising mix: the keys are small
+   * integers, so the multiplies spread them over the word */
+  uint64_t h = (uint64_t)(uint32_t)k.k[0] * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uint32_t)k.k[1] * 0xC2B2AE3D27D4EB4FULL ^
+               (uint64_t)(uint32_t)k.k[2] * 0x165667B19E3779F9ULL ^ (uint64_t)(uint32_t)k.k[3] * 0xD6E8FEB86659FD93ULL ^
+               (uint64_t)(uint32_t)k.k[4] * 0xFF51AFD7ED558CCDULL ^ (uint64_t)(uint32_t)k.k[5] * 0xC4CEB9FE1A85EC53ULL;
+  h ^= h >> 32;
   h *= 0x94D049BB133111EBULL;
   h ^= h >> 29;
   return h;
@@ -321,7 +321,6 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
   }
   vkey L[MAXV], LQ[MAXV];
   elabel EL[MAXV], ELQ[MAXV];
-  vkey *lab = labels ? L : NULL;
   if (labels)
     for (int i = 0; i < 3; i++) {
       L[i] = label_none();
@@ -335,6 +334,9 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
     }
   /* the walk also crosses segments (exists != NULL: clip 2-gons too) */
   const int npmin = exists ? 2 : 3;
+  ce_vec3 *cp = P, *cq = Q;
+  vkey *cl = L, *clq = LQ;
+  elabel *cel = EL, *celq = ELQ;
   for (int i = 0; i < 4 && np >= npmin; i++) {
     /* unit inward normal of the face opposite vertex i */
     double inv = 1.0 / ce_norm(fns[i]);
@@ -348,27 +350,32 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
      * have opposite inward normals, so exactly one keeps it. */
     int coplanar = 1;
     for (int k = 0; k < np && coplanar; k++)
-      if (fabs(ce_dot(fn, P[k]) - off) > eps) coplanar = 0;
+      if (fabs(ce_dot(fn, cp[k]) - off) > eps) coplanar = 0;
     if (coplanar) {
       if (!(ce_dot(nrm, fn) > 0)) return 0;
       continue;
     }
     int32_t fc[3] = {tv[(i + 1) & 3], tv[(i + 2) & 3], tv[(i + 3) & 3]};
     sort3(fc);
-    np = clip_poly(P, lab, EL, np, fn, off, fc, f, Q, LQ, ELQ);
-    memcpy(P, Q, (size_t)np * sizeof(ce_vec3));
-    if (labels) {
-      memcpy(L, LQ, (size_t)np * sizeof(vkey));
-      memcpy(EL, ELQ, (size_t)np * sizeof(elabel));
-    }
+    np = clip_poly(cp, labels ? cl : NULL, cel, np, fn, off, fc, f, cq, clq, celq);
+    /* the output becomes the input of the next face (swap, no copies) */
+    ce_vec3 *tp = cp;
+    cp = cq;
+    cq = tp;
+    vkey *tl = cl;
+    cl = clq;
+    clq = tl;
+    elabel *te = cel;
+    cel = celq;
+    celq = te;
   }
   if (np < npmin) return 0;
   /* drop near-duplicate consecutive vertices */
   int k = 0;
   for (int i = 0; i < np; i++)
-    if (k == 0 || ce_norm(ce_sub(P[i], out[k - 1])) > eps) {
-      out[k] = P[i];
-      if (labels) labels[k] = L[i];
+    if (k == 0 || ce_norm(ce_sub(cp[i], out[k - 1])) > eps) {
+      out[k] = cp[i];
+      if (labels) labels[k] = cl[i];
       k++;
     }
   while (k > 1 && ce_norm(ce_sub(out[k - 1], out[0])) <= eps) k--;
