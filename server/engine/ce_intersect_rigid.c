@@ -550,19 +550,24 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
   return CE_OK;
 }
 
+static void tt_query_init(tt_query *q, const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
+                          ce_builder *b, ce_counters *c) {
+  memset(q, 0, sizeof *q);
+  q->T = &m->tet;
+  q->S = &n->tri;
+  q->X_MN = X_MN;
+  /* coplanarity tolerance: a few ulps of the coordinates' magnitude */
+  q->eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
+  q->b = b;
+  q->c = c;
+}
+
 /* Every candidate pair, without surface tracing (also the reference the
  * tests compare the walk with). */
 ce_errno ce_intersect_tet_tri_all(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
                                   ce_builder *b, ce_counters *c) {
   tt_query q;
-  memset(&q, 0, sizeof q);
-  q.T = &m->tet;
-  q.S = &n->tri;
-  q.X_MN = X_MN;
-  /* coplanarity tolerance: a few ulps of the coordinates' magnitude */
-  q.eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
-  q.b = b;
-  q.c = c;
+  tt_query_init(&q, m, n, X_MN, b, c);
   ce_buf pairs;
   ce_buf_init(&pairs, sizeof(ce_pair));
   ce_errno e = ce_bvh_collide(&m->bvh, &n->bvh, X_MN, 0, b->arena, &pairs);
@@ -580,13 +585,7 @@ ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const 
                               ce_builder *b, ce_counters *c) {
   if (m->bvh.bnd && m->tet.adj && m->tet.fplane && n->tri.adj && n->tri.ncomp == 1) {
     tt_query q;
-    memset(&q, 0, sizeof q);
-    q.T = &m->tet;
-    q.S = &n->tri;
-    q.X_MN = X_MN;
-    q.eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
-    q.b = b;
-    q.c = c;
+    tt_query_init(&q, m, n, X_MN, b, c);
     int64_t found;
     ce_errno e = trace_tet_tri(m, n, &q, &found);
     /* Nothing found: no polygon was added (any polygon counts as found),

@@ -1,5 +1,7 @@
 /* ce_test_util.c — helpers shared by the engine's unit tests. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ce_test_util.h"
@@ -130,4 +132,36 @@ char *ce_test_obj_lblock(double h, size_t *len) {
   }
   *len = b.n;
   return b.s;
+}
+
+ce_geometry *ce_test_shape(ce_shape_type type, ce_compliance c, double radius, ce_vec3 size, double hint) {
+  ce_shape sh;
+  memset(&sh, 0, sizeof sh);
+  sh.type = type;
+  sh.radius = radius;
+  sh.size = size;
+  sh.length = 0.1;
+  ce_props pr = ce_test_props(c, c == CE_COMPLIANT ? 1e6 : 0, hint);
+  ce_geometry *g = NULL;
+  ce_error err;
+  if (ce_geometry_from_shape(&sh, &pr, &g, &err) != CE_OK) {
+    fprintf(stderr, "ce_test_shape: %s\n", err.message);
+    return NULL;
+  }
+  return g;
+}
+
+static int cmp_key(const void *x, const void *y) {
+  const int64_t *a = x, *b = y;
+  return *a < *b ? -1 : (*a > *b);
+}
+
+int64_t *ce_test_face_keys(const ce_builder *b) {
+  int64_t nf = b->elem_m.len;
+  int64_t *k = malloc(sizeof(int64_t) * (size_t)(nf + 1));
+  if (!k) return NULL;
+  for (int64_t f = 0; f < nf; f++)
+    k[f] = ((int64_t)((const int32_t *)b->elem_m.data)[f] << 32) | (uint32_t)((const int32_t *)b->elem_n.data)[f];
+  if (nf > 0) qsort(k, (size_t)nf, sizeof *k, cmp_key);
+  return k;
 }

@@ -14,6 +14,12 @@ ce_body ce_test_body(const ce_geometry *g, ce_quat q, ce_vec3 p);
 double ce_test_rand(uint64_t *state);
 /* A uniformly random unit quaternion. */
 ce_quat ce_test_rand_quat(uint64_t *state);
+/* A primitive (length 0.1 for capsules and cylinders; modulus 1e6 when
+ * compliant), or NULL with the reason printed. */
+ce_geometry *ce_test_shape(ce_shape_type type, ce_compliance c, double radius, ce_vec3 size, double hint);
+/* The builder's faces as sorted keys (element of M << 32 | element of N),
+ * malloc'd (the caller frees; never NULL for a valid builder). */
+int64_t *ce_test_face_keys(const ce_builder *b);
 
 
 /* Wavefront OBJ text of test surfaces (malloc'd, NUL terminated; *len =

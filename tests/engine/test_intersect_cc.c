@@ -381,22 +381,9 @@ Test(intersect_cc, polygons_tile_the_section_of_two_tet_cubes) {
  * random poses, including the symmetric sphere pair whose meshes mirror
  * each other across the contact plane. */
 static ce_geometry *prim(ce_shape_type type, double r, ce_vec3 size, double hint) {
-  ce_shape sh;
-  memset(&sh, 0, sizeof sh);
-  sh.type = type;
-  sh.radius = r;
-  sh.size = size;
-  sh.length = 0.1;
-  ce_props pr = ce_test_props(CE_COMPLIANT, 1e6, hint);
-  ce_geometry *g = NULL;
-  ce_error err;
-  cr_assert_eq(ce_geometry_from_shape(&sh, &pr, &g, &err), CE_OK, "%s", err.message);
+  ce_geometry *g = ce_test_shape(type, CE_COMPLIANT, r, size, hint);
+  cr_assert_not_null(g);
   return g;
-}
-
-static int cmp_face_key(const void *x, const void *y) {
-  const int64_t *a = x, *b = y;
-  return *a < *b ? -1 : (*a > *b);
 }
 
 static int64_t compare_traced(const ce_geometry *m, const ce_geometry *n, const ce_pose *X, ce_arena *arena,
@@ -414,13 +401,7 @@ static int64_t compare_traced(const ce_geometry *m, const ce_geometry *n, const 
   double a1 = total_area(&b1), a2 = total_area(&b2);
   cr_assert(fabs(a1 - a2) <= 1e-12 * fabs(a1) + 1e-18, "%s: area %.17g vs %.17g", what, a1, a2);
   int64_t nf = nfaces(&b1);
-  int64_t *k1 = malloc(sizeof(int64_t) * (size_t)(nf + 1)), *k2 = malloc(sizeof(int64_t) * (size_t)(nf + 1));
-  for (int64_t f = 0; f < nf; f++) {
-    k1[f] = ((int64_t)((int32_t *)b1.elem_m.data)[f] << 32) | ((int32_t *)b1.elem_n.data)[f];
-    k2[f] = ((int64_t)((int32_t *)b2.elem_m.data)[f] << 32) | ((int32_t *)b2.elem_n.data)[f];
-  }
-  qsort(k1, (size_t)nf, sizeof *k1, cmp_face_key);
-  qsort(k2, (size_t)nf, sizeof *k2, cmp_face_key);
+  int64_t *k1 = ce_test_face_keys(&b1), *k2 = ce_test_face_keys(&b2);
   cr_assert(memcmp(k1, k2, sizeof(int64_t) * (size_t)nf) == 0, "%s: different source pairs", what);
   free(k1);
   free(k2);

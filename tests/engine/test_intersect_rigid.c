@@ -775,22 +775,9 @@ Test(intersect_rigid, compliant_halfspace_vs_rigid_role_swap, .init = setup, .fi
 /* ---- surface tracing (compliant mesh vs rigid mesh) ----------------------- */
 
 static ce_geometry *shape_of(ce_shape_type type, ce_compliance c, double r, ce_vec3 size, double hint) {
-  ce_shape sh;
-  memset(&sh, 0, sizeof sh);
-  sh.type = type;
-  sh.radius = r;
-  sh.size = size;
-  sh.length = 0.1;
-  ce_props pr = ce_test_props(c, c == CE_COMPLIANT ? 1e6 : 0, hint);
-  ce_geometry *g = NULL;
-  ce_error err;
-  cr_assert_eq(ce_geometry_from_shape(&sh, &pr, &g, &err), CE_OK, "%s", err.message);
+  ce_geometry *g = ce_test_shape(type, c, r, size, hint);
+  cr_assert_not_null(g);
   return g;
-}
-
-static int cmp_key(const void *x, const void *y) {
-  const int64_t *a = x, *b = y;
-  return *a < *b ? -1 : (*a > *b);
 }
 
 static double builder_area(const ce_builder *b) {
@@ -824,15 +811,7 @@ static int64_t compare_traced_tri(const ce_geometry *m, const ce_geometry *n, co
   double a1 = builder_area(&b1), a2 = builder_area(&b2);
   cr_assert(fabs(a1 - a2) <= 1e-12 * fabs(a1) + 1e-18, "%s: area %.17g vs %.17g", what, a1, a2);
   int64_t nf = b1.normal.len;
-  int64_t *k1 = malloc(sizeof(int64_t) * (size_t)(nf + 1)), *k2 = malloc(sizeof(int64_t) * (size_t)(nf + 1));
-  for (int64_t f = 0; f < nf; f++) {
-    k1[f] = ((int64_t)((int32_t *)b1.elem_m.data)[f] << 32) | ((int32_t *)b1.elem_n.data)[f];
-    k2[f] = ((int64_t)((int32_t *)b2.elem_m.data)[f] << 32) | ((int32_t *)b2.elem_n.data)[f];
-  }
-  if (nf > 0) {
-    qsort(k1, (size_t)nf, sizeof *k1, cmp_key);
-    qsort(k2, (size_t)nf, sizeof *k2, cmp_key);
-  }
+  int64_t *k1 = ce_test_face_keys(&b1), *k2 = ce_test_face_keys(&b2);
   cr_assert(nf == 0 || memcmp(k1, k2, sizeof(int64_t) * (size_t)nf) == 0, "%s: different source pairs", what);
   free(k1);
   free(k2);
