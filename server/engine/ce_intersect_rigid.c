@@ -304,12 +304,23 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
   if (above == 4 || below == 4) return 0;
   ce_vec3 fns[4];
   double offs[4];
+  /* the stored face planes (outward, unit) when the mesh has them */
+  const int unit = T->fplane != NULL;
   for (int i = 0; i < 4; i++) {
     /* face opposite vertex i, normal pointing into the tet */
-    ce_vec3 x0 = X[(i + 1) & 3], x1 = X[(i + 2) & 3], x2 = X[(i + 3) & 3];
-    ce_vec3 fn = ce_cross(ce_sub(x1, x0), ce_sub(x2, x0));
-    if (ce_dot(fn, ce_sub(X[i], x0)) < 0) fn = ce_neg(fn);
-    double off = ce_dot(fn, x0), lim = eps * eps * ce_norm2(fn);
+    ce_vec3 fn;
+    double off;
+    if (unit) {
+      const double(*fp)[4] = T->fplane[t];
+      fn = ce_v3(-fp[0][i], -fp[1][i], -fp[2][i]);
+      off = -fp[3][i];
+    } else {
+      ce_vec3 x0 = X[(i + 1) & 3], x1 = X[(i + 2) & 3], x2 = X[(i + 3) & 3];
+      fn = ce_cross(ce_sub(x1, x0), ce_sub(x2, x0));
+      if (ce_dot(fn, ce_sub(X[i], x0)) < 0) fn = ce_neg(fn);
+      off = ce_dot(fn, x0);
+    }
+    double lim = eps * eps * ce_norm2(fn);
     int outc = 0;
     for (int k = 0; k < 3; k++) {
       double d = ce_dot(fn, P[k]) - off;
@@ -339,7 +350,7 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
   elabel *cel = EL, *celq = ELQ;
   for (int i = 0; i < 4 && np >= npmin; i++) {
     /* unit inward normal of the face opposite vertex i */
-    double inv = 1.0 / ce_norm(fns[i]);
+    double inv = unit ? 1.0 : 1.0 / ce_norm(fns[i]);
     ce_vec3 fn = ce_scale(fns[i], inv);
     double off = offs[i] * inv;
     /* A triangle lying in this face's plane: the face, when shared by two
