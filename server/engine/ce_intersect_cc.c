@@ -417,8 +417,7 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
       if (seed == faces.len) break;
       int32_t fa = fp[seed].a, fb = fp[seed].b, ta = m->bvh.bnd_tet[fa], tb = n->bvh.bnd_tet[fb];
       seed++;
-      /* Seeds on a piece already traced are skipped by the visited set
-       * before the triangle test. */
+      /* (checked before the triangle test, the dearer of the two) */
       if (ce_pairset_has(&set, ta, tb) || !seed_triangles_meet(m, n, q, fa, fb)) continue;
       if ((e = ce_walk_push(a, &set, &queue, ta, tb)) != CE_OK) return e;
       continue;
