@@ -585,6 +585,19 @@ static const placed_box *place(const ce_bvh *bb, int32_t j, const ce_pose *X, pl
   return p;
 }
 
+/* The two child pairs of node pair `top` onto the traversal stack, right
+ * child first (so the left one is popped first): A's children when
+ * split_a, else B's. Shared by both pair traversals so they descend alike. */
+static inline ce_errno push_children(ce_arena *arena, ce_buf *stack, ce_pair top, int split_a, int32_t left,
+                                     int32_t right) {
+  if (stack->len + 2 > stack->cap && ce_buf_reserve(arena, stack, 2) != CE_OK) return CE_ENOMEM;
+  ce_pair *s = (ce_pair *)stack->data + stack->len;
+  s[0] = split_a ? (ce_pair){right, top.b} : (ce_pair){top.a, right};
+  s[1] = split_a ? (ce_pair){left, top.b} : (ce_pair){top.a, left};
+  stack->len += 2;
+  return CE_OK;
+}
+
 ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b, const ce_pose *X_AB,
                         int use_pressure, ce_arena *arena, ce_buf *out) {
   if (bvh_a->nnodes == 0 || bvh_b->nnodes == 0) return CE_OK;
@@ -644,16 +657,9 @@ ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b, const ce_pose 
       double va = na->half.x * na->half.y * na->half.z, vb = nb->half.x * nb->half.y * nb->half.z;
       split_a = va >= vb;
     }
-    if (ce_buf_reserve(arena, &stack, 2) != CE_OK) return CE_ENOMEM;
-    ce_pair *s = (ce_pair *)stack.data + stack.len;
-    if (split_a) {
-      s[0].a = na->right; s[0].b = top.b;
-      s[1].a = na->left;  s[1].b = top.b;
-    } else {
-      s[0].a = top.a; s[0].b = nb->right;
-      s[1].a = top.a; s[1].b = nb->left;
-    }
-    stack.len += 2;
+    if (push_children(arena, &stack, top, split_a, split_a ? na->left : nb->left,
+                      split_a ? na->right : nb->right) != CE_OK)
+      return CE_ENOMEM;
   }
   return CE_OK;
 }
@@ -746,16 +752,9 @@ ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b, const ce_pose
     /* Descend as ce_bvh_collide does, so every node pair it tests is
      * tested here too. */
     int split_a = leaf_b ? 1 : (leaf_a ? 0 : da->vol >= db->vol);
-    if (stack.len + 2 > stack.cap && ce_buf_reserve(arena, &stack, 2) != CE_OK) return CE_ENOMEM;
-    ce_pair *s = (ce_pair *)stack.data + stack.len;
-    if (split_a) {
-      s[0].a = da->right; s[0].b = top.b;
-      s[1].a = da->left;  s[1].b = top.b;
-    } else {
-      s[0].a = top.a; s[0].b = db->right;
-      s[1].a = top.a; s[1].b = db->left;
-    }
-    stack.len += 2;
+    if (push_children(arena, &stack, top, split_a, split_a ? da->left : db->left,
+                      split_a ? da->right : db->right) != CE_OK)
+      return CE_ENOMEM;
   }
   return CE_OK;
 }
