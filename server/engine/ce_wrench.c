@@ -178,29 +178,29 @@ static inline __attribute__((always_inline)) void add_pair(const integ_ctx *c, p
   v2d rx = {a->r.x, b->r.x}, ry = {a->r.y, b->r.y}, rz = {a->r.z, b->r.z};
   v2d hc = one - c->d * vn;
   v2d tn = (v2d)((v2i)(p * hc) & (hc > zero)); /* hc > 0 ? p hc : 0 */
+  const double vt2a = ce_norm2(a->vt), vt2b = ce_norm2(b->vt);
+  if (c->mu > 0 && !(vt2a >= c->big2 && vt2b >= c->big2)) {
+    face_acc t = {0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    add_point(c, &t, a, wa);
+    add_point(c, &t, b, wb);
+    pa->fn[0] += t.fn;
+    pa->rx[0] += t.fn_r.x;
+    pa->ry[0] += t.fn_r.y;
+    pa->rz[0] += t.fn_r.z;
+    pa->fx[0] += t.ft.x;
+    pa->fy[0] += t.ft.y;
+    pa->fz[0] += t.ft.z;
+    pa->tx[0] += t.tt.x;
+    pa->ty[0] += t.tt.y;
+    pa->tz[0] += t.tt.z;
+    return;
+  }
+  v2d wt = w * tn;
+  pa->fn += wt;
+  pa->rx += wt * rx;
+  pa->ry += wt * ry;
+  pa->rz += wt * rz;
   if (c->mu > 0) {
-    double vt2a = ce_norm2(a->vt), vt2b = ce_norm2(b->vt);
-    if (!(vt2a >= c->big2 && vt2b >= c->big2)) {
-      face_acc t = {0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
-      add_point(c, &t, a, wa);
-      add_point(c, &t, b, wb);
-      pa->fn[0] += t.fn;
-      pa->rx[0] += t.fn_r.x;
-      pa->ry[0] += t.fn_r.y;
-      pa->rz[0] += t.fn_r.z;
-      pa->fx[0] += t.ft.x;
-      pa->fy[0] += t.ft.y;
-      pa->fz[0] += t.ft.z;
-      pa->tx[0] += t.tt.x;
-      pa->ty[0] += t.tt.y;
-      pa->tz[0] += t.tt.z;
-      return;
-    }
-    v2d wt = w * tn;
-    pa->fn += wt;
-    pa->rx += wt * rx;
-    pa->ry += wt * ry;
-    pa->rz += wt * rz;
     v2d sq = {sqrt(vt2a), sqrt(vt2b)};
     v2d inv = one / sq;
     v2d u = c->vs * inv, u2 = u * u;
@@ -215,13 +215,7 @@ static inline __attribute__((always_inline)) void add_pair(const integ_ctx *c, p
     pa->tx += ry * fz - rz * fy;
     pa->ty += rz * fx - rx * fz;
     pa->tz += rx * fy - ry * fx;
-    return;
   }
-  v2d wt = w * tn;
-  pa->fn += wt;
-  pa->rx += wt * rx;
-  pa->ry += wt * ry;
-  pa->rz += wt * rz;
 }
 
 /* One face as the fan of triangles (centroid, corner i, corner i+1), each
