@@ -37,6 +37,18 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Appends a finished (or posted) job to the done queue and wakes the loop,
+ * which runs its completion in drain(). Any thread. */
+static void done_push(cd_pool *p, cd_job *job) {
+  job->next = NULL;
+  pthread_mutex_lock(&p->done_mu);
+  if (p->done_tail) p->done_tail->next = job;
+  else p->done_head = job;
+  p->done_tail = job;
+  pthread_mutex_unlock(&p->done_mu);
+  uv_async_send(&p->async);
+}
+
 static void *worker_main(void *arg) {
   worker_slot *s = arg;
   cd_pool *p = s->pool;
@@ -58,13 +70,7 @@ static void *worker_main(void *arg) {
     ce_arena_reset(s->w.arena);
     atomic_fetch_add(&s->busy_ns, now_ns() - t0);
 
-    job->next = NULL;
-    pthread_mutex_lock(&p->done_mu);
-    if (p->done_tail) p->done_tail->next = job;
-    else p->done_head = job;
-    p->done_tail = job;
-    pthread_mutex_unlock(&p->done_mu);
-    uv_async_send(&p->async);
+    done_push(p, job);
   }
   return NULL;
 }
@@ -126,13 +132,7 @@ void cd_pool_submit(cd_pool *p, cd_job *job) {
 
 void cd_pool_post(cd_pool *p, cd_job *job) {
   job->run = NULL;
-  job->next = NULL;
-  pthread_mutex_lock(&p->done_mu);
-  if (p->done_tail) p->done_tail->next = job;
-  else p->done_head = job;
-  p->done_tail = job;
-  pthread_mutex_unlock(&p->done_mu);
-  uv_async_send(&p->async);
+  done_push(p, job);
 }
 
 uint64_t cd_pool_pending(const cd_pool *p) { return p->pending; }
