@@ -19,7 +19,7 @@
  * Boundary hierarchies also keep a cylinder around each box and their
  * triangles, for ce_bvh_collide_surfaces: the same traversal with a ~45
  * instruction cylinder test instead of the ~350 instruction 15-axis one,
- * and leaf pairs filtered by the triangles' planes. */
+ * and leaf pairs kept only where their triangles meet. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -669,11 +669,13 @@ typedef struct placed_disk {
   ce_vec3 c, n;
 } placed_disk;
 
-/* Whether triangle t lies strictly on one side of the plane n . x = d by
- * more than tol. */
-static inline int tri_off_plane(ce_vec3 n, double d, const ce_vec3 v[3], double tol) {
-  double s0 = ce_dot(n, v[0]) - d, s1 = ce_dot(n, v[1]) - d, s2 = ce_dot(n, v[2]) - d;
-  return (s0 > tol && s1 > tol && s2 > tol) || (s0 < -tol && s1 < -tol && s2 < -tol);
+/* Signed distances s[k] of v[k] to the plane n . x = d; whether all three
+ * lie strictly on one side of it by more than tol. */
+static inline int tri_off_plane(ce_vec3 n, double d, const ce_vec3 v[3], double tol, double s[3]) {
+  s[0] = ce_dot(n, v[0]) - d;
+  s[1] = ce_dot(n, v[1]) - d;
+  s[2] = ce_dot(n, v[2]) - d;
+  return (s[0] > tol && s[1] > tol && s[2] > tol) || (s[0] < -tol && s[1] < -tol && s[2] < -tol);
 }
 
 ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b, const ce_pose *X_AB, ce_arena *arena,
@@ -740,13 +742,26 @@ ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b, const ce_pose
         const ce_bvh_tri *ta = &TA[i];
         for (int32_t j = db->first; j < db->first + db->count; j++) {
           const ce_bvh_tri *tb = &pt[j];
-          if (tri_off_plane(ta->n, ta->d, tb->v, tol) || tri_off_plane(tb->n, tb->d, ta->v, tol)) continue;
+          double sa[3], sb[3];
+          if (tri_off_plane(ta->n, ta->d, tb->v, tol, sb) || tri_off_plane(tb->n, tb->d, ta->v, tol, sa) ||
+              !ce_triangles_meet_planes(ta->v, ta->n, sa, tb->v, tb->n, sb, tol))
+            continue;
           o->a = a->order[i];
           o->b = b->order[j];
           o++;
         }
       }
       out->len = o - (ce_pair *)out->data;
+      continue;
+    }
+    if (!leaf_a && !leaf_b) {
+      if (stack.len + 4 > stack.cap && ce_buf_reserve(arena, &stack, 4) != CE_OK) return CE_ENOMEM;
+      ce_pair *s4 = (ce_pair *)stack.data + stack.len;
+      s4[0] = (ce_pair){da->right, db->right};
+      s4[1] = (ce_pair){da->right, db->left};
+      s4[2] = (ce_pair){da->left, db->right};
+      s4[3] = (ce_pair){da->left, db->left};
+      stack.len += 4;
       continue;
     }
     /* Descend as ce_bvh_collide does, so every node pair it tests is

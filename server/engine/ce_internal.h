@@ -188,6 +188,13 @@ static inline ce_errno ce_walk_push(ce_arena *a, ce_pairset *s, ce_buf *queue, i
  * triangles count as meeting. */
 int ce_triangles_meet(const ce_vec3 x[3], const ce_vec3 y[3], double tol);
 
+/* Its second half, for callers that know both planes and have already
+ * checked that neither triangle lies strictly on one side of the other's
+ * plane: normals na, nb (any length) and the signed distances dx[k] of x[k]
+ * to y's plane and dy[k] of y[k] to x's plane (scaled alike per triangle). */
+int ce_triangles_meet_planes(const ce_vec3 x[3], ce_vec3 na, const double dx[3], const ce_vec3 y[3], ce_vec3 nb,
+                             const double dy[3], double tol);
+
 /* Build over nelem elements of k vertices each (k = 3 triangles, 4 tets).
  * `pressure` (per vertex, may be NULL) fills the nodes' pressure ranges. */
 ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
@@ -206,15 +213,16 @@ ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b,
 
 /* Seeds for tracing where two boundary surfaces cross: pairs (a, b) of
  * triangles of two boundary hierarchies (the `bnd` of tet meshes, B placed
- * in A's frame by X_AB) that may meet. Every pair of ce_bvh_collide(a, b,
- * X_AB, 0, ...) whose triangles each meet the other's plane (neither lies
- * strictly on one side of it) is included; pairs where one triangle lies on
- * one side of the other's plane by more than a rounding margin are not. The
- * traversal is ce_bvh_collide's, with each node's box replaced by a
- * cylinder around it (ce_bvh_disk), much cheaper to test, and the leaves'
- * boxes by their triangles' planes. Appended to `out` (elem = ce_pair, a and
- * b index bnd_face) in a deterministic order. Hierarchies without disks fall
- * back to ce_bvh_collide(a, b, X_AB, 0, ...). */
+ * in A's frame by X_AB) that meet. Every pair of ce_bvh_collide(a, b,
+ * X_AB, 0, ...) whose triangles meet is included; a pair is left out only
+ * when one triangle lies on one side of the other's plane, or their
+ * intervals on the planes' common line are apart, by more than a rounding
+ * margin (Moller's test, ce_triangles_meet_planes, on the stored planes).
+ * The traversal is ce_bvh_collide's, with each node's box replaced by a
+ * cylinder around it (ce_bvh_disk), much cheaper to test. Appended to `out`
+ * (elem = ce_pair, a and b index bnd_face) in a deterministic order.
+ * Hierarchies without disks fall back to ce_bvh_collide(a, b, X_AB, 0, ...)
+ * (every overlapping leaf pair, unfiltered). */
 ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b,
                                  const ce_pose *X_AB, ce_arena *arena,
                                  ce_buf *out);

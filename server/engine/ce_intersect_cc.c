@@ -350,27 +350,15 @@ static ce_errno run_all_candidates(const ce_geometry *m, const ce_geometry *n, c
  * join across the faces of M or N. Its boundary lies where both pressures
  * are zero, i.e. on both boundaries, so every piece that reaches a boundary
  * is found by starting from the tet pairs whose boundary triangles meet
- * (ce_bvh_collide_surfaces proposes pairs, seed_triangles_meet decides) and
- * walking across the faces each pair's intersection touches (stepping
- * diagonally where an edge lies on a face of both tets, see the walk). A
- * visited set
+ * (ce_bvh_collide_surfaces) and walking across the faces each pair's
+ * intersection touches (stepping diagonally where an edge lies on a face
+ * of both tets, see the walk). A visited set
  * (open addressing on the pair key) keeps each pair to one evaluation; the
  * walk is first-in first-out from the seeds in hierarchy order, so the
  * output order is deterministic. Closed pieces that never reach a boundary
  * (one body's high-pressure core wholly inside the other with no boundary
  * crossing) are found only through the fallback below, which runs when the
  * walk finds nothing. */
-
-/* Whether boundary triangle fa of M and fb of N (N's in M's frame) meet;
- * see ce_triangles_meet. */
-static int seed_triangles_meet(const ce_geometry *m, const ce_geometry *n, const cc_query *q, int32_t fa,
-                               int32_t fb) {
-  const int32_t *ia = m->bvh.bnd_face[fa], *ib = n->bvh.bnd_face[fb];
-  const ce_vec3 *vm = q->TM->v, *vn = q->TN->v;
-  ce_vec3 x[3] = {vm[ia[0]], vm[ia[1]], vm[ia[2]]}, y[3];
-  for (int k = 0; k < 3; k++) y[k] = ce_add(ce_mat3_mul_vec(&q->R, vn[ib[k]]), q->t);
-  return ce_triangles_meet(x, y, q->tol);
-}
 
 /* Returns CE_OK with *found = number of pairs with a nonempty intersection. */
 static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, cc_query *q,
@@ -383,17 +371,19 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   if (e != CE_OK) return e;
   if (faces.len == 0) return CE_OK;
   ce_pairset set;
-  /* Seeds from ce_bvh_collide_surfaces at the finest sphere pair: about 2
-   * pairs and polygons per seed where the meshes mirror each other, 6.6 at
-   * a generic pose. Room for 4 up front (set, queue, builder, N's tets);
-   * all of them grow if needed. */
-  if ((e = ce_pairset_init(a, &set, 4 * faces.len)) != CE_OK) return e;
+  /* Seeds (boundary triangle pairs that meet) at the finest sphere pair:
+   * 234 for 1,336 pairs and 1,180 polygons where the meshes mirror each
+   * other, 160 for 4,275 at a generic pose (the surface's area grows with
+   * the square of its rim). Room for 8 per seed up front (set, queue,
+   * builder, N's tets); all of them grow if needed. */
+  const int64_t per = 8 * faces.len;
+  if ((e = ce_pairset_init(a, &set, per)) != CE_OK) return e;
   ce_buf queue;
   ce_buf_init(&queue, sizeof(ce_pair));
-  if (ce_buf_reserve(a, &queue, 256 + 4 * faces.len) != CE_OK) return CE_ENOMEM;
+  if (ce_buf_reserve(a, &queue, 256 + per) != CE_OK) return CE_ENOMEM;
   {
     ce_builder *b = q->b;
-    int64_t np = 64 + 4 * faces.len, nv = 4 * np;
+    int64_t np = 64 + per, nv = 4 * np;
     if (ce_buf_reserve(a, &b->v, nv) != CE_OK || ce_buf_reserve(a, &b->p, nv) != CE_OK ||
         ce_buf_reserve(a, &b->face_vert, nv) != CE_OK || ce_buf_reserve(a, &b->face_off, np) != CE_OK ||
         ce_buf_reserve(a, &b->normal, np) != CE_OK || ce_buf_reserve(a, &b->grad_m, np) != CE_OK ||
@@ -401,10 +391,10 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
         ce_buf_reserve(a, &b->elem_n, np) != CE_OK)
       return CE_ENOMEM;
   }
-  if (ce_buf_reserve(a, &q->ncache, 3 * faces.len) != CE_OK) return CE_ENOMEM;
+  if (ce_buf_reserve(a, &q->ncache, per) != CE_OK) return CE_ENOMEM;
   {
     int nb = q->nbits;
-    while (((int64_t)1 << nb) < 6 * faces.len && nb < 30) nb++;
+    while (((int64_t)1 << nb) < 2 * per && nb < 30) nb++;
     if (nb > q->nbits && nmap_resize(q, nb) != CE_OK) return CE_ENOMEM;
   }
   const ce_pair *fp = faces.data;
@@ -415,10 +405,9 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   for (;;) {
     if (head == queue.len) {
       if (seed == faces.len) break;
-      int32_t fa = fp[seed].a, fb = fp[seed].b, ta = m->bvh.bnd_tet[fa], tb = n->bvh.bnd_tet[fb];
+      int32_t ta = m->bvh.bnd_tet[fp[seed].a], tb = n->bvh.bnd_tet[fp[seed].b];
       seed++;
-      /* (checked before the triangle test, the dearer of the two) */
-      if (ce_pairset_has(&set, ta, tb) || !seed_triangles_meet(m, n, q, fa, fb)) continue;
+      if (ce_pairset_has(&set, ta, tb)) continue;
       if ((e = ce_walk_push(a, &set, &queue, ta, tb)) != CE_OK) return e;
       continue;
     }
