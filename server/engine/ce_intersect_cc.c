@@ -53,6 +53,15 @@ static const int8_t slice_e[16][4][2] = {
     {{0, 0}, {0, 0}, {0, 0}, {0, 0}},
 };
 
+/* The two faces of the tet holding each slice vertex's edge (a, b): bit k
+ * = the face opposite vertex k, so faces_with(a) & faces_with(b). */
+static const uint8_t slice_faces[16][4] = {
+    {0, 0, 0, 0},       {0xC, 0xA, 0x6, 0}, {0xC, 0x9, 0x5, 0}, {0xA, 0x6, 0x5, 0x9},
+    {0xA, 0x9, 0x3, 0}, {0xC, 0x6, 0x3, 0x9}, {0xC, 0x5, 0x3, 0xA}, {0x6, 0x5, 0x3, 0},
+    {0x6, 0x5, 0x3, 0}, {0xC, 0xA, 0x3, 0x5}, {0xC, 0x9, 0x3, 0x6}, {0xA, 0x9, 0x3, 0},
+    {0xA, 0x9, 0x5, 0x6}, {0xC, 0x9, 0x5, 0},   {0xC, 0xA, 0x6, 0},   {0, 0, 0, 0},
+};
+
 /* Four doubles, one per tet face: GCC/Clang vector extension, element-wise
  * IEEE arithmetic (SSE2 pairs on baseline x86-64), so results do not depend
  * on the machine's vector width. */
@@ -243,7 +252,7 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
     out_all &= out;
     out_any |= out;
     /* the two faces holding edge (a, b), and all three of a vertex on the plane */
-    A[v].bits = faces_with(a) & faces_with(bb);
+    A[v].bits = slice_faces[mask][v];
     if (near) A[v].bits |= ((near >> a & 1) ? faces_with(a) : 0) | ((near >> bb & 1) ? faces_with(bb) : 0);
   }
   /* Outside one face of tet j entirely: no intersection. */
@@ -307,9 +316,12 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
   if (!(fabs(area2) > 2 * q->min_area * gl)) return CE_OK;
   h->proper = 1;
   ce_vec3 nrm = ce_scale(g, 1.0 / gl);
-  double lm = ce_norm(gM), ln = ce_norm(gN);
-  int ok_m = lm == 0 || ce_dot(nrm, gM) > CE_GRADIENT_COS_LIMIT * lm;
-  int ok_n = ln == 0 || -ce_dot(nrm, gN) > CE_GRADIENT_COS_LIMIT * ln;
+  /* n . g > cos(5 pi/8) |g| with the cosine negative: true for n . g >= 0
+   * (g != 0), else compared squared (no square root for the usual case). */
+  const double c2 = CE_GRADIENT_COS_LIMIT * CE_GRADIENT_COS_LIMIT;
+  double dm = ce_dot(nrm, gM), dn = -ce_dot(nrm, gN);
+  int ok_m = dm >= 0 || dm * dm < c2 * ce_norm2(gM);
+  int ok_n = dn >= 0 || dn * dn < c2 * ce_norm2(gN);
   if (!ok_m || !ok_n) {
     q->c->faces_dropped++;
     return CE_OK;
