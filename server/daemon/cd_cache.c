@@ -1,5 +1,13 @@
 /* cd_cache.c — content-addressed geometry cache: hash table of entries,
- * pending builds with waiters, reference counts, byte budget, LRU eviction. */
+ * pending builds with waiters, reference counts, byte budget, LRU eviction.
+ *
+ * Eviction order: the evictable entries (READY, no reference, no pin) sit
+ * on one doubly linked list, least recently used at the head. An entry
+ * joins at the tail when it becomes evictable (its last reference or pin
+ * dropped, or its build completed unused) and moves to the tail when it is
+ * looked up; it leaves the list when it is referenced, pinned or removed.
+ * Evicting is then taking the head: O(1) per victim, where a scan of every
+ * bucket made each release over budget cost O(entries). */
 #include "cd_cache.h"
 
 #include <stdio.h>
@@ -19,6 +27,7 @@ typedef struct cd_waiter {
 struct cd_cache {
   cd_cache_entry **buckets;
   size_t nbuckets;
+  cd_cache_entry *lru_head, *lru_tail; /* evictable entries, oldest first */
   uint64_t budget;
   uint64_t tick;
   cd_cache_stats st;
@@ -29,6 +38,33 @@ static size_t bucket_of(const cd_cache *c, const char *id) {
   uint64_t h = 0;
   for (int i = 0; i < 16 && id[i]; i++) h = h * 16 + (uint64_t)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
   return (size_t)(h & (c->nbuckets - 1));
+}
+
+static int evictable(const cd_cache_entry *e) {
+  return e->state == CD_ENTRY_READY && e->refs == 0 && e->pins == 0;
+}
+
+static void lru_remove(cd_cache *c, cd_cache_entry *e) {
+  if (!e->in_lru) return;
+  if (e->lru_prev) e->lru_prev->lru_next = e->lru_next;
+  else c->lru_head = e->lru_next;
+  if (e->lru_next) e->lru_next->lru_prev = e->lru_prev;
+  else c->lru_tail = e->lru_prev;
+  e->lru_prev = e->lru_next = NULL;
+  e->in_lru = 0;
+}
+
+/* After a use of e: on the list at the tail (most recent) when evictable,
+ * off it otherwise. */
+static void lru_touch(cd_cache *c, cd_cache_entry *e) {
+  lru_remove(c, e);
+  if (!evictable(e)) return;
+  e->lru_prev = c->lru_tail;
+  e->lru_next = NULL;
+  if (c->lru_tail) c->lru_tail->lru_next = e;
+  else c->lru_head = e;
+  c->lru_tail = e;
+  e->in_lru = 1;
 }
 
 cd_cache *cd_cache_create(uint64_t budget_bytes) {
@@ -64,6 +100,7 @@ cd_cache_entry *cd_cache_find(cd_cache *c, const char *id) {
   for (cd_cache_entry *e = c->buckets[bucket_of(c, id)]; e; e = e->next)
     if (strcmp(e->id, id) == 0) {
       e->last_use = ++c->tick;
+      lru_touch(c, e);
       return e;
     }
   return NULL;
@@ -73,6 +110,7 @@ static void unlink_entry(cd_cache *c, cd_cache_entry *e) {
   cd_cache_entry **pp = &c->buckets[bucket_of(c, e->id)];
   while (*pp && *pp != e) pp = &(*pp)->next;
   if (*pp) *pp = e->next;
+  lru_remove(c, e);
   c->st.entries--;
   if (e->state == CD_ENTRY_READY) c->st.bytes -= e->info.bytes;
 }
@@ -105,17 +143,12 @@ int cd_cache_add_waiter(cd_cache_entry *e, cd_cache_waiter_fn fn, void *arg) {
   return 0;
 }
 
-static int evictable(const cd_cache_entry *e) {
-  return e->state == CD_ENTRY_READY && e->refs == 0 && e->pins == 0;
-}
 
 /* Evict LRU evictable entries (never `keep`) while over budget. */
 static void evict(cd_cache *c, const cd_cache_entry *keep) {
   while (c->st.bytes > c->budget) {
-    cd_cache_entry *victim = NULL;
-    for (size_t i = 0; i < c->nbuckets; i++)
-      for (cd_cache_entry *e = c->buckets[i]; e; e = e->next)
-        if (e != keep && evictable(e) && (!victim || e->last_use < victim->last_use)) victim = e;
+    cd_cache_entry *victim = c->lru_head;
+    if (victim == keep) victim = victim->lru_next;
     if (!victim) return;
     CD_DEBUG("cache evict", "geometry=%s bytes=%zu", victim->id, victim->info.bytes);
     unlink_entry(c, victim);
@@ -134,6 +167,7 @@ void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t 
     e->state = CD_ENTRY_READY;
     c->st.bytes += e->info.bytes;
     c->st.builds++;
+    lru_touch(c, e);
     evict(c, e);
     if (c->st.bytes > c->budget) {
       snprintf(msg, sizeof msg,
@@ -152,6 +186,7 @@ void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t 
   e->waiters = NULL;
   if (code) unlink_entry(c, e);
   e->pins++;
+  lru_remove(c, e);
   while (w) {
     cd_waiter *n = w->next;
     w->fn(w->arg, e, code, code ? message : NULL);
@@ -159,8 +194,12 @@ void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t 
     w = n;
   }
   e->pins--;
-  if (code) entry_free(e);
-  else evict(c, NULL);
+  if (code) {
+    entry_free(e);
+  } else {
+    lru_touch(c, e);
+    evict(c, NULL);
+  }
 }
 
 void cd_cache_note_hit(cd_cache *c) { c->st.hits++; }
@@ -168,19 +207,27 @@ void cd_cache_note_hit(cd_cache *c) { c->st.hits++; }
 void cd_cache_ref(cd_cache_entry *e) {
   e->refs++;
   e->last_use = ++e->cache->tick;
+  lru_remove(e->cache, e);
 }
 
 void cd_cache_unref(cd_cache_entry *e) {
-  if (--e->refs == 0 && e->pins == 0) evict(e->cache, NULL);
+  if (--e->refs == 0 && e->pins == 0) {
+    lru_touch(e->cache, e);
+    evict(e->cache, NULL);
+  }
 }
 
 void cd_cache_pin(cd_cache_entry *e) {
   e->pins++;
   e->last_use = ++e->cache->tick;
+  lru_remove(e->cache, e);
 }
 
 void cd_cache_unpin(cd_cache_entry *e) {
-  if (--e->pins == 0 && e->refs == 0) evict(e->cache, NULL);
+  if (--e->pins == 0 && e->refs == 0) {
+    lru_touch(e->cache, e);
+    evict(e->cache, NULL);
+  }
 }
 
 void cd_cache_get_stats(const cd_cache *c, cd_cache_stats *s) { *s = c->st; }

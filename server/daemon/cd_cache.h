@@ -41,6 +41,8 @@ struct cd_cache_entry {
   uint64_t last_use;     /* LRU tick */
   struct cd_waiter *waiters;
   cd_cache_entry *next;  /* hash chain */
+  cd_cache_entry *lru_prev, *lru_next; /* eviction list (cd_cache.c) */
+  int in_lru;
   cd_cache *cache;
 };
 

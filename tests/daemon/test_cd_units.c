@@ -4,6 +4,7 @@
  * phase, mesh file parsers and the config file. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,6 +227,66 @@ Test(cache, lru_eviction_spares_referenced_and_pinned_entries) {
   cd_cache_unpin(e[1]);
   cd_cache_get_stats(c, &st);
   cr_expect_eq(st.entries, 3);
+  cd_cache_destroy(c);
+}
+
+Test(cache, eviction_takes_the_least_recently_used_first) {
+  ce_geometry *probe = halfspace();
+  ce_geometry_info gi;
+  ce_geometry_get_info(probe, &gi);
+  ce_geometry_free(probe);
+  cd_cache *c = cd_cache_create(3 * gi.bytes); /* room for three */
+  const char *ids[5] = {"01", "02", "03", "04", "05"};
+  cd_cache_entry *e[5];
+  for (int i = 0; i < 3; i++) {
+    e[i] = cd_cache_begin(c, ids[i], 1.0);
+    cd_cache_complete(c, e[i], halfspace(), 1, 0, NULL);
+  }
+  /* a lookup makes 01 the most recent: 02 goes first */
+  cr_assert_not_null(cd_cache_find(c, "01"));
+  e[3] = cd_cache_begin(c, ids[3], 1.0);
+  cd_cache_complete(c, e[3], halfspace(), 1, 0, NULL);
+  cr_expect_null(cd_cache_find(c, "02"));
+  /* a query using 03 (pinned, then released) makes it the most recent, and
+   * the lookups above left 01 before 04: 01 goes next */
+  cd_cache_pin(e[2]);
+  cd_cache_unpin(e[2]);
+  e[4] = cd_cache_begin(c, ids[4], 1.0);
+  cd_cache_complete(c, e[4], halfspace(), 1, 0, NULL);
+  cr_expect_null(cd_cache_find(c, "01"));
+  cr_expect_not_null(cd_cache_find(c, "03"));
+  cr_expect_not_null(cd_cache_find(c, "04"));
+  cr_expect_not_null(cd_cache_find(c, "05"));
+  cd_cache_stats st;
+  cd_cache_get_stats(c, &st);
+  cr_expect_eq(st.evictions, 2);
+  cr_expect_eq(st.entries, 3);
+  cd_cache_destroy(c);
+}
+
+Test(cache, many_entries_evict_in_insertion_order) {
+  ce_geometry *probe = halfspace();
+  ce_geometry_info gi;
+  ce_geometry_get_info(probe, &gi);
+  ce_geometry_free(probe);
+  enum { KEEP = 5000, ALL = 12000 };
+  cd_cache *c = cd_cache_create((uint64_t)KEEP * gi.bytes);
+  char id[16];
+  for (int i = 0; i < ALL; i++) {
+    snprintf(id, sizeof id, "%08x", (unsigned)i * 2654435761u); /* spread over the buckets */
+    cd_cache_entry *e = cd_cache_begin(c, id, 1.0);
+    cr_assert_not_null(e);
+    cd_cache_complete(c, e, halfspace(), 1, 0, NULL);
+  }
+  cd_cache_stats st;
+  cd_cache_get_stats(c, &st);
+  cr_expect_eq(st.entries, KEEP);
+  cr_expect_eq(st.evictions, ALL - KEEP);
+  for (int i = 0; i < ALL; i++) {
+    snprintf(id, sizeof id, "%08x", (unsigned)i * 2654435761u);
+    if (i < ALL - KEEP) cr_expect_null(cd_cache_find(c, id), "entry %d should be gone", i);
+    else cr_expect_not_null(cd_cache_find(c, id), "entry %d should be kept", i);
+  }
   cd_cache_destroy(c);
 }
 
