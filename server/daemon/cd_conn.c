@@ -9,6 +9,7 @@
 #include "cd_handlers.h"
 #include "cd_json.h"
 #include "cd_log.h"
+#include "cd_query.h"
 #include "cd_server.h"
 #include "cd_stream.h"
 
@@ -208,12 +209,23 @@ static void set_slot(cd_conn *c, uint64_t seq, char *data, size_t len, cd_slot_s
   if (seq == c->base_seq) flush(c);
 }
 
-static char *encode_env(cd_conn *c, Contactd__V1__Envelope *env, size_t *out_len) {
+/* Encode env as this connection's wire format into a malloc'd buffer.
+ * Returns 0 (*out set), -1 when out of memory, or 1 when the encoding
+ * would exceed max_reply_bytes (*st says by how much; nothing large was
+ * allocated: the frame size is computed first, and JSON encodes in the
+ * connection's scratch budget, capped at the limit). Error envelopes are
+ * exempt: they are small, and the over-limit answer is one. */
+static int encode_env(cd_conn *c, Contactd__V1__Envelope *env, char **out_p, size_t *out_len, cd_status *st) {
+  uint64_t limit = env->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? 0 : lim(c)->max_reply_bytes;
   char *out = NULL;
   size_t len = 0;
+  char b1[32], b2[32];
+  *out_p = NULL;
+  *out_len = 0;
   if (c->wire == CD_WIRE_JSON) {
     cd_wire_error we;
     size_t n;
+    cd_budget_set_limit(&c->scratch, (size_t)limit);
     char *j = cd_json_encode(&env->base, &c->scratch, &n, &we);
     if (j) {
       out = malloc(n + 1);
@@ -223,29 +235,53 @@ static char *encode_env(cd_conn *c, Contactd__V1__Envelope *env, size_t *out_len
         len = n + 1;
       }
     }
+    int over = !j && limit && we.code == CD_WIRE_RESOURCE_EXHAUSTED;
     cd_budget_reset(&c->scratch);
+    if (over) {
+      cd_status_set(st, CD_EXHAUSTED, "",
+                    "reply would be over max_reply_bytes %s as JSON (encoding it needs more); ask for fewer pairs "
+                    "or less detail (no surfaces or patches), or use the protobuf framing, which is smaller",
+                    cd_fmt_bytes(b1, sizeof b1, limit));
+      return 1;
+    }
     if (!j) CD_ERROR("cannot encode a JSON reply", "conn=%llu error=\"%s\"", (unsigned long long)c->id, we.message);
   } else {
     size_t body;
     size_t total = cd_frame_size(&env->base, &body);
+    if (limit && total > limit) {
+      cd_status_set(st, CD_EXHAUSTED, "",
+                    "reply would be %s (%zu bytes), over max_reply_bytes %s; ask for fewer pairs or less detail "
+                    "(no surfaces or patches)",
+                    cd_fmt_bytes(b1, sizeof b1, total), total, cd_fmt_bytes(b2, sizeof b2, limit));
+      return 1;
+    }
     out = malloc(total ? total : 1);
     if (out) len = cd_frame_write(&env->base, body, (uint8_t *)out);
   }
+  if (!out) return -1;
+  *out_p = out;
   *out_len = len;
-  return out;
+  return 0;
 }
 
 void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   if (c->closing) return;
   size_t len = 0;
-  char *out = encode_env(c, env, &len);
-  if (!out) {
+  char *out = NULL;
+  cd_status st;
+  int rc = encode_env(c, env, &out, &len, &st);
+  if (rc > 0) { /* too large: this request fails, the connection goes on */
+    CD_INFO("reply over max_reply_bytes", "conn=%llu peer=%s request_id=%llu", (unsigned long long)c->id, c->peer,
+            (unsigned long long)env->request_id);
+    cd_conn_reply_error(c, seq, env->request_id, &st);
+    return;
+  }
+  if (rc < 0) {
     cd_conn_close(c, "out of memory encoding a reply");
     return;
   }
   if (len >= UINT_MAX) { /* one uv_buf_t holds < 4 GiB */
     free(out);
-    cd_status st;
     cd_status_set(&st, CD_EXHAUSTED, "", "the reply is %zu bytes, a single reply must be under 4 GiB", len);
     cd_conn_reply_error(c, seq, env->request_id, &st);
     return;
@@ -259,9 +295,11 @@ void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   if (s->state != CD_SLOT_WAITING) return;
   if (c->out_bytes > lim(c)->max_output_bytes / 2) return; /* advisory: never the reason to drop a reader */
   size_t len = 0;
-  char *out = encode_env(c, env, &len);
-  if (out && len >= UINT_MAX) free(out);
-  else if (out) write_out(c, out, len);
+  char *out = NULL;
+  cd_status st;
+  if (encode_env(c, env, &out, &len, &st) != 0) return; /* advisory: dropped */
+  if (len >= UINT_MAX) free(out);
+  else write_out(c, out, len);
 }
 
 void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st) {

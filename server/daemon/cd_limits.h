@@ -8,8 +8,12 @@
  * Memory bound per connection is roughly
  *   max_frame_bytes (input buffer) + decode_budget_bytes (one decoded frame)
  *   + max_output_bytes (queued replies)
+ *   + 2 * max_reply_bytes per reply being built (its converted results, then
+ *     its encoded frame; 3x for JSON, whose text is copied once)
  * and the cache is bounded by cache_bytes (unreferenced entries are evicted
- * least-recently-used first). */
+ * least-recently-used first). The metrics port holds at most
+ * max_metrics_connections connections of a 4 KiB request buffer each, for at
+ * most metrics_timeout_ms. */
 #ifndef CD_LIMITS_H
 #define CD_LIMITS_H
 
@@ -30,6 +34,8 @@
      "requests read but not yet answered on one connection; reading pauses beyond it")    \
   XX(max_output_bytes, 256 * CD_MIB, "bytes",                                              \
      "reply bytes queued to one connection; a client that stops reading is disconnected") \
+  XX(max_reply_bytes, 256 * CD_MIB, "bytes",                                               \
+     "memory building one reply may take: its converted results, and its encoding")       \
   XX(idle_timeout_ms, 300000, "ms", "a connection with no traffic and no work is closed") \
   XX(max_connections, 1024, "connections", "open client connections (TCP + Unix)")        \
   XX(max_streams_per_conn, 64, "streams", "open streams on one connection")               \
@@ -38,7 +44,10 @@
   XX(max_mesh_elements, 4000000, "elements",                                               \
      "vertices, tets or triangles in one geometry (estimated for primitives)")            \
   XX(worker_arena_bytes, 1024 * CD_MIB, "bytes", "scratch one worker may use for a query") \
-  XX(pairs_per_job, 8, "pairs", "a query with more pairs is split into jobs of this size")
+  XX(pairs_per_job, 8, "pairs", "a query with more pairs is split into jobs of this size") \
+  XX(max_metrics_connections, 16, "connections", "open connections to the metrics port")  \
+  XX(metrics_timeout_ms, 10000, "ms",                                                      \
+     "a metrics connection is closed this long after it opened, answered or not")
 
 typedef struct cd_limits {
 #define CD_XX_FIELD(field, def, unit, desc) uint64_t field;

@@ -9,23 +9,36 @@
 
 #define REQ_MAX 4096
 
+typedef struct mconn mconn;
+
 struct cd_metrics {
   cd_server *srv;
   uv_tcp_t listener;
-  int nconns;
+  int nconns;   /* connections whose handles are not yet closed */
+  int nopen;    /* of those, the ones not closing: what max_metrics_connections caps
+                   (a closed socket's handle is released a moment later, and a
+                   client may already be reconnecting) */
   int stopping;
   int listener_closed;
+  mconn *conns; /* open (not yet closing) connections, for cd_metrics_stop */
 };
 
-typedef struct mconn {
+/* One HTTP connection. Its timer is a deadline from accept, never reset by
+ * traffic: a client that connects and sends nothing, or dribbles a byte at a
+ * time, is closed metrics_timeout_ms after it connected. */
+struct mconn {
   uv_tcp_t h;
+  uv_timer_t deadline;
+  int handles_open; /* h and deadline: closed asynchronously */
+  int closing;
   cd_metrics *m;
+  mconn *prev, *next;
   char req[REQ_MAX];
   size_t len;
   int done;
   uv_write_t w;
   char *resp;
-} mconn;
+};
 
 static void free_metrics(cd_metrics *m) {
   if (m->stopping && m->listener_closed && m->nconns == 0) free(m);
@@ -33,6 +46,7 @@ static void free_metrics(cd_metrics *m) {
 
 static void on_mclose(uv_handle_t *h) {
   mconn *c = h->data;
+  if (--c->handles_open > 0) return;
   cd_metrics *m = c->m;
   free(c->resp);
   free(c);
@@ -40,10 +54,30 @@ static void on_mclose(uv_handle_t *h) {
   free_metrics(m);
 }
 
+/* Close c once (a pending write is cancelled: on_written then sees closing). */
+static void mclose(mconn *c) {
+  if (c->closing) return;
+  c->closing = 1;
+  cd_metrics *m = c->m;
+  m->nopen--;
+  if (c->prev) c->prev->next = c->next;
+  else if (m->conns == c) m->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  c->prev = c->next = NULL;
+  uv_close((uv_handle_t *)&c->h, on_mclose);
+  uv_close((uv_handle_t *)&c->deadline, on_mclose);
+}
+
 static void on_written(uv_write_t *w, int status) {
   (void)status;
-  mconn *c = w->data;
-  uv_close((uv_handle_t *)&c->h, on_mclose);
+  mclose(w->data);
+}
+
+static void on_deadline(uv_timer_t *t) {
+  mconn *c = t->data;
+  CD_DEBUG("metrics connection timed out", "timeout_ms=%llu answered=%d",
+           (unsigned long long)c->m->srv->cfg.limits.metrics_timeout_ms, c->done);
+  mclose(c);
 }
 
 static void respond(mconn *c, int code, const char *ctype, const char *body, size_t blen) {
@@ -52,7 +86,7 @@ static void respond(mconn *c, int code, const char *ctype, const char *body, siz
   size_t cap = blen + 256;
   c->resp = malloc(cap);
   if (!c->resp) {
-    uv_close((uv_handle_t *)&c->h, on_mclose);
+    mclose(c);
     return;
   }
   int n = snprintf(c->resp, cap,
@@ -61,7 +95,7 @@ static void respond(mconn *c, int code, const char *ctype, const char *body, siz
   memcpy(c->resp + n, body, blen);
   uv_buf_t b = uv_buf_init(c->resp, (unsigned)(n + (int)blen));
   c->w.data = c;
-  if (uv_write(&c->w, (uv_stream_t *)&c->h, &b, 1, on_written) < 0) uv_close((uv_handle_t *)&c->h, on_mclose);
+  if (uv_write(&c->w, (uv_stream_t *)&c->h, &b, 1, on_written) < 0) mclose(c);
 }
 
 static void handle(mconn *c) {
@@ -79,7 +113,7 @@ static void handle(mconn *c) {
     size_t cap = 16384;
     char *buf = malloc(cap);
     if (!buf) {
-      uv_close((uv_handle_t *)&c->h, on_mclose);
+      mclose(c);
       return;
     }
     size_t n = cd_server_render_metrics(s, buf, cap);
@@ -105,9 +139,9 @@ static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
   (void)b;
   mconn *c = st->data;
-  if (c->done) return;
+  if (c->done || c->closing) return;
   if (n < 0) {
-    uv_close((uv_handle_t *)&c->h, on_mclose);
+    mclose(c);
     return;
   }
   c->len += (size_t)n;
@@ -119,22 +153,37 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
 static void on_listener_closed(uv_handle_t *h) {
   cd_metrics *m = h->data;
   m->listener_closed = 1;
-  free_metrics(m); /* open metric connections close after one response */
+  free_metrics(m); /* once the connections closed by cd_metrics_stop are gone */
 }
 
 static void on_conn(uv_stream_t *ls, int status) {
   cd_metrics *m = ls->data;
   if (status < 0) return;
+  const cd_limits *l = &m->srv->cfg.limits;
   mconn *c = calloc(1, sizeof *c);
   if (!c) return;
   c->m = m;
   uv_tcp_init(ls->loop, &c->h);
   c->h.data = c;
+  uv_timer_init(ls->loop, &c->deadline);
+  c->deadline.data = c;
+  c->handles_open = 2;
   m->nconns++;
-  if (uv_accept(ls, (uv_stream_t *)&c->h) != 0 || m->stopping) {
-    uv_close((uv_handle_t *)&c->h, on_mclose);
+  m->nopen++;
+  c->next = m->conns;
+  if (m->conns) m->conns->prev = c;
+  m->conns = c;
+  /* Over the cap the connection is accepted (to take it off the backlog)
+   * and closed at once: a scraper retries, a flood holds nothing. */
+  int over = l->max_metrics_connections && (uint64_t)m->nopen > l->max_metrics_connections;
+  if (uv_accept(ls, (uv_stream_t *)&c->h) != 0 || m->stopping || over) {
+    if (over)
+      CD_WARN("metrics connection refused", "open=%d max_metrics_connections=%llu", m->nopen - 1,
+              (unsigned long long)l->max_metrics_connections);
+    mclose(c);
     return;
   }
+  if (l->metrics_timeout_ms) uv_timer_start(&c->deadline, on_deadline, l->metrics_timeout_ms, 0);
   uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read);
 }
 
@@ -167,5 +216,8 @@ cd_metrics *cd_metrics_start(cd_server *s, const char *host, int port, int *boun
 void cd_metrics_stop(cd_metrics *m) {
   if (!m) return;
   m->stopping = 1;
+  /* An open connection would keep the loop (and so the process) alive after
+   * shutdown until its deadline: close them all now. */
+  while (m->conns) mclose(m->conns);
   uv_close((uv_handle_t *)&m->listener, on_listener_closed);
 }

@@ -1,7 +1,9 @@
 /* cd_metrics.h — a minimal HTTP/1.0 responder on the loop: GET /metrics
  * (Prometheus text format), /healthz (liveness: the loop answers) and
  * /readyz (readiness: 503 while shutting down). One request per
- * connection; anything else is 404. */
+ * connection; anything else is 404. At most max_metrics_connections are
+ * open at once (more are closed on accept), and each is closed
+ * metrics_timeout_ms after it was accepted, answered or not. */
 #ifndef CD_METRICS_H
 #define CD_METRICS_H
 

@@ -15,7 +15,7 @@ typedef struct cd_qjob {
   cd_job job;
   cd_query *q;
   int64_t first, count;
-  ce_arena *out; /* wire messages of this job's results */
+  cd_budget out; /* wire messages of this job's results */
   cd_status err;
   int64_t err_pair;
 } cd_qjob;
@@ -308,9 +308,14 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
 
 /* ---- results to wire messages (worker) ---------------------------------- */
 
+/* Every conversion allocation goes through cd_budget_alloc, which rounds up
+ * to 16 bytes and takes at least 16; cd_reply_estimate adds the same sizes,
+ * so it is exact for the structs below (and an upper bound by design). */
+static size_t CD_RA(size_t n) { return ((n ? n : 1) + 15) & ~(size_t)15; }
+
 #define NEW(a, T, init)                                  \
   ({                                                     \
-    T *_p = ce_arena_alloc((a), sizeof(T));              \
+    T *_p = cd_budget_alloc((a), sizeof(T));             \
     if (_p) {                                            \
       T _i = init;                                       \
       *_p = _i;                                          \
@@ -318,7 +323,7 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
     _p;                                                  \
   })
 
-static Contactd__V1__Vec3 *vec3(ce_arena *a, ce_vec3 v) {
+static Contactd__V1__Vec3 *vec3(cd_budget *a, ce_vec3 v) {
   Contactd__V1__Vec3 *m = NEW(a, Contactd__V1__Vec3, CONTACTD__V1__VEC3__INIT);
   if (m) {
     m->x = v.x;
@@ -328,7 +333,7 @@ static Contactd__V1__Vec3 *vec3(ce_arena *a, ce_vec3 v) {
   return m;
 }
 
-static Contactd__V1__Wrench *wrench(ce_arena *a, const ce_wrench *w) {
+static Contactd__V1__Wrench *wrench(cd_budget *a, const ce_wrench *w) {
   Contactd__V1__Wrench *m = NEW(a, Contactd__V1__Wrench, CONTACTD__V1__WRENCH__INIT);
   if (m) {
     m->torque = vec3(a, w->torque);
@@ -338,7 +343,7 @@ static Contactd__V1__Wrench *wrench(ce_arena *a, const ce_wrench *w) {
   return m;
 }
 
-static Contactd__V1__Patch *patch(ce_arena *a, const ce_patch *p) {
+static Contactd__V1__Patch *patch(cd_budget *a, const ce_patch *p) {
   Contactd__V1__Patch *m = NEW(a, Contactd__V1__Patch, CONTACTD__V1__PATCH__INIT);
   if (m) {
     m->faces = p->faces;
@@ -351,8 +356,8 @@ static Contactd__V1__Patch *patch(ce_arena *a, const ce_patch *p) {
   return m;
 }
 
-static double *flat3(ce_arena *a, const ce_vec3 *v, int32_t n) {
-  double *d = ce_arena_alloc(a, (size_t)(n ? n : 1) * 3 * sizeof *d);
+static double *flat3(cd_budget *a, const ce_vec3 *v, int32_t n) {
+  double *d = cd_budget_alloc(a, (size_t)(n ? n : 1) * 3 * sizeof *d);
   if (d)
     for (int32_t i = 0; i < n; i++) {
       d[3 * i] = v[i].x;
@@ -362,13 +367,18 @@ static double *flat3(ce_arena *a, const ce_vec3 *v, int32_t n) {
   return d;
 }
 
-static void *adup(ce_arena *a, const void *src, size_t bytes) {
-  void *d = ce_arena_alloc(a, bytes ? bytes : 1);
+static void *adup(cd_budget *a, const void *src, size_t bytes) {
+  void *d = cd_budget_alloc(a, bytes ? bytes : 1);
   if (d && bytes) memcpy(d, src, bytes);
   return d;
 }
 
-static Contactd__V1__Surface *surface(ce_arena *a, const ce_surface *s) {
+static int want_surface(const ce_result *r, const ce_options *o) { return o->want_surface && r->surface.nf > 0; }
+static int want_patches(const ce_result *r, const ce_options *o) { return o->want_patches && r->npatches > 0; }
+static int want_points(const ce_result *r, const ce_options *o) { return o->want_points && r->npoints > 0; }
+static int has_penetration(const ce_result *r) { return r->model == CE_MODEL_POINT && r->status == CE_CONTACT_POINT; }
+
+static Contactd__V1__Surface *surface(cd_budget *a, const ce_surface *s) {
   Contactd__V1__Surface *m = NEW(a, Contactd__V1__Surface, CONTACTD__V1__SURFACE__INIT);
   if (!m) return NULL;
   int32_t nv = s->nv, nf = s->nf;
@@ -399,12 +409,32 @@ static Contactd__V1__Surface *surface(ce_arena *a, const ce_surface *s) {
   return m;
 }
 
-static Contactd__V1__PairResult *convert(ce_arena *a, const cd_query *q, const cd_qpair *pr, const ce_result *r,
-                                         uint64_t us) {
+size_t cd_reply_estimate(const ce_result *r, const ce_options *o) {
+  const size_t v3 = CD_RA(sizeof(Contactd__V1__Vec3));
+  const size_t wr = CD_RA(sizeof(Contactd__V1__Wrench)) + 2 * v3;
+  const size_t pa = CD_RA(sizeof(Contactd__V1__Patch)) + 2 * v3;
+  size_t n = CD_RA(sizeof(Contactd__V1__PairResult)) + 3 * wr + v3 + pa + CD_RA(sizeof(Contactd__V1__Material));
+  if (has_penetration(r)) n += CD_RA(sizeof(Contactd__V1__Penetration)) + 3 * v3;
+  if (want_patches(r, o)) n += CD_RA((size_t)r->npatches * sizeof(void *)) + (size_t)r->npatches * pa;
+  if (want_surface(r, o)) {
+    const ce_surface *s = &r->surface;
+    size_t nv = (size_t)s->nv, nf = (size_t)s->nf, nfv = (size_t)s->face_offsets[s->nf];
+    n += CD_RA(sizeof(Contactd__V1__Surface)) + CD_RA(nv * 3 * sizeof(double)) + CD_RA(nv * sizeof(double)) +
+         CD_RA((nf + 1) * sizeof(int32_t)) + CD_RA(nfv * sizeof(int32_t)) + 2 * CD_RA(nf * 3 * sizeof(double)) +
+         2 * CD_RA(nf * sizeof(double)) + (s->patch ? CD_RA(nf * sizeof(int32_t)) : 0);
+  }
+  if (want_points(r, o))
+    n += CD_RA((size_t)r->npoints * sizeof(void *)) +
+         (size_t)r->npoints * (CD_RA(sizeof(Contactd__V1__PointContact)) + 2 * v3);
+  return n;
+}
+
+Contactd__V1__PairResult *cd_reply_convert(cd_budget *a, const ce_options *o, uint32_t id_a, uint32_t id_b,
+                                           const ce_result *r, uint64_t us) {
   Contactd__V1__PairResult *m = NEW(a, Contactd__V1__PairResult, CONTACTD__V1__PAIR_RESULT__INIT);
   if (!m) return NULL;
-  m->a = q->bodies[pr->a].id;
-  m->b = q->bodies[pr->b].id;
+  m->a = id_a;
+  m->b = id_b;
   switch (r->status) {
     case CE_CONTACT_SURFACE: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE; break;
     case CE_CONTACT_UNSUPPORTED: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_UNSUPPORTED; break;
@@ -416,7 +446,7 @@ static Contactd__V1__PairResult *convert(ce_arena *a, const cd_query *q, const c
     case CE_MODEL_POINT: m->model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT; break;
     default: m->model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_HYDROELASTIC_WITH_FALLBACK; break;
   }
-  if (r->model == CE_MODEL_POINT && r->status == CE_CONTACT_POINT) {
+  if (has_penetration(r)) {
     Contactd__V1__Penetration *pen = NEW(a, Contactd__V1__Penetration, CONTACTD__V1__PENETRATION__INIT);
     if (!pen) return NULL;
     pen->depth = r->point.depth;
@@ -438,16 +468,16 @@ static Contactd__V1__PairResult *convert(ce_arena *a, const cd_query *q, const c
   m->centroid = vec3(a, r->centroid);
   m->total = patch(a, &r->total);
   if (!m->wrench_a || !m->wrench_b || !m->wrench_a_centroid || !m->centroid || !m->total) return NULL;
-  if (q->opt.ce.want_patches && r->npatches > 0) {
-    m->patches = ce_arena_alloc(a, (size_t)r->npatches * sizeof *m->patches);
+  if (want_patches(r, o)) {
+    m->patches = cd_budget_alloc(a, (size_t)r->npatches * sizeof *m->patches);
     if (!m->patches) return NULL;
     m->n_patches = (size_t)r->npatches;
     for (int32_t i = 0; i < r->npatches; i++)
       if (!(m->patches[i] = patch(a, &r->patches[i]))) return NULL;
   }
-  if (q->opt.ce.want_surface && r->surface.nf > 0 && !(m->surface = surface(a, &r->surface))) return NULL;
-  if (q->opt.ce.want_points && r->npoints > 0) {
-    m->point_contacts = ce_arena_alloc(a, (size_t)r->npoints * sizeof *m->point_contacts);
+  if (want_surface(r, o) && !(m->surface = surface(a, &r->surface))) return NULL;
+  if (want_points(r, o)) {
+    m->point_contacts = cd_budget_alloc(a, (size_t)r->npoints * sizeof *m->point_contacts);
     if (!m->point_contacts) return NULL;
     m->n_point_contacts = (size_t)r->npoints;
     for (int32_t i = 0; i < r->npoints; i++) {
@@ -480,21 +510,39 @@ static Contactd__V1__PairResult *convert(ce_arena *a, const cd_query *q, const c
   return m;
 }
 
+const char *cd_fmt_bytes(char *out, size_t n, uint64_t bytes) {
+  if (bytes >= CD_MIB) snprintf(out, n, "%.1f MiB", (double)bytes / (double)CD_MIB);
+  else if (bytes >= 1024) snprintf(out, n, "%.1f KiB", (double)bytes / 1024.0);
+  else snprintf(out, n, "%llu bytes", (unsigned long long)bytes);
+  return out;
+}
+
+/* Reserve `need` bytes of the query's reply budget; 0 on success. */
+static int reserve_reply(cd_query *q, size_t need, size_t limit, size_t *held) {
+  size_t cur = atomic_load_explicit(&q->reply_bytes, memory_order_relaxed);
+  do {
+    *held = cur;
+    if (limit && (need > limit || cur > limit - need)) return -1;
+  } while (!atomic_compare_exchange_weak_explicit(&q->reply_bytes, &cur, cur + need, memory_order_relaxed,
+                                                  memory_order_relaxed));
+  return 0;
+}
+
 static void qjob_run(cd_job *job, cd_worker *w) {
   cd_qjob *j = (cd_qjob *)job;
   cd_query *q = j->q;
-  j->out = ce_arena_create(16384);
-  if (!j->out) {
-    cd_status_set(&j->err, CD_EXHAUSTED, "", "out of memory");
-    j->err_pair = j->first;
-    return;
-  }
+  size_t limit = (size_t)q->srv->cfg.limits.max_reply_bytes;
+  /* The reservation bounds what the results use; the chunks themselves are
+   * unbudgeted (0) so a pair's structs never fail half-way once reserved. */
+  cd_budget_init(&j->out, 0);
   for (int64_t i = j->first; i < j->first + j->count; i++) {
     if (q->cancelled && atomic_load_explicit(q->cancelled, memory_order_relaxed)) {
       cd_status_set(&j->err, CD_UNAVAILABLE, "", "cancelled: the connection closed");
       j->err_pair = i;
       return;
     }
+    /* Another job found the reply too large: the query has failed already. */
+    if (atomic_load_explicit(&q->reply_over, memory_order_relaxed)) return;
     const cd_qpair *pr = &q->pairs[i];
     ce_arena_reset(w->arena);
     ce_result r;
@@ -511,7 +559,20 @@ static void qjob_run(cd_job *job, cd_worker *w) {
       j->err_pair = i;
       return;
     }
-    if (!(q->results[i] = convert(j->out, q, pr, &r, us))) {
+    size_t need = cd_reply_estimate(&r, &opt), held;
+    if (reserve_reply(q, need, limit, &held)) {
+      atomic_store_explicit(&q->reply_over, 1, memory_order_relaxed);
+      char b1[32], b2[32], b3[32];
+      cd_status_set(&j->err, CD_EXHAUSTED, "",
+                    "reply would be over max_reply_bytes %s: the results converted so far take %s and pair %lld "
+                    "(bodies %u and %u) needs %s more; ask for fewer pairs or less detail (no surfaces or "
+                    "patches, polygons rather than triangles)",
+                    cd_fmt_bytes(b1, sizeof b1, limit), cd_fmt_bytes(b2, sizeof b2, held), (long long)i,
+                    q->bodies[pr->a].id, q->bodies[pr->b].id, cd_fmt_bytes(b3, sizeof b3, need));
+      j->err_pair = i;
+      return;
+    }
+    if (!(q->results[i] = cd_reply_convert(&j->out, &opt, q->bodies[pr->a].id, q->bodies[pr->b].id, &r, us))) {
       cd_status_set(&j->err, CD_EXHAUSTED, "", "pair %lld: out of memory converting the result", (long long)i);
       j->err_pair = i;
       return;
@@ -566,7 +627,7 @@ void cd_query_run(cd_query *q) {
 void cd_query_free(cd_query *q) {
   if (!q) return;
   if (q->jobs)
-    for (int64_t k = 0; k < q->njobs; k++) ce_arena_destroy(q->jobs[k].out);
+    for (int64_t k = 0; k < q->njobs; k++) cd_budget_destroy(&q->jobs[k].out);
   free(q->jobs);
   free(q->results);
   if (q->owns_pins) cd_qbodies_unpin(q->bodies, q->nbodies);

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "cd_budget.h"
 #include "cd_cache.h"
 #include "cd_limits.h"
 #include "cd_status.h"
@@ -52,7 +53,24 @@ struct cd_query {
   cd_query_done_fn done; /* on the loop once every job finished */
   const atomic_int *cancelled; /* NULL, or set once nobody wants the answer (the connection closed) */
   void *user;
+  /* Memory the converted results may take together (max_reply_bytes, 0 =
+   * unlimited): each job reserves a pair's estimate (cd_reply_estimate)
+   * before converting it, so the results never grow past the limit; the
+   * first job that cannot reserve fails the query and the others stop. */
+  atomic_size_t reply_bytes;
+  atomic_int reply_over;
 };
+
+/* Upper bound on the bytes cd_reply_convert takes from its budget for one
+ * engine result under options o (from the counts alone: nothing is
+ * allocated). */
+size_t cd_reply_estimate(const ce_result *r, const ce_options *o);
+/* The wire message of one pair's result, allocated in b (NULL when b runs
+ * out). a and b_id are the client's body ids. */
+Contactd__V1__PairResult *cd_reply_convert(cd_budget *b, const ce_options *o, uint32_t a, uint32_t b_id,
+                                           const ce_result *r, uint64_t us);
+/* "812.0 MiB", "12.5 KiB", "100 bytes" into out[n]; returns out. */
+const char *cd_fmt_bytes(char *out, size_t n, uint64_t bytes);
 
 /* Parse and check bodies (field: "contactQuery.bodies"): unique ids,
  * registered READY geometry (NOT_FOUND otherwise), finite poses, the

@@ -1,7 +1,7 @@
 /* test_cd_units.c — the daemon's pieces in isolation: SHA-256 against FIPS
  * vectors, geometry ids (canonical, parameter-sensitive), the cache
  * (waiters, references, pins, LRU eviction within the budget), the broad
- * phase, mesh file parsers and the config file. */
+ * phase, mesh file parsers, the config file and the reply-size estimate. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -407,4 +407,58 @@ Test(config, json_overrides_defaults_and_rejects_typos) {
   cr_expect_eq(cd_config_apply_json(&c, "{\"listn\": \"x\"}", err, sizeof err), -1);
   cr_expect(strstr(err, "unknown key \"listn\""), "%s", err);
   cr_expect_eq(cd_config_apply_json(&c, "{", err, sizeof err), -1);
+}
+
+/* max_reply_bytes reserves cd_reply_estimate() before converting a pair, so
+ * the estimate must cover what cd_reply_convert() takes (it is exact). */
+Test(reply, estimate_matches_what_conversion_allocates) {
+  ce_vec3 vtx[5] = {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0}, {2, 0, 0}};
+  double pv[5] = {1, 2, 3, 4, 5};
+  int32_t off[3] = {0, 4, 7}, fv[7] = {0, 1, 2, 3, 1, 4, 2};
+  ce_vec3 nrm[2] = {{0, 0, 1}, {0, 0, 1}}, cen[2] = {{0.5, 0.5, 0}, {1.3, 0.3, 0}};
+  double area[2] = {1, 0.5}, cp[2] = {2.5, 3};
+  int32_t patch_of[2] = {0, 1};
+  ce_patch patches[2];
+  memset(patches, 0, sizeof patches);
+  ce_point_contact pts[3];
+  memset(pts, 0, sizeof pts);
+  ce_result r;
+  memset(&r, 0, sizeof r);
+  r.status = CE_CONTACT_SURFACE;
+  r.model = CE_MODEL_HYDROELASTIC;
+  r.surface = (ce_surface){.nv = 5, .nf = 2, .vertices = vtx, .pressure = pv, .face_offsets = off,
+                           .face_vertices = fv, .normal = nrm, .area = area, .centroid = cen,
+                           .centroid_pressure = cp, .patch = patch_of};
+  r.npatches = 2;
+  r.patches = patches;
+  r.npoints = 3;
+  r.points = pts;
+  for (int mask = 0; mask < 16; mask++) {
+    ce_options o;
+    ce_options_default(&o);
+    o.want_surface = mask & 1;
+    o.want_patches = (mask >> 1) & 1;
+    o.want_points = (mask >> 2) & 1;
+    r.model = mask & 8 ? CE_MODEL_POINT : CE_MODEL_HYDROELASTIC;
+    r.status = mask & 8 ? CE_CONTACT_POINT : CE_CONTACT_SURFACE;
+    cd_budget b;
+    cd_budget_init(&b, 0);
+    size_t est = cd_reply_estimate(&r, &o);
+    Contactd__V1__PairResult *m = cd_reply_convert(&b, &o, 7, 9, &r, 3);
+    cr_assert(m);
+    cr_expect_eq(b.used, est, "options %d: converted %zu bytes, estimated %zu", mask, b.used, est);
+    cr_expect_eq(m->a, 7);
+    cr_expect_eq(m->surface != NULL, (mask & 1) != 0);
+    cr_expect_eq(m->penetration != NULL, (mask & 8) != 0);
+    cd_budget_destroy(&b);
+    /* A budget one allocation short fails cleanly. */
+    cd_budget_init(&b, est / 2);
+    cr_expect_null(cd_reply_convert(&b, &o, 7, 9, &r, 3));
+    cr_expect(cd_budget_exhausted(&b));
+    cd_budget_destroy(&b);
+  }
+  char t[32];
+  cr_expect_str_eq(cd_fmt_bytes(t, sizeof t, 812 * CD_MIB), "812.0 MiB");
+  cr_expect_str_eq(cd_fmt_bytes(t, sizeof t, 32768), "32.0 KiB");
+  cr_expect_str_eq(cd_fmt_bytes(t, sizeof t, 100), "100 bytes");
 }

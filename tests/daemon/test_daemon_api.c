@@ -3,6 +3,7 @@
  * TCP and the Unix socket, in protobuf and in JSON; two clients share one
  * cached geometry (one build, visible in stats). */
 #include <criterion/criterion.h>
+#include <time.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -403,6 +404,62 @@ Test(daemon_api, metrics_endpoint_serves_prometheus_text) {
   cr_expect(strstr(buf, "200 OK") && strstr(buf, "ready"), "%s", buf);
   close(fd);
   cr_expect_eq(tc_stop(&D), 0);
+}
+
+static long mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* A metrics client that connects and sends nothing is closed after
+ * metrics_timeout_ms; connections over max_metrics_connections are closed at
+ * once; the port still answers afterwards. */
+Test(daemon_api, silent_metrics_connections_time_out) {
+  const char *path = "/tmp/contactd-test-metrics.json";
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"limits\": {\"metrics_timeout_ms\": 300, \"max_metrics_connections\": 2}}\n");
+  fclose(f);
+  const char *extra[] = {"--config", path, "--metrics-port", "0", NULL};
+  tc_start(&D, extra);
+  cr_assert_gt(D.metrics_port, 0);
+  long t0 = mono_ms();
+  int a = tc_connect_tcp(D.metrics_port), b = tc_connect_tcp(D.metrics_port);
+  cr_assert(a >= 0 && b >= 0);
+  usleep(50000); /* both accepted before the third arrives */
+  int c = tc_connect_tcp(D.metrics_port);
+  cr_assert_geq(c, 0);
+  cr_expect(tc_wait_closed(c, 200), "the third connection is over max_metrics_connections: closed at once");
+  cr_expect(tc_wait_closed(a, 3000), "a silent connection is closed");
+  long waited = mono_ms() - t0;
+  cr_expect_geq(waited, 250, "not before the timeout (%ld ms)", waited);
+  cr_expect_lt(waited, 2000, "soon after the timeout (%ld ms)", waited);
+  cr_expect(tc_wait_closed(b, 1000));
+  close(a);
+  close(b);
+  close(c);
+  cr_expect_eq(tc_log_count(&D, "metrics connection refused"), 1);
+  /* A client that talks is answered as before. */
+  int fd = tc_connect_tcp(D.metrics_port);
+  const char *req = "GET /healthz HTTP/1.0\r\n\r\n";
+  tc_send_raw(fd, req, strlen(req));
+  char buf[1024];
+  size_t n = 0;
+  for (;;) {
+    ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
+    if (k <= 0) break;
+    n += (size_t)k;
+  }
+  buf[n] = 0;
+  cr_expect(strstr(buf, "200 OK") && strstr(buf, "ok"), "%s", buf);
+  close(fd);
+  /* A silent metrics connection does not hold up shutdown either. */
+  a = tc_connect_tcp(D.metrics_port);
+  usleep(50000);
+  long s0 = mono_ms();
+  cr_expect_eq(tc_stop(&D), 0);
+  cr_expect_lt(mono_ms() - s0, 5000);
+  close(a);
 }
 
 Test(daemon_api, rigid_pairs_fall_back_to_point_contact, .init = up, .fini = down) {

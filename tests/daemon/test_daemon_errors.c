@@ -428,3 +428,110 @@ Test(bad_input, client_that_stops_reading_is_disconnected, .init = tiny_output) 
   cr_expect(tc_log_count(&D, "reason=\"client is not reading"), "the close reason is logged");
   close(fd);
 }
+
+
+/* max_reply_bytes: building a reply (the converted results, then the
+ * encoding) is bounded; a reply over it is RESOURCE_EXHAUSTED for that
+ * request only. Sizes measured with these geometries: one fine sphere on the
+ * plane with the full triangle surface is 848 KB encoded (9464 faces), about
+ * 0.9 MiB of converted structs; the coarse sphere's polygon surface is 9.5 KB
+ * encoded, 15 KB as JSON text (far more while cJSON builds it); a
+ * wrench-only reply is 222 bytes. */
+static void reply_limit(const char *path, const char *limits) {
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"limits\": {%s}}\n", limits);
+  fclose(f);
+  const char *extra[] = {"--config", path, NULL};
+  start_with(extra);
+}
+/* 1.5 MiB: one fine surface fits, two do not; one pair per job, so the two
+ * workers convert at once and share the budget. */
+static void reply_limit_proto(void) {
+  reply_limit("/tmp/contactd-test-reply.json", "\"max_reply_bytes\": 1572864, \"pairs_per_job\": 1");
+}
+/* 32 KiB: the coarse polygon surface converts (about 10 KB) but its JSON
+ * encoding does not fit. */
+static void reply_limit_json(void) { reply_limit("/tmp/contactd-test-reply-json.json", "\"max_reply_bytes\": 32768"); }
+
+Test(bad_input, reply_over_max_reply_bytes_fails_that_request_only, .init = reply_limit_proto) {
+  char *fine = tc_register_sphere(bystander, 3, 0.1, 1e6, 0.01);
+  cr_assert(fine);
+  int fd = tc_connect_tcp(D.port);
+  /* Three fine spheres side by side on the plane, full triangle surfaces. */
+  Contactd__V1__Body b[4], *bodies[4];
+  Contactd__V1__Pose p[4];
+  Contactd__V1__Vec3 v[4];
+  Contactd__V1__Pair pr[3], *pairs[3];
+  for (int i = 0; i < 3; i++) {
+    tc_body(&b[i], &p[i], &v[i], (uint32_t)i + 1, fine, i * 0.5, 0, 0.05);
+    bodies[i] = &b[i];
+    contactd__v1__pair__init(&pr[i]);
+    pr[i].a = (uint32_t)i + 1;
+    pr[i].b = 4;
+    pairs[i] = &pr[i];
+  }
+  tc_body(&b[3], &p[3], &v[3], 4, plane, 0, 0, 0);
+  bodies[3] = &b[3];
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
+  o.representation = CONTACTD__V1__REPRESENTATION__REPRESENTATION_TRIANGLE;
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = 4;
+  q.bodies = bodies;
+  q.n_pairs = 3;
+  q.pairs = pairs;
+  q.options = &o;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 60;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &q;
+  Env *r = tc_call(fd, &e, 60000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 60, "over max_reply_bytes 1.5 MiB");
+  cr_expect(strstr(r->error->message, "ask for fewer pairs"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* The same connection goes on: one of those surfaces fits ... */
+  q.n_pairs = 1;
+  e.request_id = 61;
+  r = tc_call(fd, &e, 60000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "one surface fits the limit");
+  cr_expect_eq(r->request_id, 61);
+  cr_expect_gt(r->contact_reply->results[0]->surface->n_areas, 1000);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* ... and so does a small query. */
+  tc_pair_query pq;
+  tc_pair_query_init(&pq, 62, sphere, 0.09, plane, 0, 0);
+  r = tc_call(fd, &pq.env, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "a small query still works");
+  cr_expect_gt(r->contact_reply->results[0]->wrench_a->force->z, 0.0);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* The limit is reported in Hello. */
+  r = hello(fd, 63);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY);
+  cr_expect_eq(r->hello_reply->limits->max_reply_bytes, 1572864);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(fd);
+  free(fine);
+}
+
+Test(bad_input, json_reply_over_max_reply_bytes_fails_that_request_only, .init = reply_limit_json) {
+  int fd = tc_connect_tcp(D.port);
+  char line[1024];
+  const char *fmt = "{\"requestId\":\"%d\",\"contactQuery\":{\"bodies\":[{\"bodyId\":1,\"geometryId\":\"%s\","
+                    "\"pose\":{\"position\":{\"z\":%g}}},{\"bodyId\":2,\"geometryId\":\"%s\"}],"
+                    "\"pairs\":[{\"a\":1,\"b\":2}],\"options\":{\"detail\":\"%s\"}}}";
+  snprintf(line, sizeof line, fmt, 70, sphere, 0.05, plane, "DETAIL_SURFACE");
+  tc_send_line(fd, line);
+  char *l = tc_recv_line(fd, 30000);
+  cr_assert(l, "an answer arrives");
+  cr_expect(strstr(l, "\"requestId\":\"70\""), "%s", l);
+  cr_expect(strstr(l, "\"code\":\"RESOURCE_EXHAUSTED\""), "%s", l);
+  cr_expect(strstr(l, "over max_reply_bytes 32.0 KiB as JSON"), "%s", l);
+  free(l);
+  snprintf(line, sizeof line, fmt, 71, sphere, 0.09, plane, "DETAIL_WRENCH");
+  tc_send_line(fd, line);
+  l = tc_recv_line(fd, 30000);
+  cr_assert(l, "the connection goes on");
+  cr_expect(strstr(l, "\"requestId\":\"71\"") && strstr(l, "\"contactReply\""), "%s", l);
+  free(l);
+  close(fd);
+}
