@@ -192,109 +192,109 @@ static ce_errno emit_face(ce_builder *b, int32_t *ids, int n, ce_vec3 normal, ce
  *   {2, a, b, f0, f1, f2}   rigid edge (a, b) crossing tet face (f0, f1, f2)
  *   {3, i, j, tri}          tet edge (i, j) piercing triangle tri
  *   {0}                     anything else (degenerate hits): never shared
- * and every polygon edge carries the feature it lies on: a rigid edge
- * (kind 1), a tet face (kind 2, the sorted global face), or unknown (0).
- * A point lying exactly on a clipping plane keeps its old label, so exact
- * degeneracies only lose sharing, never correctness. */
-typedef struct elabel { int kind; int32_t v[3]; } elabel;
+ * and every polygon edge carries the feature it lies on: a rigid edge, a
+ * tet face, or unknown. A point lying exactly on a clipping plane keeps its
+ * old label, so exact degeneracies only lose sharing, never correctness.
+ *
+ * While clipping, the labels are local to the pair (small integers: corner,
+ * edge and face indices of the triangle and the tet), so the clipper copies
+ * a few bytes per vertex; only the corners of a polygon that is kept get
+ * the global key above (global_label).
+ *   vertex: 0 none | 1 + 4 i: corner i | 2 + 4 e + 16 k: triangle edge e
+ *           (corner e to e + 1) crossing tet face k (opposite vertex k) |
+ *           3 + 4 k1 + 16 k2: the tet edge common to faces k1 and k2
+ *   edge:   0 unknown | 1 + 4 e: triangle edge e | 2 + 4 k: tet face k */
+enum { VL_NONE = 0, VL_CORNER = 1, VL_EDGE_FACE = 2, VL_TET_EDGE = 3 };
+enum { EL_NONE = 0, EL_TRI_EDGE = 1, EL_FACE = 2 };
 
 static vkey label_none(void) {
   vkey k = {{0, -1, -1, -1, -1, -1}};
   return k;
 }
 
-/* Label of the point where an edge labelled e crosses tet face fc (sorted
- * global vertices) of triangle tri. */
-static vkey clip_label(elabel e, const int32_t fc[3], int32_t tri) {
+/* Local label of the point where an edge labelled el crosses tet face k. */
+static inline int clip_label(int el, int k) {
+  if ((el & 3) == EL_TRI_EDGE) return VL_EDGE_FACE | (el >> 2) << 2 | k << 4;
+  /* two different faces of a tet share the edge joining the two vertices
+   * opposite neither */
+  if ((el & 3) == EL_FACE && el >> 2 != k) return VL_TET_EDGE | (el >> 2) << 2 | k << 4;
+  return VL_NONE;
+}
+
+/* The global key (see above) of local label vl in the pair (tet with
+ * vertices tv, triangle tri with vertices sv). */
+static vkey global_label(int vl, const int32_t tv[4], const int32_t sv[3], int32_t tri) {
   vkey k = label_none();
-  if (e.kind == 1) {
-    k.k[0] = 2;
-    k.k[1] = e.v[0];
-    k.k[2] = e.v[1];
-    k.k[3] = fc[0];
-    k.k[4] = fc[1];
-    k.k[5] = fc[2];
-  } else if (e.kind == 2) {
-    /* the two faces share a tet edge: their two common vertices */
-    int32_t common[3];
-    int nc = 0;
-    for (int i = 0; i < 3; i++)
-      for (int j = 0; j < 3; j++)
-        if (e.v[i] == fc[j] && nc < 3) common[nc++] = fc[j];
-    if (nc == 2) {
-      k.k[0] = 3;
-      k.k[1] = common[0] < common[1] ? common[0] : common[1];
-      k.k[2] = common[0] < common[1] ? common[1] : common[0];
-      k.k[3] = tri;
+  switch (vl & 3) {
+    case VL_CORNER:
+      k.k[0] = 1;
+      k.k[1] = sv[vl >> 2];
+      break;
+    case VL_EDGE_FACE: {
+      int e = vl >> 2 & 3, f = vl >> 4;
+      int32_t u = sv[e], w = sv[e == 2 ? 0 : e + 1];
+      int32_t fc[3] = {tv[(f + 1) & 3], tv[(f + 2) & 3], tv[(f + 3) & 3]};
+      sort3(fc);
+      k.k[0] = 2;
+      k.k[1] = u < w ? u : w;
+      k.k[2] = u < w ? w : u;
+      k.k[3] = fc[0];
+      k.k[4] = fc[1];
+      k.k[5] = fc[2];
+      break;
     }
+    case VL_TET_EDGE: {
+      int other = 0xF & ~(1 << (vl >> 2 & 3)) & ~(1 << (vl >> 4));
+      int32_t i = tv[__builtin_ctz(other)], j = tv[31 - __builtin_clz(other)];
+      k.k[0] = 3;
+      k.k[1] = i < j ? i : j;
+      k.k[2] = i < j ? j : i;
+      k.k[3] = tri;
+      break;
+    }
+    default:
+      break;
   }
   return k;
 }
 
-/* Sutherland–Hodgman with labels: keep the part of polygon x (n vertices,
- * vertex labels lab, edge i -> i+1 labelled el[i]) where
- * d(x) = nrm.x - off >= 0; the plane is tet face fc. Returns the count.
- * lab == NULL: positions only (lab, el, olab, oel unused). */
-static inline __attribute__((always_inline)) int clip_poly(const ce_vec3 *x, const vkey *lab, const elabel *el,
-                                                           int n, ce_vec3 nrm, double off, const int32_t fc[3],
-                                                           int32_t tri, ce_vec3 *ox, vkey *olab, elabel *oel) {
-  int m = 0;
-  elabel on_face = {2, {fc[0], fc[1], fc[2]}};
-  for (int i = 0; i < n; i++) {
-    int j = (i + 1) % n;
-    ce_vec3 a = x[i], bb = x[j];
-    double da = ce_dot(nrm, a) - off, db = ce_dot(nrm, bb) - off;
-    if (da >= 0) {
-      ox[m] = a;
-      if (lab) {
-        olab[m] = lab[i];
-        /* a's outgoing edge runs along a -> b unless b is cut away */
-        oel[m] = (db >= 0 || da > 0) ? el[i] : on_face;
-      }
-      m++;
-    }
-    /* strictly opposite sides; an endpoint at exactly 0 is kept as itself */
-    if ((da > 0 && db < 0) || (da < 0 && db > 0)) {
-      double t = da / (da - db);
-      ox[m] = ce_axpy(a, t, ce_sub(bb, a));
-      if (lab) {
-        olab[m] = clip_label(el[i], fc, tri);
-        /* leaving the half space: the next edge runs along the face plane */
-        oel[m] = da > 0 ? on_face : el[i];
-      }
-      m++;
-    }
-  }
-  return m;
+/* A vertex of the polygon being clipped: position, local label, label of
+ * its outgoing edge (to the next vertex), and the features it lies on for
+ * the surface walk: faces of the tet (bits 0-3, face k opposite vertex k)
+ * and edges of the triangle (bits 4-6, edge e from corner e to e + 1). A
+ * vertex made on face k lies on it and on what both ends of the clipped
+ * edge lie on; a vertex kept within eps of a face plane lies on it. */
+typedef struct cvert {
+  ce_vec3 x;
+  int16_t vl;
+  int8_t el;
+  uint8_t bits;
+} cvert;
+
+/* Twice the vector area (Newell) of the polygon v[0..n). */
+static ce_vec3 cpoly_area2(const cvert *v, int n) {
+  ce_vec3 s = ce_v3(0, 0, 0);
+  for (int i = 0; i < n; i++) s = ce_add(s, ce_cross(v[i].x, v[i + 1 == n ? 0 : i + 1].x));
+  return s;
 }
 
 /* The polygon where rigid triangle P (M frame, unit normal nrm) lies inside
- * tet t of M; see ce_clip_tri_tet. *exists (when not NULL; it starts at
- * 0) gets the corner count k of the intersection left in out: k when it
- * has positive area, even when the gradient rule drops it, and -k when it
- * is a segment or has no area. The surface walk crosses both. */
+ * tet t of M; see ce_clip_tri_tet. Output in out[0..k): positions, and with
+ * `labels` set the local labels and walk bits too. *exists (when not NULL;
+ * it starts at 0) gets the corner count k of the intersection left in out:
+ * k when it has positive area, even when the gradient rule drops it, and -k
+ * when it is a segment or has no area. The surface walk crosses both.
+ * *area2 (when positive area) gets twice the polygon's vector area. */
 static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3],
-                                                              ce_vec3 nrm, double eps, const int32_t sv[3], int32_t f,
-                                                              ce_vec3 *out, ce_clip_key *labels, int *exists,
-                                                              ce_counters *c) {
-  ce_vec3 g = T->grad[t];
-  ce_vec3 gh = ce_normalize(g);
-  /* Gradient rule (see the file comment). A zero gradient (constant
-   * field) gives 0 > cos(5pi/8): accepted. The pair is still clipped when
-   * the rule fails, so that faces_dropped counts only polygons that
-   * exist (as the compliant-compliant intersector does), not every
-   * candidate pair whose bounding boxes overlap. */
-  const int rule_ok = ce_dot(nrm, gh) > CE_GRADIENT_COS_LIMIT;
+                                                              ce_vec3 nrm, double eps, int labels, cvert *out,
+                                                              int *exists, ce_vec3 *area2, ce_counters *c) {
   const int32_t *tv = T->tet[t];
   ce_vec3 X[4] = {T->v[tv[0]], T->v[tv[1]], T->v[tv[2]], T->v[tv[3]]};
-  ce_vec3 P[MAXV], Q[MAXV];
-  int np = 3;
-  for (int i = 0; i < 3; i++) P[i] = tri[i];
   /* Cheap rejections of the many box-overlap false positives, with the
    * coplanarity tolerance so a triangle in a tet face is never lost:
    * the tet entirely on one side of the triangle's plane, or the triangle
    * entirely outside one face plane of the tet. */
-  double tp = ce_dot(nrm, P[0]);
+  double tp = ce_dot(nrm, tri[0]);
   int above = 0, below = 0;
   for (int j = 0; j < 4; j++) {
     double sd = ce_dot(nrm, X[j]) - tp;
@@ -323,82 +323,112 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
     double lim = eps * eps * ce_norm2(fn);
     int outc = 0;
     for (int k = 0; k < 3; k++) {
-      double d = ce_dot(fn, P[k]) - off;
+      double d = ce_dot(fn, tri[k]) - off;
       outc += d < 0 && d * d > lim;
     }
     if (outc == 3) return 0;
     fns[i] = fn;
     offs[i] = off;
   }
-  vkey L[MAXV], LQ[MAXV];
-  elabel EL[MAXV], ELQ[MAXV];
-  if (labels)
-    for (int i = 0; i < 3; i++) {
-      L[i] = label_none();
-      L[i].k[0] = 1;
-      L[i].k[1] = sv[i];
-      int32_t u = sv[i], w = sv[(i + 1) % 3];
-      EL[i].kind = 1;
-      EL[i].v[0] = u < w ? u : w;
-      EL[i].v[1] = u < w ? w : u;
-      EL[i].v[2] = -1;
+  cvert A[MAXV], B[MAXV];
+  int np = 3;
+  for (int i = 0; i < 3; i++) {
+    A[i].x = tri[i];
+    if (labels) {
+      A[i].vl = VL_CORNER | i << 2;
+      A[i].el = EL_TRI_EDGE | i << 2;
+      /* corner i: edges i and i - 1 */
+      A[i].bits = (uint8_t)(1 << (4 + i) | 1 << (4 + (i == 0 ? 2 : i - 1)));
     }
+  }
   /* the walk also crosses segments (exists != NULL: clip 2-gons too) */
   const int npmin = exists ? 2 : 3;
-  ce_vec3 *cp = P, *cq = Q;
-  vkey *cl = L, *clq = LQ;
-  elabel *cel = EL, *celq = ELQ;
+  cvert *cur = A, *nxt = B;
   for (int i = 0; i < 4 && np >= npmin; i++) {
     /* unit inward normal of the face opposite vertex i */
     double inv = unit ? 1.0 : 1.0 / ce_norm(fns[i]);
     ce_vec3 fn = ce_scale(fns[i], inv);
     double off = offs[i] * inv;
+    double d[MAXV];
+    int coplanar = 1, nout = 0;
+    for (int k = 0; k < np; k++) {
+      d[k] = ce_dot(fn, cur[k].x) - off;
+      int near = fabs(d[k]) <= eps;
+      coplanar &= near;
+      nout += d[k] < 0;
+      if (labels) cur[k].bits |= (uint8_t)(near << i);
+    }
     /* A triangle lying in this face's plane: the face, when shared by two
      * tets, would give the same polygon twice (once per tet). Half-open
      * rule: the polygon belongs only to the tet on the side its normal
      * points to (dot(n, inward) > 0) — M's material outside N, whose
      * gradient is the one that matters. The two tets sharing the face
      * have opposite inward normals, so exactly one keeps it. */
-    int coplanar = 1;
-    for (int k = 0; k < np && coplanar; k++)
-      if (fabs(ce_dot(fn, cp[k]) - off) > eps) coplanar = 0;
     if (coplanar) {
       if (!(ce_dot(nrm, fn) > 0)) return 0;
       continue;
     }
-    int32_t fc[3] = {tv[(i + 1) & 3], tv[(i + 2) & 3], tv[(i + 3) & 3]};
-    sort3(fc);
-    np = clip_poly(cp, labels ? cl : NULL, cel, np, fn, off, fc, f, cq, clq, celq);
+    if (nout == 0) continue; /* all kept: the clip would copy the polygon */
+    /* Sutherland–Hodgman: keep d >= 0; an endpoint at exactly 0 is kept as
+     * itself, new points only between strictly opposite sides. */
+    const int8_t on_face = (int8_t)(EL_FACE | i << 2);
+    int m = 0;
+    for (int v = 0; v < np; v++) {
+      int w = v + 1 == np ? 0 : v + 1;
+      double da = d[v], db = d[w];
+      if (da >= 0) {
+        nxt[m] = cur[v];
+        /* the outgoing edge runs along v -> w unless w is cut away */
+        if (labels && !(db >= 0 || da > 0)) nxt[m].el = on_face;
+        m++;
+      }
+      if ((da > 0 && db < 0) || (da < 0 && db > 0)) {
+        double s = da / (da - db);
+        cvert *o = &nxt[m++];
+        o->x = ce_axpy(cur[v].x, s, ce_sub(cur[w].x, cur[v].x));
+        if (labels) {
+          o->vl = (int16_t)clip_label(cur[v].el, i);
+          /* leaving the half space: the next edge runs along the face plane */
+          o->el = da > 0 ? on_face : cur[v].el;
+          o->bits = (uint8_t)((cur[v].bits & cur[w].bits) | 1 << i);
+        }
+      }
+    }
+    np = m;
     /* the output becomes the input of the next face (swap, no copies) */
-    ce_vec3 *tp = cp;
-    cp = cq;
-    cq = tp;
-    vkey *tl = cl;
-    cl = clq;
-    clq = tl;
-    elabel *te = cel;
-    cel = celq;
-    celq = te;
+    cvert *tq = cur;
+    cur = nxt;
+    nxt = tq;
   }
   if (np < npmin) return 0;
-  /* drop near-duplicate consecutive vertices */
+  /* drop near-duplicate consecutive vertices (the first one stays, with
+   * the features of both) */
   int k = 0;
   for (int i = 0; i < np; i++)
-    if (k == 0 || ce_norm(ce_sub(cp[i], out[k - 1])) > eps) {
-      out[k] = cp[i];
-      if (labels) labels[k] = cl[i];
-      k++;
-    }
-  while (k > 1 && ce_norm(ce_sub(out[k - 1], out[0])) <= eps) k--;
+    if (k == 0 || ce_norm(ce_sub(cur[i].x, out[k - 1].x)) > eps) out[k++] = cur[i];
+    else if (labels) out[k - 1].bits |= cur[i].bits;
+  while (k > 1 && ce_norm(ce_sub(out[k - 1].x, out[0].x)) <= eps) {
+    if (labels) out[0].bits |= out[k - 1].bits;
+    k--;
+  }
   if (exists && k >= 2) *exists = -k; /* a segment, or no area: a bridge */
   if (k < 3) return 0;
-  ce_vec3 a2 = poly_area2(out, k);
+  ce_vec3 a2 = cpoly_area2(out, k);
   if (!(ce_dot(a2, nrm) > 0)) return 0; /* zero area (or degenerate) */
   if (exists) *exists = k;
-  if (!rule_ok) {
+  /* Gradient rule (see the file comment): n . g > cos(5 pi/8) |g| with the
+   * cosine negative holds for n . g >= 0, else compare squares (no square
+   * root). A zero gradient (constant field) is accepted. The pair is
+   * clipped even when the rule fails, so that faces_dropped counts only
+   * polygons that exist (as the compliant-compliant intersector does), not
+   * every candidate pair whose bounding boxes overlap. */
+  const ce_vec3 g = T->grad[t];
+  const double dm = ce_dot(nrm, g);
+  if (!(dm >= 0 || dm * dm < CE_GRADIENT_COS_LIMIT * CE_GRADIENT_COS_LIMIT * ce_norm2(g))) {
     c->faces_dropped++;
     return 0;
   }
+  if (area2) *area2 = a2;
   return k;
 }
 
@@ -406,8 +436,16 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
  * compiler drop the label work from the unlabelled (terrain) copy. */
 int ce_clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3], ce_vec3 nrm, double eps,
                     const int32_t tri_v[3], int32_t tri_id, ce_vec3 *out, ce_clip_key *labels, ce_counters *c) {
-  if (labels) return clip_tri_tet(T, t, tri, nrm, eps, tri_v, tri_id, out, labels, NULL, c);
-  return clip_tri_tet(T, t, tri, nrm, eps, NULL, 0, out, NULL, NULL, c);
+  cvert V[MAXV];
+  int k;
+  if (labels) {
+    k = clip_tri_tet(T, t, tri, nrm, eps, 1, V, NULL, NULL, c);
+    for (int i = 0; i < k; i++) labels[i] = global_label(V[i].vl, T->tet[t], tri_v, tri_id);
+  } else {
+    k = clip_tri_tet(T, t, tri, nrm, eps, 0, V, NULL, NULL, c);
+  }
+  for (int i = 0; i < k; i++) out[i] = V[i].x;
+  return k;
 }
 
 /* One query of ce_intersect_tet_tri. */
@@ -439,54 +477,56 @@ static ce_errno tet_tri_pair(tt_query *q, int32_t t, int32_t f, tt_hit *walk) {
   const ce_tetmesh *T = q->T;
   ce_vec3 nrm = ce_pose_rotate(q->X_MN, S->normal[f]);
   const int32_t *sv = S->tri[f];
-  ce_vec3 P[3], Q[MAXV];
-  vkey LQ[MAXV];
+  ce_vec3 P[3];
+  cvert Q[MAXV];
   for (int i = 0; i < 3; i++) P[i] = ce_pose_apply(q->X_MN, S->v[sv[i]]);
   int ex = 0;
-  int k = clip_tri_tet(T, t, P, nrm, q->eps, sv, f, Q, LQ, walk ? &ex : NULL, q->c);
+  ce_vec3 a2;
+  int k = clip_tri_tet(T, t, P, nrm, q->eps, 1, Q, walk ? &ex : NULL, &a2, q->c);
   if (walk) {
     int kx = ex < 0 ? -ex : ex;
     walk->n = kx;
     walk->proper = ex > 0;
     if (kx >= 2) {
-      /* faces of t and edges of f each corner lies on */
-      const double(*fp)[4] = T->fplane[t];
-      ce_vec3 en[3];
-      for (int e = 0; e < 3; e++) {
-        ce_vec3 d = ce_sub(P[e == 2 ? 0 : e + 1], P[e]);
-        double l = ce_norm(d);
-        en[e] = l > 0 ? ce_scale(ce_cross(nrm, d), 1.0 / l) : ce_v3(0, 0, 0);
-      }
-      int vb[MAXV];
-      for (int i = 0; i < kx; i++) {
-        ce_vec3 x = Q[i];
-        int bits = 0;
-        for (int kf = 0; kf < 4; kf++)
-          bits |= (fabs(fp[0][kf] * x.x + fp[1][kf] * x.y + fp[2][kf] * x.z - fp[3][kf]) <= q->eps) << kf;
-        for (int e = 0; e < 3; e++) bits |= (fabs(ce_dot(en[e], ce_sub(x, P[e]))) <= q->eps) << (4 + e);
-        vb[i] = bits;
-      }
-      for (int i = 0; i < kx; i++) walk->ebits[i] = vb[i] & vb[i + 1 == kx ? 0 : i + 1];
+      for (int i = 0; i < kx; i++) walk->ebits[i] = Q[i].bits & Q[i + 1 == kx ? 0 : i + 1].bits;
       if (kx == 2) walk->n = 1; /* a segment: one edge */
     }
   }
   if (k < 3) return CE_OK;
   ce_vec3 g = T->grad[t];
+  const double off = T->offset[t];
+  const int32_t *tv = T->tet[t];
   ce_errno e;
   if ((e = vcache_reserve(&q->cache, k)) != CE_OK) return e;
   int32_t ids[MAXV];
   for (int i = 0; i < k; i++) {
-    vslot *sl = LQ[i].k[0] != 0 ? vcache_find(&q->cache, LQ[i]) : NULL;
-    if (sl && sl->id >= 0) {
-      ids[i] = sl->id;
-      continue;
+    vkey key;
+    vslot *sl = NULL;
+    if (Q[i].vl != VL_NONE) {
+      key = global_label(Q[i].vl, tv, sv, f);
+      sl = vcache_find(&q->cache, key);
+      if (sl->id >= 0) {
+        ids[i] = sl->id;
+        continue;
+      }
     }
-    ids[i] = ce_builder_add_vertex(q->b, Q[i], fmax(0.0, ce_dot(g, Q[i]) + T->offset[t]));
+    ids[i] = ce_builder_add_vertex(q->b, Q[i].x, fmax(0.0, ce_dot(g, Q[i].x) + off));
     if (ids[i] < 0) return CE_ENOMEM;
-    if (sl) vcache_set(&q->cache, sl, LQ[i], ids[i]);
+    if (sl) vcache_set(&q->cache, sl, key, ids[i]);
   }
   int added;
-  if ((e = emit_face(q->b, ids, k, nrm, g, ce_v3(0, 0, 0), t, f, &added)) != CE_OK) return e;
+  if (dedupe_ids(ids, k) == k) {
+    /* What emit_face would do, on the clipper's area (of the same points
+     * unless a shared vertex came from a neighbour's rounding): the
+     * polygon is already counter-clockwise about nrm (a2 . nrm > 0). */
+    double ext = 0;
+    for (int i = 1; i < k; i++) ext = fmax(ext, ce_norm2(ce_sub(Q[i].x, Q[0].x)));
+    if (!(ce_dot(a2, nrm) > 1e-13 * ext)) return CE_OK;
+    if ((e = ce_builder_add_face(q->b, ids, k, nrm, g, ce_v3(0, 0, 0), t, f)) != CE_OK) return e;
+    added = 1;
+  } else if ((e = emit_face(q->b, ids, k, nrm, g, ce_v3(0, 0, 0), t, f, &added)) != CE_OK) {
+    return e;
+  }
   q->c->polygons += added;
   return CE_OK;
 }
