@@ -340,6 +340,9 @@ done:
   return e;
 }
 
+static ce_errno tet_boundary_convex(const ce_tetmesh *t, const int32_t (*bfaces)[2], int64_t nb, double tol,
+                                    int *convex, ce_error *err);
+
 static ce_errno tet_build(ce_geometry *g, ce_error *err) {
   ce_tetmesh *m = &g->tet;
   const int32_t nv = m->nv, nt = m->nt;
@@ -393,7 +396,7 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
   unsigned char *boundary = flags, *used = flags + nv;
   for (int32_t t = 0; t < nt; t++)
     for (int i = 0; i < 4; i++) used[m->tet[t][i]] = 1;
-  if ((e = tet_faces(m, boundary, m->p ? NULL : &bfaces, &nb, err)) != CE_OK) goto done;
+  if ((e = tet_faces(m, boundary, &bfaces, &nb, err)) != CE_OK) goto done;
   if (!m->p) {
     m->p = malloc((size_t)nv * sizeof *m->p);
     if (!m->p) {
@@ -428,6 +431,7 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
   }
   g->volume = volume;
   g->scale = scale > 0 ? scale : 1;
+  if ((e = tet_boundary_convex(m, bfaces, nb, 1e-9 * g->scale, &g->convex, err)) != CE_OK) goto done;
   if ((e = ce_bvh_build(&g->bvh, nt, 4, &m->tet[0][0], m->v, m->p, err)) != CE_OK) goto done;
   g->bytes = sizeof *g + (size_t)nv * (sizeof *m->v + sizeof *m->p) +
              (size_t)nt * (sizeof *m->tet + sizeof *m->grad + sizeof *m->offset + sizeof *m->prange +
@@ -600,6 +604,68 @@ done:
   return e;
 }
 
+/* Whether the closed surface m (adjacency and components counted, outward
+ * unit normals) bounds a convex body: one piece, and across every edge the
+ * neighbour's vertices lie on or below the face's plane (within tol). A
+ * connected closed surface that is convex at every edge is convex, so this
+ * is linear in the faces (the point-contact model replaces a non-convex
+ * mesh by its hull and says so; see ce_mtd.c). */
+static int trimesh_convex(const ce_trimesh *m, double tol) {
+  if (m->ncomp != 1) return 0;
+  for (int32_t f = 0; f < m->nf; f++) {
+    ce_vec3 n = m->normal[f], p0 = m->v[m->tri[f][0]];
+    for (int e = 0; e < 3; e++) {
+      int32_t g = m->adj[f][e];
+      if (g < 0) return 0;
+      for (int k = 0; k < 3; k++)
+        if (ce_dot(n, ce_sub(m->v[m->tri[g][k]], p0)) > tol) return 0;
+    }
+  }
+  return 1;
+}
+
+/* The same for a tet mesh's boundary (its nb faces as (tet, local face)):
+ * the faces wound outward as a temporary triangle mesh, paired by edges
+ * (a boundary that is not a closed manifold surface is not convex). */
+static ce_errno tet_boundary_convex(const ce_tetmesh *t, const int32_t (*bfaces)[2], int64_t nb, double tol,
+                                    int *convex, ce_error *err) {
+  *convex = 0;
+  if (nb < 4 || nb > INT32_MAX) return CE_OK;
+  ce_trimesh m;
+  memset(&m, 0, sizeof m);
+  m.nv = t->nv;
+  m.nf = (int32_t)nb;
+  m.v = t->v;
+  m.tri = malloc((size_t)nb * sizeof *m.tri);
+  m.normal = malloc((size_t)nb * sizeof *m.normal);
+  m.adj = malloc((size_t)nb * sizeof *m.adj);
+  ce_errno e = CE_OK;
+  if (!m.tri || !m.normal || !m.adj) {
+    e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %lld boundary faces", (long long)nb);
+    goto done;
+  }
+  for (int64_t f = 0; f < nb; f++) {
+    const int32_t *tv = t->tet[bfaces[f][0]];
+    const int i = bfaces[f][1];
+    for (int j = 0; j < 3; j++) m.tri[f][j] = tv[kTetFace[i][j]];
+    ce_vec3 a = t->v[m.tri[f][0]];
+    ce_vec3 n = ce_cross(ce_sub(t->v[m.tri[f][1]], a), ce_sub(t->v[m.tri[f][2]], a));
+    m.normal[f] = ce_scale(n, 1.0 / ce_norm(n)); /* tets of zero volume were rejected */
+  }
+  int64_t open = 0;
+  /* an open, non-manifold or inconsistently wound boundary is not convex */
+  ce_errno te = tri_edges(&m, 1, &open, NULL);
+  if (te == CE_ENOMEM) e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for boundary edges");
+  if (te != CE_OK) goto done;
+  if ((e = tri_components(&m, err)) != CE_OK) goto done;
+  *convex = trimesh_convex(&m, tol);
+done:
+  free(m.tri);
+  free(m.normal);
+  free(m.adj);
+  return e;
+}
+
 static ce_errno tri_build(ce_geometry *g, int require_closed, ce_error *err) {
   ce_trimesh *m = &g->tri;
   const int32_t nv = m->nv, nf = m->nf;
@@ -631,6 +697,7 @@ static ce_errno tri_build(ce_geometry *g, int require_closed, ce_error *err) {
   int64_t nopen = 0;
   if ((e = tri_edges(m, require_closed, &nopen, err)) != CE_OK) return e;
   if ((e = tri_components(m, err)) != CE_OK) return e;
+  g->convex = nopen == 0 && trimesh_convex(m, 1e-9 * (scale > 0 ? scale : 1));
   double volume = 0;
   if (nopen == 0) {
     /* Signed volume of the closed surface, about a vertex of the mesh to

@@ -246,6 +246,8 @@ struct ce_geometry {
   ce_bvh bvh;              /* over tets (compliant) or triangles (rigid) */
   double volume;
   double scale;            /* largest |vertex| in the geometry frame (>0) */
+  int convex;              /* meshes: 1 when the mesh bounds a convex body
+                            * (checked once at build, ce_geometry.c) */
   size_t bytes;
   struct ce_heightfield *hf; /* CE_SHAPE_HEIGHTFIELD only (ce_heightfield.c) */
   /* The primitive's analytic parameters (type, radius, length, size) as

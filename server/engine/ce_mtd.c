@@ -63,52 +63,6 @@ typedef struct cvx {
   double scale;       /* size for tolerances */
 } cvx;
 
-/* ---- convexity check of meshes ----------------------------------------- */
-
-/* A closed triangle mesh whose every edge is convex (the neighbour's far
- * vertex lies on or below the face's plane, within 1e-9 of the scale) is
- * convex. Open meshes count as non-convex. */
-static int trimesh_is_convex(const ce_trimesh *m, double scale) {
-  double tol = 1e-9 * scale;
-  for (int32_t f = 0; f < m->nf; f++) {
-    ce_vec3 n = m->normal[f], p0 = m->v[m->tri[f][0]];
-    for (int e = 0; e < 3; e++) {
-      int32_t g = m->adj[f][e];
-      if (g < 0) return 0;
-      for (int k = 0; k < 3; k++)
-        if (ce_dot(n, ce_sub(m->v[m->tri[g][k]], p0)) > tol) return 0;
-    }
-  }
-  return 1;
-}
-
-/* A tet mesh is convex when every vertex lies on or below the plane of every
- * boundary face. Quadratic, so meshes with more than 2e6 (boundary face,
- * vertex) pairs are reported as "hull used" without the check (the
- * check runs per query: geometries are immutable and hold no flag). */
-static int tetmesh_is_convex(const ce_tetmesh *m, double scale) {
-  static const int opp[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}};
-  double tol = 1e-9 * scale;
-  int64_t nb = 0;
-  for (int32_t t = 0; t < m->nt; t++)
-    for (int i = 0; i < 4; i++) nb += m->adj[t][i] < 0;
-  if (nb * (int64_t)m->nv > 2000000) return 0;
-  for (int32_t t = 0; t < m->nt; t++)
-    for (int i = 0; i < 4; i++) {
-      if (m->adj[t][i] >= 0) continue;
-      ce_vec3 a = m->v[m->tet[t][opp[i][0]]], b = m->v[m->tet[t][opp[i][1]]], c = m->v[m->tet[t][opp[i][2]]];
-      ce_vec3 n = ce_cross(ce_sub(b, a), ce_sub(c, a));
-      /* outward: away from the tet's own opposite vertex */
-      if (ce_dot(n, ce_sub(m->v[m->tet[t][i]], a)) > 0) n = ce_neg(n);
-      double ln = ce_norm(n);
-      if (!(ln > 0)) continue;
-      n = ce_scale(n, 1.0 / ln);
-      for (int32_t k = 0; k < m->nv; k++)
-        if (ce_dot(n, ce_sub(m->v[k], a)) > tol) return 0;
-    }
-  return 1;
-}
-
 /* Describe geometry g at pose X; *hull = 1 when a non-convex mesh is
  * replaced by its hull. */
 static void make_cvx(const ce_geometry *g, const ce_pose *X, cvx *c, int *hull) {
@@ -156,11 +110,11 @@ static void make_cvx(const ce_geometry *g, const ce_pose *X, cvx *c, int *hull) 
   if (g->tri.nf > 0) {
     c->v = g->tri.v;
     c->nv = g->tri.nv;
-    if (s->type != CE_SHAPE_CONVEX) *hull = !trimesh_is_convex(&g->tri, c->scale);
+    if (s->type != CE_SHAPE_CONVEX) *hull = !g->convex;
   } else {
     c->v = g->tet.v;
     c->nv = g->tet.nv;
-    if (s->type != CE_SHAPE_CONVEX) *hull = !tetmesh_is_convex(&g->tet, c->scale);
+    if (s->type != CE_SHAPE_CONVEX) *hull = !g->convex;
   }
 }
 

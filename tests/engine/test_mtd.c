@@ -389,6 +389,44 @@ Test(mtd, nonconvex_mesh_uses_hull) {
   ce_geometry_free(s);
 }
 
+/* Convexity is decided once at build, from the boundary's edges and its
+ * connectivity: two disjoint tetrahedra in one mesh are each locally
+ * convex but together not convex (hull flagged), while a large convex tet
+ * mesh (a sphere's tets given as a plain mesh: thousands of boundary faces
+ * times thousands of vertices, more than a per-query all-pairs check could
+ * afford) is convex (not flagged). */
+Test(mtd, convexity_of_meshes_is_decided_at_build) {
+  double v[8 * 3] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 3, 0, 0, 4, 0, 0, 3, 1, 0, 3, 0, 1};
+  int32_t tets[2 * 4] = {0, 1, 2, 3, 4, 5, 6, 7};
+  double zero[8] = {0}; /* every vertex is on the boundary */
+  ce_props p = ce_test_props(CE_COMPLIANT, 1e5, 1);
+  ce_geometry *two = NULL, *one = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_tetmesh(v, 8, tets, 2, zero, &p, &two, &err), CE_OK, "%s", err.message);
+  cr_assert_eq(ce_geometry_from_tetmesh(v, 4, tets, 1, zero, &p, &one, &err), CE_OK, "%s", err.message);
+  cr_assert_eq(two->convex, 0);
+  cr_assert_eq(one->convex, 1);
+  ce_geometry *h = halfspace();
+  cr_assert_eq(run(two, at(0, 0, -0.1), h, at(0, 0, 0)).hull_a, 1);
+  cr_assert_eq(run(one, at(0, 0, -0.1), h, at(0, 0, 0)).hull_a, 0);
+
+  ce_geometry *ball = NULL, *plain = NULL;
+  ce_shape sh = {.type = CE_SHAPE_SPHERE, .radius = 0.1};
+  ce_props pc = ce_test_props(CE_COMPLIANT, 1e5, 0.013);
+  cr_assert_eq(ce_geometry_from_shape(&sh, &pc, &ball, &err), CE_OK, "%s", err.message);
+  const ce_tetmesh *T = &ball->tet;
+  cr_assert_gt((int64_t)T->nv * T->nt, 2000000); /* beyond the old per-query check */
+  cr_assert_eq(ce_geometry_from_tetmesh(&T->v[0].x, T->nv, &T->tet[0][0], T->nt, NULL, &pc, &plain, &err), CE_OK,
+               "%s", err.message);
+  cr_assert_eq(plain->convex, 1);
+  cr_assert_eq(run(plain, at(0, 0, 0.05), h, at(0, 0, 0)).hull_a, 0);
+  ce_geometry_free(two);
+  ce_geometry_free(one);
+  ce_geometry_free(h);
+  ce_geometry_free(ball);
+  ce_geometry_free(plain);
+}
+
 /* Zero-size primitives never reach the MTD: building them is an error
  * naming the field. */
 Test(mtd, zero_size_rejected) {
