@@ -553,6 +553,20 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
   ce_buf_init(&queue, sizeof(ce_pair));
   if (ce_buf_reserve(a, &queue, 256 + 4 * seeds.len) != CE_OK) return CE_ENOMEM;
   if ((e = vcache_init(&q->cache, a, 4 * seeds.len)) != CE_OK) return e;
+  {
+    /* The builder's arrays up front rather than grown by copying: at the
+     * finest sphere pair, 884 seeds give 2,739 pairs, 2,382 polygons,
+     * 2,318 vertices and 8,572 corners; room for 4 polygons and vertices
+     * per seed, 4 corners per polygon (all still grow if needed). */
+    ce_builder *b = q->b;
+    int64_t nf = 64 + 4 * seeds.len, nc = 4 * nf;
+    if (ce_buf_reserve(a, &b->v, nf) != CE_OK || ce_buf_reserve(a, &b->p, nf) != CE_OK ||
+        ce_buf_reserve(a, &b->face_vert, nc) != CE_OK || ce_buf_reserve(a, &b->face_off, nf) != CE_OK ||
+        ce_buf_reserve(a, &b->normal, nf) != CE_OK || ce_buf_reserve(a, &b->grad_m, nf) != CE_OK ||
+        ce_buf_reserve(a, &b->grad_n, nf) != CE_OK || ce_buf_reserve(a, &b->elem_m, nf) != CE_OK ||
+        ce_buf_reserve(a, &b->elem_n, nf) != CE_OK)
+      return CE_ENOMEM;
+  }
   const ce_pair *sp = seeds.data;
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->T->adj;
   const int32_t(*adjN)[3] = (const int32_t(*)[3])q->S->adj;
