@@ -157,13 +157,14 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
 
   int m_compliant = M->geometry->compliance == CE_COMPLIANT;
   int n_compliant = N->geometry->compliance == CE_COMPLIANT;
+  ce_face_moments pm;
   if ((e = ce_builder_finish(&bld, &M->X_WB, m_is_a, m_compliant, n_compliant, opt->representation,
-                             &r->surface)) != CE_OK)
+                             &r->surface, &pm)) != CE_OK)
     goto fail;
   r->status = r->surface.nf > 0 ? CE_CONTACT_SURFACE : CE_CONTACT_NONE;
 
   ce_face_forces ff = {NULL, NULL};
-  if ((e = ce_wrench_compute(&r->surface, a, b, &r->combined_material, vs, arena, r, &ff)) != CE_OK) goto fail;
+  if ((e = ce_wrench_compute(&r->surface, a, b, &r->combined_material, vs, &pm, arena, r, &ff)) != CE_OK) goto fail;
   if (opt->want_points && (e = ce_points_compute(&r->surface, arena, r)) != CE_OK) goto fail;
   if (opt->want_patches && (e = ce_patches_compute(&r->surface, ga, gb, &ff, arena, r)) != CE_OK) goto fail;
   if (!opt->want_surface) memset(&r->surface, 0, sizeof r->surface);

@@ -328,15 +328,28 @@ ce_errno ce_builder_add_polygon(ce_builder *b, const ce_vec3 *x, const double *p
                                 int n, ce_vec3 normal, ce_vec3 grad_m,
                                 ce_vec3 grad_n, int32_t elem_m, int32_t elem_n);
 
+/* Per-face pressure moments of a built surface: fn = the integral of the
+ * pressure over the face (N) and cp = where that force acts (the integral
+ * of p x over fn, world frame; the area centroid when fn = 0). Exact for a
+ * pressure linear over each face. */
+typedef struct ce_face_moments {
+  double *fn;
+  ce_vec3 *cp;
+} ce_face_moments;
+
 /* Turn the builder into a world-frame surface for the (A, B) order of the
  * query: X_WM places M; `m_is_a` says whether M is body A (otherwise normals
  * are flipped and the per-face m/n arrays are swapped into a/b).
  * `n_compliant` says whether N has a pressure gradient. Computes area,
  * centroid and centroid pressure per face; fans polygons into triangles
- * around their centroids for CE_REPRESENTATION_TRIANGLE. */
+ * around their centroids for CE_REPRESENTATION_TRIANGLE. With pm != NULL
+ * and the polygon representation, also the faces' pressure moments (arena
+ * arrays; computed in the same pass as the area, for the wrench pass);
+ * otherwise pm->fn = pm->cp = NULL. */
 ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a,
                            int m_compliant, int n_compliant,
-                           ce_representation rep, ce_surface *out);
+                           ce_representation rep, ce_surface *out,
+                           ce_face_moments *pm);
 
 /* ---- intersectors (surfaces in M's frame) ------------------------------ */
 
@@ -399,10 +412,15 @@ typedef struct ce_face_forces {
 } ce_face_forces;
 
 /* Integrate tractions over the surface (ce_wrench.c). Fills the result's
- * wrenches, area, centroid; fills *ff (arena) for the patch pass. */
+ * wrenches, area, centroid; fills *ff (arena) for the patch pass. pm (may
+ * be NULL, or hold NULL arrays): the surface's pressure moments from
+ * ce_builder_finish, used instead of integrating again wherever a face's
+ * tractions are its pressure times constants (no relative rotation, or
+ * d = mu = 0). */
 ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a,
                            const ce_body *b, const ce_material *combined,
-                           double stiction_tolerance, ce_arena *arena,
+                           double stiction_tolerance,
+                           const ce_face_moments *pm, ce_arena *arena,
                            ce_result *r, ce_face_forces *ff);
 /* Per-face point contacts (ce_point.c). */
 ce_errno ce_points_compute(const ce_surface *s, ce_arena *arena, ce_result *r);

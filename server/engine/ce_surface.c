@@ -127,36 +127,51 @@ ce_errno ce_builder_add_polygon(ce_builder *b, const ce_vec3 *x, const double *p
 }
 
 /* Area, area centroid and centroid pressure of the polygon ids[0..n) of the
- * builder (M's frame), planar with unit normal nrm. Fan around vertex 0:
- * with r relative to it, triangle (0, i, j) has area d/2, d = (ri x rj) . nrm
- * (the polygon is planar, so no sqrt is needed), centroid offset (ri + rj)/3
- * and, for a linear field, centroid pressure (p0 + pi + pj)/3. The signed d
- * sum to the exact area of the polygon; taking the magnitude of the total
- * (the ratios below do not depend on its sign) keeps a polygon that arrives
- * clockwise correct too. */
+ * builder (M's frame), planar with unit normal nrm, and (with fn != NULL)
+ * its pressure moments: fn = integral of p, *cp = integral of p x / fn.
+ * Fan around vertex 0: with r relative to it, triangle (0, i, j) has area
+ * d/2, d = (ri x rj) . nrm (the polygon is planar, so no sqrt is needed),
+ * centroid offset (ri + rj)/3 and, for a linear field, centroid pressure
+ * (p0 + pi + pj)/3, so the area-weighted mean of those is the mean
+ * pressure of the polygon, which equals the pressure at its area centroid.
+ * The integral of p r over the triangle is d/24 ((s + pi) ri + (s + pj) rj)
+ * with s = p0 + pi + pj (the degree-2 rule exact for a linear p times r).
+ * The signed d sum to the exact area of the polygon; taking the magnitude
+ * of the total (the ratios below do not depend on its sign) keeps a
+ * polygon that arrives clockwise correct too. */
 static inline __attribute__((always_inline)) void polygon_moments(const ce_vec3 *v, const double *p,
                                                                   const int32_t *ids, int n, ce_vec3 nrm,
-                                                                  double *area, ce_vec3 *centroid, double *pc) {
+                                                                  double *area, ce_vec3 *centroid, double *pc,
+                                                                  double *fn, ce_vec3 *cp) {
   ce_vec3 x0 = v[ids[0]];
   double p0 = p[ids[0]];
   ce_vec3 ri = ce_sub(v[ids[1]], x0);
   double pi = p[ids[1]];
   if (n == 3) { /* most polygons: the triangle's own centroid, no division */
     ce_vec3 rj = ce_sub(v[ids[2]], x0);
-    *area = 0.5 * fabs(ce_dot(ce_cross(ri, rj), nrm));
+    double pj = p[ids[2]];
+    double d = ce_dot(ce_cross(ri, rj), nrm), sp = p0 + pi + pj;
+    *area = 0.5 * fabs(d);
     *centroid = ce_axpy(x0, 1.0 / 3.0, ce_add(ri, rj));
-    *pc = (p0 + pi + p[ids[2]]) * (1.0 / 3.0);
+    *pc = sp * (1.0 / 3.0);
+    if (fn) {
+      /* d cancels between the integral of p r and fn */
+      *fn = *area * *pc;
+      *cp = sp != 0 ? ce_axpy(x0, 0.25 / sp, ce_axpy(ce_scale(ri, sp + pi), sp + pj, rj)) : *centroid;
+    }
     return;
   }
   double D = 0, P = 0;
-  ce_vec3 R = ce_v3(0, 0, 0);
+  ce_vec3 R = ce_v3(0, 0, 0), Q = ce_v3(0, 0, 0);
   for (int i = 2; i < n; i++) {
     ce_vec3 rj = ce_sub(v[ids[i]], x0);
     double pj = p[ids[i]];
     double d = ce_dot(ce_cross(ri, rj), nrm);
+    double sp = p0 + pi + pj;
     D += d;
-    P += d * (p0 + pi + pj);
+    P += d * sp;
     R = ce_axpy(R, d, ce_add(ri, rj));
+    if (fn) Q = ce_axpy(Q, d, ce_axpy(ce_scale(ri, sp + pi), sp + pj, rj));
     ri = rj;
     pi = pj;
   }
@@ -175,6 +190,10 @@ static inline __attribute__((always_inline)) void polygon_moments(const ce_vec3 
     *centroid = ce_scale(c, 1.0 / n);
     *pc = q / n;
   }
+  if (fn) {
+    *fn = *area * *pc;
+    *cp = P != 0 && fabs(D) > 0 ? ce_axpy(x0, 0.25 / P, Q) : *centroid;
+  }
 }
 
 /* n uninitialised elements (the caller writes every one); NULL on failure. */
@@ -190,8 +209,9 @@ static void rotate_all(const ce_mat3 *R, const ce_vec3 *in, ce_vec3 *out, int64_
 }
 
 ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m_compliant,
-                           int n_compliant, ce_representation rep, ce_surface *out) {
+                           int n_compliant, ce_representation rep, ce_surface *out, ce_face_moments *pm) {
   memset(out, 0, sizeof *out);
+  if (pm) pm->fn = NULL, pm->cp = NULL;
   ce_arena *a = b->arena;
   const int64_t npoly = b->face_off.len - 1;
   const int64_t nvb = b->v.len;
@@ -285,10 +305,26 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
     /* One face per polygon: the per-face arrays are whole-array passes. The
      * moments are taken in M's frame (area is invariant, the centroid is
      * placed once). */
-    for (int64_t q = 0; q < npoly; q++) {
-      ce_vec3 c;
-      polygon_moments(bv, bp, fv + off[q], off[q + 1] - off[q], bn[q], &s.area[q], &c, &s.centroid_pressure[q]);
-      s.centroid[q] = ce_pose_apply(&X, c);
+    double *fn = pm ? arena_array(a, (size_t)npoly, sizeof(double)) : NULL;
+    ce_vec3 *cp = pm ? arena_array(a, (size_t)npoly, sizeof(ce_vec3)) : NULL;
+    if (pm && (!fn || !cp)) return CE_ENOMEM;
+    if (fn) {
+      for (int64_t q = 0; q < npoly; q++) {
+        ce_vec3 c, x;
+        polygon_moments(bv, bp, fv + off[q], off[q + 1] - off[q], bn[q], &s.area[q], &c, &s.centroid_pressure[q],
+                        &fn[q], &x);
+        s.centroid[q] = ce_pose_apply(&X, c);
+        cp[q] = ce_pose_apply(&X, x);
+      }
+      pm->fn = fn;
+      pm->cp = cp;
+    } else {
+      for (int64_t q = 0; q < npoly; q++) {
+        ce_vec3 c;
+        polygon_moments(bv, bp, fv + off[q], off[q + 1] - off[q], bn[q], &s.area[q], &c, &s.centroid_pressure[q],
+                        NULL, NULL);
+        s.centroid[q] = ce_pose_apply(&X, c);
+      }
     }
     rotate_all(&Rn, bn, s.normal, npoly);
     if (gm) rotate_all(&X.R, bgm, gm, npoly);
@@ -329,7 +365,7 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
     ce_vec3 gnW = grad_n_on ? ce_pose_rotate(&X, bgn[q]) : ce_v3(0, 0, 0);
     double A, pc;
     ce_vec3 c;
-    polygon_moments(bv, bp, fv + off[q], n, bn[q], &A, &c, &pc);
+    polygon_moments(bv, bp, fv + off[q], n, bn[q], &A, &c, &pc, NULL, NULL);
     int32_t cid = (int32_t)(nused + q);
     s.vertices[cid] = ce_pose_apply(&X, c);
     s.pressure[cid] = pc;

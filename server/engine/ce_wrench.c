@@ -362,9 +362,23 @@ static inline __attribute__((always_inline)) void static_polygon_moments(const c
   *fn_r = ce_axpy(ce_scale(Q, 0.25 * sf), f, ce_sub(x0, C));
 }
 
+/* A face's fn and fn_r = integral of p (x - C): from the builder's
+ * pressure moments when there are some, else by the closed forms. */
+static inline __attribute__((always_inline)) void face_moments(const ce_surface *s, const ce_face_moments *pm,
+                                                               int32_t f, ce_vec3 C, ce_vec3 n, double *fn,
+                                                               ce_vec3 *fnr) {
+  if (pm) {
+    *fn = pm->fn[f];
+    *fnr = ce_scale(ce_sub(pm->cp[f], C), *fn);
+    return;
+  }
+  const int32_t *so = s->face_offsets;
+  static_polygon_moments(s->vertices, s->pressure, s->face_vertices + so[f], so[f + 1] - so[f], C, n, fn, fnr);
+}
+
 ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body *b,
                            const ce_material *combined, double stiction_tolerance,
-                           ce_arena *arena, ce_result *r, ce_face_forces *ff) {
+                           const ce_face_moments *pm, ce_arena *arena, ce_result *r, ce_face_forces *ff) {
   const ce_wrench zero = {{0, 0, 0}, {0, 0, 0}};
   r->wrench_a = r->wrench_b = r->wrench_a_centroid = zero;
   r->area = 0;
@@ -409,17 +423,15 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
   ce_vec3 force = ce_v3(0, 0, 0), torque = ce_v3(0, 0, 0), nforce = ce_v3(0, 0, 0);
   double fn_total = 0;
   ce_vec3 fnr_total = ce_v3(0, 0, 0);
+  if (pm && !pm->fn) pm = NULL;
   if (!c.kin) {
     /* Tractions p n: the closed forms, face by face, without the
      * quadrature state (the friction terms are zero, so force = nforce). */
-    const ce_vec3 *sv = s->vertices;
-    const double *sp = s->pressure;
-    const int32_t *so = s->face_offsets, *sfv = s->face_vertices;
     for (int32_t f = 0; f < nf; f++) {
       const ce_vec3 n = s->normal[f];
       double fn;
       ce_vec3 fnr;
-      static_polygon_moments(sv, sp, sfv + so[f], so[f + 1] - so[f], C, n, &fn, &fnr);
+      face_moments(s, pm, f, C, n, &fn, &fnr);
       nforce = ce_axpy(nforce, fn, n);
       torque = ce_add(torque, ce_cross(fnr, n));
       ff->fn[f] = fn;
@@ -438,9 +450,6 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
      * Int tn F = fn F, Int r x tn F = fn_r x F. The quadrature gives the
      * same up to rounding: it is exact for these degree-1 and degree-2
      * integrands. One slip factor per face instead of one per point. */
-    const ce_vec3 *sv = s->vertices;
-    const double *sp = s->pressure;
-    const int32_t *so = s->face_offsets, *sfv = s->face_vertices;
     for (int32_t f = 0; f < nf; f++) {
       const ce_vec3 n = s->normal[f];
       double vn = ce_dot(c.vC, n);
@@ -448,7 +457,7 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
       double fn = 0;
       ce_vec3 fnr = ce_v3(0, 0, 0), ft = ce_v3(0, 0, 0), tt = ce_v3(0, 0, 0);
       if (hc > 0) {
-        static_polygon_moments(sv, sp, sfv + so[f], so[f + 1] - so[f], C, n, &fn, &fnr);
+        face_moments(s, pm, f, C, n, &fn, &fnr);
         fn *= hc;
         fnr = ce_scale(fnr, hc);
         if (c.mu > 0 && fn != 0) {

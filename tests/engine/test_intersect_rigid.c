@@ -130,7 +130,7 @@ Test(intersect_rigid, tet_tri_single_triangle_clipped, .init = setup, .fini = te
   cr_assert_eq(c.polygons, 1);
   cr_assert_eq(c.faces_dropped, 0);
   ce_surface s;
-  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   cr_assert_eq(s.nf, 1);
   cr_assert_eq(s.face_offsets[1], 3);
   cr_assert(fabs(s.area[0] - 0.55 * 0.55 / 2) < 1e-14, "area %.17g", s.area[0]);
@@ -167,7 +167,7 @@ Test(intersect_rigid, tet_tri_back_face_dropped_by_gradient_rule, .init = setup,
   cr_assert_eq(c.polygons, 1);
   ce_surface s;
   ce_pose I = ce_pose_identity();
-  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   cr_assert_eq(s.nf, 1);
   /* the section x, y >= 0, x + y <= 0.5 */
   cr_assert(fabs(s.area[0] - 0.125) < 1e-14, "area %.17g", s.area[0]);
@@ -199,7 +199,7 @@ Test(intersect_rigid, tet_tri_on_shared_face_counted_once, .init = setup, .fini 
   cr_assert_eq(c.faces_dropped, 0);
   cr_assert_eq(c.polygons, 1, "the shared face was produced %lld times", (long long)c.polygons);
   ce_surface s;
-  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   cr_assert(fabs(surface_area(&s) - 0.5) < 1e-14);
   cr_assert(fabs(s.centroid_pressure[0] - 100) < 1e-10);
   /* kept in the tet on the side the normal points to (+z: tet 0) */
@@ -224,7 +224,7 @@ Test(intersect_rigid, tet_rigid_halfspace_triangle_slice, .init = setup, .fini =
   cr_assert_eq(c.polygons, 1);
   ce_surface s;
   ce_pose I = ce_pose_identity();
-  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   cr_assert_eq(s.nf, 1);
   cr_assert_eq(s.nv, 3);
   cr_assert(fabs(s.area[0] - 0.125) < 1e-14);
@@ -250,7 +250,7 @@ Test(intersect_rigid, tet_rigid_halfspace_quad_slice_tilted, .init = setup, .fin
   cr_assert_eq(c.polygons, 1);
   ce_surface s;
   ce_pose I = ce_pose_identity();
-  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   cr_assert_eq(s.nf, 1);
   cr_assert_eq(s.face_offsets[1], 4);
   cr_assert(fabs(s.area[0] - 0.25 * sqrt(2.0)) < 1e-14, "area %.17g", s.area[0]);
@@ -279,7 +279,7 @@ Test(intersect_rigid, tet_rigid_halfspace_shares_vertices, .init = setup, .fini 
   cr_assert_eq(c.polygons, 2);
   ce_surface s;
   ce_pose I = ce_pose_identity();
-  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   /* cut edges: (0,1) shared, (1,2) shared, (1,3), (1,4): 4 distinct points */
   cr_assert_eq(s.nv, 4, "nv %d", s.nv);
   /* each slice is a triangle with legs 0.5: area 1/8 each */
@@ -308,7 +308,7 @@ Test(intersect_rigid, tet_compliant_halfspace_equal_pressure_plane, .init = setu
   cr_assert_eq(c.polygons, 1);
   ce_surface s;
   ce_pose I = ce_pose_identity();
-  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 1, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 1, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   cr_assert_eq(s.nf, 1);
   cr_assert(fabs(s.area[0] - 0.125) < 1e-14, "area %.17g", s.area[0]);
   cr_assert(fabs(s.centroid_pressure[0] - 500) < 1e-9);
@@ -334,7 +334,7 @@ Test(intersect_rigid, tet_compliant_halfspace_tilted_plane, .init = setup, .fini
   cr_assert_eq(c.polygons, 1);
   ce_surface s;
   ce_pose I = ce_pose_identity();
-  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 1, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 1, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   ce_vec3 gN = ce_scale(nz, -kN);
   ce_vec3 nexp = ce_normalize(ce_sub(ce_v3(0, 0, 1000), gN));
   cr_assert(ce_norm(ce_sub(s.normal[0], nexp)) < 1e-14);
@@ -400,7 +400,7 @@ Test(intersect_rigid, halfspace_tri_clip_and_pressure, .init = setup, .fini = te
    * 1 below: a triangle; both lie in the plane z = -0.01 + 0.02 x */
   cr_assert_eq(c.polygons, 2);
   ce_surface s;
-  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   /* shared: vertex 0, vertex 1, crossing on edge (0,2) at (0.5,0,0), crossing
    * on the shared edge (1,2) at (0.5,0.5,0), crossing on edge (1,3) at
    * (0.5,1,0): 5 vertices */
@@ -436,7 +436,7 @@ Test(intersect_rigid, halfspace_tri_with_pose, .init = setup, .fini = teardown) 
   cr_assert_eq(c.polygons, 1);
   ce_surface s;
   ce_pose I = ce_pose_identity();
-  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   cr_assert(fabs(s.area[0] - 0.5) < 1e-14);
   cr_assert(fabs(s.centroid_pressure[0] - 4e5 * 0.02) < 1e-8);
   cr_assert_eq(s.element_b[0], 0);
@@ -503,7 +503,7 @@ static void run(ce_errno (*fn)(const ce_geometry *, const ce_geometry *, const c
   cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
   cr_assert_eq(fn(m, n, X, &b, c), CE_OK);
   ce_pose I = ce_pose_identity();
-  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, n->compliance == CE_COMPLIANT, rep, s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &I, 1, 1, n->compliance == CE_COMPLIANT, rep, s, NULL), CE_OK);
 }
 
 Test(intersect_rigid, plane_through_centre_vertex_counted_once, .init = setup, .fini = teardown) {

@@ -27,8 +27,19 @@ Test(surface, polygon_moments_and_m_is_a, .init = setup, .fini = teardown) {
   cr_assert_eq(ce_builder_add_face(&b, ids, 3, ce_v3(0, 0, 1), ce_v3(0, 0, 0), ce_v3(0, 0, 0), 8, 10), CE_OK);
   ce_pose X = ce_pose_from_quat(ce_quat_identity(), ce_v3(0, 0, 5));
   ce_surface s;
-  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 1, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  ce_face_moments pm;
+  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 1, CE_REPRESENTATION_POLYGON, &s, &pm), CE_OK);
   cr_assert_eq(s.nf, 2);
+  /* Pressure moments by hand. Square [0,1]^2, p = 10 + 2x + 4y: the
+   * integral of p is 13, of p x 5 + 2/3 + 1, of p y 5 + 1/2 + 4/3. The
+   * triangle (1,0) p 12, (2,0.5) p 7, (1,1) p 16, area 1/2: the integral of
+   * p is 35/6, of p x = A/12 (sum p_k x_k + sum p sum x) = (42 + 140)/24, of
+   * p y = (19.5 + 52.5)/24. */
+  cr_assert(pm.fn && pm.cp);
+  cr_assert(fabs(pm.fn[0] - 13) < 1e-12);
+  cr_assert(ce_norm(ce_sub(pm.cp[0], ce_v3((5 + 2.0 / 3 + 1) / 13, (5 + 0.5 + 4.0 / 3) / 13, 5))) < 1e-14);
+  cr_assert(fabs(pm.fn[1] - 35.0 / 6) < 1e-12);
+  cr_assert(ce_norm(ce_sub(pm.cp[1], ce_v3(182.0 / 24 / (35.0 / 6), 72.0 / 24 / (35.0 / 6), 5))) < 1e-14);
   cr_assert_eq(s.nv, 5);
   cr_assert(fabs(s.area[0] - 1) < 1e-14);
   cr_assert(ce_norm(ce_sub(s.centroid[0], ce_v3(0.5, 0.5, 5))) < 1e-14);
@@ -58,7 +69,7 @@ Test(surface, m_is_b_flips_normals_reverses_and_swaps, .init = setup, .fini = te
   /* rotate 90 degrees about x: M's +z becomes world -y */
   ce_pose X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(1, 0, 0), M_PI / 2), ce_v3(1, 2, 3));
   ce_surface s;
-  cr_assert_eq(ce_builder_finish(&b, &X, 0, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &X, 0, 1, 0, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   cr_assert_eq(s.nf, 1);
   /* normal: out of N into M is R*(+z) = -y; flipped for (A=N, B=M) gives +y */
   cr_assert(ce_norm(ce_sub(s.normal[0], ce_v3(0, 1, 0))) < 1e-14, "n = %g %g %g", s.normal[0].x,
@@ -99,8 +110,8 @@ Test(surface, triangle_representation_preserves_area_and_pressure_integral, .ini
                  CE_OK);
     ce_pose X = ce_pose_identity();
     ce_surface poly, tri;
-    cr_assert_eq(ce_builder_finish(&b, &X, !flip, 1, 0, CE_REPRESENTATION_POLYGON, &poly), CE_OK);
-    cr_assert_eq(ce_builder_finish(&b, &X, !flip, 1, 0, CE_REPRESENTATION_TRIANGLE, &tri), CE_OK);
+    cr_assert_eq(ce_builder_finish(&b, &X, !flip, 1, 0, CE_REPRESENTATION_POLYGON, &poly, NULL), CE_OK);
+    cr_assert_eq(ce_builder_finish(&b, &X, !flip, 1, 0, CE_REPRESENTATION_TRIANGLE, &tri, NULL), CE_OK);
     /* trapezoid: area (3 + 1)/2 = 2; centroid x = (1/A) * int x dA */
     cr_assert(fabs(poly.area[0] - 2) < 1e-14);
     /* int x over the trapezoid 0<=y<=1, 0<=x<=3-2y: int (3-2y)^2/2 dy = (27-1)/12 = 13/6 */
@@ -151,7 +162,7 @@ Test(surface, rejects_large_polygons_and_bad_ids, .init = setup, .fini = teardow
   cr_assert_eq(ce_builder_add_face(&b, ids, 3, z, o, o, 0, 0), CE_ERANGE);
   ce_surface s;
   ce_pose X = ce_pose_identity();
-  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 0, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   cr_assert_eq(s.nf, 1);
   /* regular 16-gon inscribed in the unit circle: area 8 sin(2 pi/16) */
   cr_assert(fabs(s.area[0] - 8 * sin(2 * M_PI / 16)) < 1e-13);
@@ -162,7 +173,7 @@ Test(surface, empty_builder_gives_empty_surface, .init = setup, .fini = teardown
   cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
   ce_surface s;
   ce_pose X = ce_pose_identity();
-  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 1, CE_REPRESENTATION_TRIANGLE, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 1, CE_REPRESENTATION_TRIANGLE, &s, NULL), CE_OK);
   cr_assert_eq(s.nf, 0);
   cr_assert_eq(s.nv, 0);
   cr_assert_not_null(s.face_offsets);
@@ -178,7 +189,7 @@ Test(surface, unused_vertices_are_dropped, .init = setup, .fini = teardown) {
   for (int rep = 0; rep < 2; rep++) {
     ce_surface s;
     ce_pose X = ce_pose_identity();
-    cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 1, rep, &s), CE_OK);
+    cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 1, rep, &s, NULL), CE_OK);
     cr_assert_eq(s.nv, rep ? 5 : 4);
     if (rep) {
       cr_assert_eq(s.face_vertices[0], 4); /* the centroid vertex follows the used ones */
@@ -212,7 +223,7 @@ Test(surface, orientation_remap_flip_and_pentagon, .init = setup, .fini = teardo
   cr_assert_eq(ce_builder_add_polygon(&b, x, p, 5, ce_v3(0, 0, 1), ce_v3(1, 0, 0), ce_v3(0, 0, 0), 3, 4), CE_OK);
   ce_pose X = ce_pose_identity();
   ce_surface s;
-  cr_assert_eq(ce_builder_finish(&b, &X, 0, 1, 1, CE_REPRESENTATION_POLYGON, &s), CE_OK);
+  cr_assert_eq(ce_builder_finish(&b, &X, 0, 1, 1, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
   cr_assert_eq(s.nf, 3);
   cr_assert_eq(s.nv, 9);
   cr_assert(fabs(s.area[1] - 1) < 1e-15);

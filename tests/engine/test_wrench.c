@@ -96,7 +96,7 @@ static void compute(const hsurf *h, const ce_body *a, const ce_body *b, double d
   m.dissipation = d;
   m.friction = mu;
   ce_face_forces dummy;
-  cr_assert_eq(ce_wrench_compute(&h->s, a, b, &m, vs, ar, r, ff ? ff : &dummy), CE_OK);
+  cr_assert_eq(ce_wrench_compute(&h->s, a, b, &m, vs, NULL, ar, r, ff ? ff : &dummy), CE_OK);
 }
 
 static double wdiff(ce_wrench x, ce_wrench y) {
