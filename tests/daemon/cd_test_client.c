@@ -2,18 +2,14 @@
 #include "cd_test_client.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,34 +19,14 @@
 #error "CONTACTD_BIN must name the contactd executable"
 #endif
 
-static void die(const char *what) {
-  fprintf(stderr, "tc: %s: %s\n", what, strerror(errno));
-  abort();
-}
-
 static long now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-static char *read_log(tc_daemon *d) {
-  FILE *f = fopen(d->log_path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *b = malloc(cap);
-  size_t k;
-  while ((k = fread(b + n, 1, cap - n - 1, f)) > 0) {
-    n += k;
-    if (n + 1 >= cap) b = realloc(b, cap *= 2);
-  }
-  b[n] = 0;
-  fclose(f);
-  return b;
-}
-
 int tc_log_count(tc_daemon *d, const char *needle) {
-  char *b = read_log(d);
+  char *b = td_read_log(d);
   if (!b) return 0;
   int c = 0;
   for (char *p = b; (p = strstr(p, needle)); p++) c++;
@@ -59,95 +35,16 @@ int tc_log_count(tc_daemon *d, const char *needle) {
 }
 
 void tc_start(tc_daemon *d, const char *const *extra) {
-  memset(d, 0, sizeof *d);
-  snprintf(d->dir, sizeof d->dir, "/tmp/contactd-test-XXXXXX");
-  if (!mkdtemp(d->dir)) die("mkdtemp");
-  snprintf(d->unix_path, sizeof d->unix_path, "%s/contactd.sock", d->dir);
-  snprintf(d->log_path, sizeof d->log_path, "%s/contactd.log", d->dir);
-  const char *argv[64];
-  int n = 0;
-  argv[n++] = CONTACTD_BIN;
-  argv[n++] = "--listen";
-  argv[n++] = "127.0.0.1:0";
-  argv[n++] = "--unix";
-  argv[n++] = d->unix_path;
-  argv[n++] = "--workers";
-  argv[n++] = "2";
-  for (int i = 0; extra && extra[i] && n < 62; i++) argv[n++] = extra[i];
-  argv[n] = NULL;
-  pid_t pid = fork();
-  if (pid < 0) die("fork");
-  if (pid == 0) {
-    /* Never outlive the test (a crashed test must not leave a daemon
-     * holding ctest's output pipe open). */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int fd = open(d->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 2);
-      dup2(fd, 1);
-      close(fd);
-    }
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
+  const char *why = NULL;
+  if (td_start(d, CONTACTD_BIN, extra, &why) != 0) {
+    fprintf(stderr, "tc: %s\n", why);
+    abort();
   }
-  d->pid = pid;
-  long t0 = now_ms();
-  while (now_ms() - t0 < 20000) {
-    char *b = read_log(d);
-    if (b) {
-      char *p = strstr(b, "msg=\"listening\" tcp=");
-      if (p) {
-        char *q = strstr(p, "port=");
-        if (q) d->port = atoi(q + 5);
-      }
-      char *m = strstr(b, "metrics_port=");
-      if (m) d->metrics_port = atoi(m + 13);
-      int ready = strstr(b, "msg=\"ready\"") != NULL;
-      free(b);
-      if (ready && d->port > 0) return;
-    }
-    int st;
-    if (waitpid(pid, &st, WNOHANG) == pid) {
-      fprintf(stderr, "tc: contactd exited during startup\n");
-      abort();
-    }
-    usleep(10000);
-  }
-  fprintf(stderr, "tc: contactd did not become ready\n");
-  kill(pid, SIGKILL);
-  abort();
 }
 
-int tc_alive(tc_daemon *d) {
-  int st;
-  return waitpid(d->pid, &st, WNOHANG) == 0;
-}
+int tc_alive(tc_daemon *d) { return td_alive(d); }
 
-int tc_stop(tc_daemon *d) {
-  kill(d->pid, SIGTERM);
-  int st = 0;
-  long t0 = now_ms();
-  for (;;) {
-    pid_t r = waitpid(d->pid, &st, WNOHANG);
-    if (r == d->pid) break;
-    if (now_ms() - t0 > 60000) {
-      kill(d->pid, SIGKILL);
-      waitpid(d->pid, &st, 0);
-      return 255;
-    }
-    usleep(10000);
-  }
-  int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  if (code != 0 || getenv("TC_SHOW_LOG")) { /* show the daemon's side of a failure */
-    char *b = read_log(d);
-    if (b) fprintf(stderr, "---- contactd log (exit %d) ----\n%s---- end of log ----\n", code, b);
-    free(b);
-  }
-  unlink(d->log_path);
-  unlink(d->unix_path);
-  rmdir(d->dir);
-  return code;
-}
+int tc_stop(tc_daemon *d) { return td_stop(d, 1); }
 
 int tc_connect_tcp(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);

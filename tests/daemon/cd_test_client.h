@@ -9,15 +9,11 @@
 #include <sys/types.h>
 
 #include "contactd.pb-c.h"
+#include "td_proc.h"
 
-typedef struct tc_daemon {
-  pid_t pid;
-  int port;
-  int metrics_port;
-  char dir[256];
-  char unix_path[300];
-  char log_path[300];
-} tc_daemon;
+/* The daemon process (tests/common/td_proc.h): pid, port, metrics_port,
+ * dir, unix_path, log_path. */
+typedef td_proc tc_daemon;
 
 /* Start contactd with --listen 127.0.0.1:0 --unix DIR/contactd.sock
  * --workers 2 and extra flags (NULL-terminated); waits until it is ready.

@@ -1,0 +1,143 @@
+/* td_proc.c — see td_proc.h. */
+#include "td_proc.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+char *td_read_log(const td_proc *d) {
+  FILE *f = fopen(d->log_path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0, k;
+  char *b = malloc(cap);
+  while (b && (k = fread(b + n, 1, cap - n - 1, f)) > 0) {
+    n += k;
+    if (n + 1 >= cap) {
+      char *nb = realloc(b, cap *= 2);
+      if (!nb) free(b);
+      b = nb;
+    }
+  }
+  if (b) b[n] = 0;
+  fclose(f);
+  return b;
+}
+
+static void remove_dir(td_proc *d) {
+  unlink(d->log_path);
+  unlink(d->unix_path);
+  rmdir(d->dir);
+}
+
+int td_start(td_proc *d, const char *bin, const char *const *extra, const char **why) {
+  memset(d, 0, sizeof *d);
+  snprintf(d->dir, sizeof d->dir, "/tmp/contactd-test-XXXXXX");
+  if (!mkdtemp(d->dir)) {
+    *why = "mkdtemp failed";
+    return -1;
+  }
+  snprintf(d->unix_path, sizeof d->unix_path, "%s/contactd.sock", d->dir);
+  snprintf(d->log_path, sizeof d->log_path, "%s/contactd.log", d->dir);
+  const char *argv[64];
+  int n = 0;
+  argv[n++] = bin;
+  argv[n++] = "--listen";
+  argv[n++] = "127.0.0.1:0";
+  argv[n++] = "--unix";
+  argv[n++] = d->unix_path;
+  argv[n++] = "--workers";
+  argv[n++] = "2";
+  for (int i = 0; extra && extra[i] && n < 63; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+  pid_t pid = fork();
+  if (pid < 0) {
+    *why = "fork failed";
+    rmdir(d->dir);
+    return -1;
+  }
+  if (pid == 0) {
+    /* Never outlive the test (a crashed test must not leave a daemon
+     * holding ctest's output pipe open). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int fd = open(d->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 2);
+      dup2(fd, 1);
+      close(fd);
+    }
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  d->pid = pid;
+  long t0 = now_ms();
+  while (now_ms() - t0 < 20000) {
+    char *b = td_read_log(d);
+    if (b) {
+      char *p = strstr(b, "msg=\"listening\" tcp=");
+      if (p && (p = strstr(p, "port="))) d->port = atoi(p + 5);
+      char *m = strstr(b, "metrics_port=");
+      if (m) d->metrics_port = atoi(m + 13);
+      int ready = strstr(b, "msg=\"ready\"") != NULL;
+      free(b);
+      if (ready && d->port > 0) return 0;
+    }
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      *why = "contactd exited during startup";
+      d->pid = 0;
+      remove_dir(d);
+      return -1;
+    }
+    usleep(10000);
+  }
+  *why = "contactd did not become ready within 20 s";
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  d->pid = 0;
+  remove_dir(d);
+  return -1;
+}
+
+int td_alive(const td_proc *d) {
+  int st;
+  return d->pid > 0 && waitpid(d->pid, &st, WNOHANG) == 0;
+}
+
+int td_stop(td_proc *d, int show_log) {
+  if (d->pid <= 0) return -1;
+  kill(d->pid, SIGTERM);
+  int st = 0, code = -1;
+  long t0 = now_ms();
+  for (;;) {
+    pid_t r = waitpid(d->pid, &st, WNOHANG);
+    if (r == d->pid) break;
+    if (now_ms() - t0 > 60000) {
+      kill(d->pid, SIGKILL);
+      waitpid(d->pid, &st, 0);
+      code = 255;
+      break;
+    }
+    usleep(5000);
+  }
+  d->pid = 0;
+  if (code < 0) code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  if (show_log && (code != 0 || getenv("TC_SHOW_LOG"))) { /* the daemon's side of a failure */
+    char *b = td_read_log(d);
+    if (b) fprintf(stderr, "---- contactd log (exit %d) ----\n%s---- end of log ----\n", code, b);
+    free(b);
+  }
+  remove_dir(d);
+  return code;
+}
