@@ -385,17 +385,22 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   ce_pairset set;
   /* Seeds (boundary triangle pairs that meet) at the finest sphere pair:
    * 234 for 1,336 pairs and 1,180 polygons where the meshes mirror each
-   * other, 160 for 4,275 at a generic pose (the surface's area grows with
-   * the square of its rim). Room for 8 per seed up front (set, queue,
-   * builder, N's tets); all of them grow if needed. */
+   * other, 160 for 4,275 at a generic pose: the surface's area grows with
+   * the square of its rim, so the pairs with the square of the seeds
+   * (s^2 / 4 covers both poses), capped at 32 per seed. The builder's
+   * arrays, the queue and N's tets get that room up front (arena bumps,
+   * untouched until used: growing them later copies every array); the
+   * visited set and the tet map, which are zeroed, get 8 per seed. All of
+   * them grow if needed. */
   const int64_t per = 8 * faces.len;
+  const int64_t room = 64 + (faces.len < 128 ? faces.len * faces.len / 4 : 32 * faces.len);
   if ((e = ce_pairset_init(a, &set, per)) != CE_OK) return e;
   ce_buf queue;
   ce_buf_init(&queue, sizeof(ce_pair));
-  if (ce_buf_reserve(a, &queue, 256 + per) != CE_OK) return CE_ENOMEM;
+  if (ce_buf_reserve(a, &queue, 256 + 2 * room) != CE_OK) return CE_ENOMEM;
   {
     ce_builder *b = q->b;
-    int64_t np = 64 + per, nv = 4 * np;
+    int64_t np = room, nv = 4 * np;
     if (ce_buf_reserve(a, &b->v, nv) != CE_OK || ce_buf_reserve(a, &b->p, nv) != CE_OK ||
         ce_buf_reserve(a, &b->face_vert, nv) != CE_OK || ce_buf_reserve(a, &b->face_off, np) != CE_OK ||
         ce_buf_reserve(a, &b->normal, np) != CE_OK || ce_buf_reserve(a, &b->grad_m, np) != CE_OK ||
@@ -403,7 +408,7 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
         ce_buf_reserve(a, &b->elem_n, np) != CE_OK)
       return CE_ENOMEM;
   }
-  if (ce_buf_reserve(a, &q->ncache, per) != CE_OK) return CE_ENOMEM;
+  if (ce_buf_reserve(a, &q->ncache, room) != CE_OK) return CE_ENOMEM;
   {
     int nb = q->nbits;
     while (((int64_t)1 << nb) < 2 * per && nb < 30) nb++;
