@@ -448,6 +448,11 @@ int ce_clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3], ce_vec
   return k;
 }
 
+/* A triangle of N placed in M's frame: corners and unit normal. */
+typedef struct ptri {
+  ce_vec3 x[3], n;
+} ptri;
+
 /* One query of ce_intersect_tet_tri. */
 typedef struct tt_query {
   const ce_tetmesh *T;
@@ -457,7 +462,60 @@ typedef struct tt_query {
   ce_builder *b;
   ce_counters *c;
   vcache cache;
+  /* Triangles of N placed so far (each meets several tets): pcache holds
+   * them, and an open-addressing map (keys triangle id + 1, 0 empty;
+   * 2^pbits slots, at most half full) finds a triangle's entry. A map
+   * rather than an array over N keeps the query's cost independent of
+   * N's size (as for the placed tets in ce_intersect_cc.c). */
+  int32_t *pkey, *pval;
+  int pbits;
+  ce_buf pcache; /* ptri entries */
 } tt_query;
+
+static inline uint32_t pmap_slot(int32_t f, int pbits) { return ((uint32_t)f * 2654435761u) >> (32 - pbits); }
+
+/* A map with 2^pbits empty slots (replacing the old one, rehashed). */
+static ce_errno pmap_resize(tt_query *q, int pbits) {
+  size_t cap = (size_t)1 << pbits;
+  int32_t *key = ce_arena_calloc(q->b->arena, cap, sizeof *key);
+  int32_t *val = ce_arena_alloc(q->b->arena, cap * sizeof *val);
+  if (!key || !val) return CE_ENOMEM;
+  if (q->pkey)
+    for (size_t k = 0; k < ((size_t)1 << q->pbits); k++) {
+      if (!q->pkey[k]) continue;
+      uint32_t h = pmap_slot(q->pkey[k] - 1, pbits);
+      while (key[h]) h = (h + 1) & (uint32_t)(cap - 1);
+      key[h] = q->pkey[k];
+      val[h] = q->pval[k];
+    }
+  q->pkey = key;
+  q->pval = val;
+  q->pbits = pbits;
+  return CE_OK;
+}
+
+/* Triangle f of N in M's frame (placed once per query); NULL when the
+ * arena is exhausted. */
+static const ptri *ptri_get(tt_query *q, int32_t f) {
+  const uint32_t mask = ((uint32_t)1 << q->pbits) - 1;
+  uint32_t h = pmap_slot(f, q->pbits);
+  for (; q->pkey[h]; h = (h + 1) & mask)
+    if (q->pkey[h] == f + 1) return (const ptri *)q->pcache.data + q->pval[h];
+  if (q->pcache.len >= INT32_MAX / 2) return NULL;
+  if (2 * (q->pcache.len + 1) > (int64_t)mask + 1) {
+    if (pmap_resize(q, q->pbits + 1) != CE_OK) return NULL;
+    return ptri_get(q, f);
+  }
+  ptri *p;
+  if (q->pcache.len < q->pcache.cap) p = (ptri *)q->pcache.data + q->pcache.len++;
+  else if (!(p = ce_buf_push(q->b->arena, &q->pcache))) return NULL;
+  q->pkey[h] = f + 1;
+  q->pval[h] = (int32_t)(q->pcache.len - 1);
+  const int32_t *sv = q->S->tri[f];
+  for (int i = 0; i < 3; i++) p->x[i] = ce_pose_apply(q->X_MN, q->S->v[sv[i]]);
+  p->n = ce_pose_rotate(q->X_MN, q->S->normal[f]);
+  return p;
+}
 
 /* Pair (tet t, triangle f): its polygon into the builder (vertices shared
  * through the cache). With walk != NULL, also what the surface walk needs:
@@ -475,14 +533,14 @@ typedef struct tt_hit {
 static ce_errno tet_tri_pair(tt_query *q, int32_t t, int32_t f, tt_hit *walk) {
   const ce_trimesh *S = q->S;
   const ce_tetmesh *T = q->T;
-  ce_vec3 nrm = ce_pose_rotate(q->X_MN, S->normal[f]);
+  const ptri *pt = ptri_get(q, f);
+  if (!pt) return CE_ENOMEM;
+  const ce_vec3 nrm = pt->n;
   const int32_t *sv = S->tri[f];
-  ce_vec3 P[3];
   cvert Q[MAXV];
-  for (int i = 0; i < 3; i++) P[i] = ce_pose_apply(q->X_MN, S->v[sv[i]]);
   int ex = 0;
   ce_vec3 a2;
-  int k = clip_tri_tet(T, t, P, nrm, q->eps, 1, Q, walk ? &ex : NULL, &a2, q->c);
+  int k = clip_tri_tet(T, t, pt->x, nrm, q->eps, 1, Q, walk ? &ex : NULL, &a2, q->c);
   if (walk) {
     int kx = ex < 0 ? -ex : ex;
     walk->n = kx;
@@ -554,12 +612,24 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
   if (ce_buf_reserve(a, &queue, 256 + 4 * seeds.len) != CE_OK) return CE_ENOMEM;
   if ((e = vcache_init(&q->cache, a, 4 * seeds.len)) != CE_OK) return e;
   {
+    /* placed triangles: 322 for 884 seeds at the finest sphere pair, 38
+     * for 217 at the coarsest; room for 1 per 2 seeds (grows if needed) */
+    int64_t np = 16 + seeds.len / 2;
+    int nb = q->pbits;
+    while (((int64_t)1 << nb) < 2 * np && nb < 30) nb++;
+    if (nb > q->pbits && pmap_resize(q, nb) != CE_OK) return CE_ENOMEM;
+    if (ce_buf_reserve(a, &q->pcache, np) != CE_OK) return CE_ENOMEM;
+  }
+  {
     /* The builder's arrays up front rather than grown by copying: at the
      * finest sphere pair, 884 seeds give 2,739 pairs, 2,382 polygons,
-     * 2,318 vertices and 8,572 corners; room for 4 polygons and vertices
-     * per seed, 4 corners per polygon (all still grow if needed). */
+     * 2,318 vertices and 8,572 corners (at the coarsest, 217 give 54
+     * polygons: small queries have many seeds per polygon, so this is
+     * kept to what the fine case needs, the arena being bounded); room
+     * for 3 polygons and vertices per seed, 4 corners per polygon (all
+     * still grow if needed). */
     ce_builder *b = q->b;
-    int64_t nf = 64 + 4 * seeds.len, nc = 4 * nf;
+    int64_t nf = 3 * seeds.len, nc = 4 * nf;
     if (ce_buf_reserve(a, &b->v, nf) != CE_OK || ce_buf_reserve(a, &b->p, nf) != CE_OK ||
         ce_buf_reserve(a, &b->face_vert, nc) != CE_OK || ce_buf_reserve(a, &b->face_off, nf) != CE_OK ||
         ce_buf_reserve(a, &b->normal, nf) != CE_OK || ce_buf_reserve(a, &b->grad_m, nf) != CE_OK ||
@@ -577,13 +647,12 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
       int32_t fa = sp[next].a, f = sp[next].b, t = m->bvh.bnd_tet[fa];
       next++;
       if (ce_pairset_has(&set, t, f)) continue;
-      const int32_t *ia = m->bvh.bnd_face[fa], *sv = q->S->tri[f];
-      ce_vec3 x[3], y[3];
-      for (int k = 0; k < 3; k++) {
-        x[k] = q->T->v[ia[k]];
-        y[k] = ce_pose_apply(q->X_MN, q->S->v[sv[k]]);
-      }
-      if (!ce_triangles_meet(x, y, q->eps)) continue;
+      const int32_t *ia = m->bvh.bnd_face[fa];
+      const ptri *pt = ptri_get(q, f);
+      if (!pt) return CE_ENOMEM;
+      ce_vec3 x[3];
+      for (int k = 0; k < 3; k++) x[k] = q->T->v[ia[k]];
+      if (!ce_triangles_meet(x, pt->x, q->eps)) continue;
       if ((e = ce_walk_push(a, &set, &queue, t, f)) != CE_OK) return e;
       continue;
     }
@@ -615,8 +684,8 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
   return CE_OK;
 }
 
-static void tt_query_init(tt_query *q, const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
-                          ce_builder *b, ce_counters *c) {
+static ce_errno tt_query_init(tt_query *q, const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
+                              ce_builder *b, ce_counters *c) {
   memset(q, 0, sizeof *q);
   q->T = &m->tet;
   q->S = &n->tri;
@@ -625,6 +694,10 @@ static void tt_query_init(tt_query *q, const ce_geometry *m, const ce_geometry *
   q->eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
   q->b = b;
   q->c = c;
+  /* small to start with (the trace sizes both from its seeds) */
+  ce_buf_init(&q->pcache, sizeof(ptri));
+  if (pmap_resize(q, 4) != CE_OK) return CE_ENOMEM;
+  return CE_OK;
 }
 
 /* Every candidate pair, without surface tracing (also the reference the
@@ -632,10 +705,11 @@ static void tt_query_init(tt_query *q, const ce_geometry *m, const ce_geometry *
 ce_errno ce_intersect_tet_tri_all(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
                                   ce_builder *b, ce_counters *c) {
   tt_query q;
-  tt_query_init(&q, m, n, X_MN, b, c);
+  ce_errno e = tt_query_init(&q, m, n, X_MN, b, c);
+  if (e != CE_OK) return e;
   ce_buf pairs;
   ce_buf_init(&pairs, sizeof(ce_pair));
-  ce_errno e = ce_bvh_collide(&m->bvh, &n->bvh, X_MN, 0, b->arena, &pairs);
+  e = ce_bvh_collide(&m->bvh, &n->bvh, X_MN, 0, b->arena, &pairs);
   if (e != CE_OK) return e;
   c->candidate_pairs += pairs.len;
   if ((e = vcache_init(&q.cache, b->arena, pairs.len)) != CE_OK) return e;
@@ -650,9 +724,10 @@ ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const 
                               ce_builder *b, ce_counters *c) {
   if (m->bvh.bnd && m->tet.adj && m->tet.fplane && n->tri.adj && n->tri.ncomp == 1) {
     tt_query q;
-    tt_query_init(&q, m, n, X_MN, b, c);
+    ce_errno e = tt_query_init(&q, m, n, X_MN, b, c);
+    if (e != CE_OK) return e;
     int64_t found;
-    ce_errno e = trace_tet_tri(m, n, &q, &found);
+    e = trace_tet_tri(m, n, &q, &found);
     /* Nothing found: no polygon was added (any polygon counts as found),
      * so the builder is as it was. */
     if (e != CE_OK || found > 0) return e;
