@@ -57,12 +57,14 @@ typedef struct vcache {
   int64_t count;
 } vcache;
 
-static uint64_t vhash(vkey k) {
-  /* one multiply per field, then a finalising mix: the keys are small
-   * integers, so the multiplies spread them over the word */
-  uint64_t h = (uint64_t)(uint32_t)k.k[0] * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uint32_t)k.k[1] * 0xC2B2AE3D27D4EB4FULL ^
-               (uint64_t)(uint32_t)k.k[2] * 0x165667B19E3779F9ULL ^ (uint64_t)(uint32_t)k.k[3] * 0xD6E8FEB86659FD93ULL ^
-               (uint64_t)(uint32_t)k.k[4] * 0xFF51AFD7ED558CCDULL ^ (uint64_t)(uint32_t)k.k[5] * 0xC4CEB9FE1A85EC53ULL;
+static inline uint64_t vhash(vkey k) {
+  /* one multiply per pair of fields (packed in a word), then a finalising
+   * mix: the keys are small integers, so the multiplies spread them over
+   * the word */
+  uint64_t w0 = (uint64_t)(uint32_t)k.k[0] | (uint64_t)(uint32_t)k.k[1] << 32,
+           w1 = (uint64_t)(uint32_t)k.k[2] | (uint64_t)(uint32_t)k.k[3] << 32,
+           w2 = (uint64_t)(uint32_t)k.k[4] | (uint64_t)(uint32_t)k.k[5] << 32;
+  uint64_t h = w0 * 0x9E3779B97F4A7C15ULL ^ w1 * 0xC2B2AE3D27D4EB4FULL ^ w2 * 0x165667B19E3779F9ULL;
   h ^= h >> 32;
   h *= 0x94D049BB133111EBULL;
   h ^= h >> 29;
@@ -223,7 +225,7 @@ static inline int clip_label(int el, int k) {
 
 /* The global key (see above) of local label vl in the pair (tet with
  * vertices tv, triangle tri with vertices sv). */
-static vkey global_label(int vl, const int32_t tv[4], const int32_t sv[3], int32_t tri) {
+static inline vkey global_label(int vl, const int32_t tv[4], const int32_t sv[3], int32_t tri) {
   vkey k = label_none();
   switch (vl & 3) {
     case VL_CORNER:
@@ -327,8 +329,10 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
       outc += d < 0 && d * d > lim;
     }
     if (outc == 3) return 0;
-    fns[i] = fn;
-    offs[i] = off;
+    /* the clip wants unit normals (its tolerance is a length) */
+    double inv = unit ? 1.0 : 1.0 / ce_norm(fn);
+    fns[i] = ce_scale(fn, inv);
+    offs[i] = off * inv;
   }
   cvert A[MAXV], B[MAXV];
   int np = 3;
@@ -346,9 +350,8 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
   cvert *cur = A, *nxt = B;
   for (int i = 0; i < 4 && np >= npmin; i++) {
     /* unit inward normal of the face opposite vertex i */
-    double inv = unit ? 1.0 : 1.0 / ce_norm(fns[i]);
-    ce_vec3 fn = ce_scale(fns[i], inv);
-    double off = offs[i] * inv;
+    const ce_vec3 fn = fns[i];
+    const double off = offs[i];
     double d[MAXV];
     int coplanar = 1, nout = 0;
     for (int k = 0; k < np; k++) {
