@@ -92,29 +92,40 @@ typedef struct ce_bvh {
   int32_t (*bnd_face)[3];
   int32_t *bnd_tet;
   /* Boundary hierarchies (the `bnd` of a tet mesh) only, else NULL; used by
-   * ce_bvh_collide_surfaces. disk[i]: a cylinder around node i. tri[q]: the
-   * triangle order[q] (leaf runs contiguous, so a leaf's are adjacent). */
+   * ce_bvh_collide_surfaces. disk: entry 0 above the root, then one per
+   * internal node (in node order), each with cylinders around the node's
+   * children. tri[q]: the triangle order[q] (leaf runs contiguous, so a
+   * leaf's are adjacent). */
   struct ce_bvh_disk *disk;
   struct ce_bvh_tri *tri;
 } ce_bvh;
 
-/* A cylinder around a node's box (so around the node's surface patch): its
- * points x satisfy |n . (x - c)| <= h, |(x - c) - (n . (x - c)) n| <= rho
- * and |x - c| <= r (n unit: the box's thinnest axis). vol is the box's
- * half-extent product, which picks the node to split as ce_bvh_collide does. */
+/* Cylinders around the boxes (so around the surface patches) of an
+ * internal node's two children, side by side: lane 0 the left child, lane
+ * 1 the right one, so one entry answers a node pair's child tests two at a
+ * time. A cylinder's points x satisfy |n . (x - c)| <= h,
+ * |(x - c) - (n . (x - c)) n| <= rho and |x - c| <= r (n unit: the box's
+ * thinnest axis). Entry 0 sits above the root: lane 0 (and, unused, lane
+ * 1) the root's. ref[k]: child k on the traversal stack, its entry when it
+ * is internal, else ~(2 e + k) for this entry e; a leaf child's triangles
+ * are tri[first[k] .. first[k] + count[k]) (count 0 for internal ones). */
 typedef struct ce_bvh_disk {
-  ce_vec3 c, n;
-  double h, rho, r, vol;
-  int32_t left, right;    /* as in ce_bvh_node (copied for locality) */
-  int32_t first, count;
+  double cx[2], cy[2], cz[2];
+  double nx[2], ny[2], nz[2];
+  double h[2], rho[2], r[2];
+  int32_t ref[2];
+  int32_t first[2], count[2];
 } ce_bvh_disk;
 
-/* A boundary triangle: vertices and plane (unit normal n, or 0 when
- * degenerate; n . x = d on the plane). */
+/* A boundary triangle: vertices, plane (unit normal n, or 0 when
+ * degenerate; n . x = d on the plane) and a sphere around it (centre c,
+ * the centroid, and radius r). */
 typedef struct ce_bvh_tri {
   ce_vec3 v[3];
   ce_vec3 n;
   double d;
+  ce_vec3 c;
+  double r;
 } ce_bvh_tri;
 
 typedef struct ce_pair { int32_t a, b; } ce_pair;
@@ -215,9 +226,10 @@ ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b,
  * triangles of two boundary hierarchies (the `bnd` of tet meshes, B placed
  * in A's frame by X_AB) that meet. Every pair of ce_bvh_collide(a, b,
  * X_AB, 0, ...) whose triangles meet is included; a pair is left out only
- * when one triangle lies on one side of the other's plane, or their
- * intervals on the planes' common line are apart, by more than a rounding
- * margin (Moller's test, ce_triangles_meet_planes, on the stored planes).
+ * when the spheres around the triangles are apart, or one triangle lies on
+ * one side of the other's plane, or their intervals on the planes' common
+ * line are apart, by more than a rounding margin (Moller's test,
+ * ce_triangles_meet_planes, on the stored planes).
  * The traversal is ce_bvh_collide's, with each node's box replaced by a
  * cylinder around it (ce_bvh_disk), much cheaper to test. Appended to `out`
  * (elem = ce_pair, a and b index bnd_face) in a deterministic order.
