@@ -94,7 +94,7 @@ static ce_errno vcache_init(vcache *c, ce_arena *a, int64_t expected) {
 
 /* The slot for key: either holding it, or the empty slot where it belongs.
  * The load factor stays <= 1/2 (vcache_reserve), so a free slot exists. */
-static vslot *vcache_find(vcache *c, vkey k) {
+static inline vslot *vcache_find(vcache *c, vkey k) {
   uint64_t i = vhash(k) & c->mask;
   for (;;) {
     vslot *s = &c->slot[i];
