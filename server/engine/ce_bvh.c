@@ -16,8 +16,8 @@
  * query. Output order is the depth-first order of the traversal, which
  * depends only on the two trees and the pose.
  *
- * Boundary hierarchies also keep cylinders around the boxes (each node's
- * two children's side by side) and their triangles, for
+ * Boundary hierarchies also keep cylinders around the surface patches
+ * (each node's two children's side by side) and their triangles, for
  * ce_bvh_collide_surfaces: the same descent, with a cylinder test of two
  * child pairs at once (~50 instructions a pair) instead of the ~350
  * instruction 15-axis one, made before a pair is pushed, and leaf pairs
@@ -271,28 +271,41 @@ static int32_t build_node(build_ctx *c, int32_t first, int32_t count) {
   return id;
 }
 
-/* Lane k of a disk entry: a cylinder around node nd's box (axis along the
- * box's thinnest side, where a surface patch is flat). The cylinder
- * contains the box (radius = the other two half extents' hypot), so the
- * traversal never drops a node pair whose boxes overlap; it is inflated by
- * 1e-12 against the rounding of the square roots. */
-static void disk_lane(ce_bvh_disk *self, ce_bvh_disk *dk, int k, const ce_bvh_node *nd, const int32_t *entry,
-                      int32_t id) {
+/* Lane k of a disk entry: a cylinder around node nd's triangles, axis
+ * along its box's thinnest side (where a surface patch is flat), h that
+ * box's half extent along it, and radii rho (from the axis) and r (from
+ * the centre) the largest over the node's vertices: they bound the
+ * triangles (convex hulls of vertices) and are smaller than the box's when
+ * the patch does not fill the box's corners, as on a curved surface. Radii
+ * are inflated by 1e-12 of the centre's and radius' size against the
+ * rounding of the distances, so the traversal never drops a pair of
+ * triangles that meet. */
+static void disk_lane(const ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *v, ce_bvh_disk *dk, int k,
+                      const ce_bvh_node *nd, const int32_t *entry, int32_t id) {
   double h[3] = {nd->half.x, nd->half.y, nd->half.z};
   int a = h[0] <= h[1] && h[0] <= h[2] ? 0 : (h[1] <= h[2] ? 1 : 2);
-  ce_vec3 n = col(&nd->axes, a);
-  dk->cx[k] = nd->center.x;
-  dk->cy[k] = nd->center.y;
-  dk->cz[k] = nd->center.z;
+  ce_vec3 n = col(&nd->axes, a), c = nd->center;
+  double r2 = 0, rho2 = 0;
+  for (int32_t q = nd->first; q < nd->first + nd->count; q++)
+    for (int j = 0; j < 3; j++) {
+      ce_vec3 d = ce_sub(v[face[s->order[q]][j]], c);
+      double dn = ce_dot(d, n), d2 = ce_dot(d, d);
+      r2 = fmax(r2, d2);
+      rho2 = fmax(rho2, d2 - dn * dn);
+    }
+  double pad = 1e-12 * (ce_norm(c) + ce_norm(nd->half));
+  dk->cx[k] = c.x;
+  dk->cy[k] = c.y;
+  dk->cz[k] = c.z;
   dk->nx[k] = n.x;
   dk->ny[k] = n.y;
   dk->nz[k] = n.z;
   dk->h[k] = h[a];
-  dk->rho[k] = sqrt(h[(a + 1) % 3] * h[(a + 1) % 3] + h[(a + 2) % 3] * h[(a + 2) % 3]) * (1 + 1e-12);
-  dk->r[k] = ce_norm(nd->half) * (1 + 1e-12);
+  dk->rho[k] = sqrt(rho2) * (1 + 1e-12) + pad;
+  dk->r[k] = sqrt(r2) * (1 + 1e-12) + pad;
   dk->first[k] = nd->first;
   dk->count[k] = nd->left >= 0 ? 0 : nd->count;
-  dk->ref[k] = nd->left >= 0 ? entry[id] : ~(2 * (int32_t)(dk - self) + k);
+  dk->ref[k] = nd->left >= 0 ? entry[id] : ~(2 * (int32_t)(dk - s->disk) + k);
 }
 
 /* The boundary hierarchy's extras for ce_bvh_collide_surfaces: per
@@ -302,7 +315,7 @@ static ce_errno build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3
   if (s->nnodes == 0) return CE_OK;
   int32_t ninner = 0;
   for (int32_t i = 0; i < s->nnodes; i++) ninner += s->nodes[i].left >= 0;
-  int32_t *entry = malloc((size_t)s->nnodes * sizeof *entry);
+  int32_t *entry = calloc((size_t)s->nnodes, sizeof *entry);
   s->disk = malloc((size_t)(ninner + 1) * sizeof *s->disk);
   s->tri = malloc((size_t)s->nelem * sizeof *s->tri);
   if (!entry || !s->disk || !s->tri) {
@@ -310,12 +323,12 @@ static ce_errno build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3
     return ce_fail(err, CE_ENOMEM, "bvh: out of memory for surface bounds");
   }
   for (int32_t i = 0, e = 1; i < s->nnodes; i++) entry[i] = s->nodes[i].left >= 0 ? e++ : -1;
-  for (int k = 0; k < 2; k++) disk_lane(s->disk, &s->disk[0], k, &s->nodes[0], entry, 0);
+  for (int k = 0; k < 2; k++) disk_lane(s, face, v, &s->disk[0], k, &s->nodes[0], entry, 0);
   for (int32_t i = 0; i < s->nnodes; i++) {
     const ce_bvh_node *nd = &s->nodes[i];
     if (nd->left < 0) continue;
-    disk_lane(s->disk, &s->disk[entry[i]], 0, &s->nodes[nd->left], entry, nd->left);
-    disk_lane(s->disk, &s->disk[entry[i]], 1, &s->nodes[nd->right], entry, nd->right);
+    disk_lane(s, face, v, &s->disk[entry[i]], 0, &s->nodes[nd->left], entry, nd->left);
+    disk_lane(s, face, v, &s->disk[entry[i]], 1, &s->nodes[nd->right], entry, nd->right);
   }
   free(entry);
   for (int32_t q = 0; q < s->nelem; q++) {

@@ -100,8 +100,8 @@ typedef struct ce_bvh {
   struct ce_bvh_tri *tri;
 } ce_bvh;
 
-/* Cylinders around the boxes (so around the surface patches) of an
- * internal node's two children, side by side: lane 0 the left child, lane
+/* Cylinders around the surface patches (the triangles) of an internal
+ * node's two children, side by side: lane 0 the left child, lane
  * 1 the right one, so one entry answers a node pair's child tests two at a
  * time. A cylinder's points x satisfy |n . (x - c)| <= h,
  * |(x - c) - (n . (x - c)) n| <= rho and |x - c| <= r (n unit: the box's
