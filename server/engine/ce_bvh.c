@@ -860,13 +860,14 @@ ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b, const ce_pose
   place_disk(&DB[0], X_AB, &pd[0]);
   done[0] = 1;
   /* Rounding in placing B and in the dot products is ~1e-16 of the
-   * coordinates; the margin is far above that and far below any element. */
-  const double tol = 1e-12 * (ce_norm(ce_v3(DA[0].cx[0], DA[0].cy[0], DA[0].cz[0])) + DA[0].r[0] +
-                              ce_norm(ce_pose_apply(X_AB, ce_v3(DB[0].cx[0], DB[0].cy[0], DB[0].cz[0]))) +
-                              DB[0].r[0]);
+   * coordinates; the margin is far above that and far below any element
+   * (sized by the root boxes: centres and the radii around their corners). */
+  const ce_bvh_node *ra = &a->nodes[0], *rb = &b->nodes[0];
+  const double tol = 1e-12 * (ce_norm(ra->center) + ce_norm(ra->half) * (1 + 1e-12) +
+                              ce_norm(ce_pose_apply(X_AB, rb->center)) + ce_norm(rb->half) * (1 + 1e-12));
   {
-    cyl2 ra = lanes_a(&DA[0]), rb = lanes_b(&DB[0], &pd[0]);
-    if (!(disks_meet(&ra, &rb, tol) & 1)) return CE_OK;
+    cyl2 ca = lanes_a(&DA[0]), cb = lanes_b(&DB[0], &pd[0]);
+    if (!(disks_meet(&ca, &cb, tol) & 1)) return CE_OK;
   }
   ce_buf stack;
   ce_buf_init(&stack, sizeof(ce_pair));
