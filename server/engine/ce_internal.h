@@ -110,7 +110,8 @@ typedef struct ce_bvh {
  * is internal, else ~(2 e + k) for this entry e; a leaf child's triangles
  * are tri[first[k] .. first[k] + count[k]) (count 0 for internal ones). */
 typedef struct ce_bvh_disk {
-  double cx[2], cy[2], cz[2];
+  _Alignas(16) double cx[2];
+  double cy[2], cz[2];
   double nx[2], ny[2], nz[2];
   double h[2], rho[2], r[2];
   int32_t ref[2];
