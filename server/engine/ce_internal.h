@@ -108,7 +108,8 @@ typedef struct ce_bvh {
  * thinnest axis). Entry 0 sits above the root: lane 0 (and, unused, lane
  * 1) the root's. ref[k]: child k on the traversal stack, its entry when it
  * is internal, else ~(2 e + k) for this entry e; a leaf child's triangles
- * are tri[first[k] .. first[k] + count[k]) (count 0 for internal ones). */
+ * are tri[first[k] .. first[k] + count[k]) (count 0 for internal ones).
+ * 16-byte aligned, as every lane pair: the traversal loads them as one. */
 typedef struct ce_bvh_disk {
   _Alignas(16) double cx[2];
   double cy[2], cz[2];
@@ -232,7 +233,8 @@ ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b,
  * line are apart, by more than a rounding margin (Moller's test,
  * ce_triangles_meet_planes, on the stored planes).
  * The traversal is ce_bvh_collide's, with each node's box replaced by a
- * cylinder around it (ce_bvh_disk), much cheaper to test. Appended to `out`
+ * cylinder around its triangles (ce_bvh_disk), much cheaper to test, and
+ * a node pair tested before it is pushed. Appended to `out`
  * (elem = ce_pair, a and b index bnd_face) in a deterministic order.
  * Hierarchies without disks fall back to ce_bvh_collide(a, b, X_AB, 0, ...)
  * (every overlapping leaf pair, unfiltered). */
