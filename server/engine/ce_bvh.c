@@ -754,6 +754,7 @@ typedef struct cyl2 {
 /* B's disk entry with its centres and axes placed in A's frame. */
 typedef struct placed_disk {
   v2d cx, cy, cz, nx, ny, nz;
+  v2d wx, wy, wz, wnx, wny, wnz; /* the same, lanes swapped */
 } placed_disk;
 
 /* Same operations as ce_pose_apply / ce_mat3_mul_vec, lane by lane. */
@@ -769,6 +770,12 @@ static void place_disk(const ce_bvh_disk *e, const ce_pose *X, placed_disk *p) {
   p->nx = R[0][0] * x + R[0][1] * y + R[0][2] * z;
   p->ny = R[1][0] * x + R[1][1] * y + R[1][2] * z;
   p->nz = R[2][0] * x + R[2][1] * y + R[2][2] * z;
+  p->wx = v2_swap(p->cx);
+  p->wy = v2_swap(p->cy);
+  p->wz = v2_swap(p->cz);
+  p->wnx = v2_swap(p->nx);
+  p->wny = v2_swap(p->ny);
+  p->wnz = v2_swap(p->nz);
 }
 
 /* A's entry e as lanes (already in A's frame). */
@@ -782,9 +789,10 @@ static inline cyl2 lanes_b(const ce_bvh_disk *e, const placed_disk *p) {
   return (cyl2){p->cx, p->cy, p->cz, p->nx, p->ny, p->nz, v2_load(e->h), v2_load(e->rho), v2_load(e->r)};
 }
 
-static inline cyl2 lanes_swap(const cyl2 *c) {
-  return (cyl2){v2_swap(c->cx), v2_swap(c->cy), v2_swap(c->cz), v2_swap(c->nx), v2_swap(c->ny),
-                v2_swap(c->nz), v2_swap(c->h), v2_swap(c->rho), v2_swap(c->r)};
+/* B's entry e as lanes swapped (lane 0 the right child). */
+static inline cyl2 lanes_b_swapped(const ce_bvh_disk *e, const placed_disk *p) {
+  return (cyl2){p->wx, p->wy, p->wz, p->wnx, p->wny, p->wnz, v2_swap(v2_load(e->h)), v2_swap(v2_load(e->rho)),
+                v2_swap(v2_load(e->r))};
 }
 
 /* Lane k of both entries as both lanes. */
@@ -951,7 +959,7 @@ ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b, const ce_pose
       }
       /* Lanes (a0, b0), (a1, b1) straight, (a0, b1), (a1, b0) with B's
        * lanes swapped. */
-      cyl2 ca = lanes_a(&DA[top.a]), cb = lanes_b(eb, p), cw = lanes_swap(&cb);
+      cyl2 ca = lanes_a(&DA[top.a]), cb = lanes_b(eb, p), cw = lanes_b_swapped(eb, p);
       int m = disks_meet(&ca, &cb, tol), w = disks_meet(&ca, &cw, tol);
       int32_t ra0 = DA[top.a].ref[0], ra1 = DA[top.a].ref[1];
       int32_t rb0 = DB[top.b].ref[0], rb1 = DB[top.b].ref[1];
