@@ -196,6 +196,50 @@ static inline ce_errno ce_walk_push(ce_arena *a, ce_pairset *s, ce_buf *queue, i
   return CE_OK;
 }
 
+/* Per-query data derived from elements of N (a tet placed in M's frame, a
+ * rigid triangle placed), made the first time a pair needs it: entries in
+ * `items` (a ce_buf of the caller's struct), found by element id through
+ * an open-addressing map (keys id + 1, 0 empty; 2^bits slots, at most
+ * half full). A map rather than an array over N keeps a query's cost
+ * independent of N's size. Arena memory. */
+typedef struct ce_elemcache {
+  int32_t *key, *val;
+  int bits;
+  ce_buf items;
+} ce_elemcache;
+
+/* An empty cache of `elem`-byte entries: a map of 2^bits slots (zeroed)
+ * and room for `room` entries. */
+ce_errno ce_elemcache_init(ce_arena *a, ce_elemcache *c, size_t elem, int bits, int64_t room);
+/* At least 2 * map_want slots (rehashed) and room for `room` more entries. */
+ce_errno ce_elemcache_reserve(ce_arena *a, ce_elemcache *c, int64_t map_want, int64_t room);
+/* Doubles the map (rehashing). */
+ce_errno ce_elemcache_grow(ce_arena *a, ce_elemcache *c);
+
+/* The entry for element id: *fresh = 1 when it was just added (the caller
+ * fills it), 0 when it is the one made before. NULL when the arena is
+ * exhausted. elem: the entry size given to ce_elemcache_init, passed again
+ * as a constant so the address arithmetic folds. */
+static inline void *ce_elemcache_get(ce_arena *a, ce_elemcache *c, int32_t id, size_t elem, int *fresh) {
+  const uint32_t mask = ((uint32_t)1 << c->bits) - 1;
+  uint32_t h = ((uint32_t)id * 2654435761u) >> (32 - c->bits);
+  for (; c->key[h]; h = (h + 1) & mask)
+    if (c->key[h] == id + 1) {
+      *fresh = 0;
+      return (char *)c->items.data + (size_t)c->val[h] * elem;
+    }
+  if (c->items.len >= INT32_MAX / 2) return NULL;
+  if (2 * (c->items.len + 1) > (int64_t)mask + 1)
+    return ce_elemcache_grow(a, c) == CE_OK ? ce_elemcache_get(a, c, id, elem, fresh) : NULL;
+  void *e;
+  if (c->items.len < c->items.cap) e = (char *)c->items.data + (size_t)c->items.len++ * elem;
+  else if (!(e = ce_buf_push(a, &c->items))) return NULL;
+  c->key[h] = id + 1;
+  c->val[h] = (int32_t)(c->items.len - 1);
+  *fresh = 1;
+  return e;
+}
+
 /* Whether triangles x and y (one frame) meet: Moller's test with a margin
  * tol (a length) that only lets more through; coplanar or degenerate
  * triangles count as meeting. */

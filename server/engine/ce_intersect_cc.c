@@ -115,55 +115,15 @@ typedef struct cc_query {
   ce_builder *b;
   ce_counters *c;
   int identical;   /* set when a pair's two fields coincide (see below) */
-  /* Tets of N placed so far: ncache holds them, and an open-addressing
-   * map (keys tet id + 1, 0 empty; 2^nbits slots, at most half full)
-   * finds a tet's entry. A map instead of a per-tet array of N keeps the
-   * query's cost independent of N's size. */
-  int32_t *nkey, *nval;
-  int nbits;
-  ce_buf ncache;   /* ntet entries */
+  ce_elemcache ntets; /* tets of N placed so far (ntet entries) */
 } cc_query;
 
-static inline uint32_t nmap_slot(int32_t j, int nbits) {
-  return ((uint32_t)j * 2654435761u) >> (32 - nbits);
-}
-
-/* A map with 2^nbits empty slots (replacing the old one, rehashed). */
-static ce_errno nmap_resize(cc_query *q, int nbits) {
-  size_t cap = (size_t)1 << nbits;
-  int32_t *key = ce_arena_calloc(q->b->arena, cap, sizeof *key);
-  int32_t *val = ce_arena_alloc(q->b->arena, cap * sizeof *val);
-  if (!key || !val) return CE_ENOMEM;
-  if (q->nkey)
-    for (size_t k = 0; k < ((size_t)1 << q->nbits); k++) {
-      if (!q->nkey[k]) continue;
-      uint32_t h = nmap_slot(q->nkey[k] - 1, nbits);
-      while (key[h]) h = (h + 1) & (uint32_t)(cap - 1);
-      key[h] = q->nkey[k];
-      val[h] = q->nval[k];
-    }
-  q->nkey = key;
-  q->nval = val;
-  q->nbits = nbits;
-  return CE_OK;
-}
-
-/* Tet j of N in M's frame (cached); NULL when the arena is exhausted. */
+/* Tet j of N in M's frame (placed the first time a pair needs it); NULL
+ * when the arena is exhausted. */
 static const ntet *ntet_get(cc_query *q, int32_t j) {
-  const uint32_t mask = ((uint32_t)1 << q->nbits) - 1;
-  uint32_t h = nmap_slot(j, q->nbits);
-  for (; q->nkey[h]; h = (h + 1) & mask)
-    if (q->nkey[h] == j + 1) return (const ntet *)q->ncache.data + q->nval[h];
-  if (q->ncache.len >= INT32_MAX / 2) return NULL;
-  if (2 * (q->ncache.len + 1) > (int64_t)mask + 1) {
-    if (nmap_resize(q, q->nbits + 1) != CE_OK) return NULL;
-    return ntet_get(q, j);
-  }
-  ntet *t;
-  if (q->ncache.len < q->ncache.cap) t = (ntet *)q->ncache.data + q->ncache.len++;
-  else if (!(t = ce_buf_push(q->b->arena, &q->ncache))) return NULL;
-  q->nkey[h] = j + 1;
-  q->nval[h] = (int32_t)(q->ncache.len - 1);
+  int fresh;
+  ntet *t = ce_elemcache_get(q->b->arena, &q->ntets, j, sizeof *t, &fresh);
+  if (!t || !fresh) return t;
   const ce_tetmesh *TN = q->TN;
   v4d in[4];
   memcpy(in, TN->fplane[j], sizeof in);
@@ -408,12 +368,7 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
         ce_buf_reserve(a, &b->elem_n, np) != CE_OK)
       return CE_ENOMEM;
   }
-  if (ce_buf_reserve(a, &q->ncache, room) != CE_OK) return CE_ENOMEM;
-  {
-    int nb = q->nbits;
-    while (((int64_t)1 << nb) < 2 * per && nb < 30) nb++;
-    if (nb > q->nbits && nmap_resize(q, nb) != CE_OK) return CE_ENOMEM;
-  }
+  if (ce_elemcache_reserve(a, &q->ntets, per, room) != CE_OK) return CE_ENOMEM;
   const ce_pair *fp = faces.data;
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
   /* Seeds one at a time, each walk run to the end before the next seed:
@@ -482,10 +437,7 @@ static ce_errno query_init(cc_query *q, const ce_geometry *m, const ce_geometry 
   q->b = b;
   q->c = c;
   q->identical = 0;
-  q->nkey = q->nval = NULL;
-  if (nmap_resize(q, 9) != CE_OK) return CE_ENOMEM;
-  ce_buf_init(&q->ncache, sizeof(ntet));
-  if (ce_buf_reserve(b->arena, &q->ncache, 256) != CE_OK) return CE_ENOMEM;
+  if (ce_elemcache_init(b->arena, &q->ntets, sizeof(ntet), 9, 256) != CE_OK) return CE_ENOMEM;
   return CE_OK;
 }
 

@@ -465,55 +465,15 @@ typedef struct tt_query {
   ce_builder *b;
   ce_counters *c;
   vcache cache;
-  /* Triangles of N placed so far (each meets several tets): pcache holds
-   * them, and an open-addressing map (keys triangle id + 1, 0 empty;
-   * 2^pbits slots, at most half full) finds a triangle's entry. A map
-   * rather than an array over N keeps the query's cost independent of
-   * N's size (as for the placed tets in ce_intersect_cc.c). */
-  int32_t *pkey, *pval;
-  int pbits;
-  ce_buf pcache; /* ptri entries */
+  ce_elemcache ptris; /* triangles of N placed so far (ptri entries; each meets several tets) */
 } tt_query;
-
-static inline uint32_t pmap_slot(int32_t f, int pbits) { return ((uint32_t)f * 2654435761u) >> (32 - pbits); }
-
-/* A map with 2^pbits empty slots (replacing the old one, rehashed). */
-static ce_errno pmap_resize(tt_query *q, int pbits) {
-  size_t cap = (size_t)1 << pbits;
-  int32_t *key = ce_arena_calloc(q->b->arena, cap, sizeof *key);
-  int32_t *val = ce_arena_alloc(q->b->arena, cap * sizeof *val);
-  if (!key || !val) return CE_ENOMEM;
-  if (q->pkey)
-    for (size_t k = 0; k < ((size_t)1 << q->pbits); k++) {
-      if (!q->pkey[k]) continue;
-      uint32_t h = pmap_slot(q->pkey[k] - 1, pbits);
-      while (key[h]) h = (h + 1) & (uint32_t)(cap - 1);
-      key[h] = q->pkey[k];
-      val[h] = q->pval[k];
-    }
-  q->pkey = key;
-  q->pval = val;
-  q->pbits = pbits;
-  return CE_OK;
-}
 
 /* Triangle f of N in M's frame (placed once per query); NULL when the
  * arena is exhausted. */
 static const ptri *ptri_get(tt_query *q, int32_t f) {
-  const uint32_t mask = ((uint32_t)1 << q->pbits) - 1;
-  uint32_t h = pmap_slot(f, q->pbits);
-  for (; q->pkey[h]; h = (h + 1) & mask)
-    if (q->pkey[h] == f + 1) return (const ptri *)q->pcache.data + q->pval[h];
-  if (q->pcache.len >= INT32_MAX / 2) return NULL;
-  if (2 * (q->pcache.len + 1) > (int64_t)mask + 1) {
-    if (pmap_resize(q, q->pbits + 1) != CE_OK) return NULL;
-    return ptri_get(q, f);
-  }
-  ptri *p;
-  if (q->pcache.len < q->pcache.cap) p = (ptri *)q->pcache.data + q->pcache.len++;
-  else if (!(p = ce_buf_push(q->b->arena, &q->pcache))) return NULL;
-  q->pkey[h] = f + 1;
-  q->pval[h] = (int32_t)(q->pcache.len - 1);
+  int fresh;
+  ptri *p = ce_elemcache_get(q->b->arena, &q->ptris, f, sizeof *p, &fresh);
+  if (!p || !fresh) return p;
   const int32_t *sv = q->S->tri[f];
   for (int i = 0; i < 3; i++) p->x[i] = ce_pose_apply(q->X_MN, q->S->v[sv[i]]);
   p->n = ce_pose_rotate(q->X_MN, q->S->normal[f]);
@@ -618,10 +578,7 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
     /* placed triangles: 322 for 884 seeds at the finest sphere pair, 38
      * for 217 at the coarsest; room for 1 per 2 seeds (grows if needed) */
     int64_t np = 16 + seeds.len / 2;
-    int nb = q->pbits;
-    while (((int64_t)1 << nb) < 2 * np && nb < 30) nb++;
-    if (nb > q->pbits && pmap_resize(q, nb) != CE_OK) return CE_ENOMEM;
-    if (ce_buf_reserve(a, &q->pcache, np) != CE_OK) return CE_ENOMEM;
+    if (ce_elemcache_reserve(a, &q->ptris, np, np) != CE_OK) return CE_ENOMEM;
   }
   {
     /* The builder's arrays up front rather than grown by copying: at the
@@ -698,8 +655,7 @@ static ce_errno tt_query_init(tt_query *q, const ce_geometry *m, const ce_geomet
   q->b = b;
   q->c = c;
   /* small to start with (the trace sizes both from its seeds) */
-  ce_buf_init(&q->pcache, sizeof(ptri));
-  if (pmap_resize(q, 4) != CE_OK) return CE_ENOMEM;
+  if (ce_elemcache_init(b->arena, &q->ptris, sizeof(ptri), 4, 0) != CE_OK) return CE_ENOMEM;
   return CE_OK;
 }
 

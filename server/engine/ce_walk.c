@@ -5,6 +5,9 @@
  *  - ce_pairset: the visited set of element pairs, open addressing on the
  *    pair key in the query's arena (the inline lookups are in
  *    ce_internal.h);
+ *  - ce_elemcache: per-query data of N's elements (placed tets or
+ *    triangles), made once per element (the inline lookup is in
+ *    ce_internal.h);
  *  - ce_triangles_meet: whether two triangles meet (the seed test: where a
  *    boundary triangle of M meets a triangle of N, the surface starts). */
 #include <math.h>
@@ -35,6 +38,45 @@ ce_errno ce_pairset_grow(ce_arena *a, ce_pairset *s) {
   }
   *s = t;
   return CE_OK;
+}
+
+/* The map resized to 2^bits slots, its keys rehashed. */
+static ce_errno elemcache_rehash(ce_arena *a, ce_elemcache *c, int bits) {
+  size_t cap = (size_t)1 << bits;
+  int32_t *key = ce_arena_calloc(a, cap, sizeof *key);
+  int32_t *val = ce_arena_alloc(a, cap * sizeof *val);
+  if (!key || !val) return CE_ENOMEM;
+  if (c->key)
+    for (size_t k = 0; k < ((size_t)1 << c->bits); k++) {
+      if (!c->key[k]) continue;
+      uint32_t h = ((uint32_t)(c->key[k] - 1) * 2654435761u) >> (32 - bits);
+      while (key[h]) h = (h + 1) & (uint32_t)(cap - 1);
+      key[h] = c->key[k];
+      val[h] = c->val[k];
+    }
+  c->key = key;
+  c->val = val;
+  c->bits = bits;
+  return CE_OK;
+}
+
+ce_errno ce_elemcache_init(ce_arena *a, ce_elemcache *c, size_t elem, int bits, int64_t room) {
+  c->key = c->val = NULL;
+  c->bits = 0;
+  ce_buf_init(&c->items, elem);
+  if (elemcache_rehash(a, c, bits) != CE_OK) return CE_ENOMEM;
+  return room > 0 ? ce_buf_reserve(a, &c->items, room) : CE_OK;
+}
+
+ce_errno ce_elemcache_reserve(ce_arena *a, ce_elemcache *c, int64_t map_want, int64_t room) {
+  int bits = c->bits;
+  while (((int64_t)1 << bits) < 2 * map_want && bits < 30) bits++;
+  if (bits > c->bits && elemcache_rehash(a, c, bits) != CE_OK) return CE_ENOMEM;
+  return ce_buf_reserve(a, &c->items, room);
+}
+
+ce_errno ce_elemcache_grow(ce_arena *a, ce_elemcache *c) {
+  return c->bits < 30 ? elemcache_rehash(a, c, c->bits + 1) : CE_ELIMIT;
 }
 
 /* The interval that a triangle (vertices projected on a line: p[k]; signed
