@@ -195,24 +195,34 @@ Test(cache, failed_build_tells_every_waiter_and_leaves_nothing) {
   cd_cache_destroy(c);
 }
 
-Test(cache, lru_eviction_spares_referenced_and_pinned_entries) {
+/* What one half-space geometry counts in the cache's budget. */
+static uint64_t halfspace_bytes(void) {
   ce_geometry *probe = halfspace();
   ce_geometry_info gi;
   ce_geometry_get_info(probe, &gi);
   ce_geometry_free(probe);
-  cd_cache *c = cd_cache_create(3 * gi.bytes); /* room for three */
+  return gi.bytes;
+}
+
+/* A READY entry for id that nobody references. */
+static cd_cache_entry *add_ready(cd_cache *c, const char *id) {
+  cd_cache_entry *e = cd_cache_begin(c, id, 1.0);
+  cr_assert_not_null(e);
+  cd_cache_complete(c, e, halfspace(), 1, 0, NULL);
+  return e;
+}
+
+Test(cache, lru_eviction_spares_referenced_and_pinned_entries) {
+  const uint64_t bytes = halfspace_bytes();
+  cd_cache *c = cd_cache_create(3 * bytes); /* room for three */
   const char *ids[4] = {"01", "02", "03", "04"};
   cd_cache_entry *e[4];
-  for (int i = 0; i < 3; i++) {
-    e[i] = cd_cache_begin(c, ids[i], 1.0);
-    cd_cache_complete(c, e[i], halfspace(), 1, 0, NULL);
-  }
+  for (int i = 0; i < 3; i++) e[i] = add_ready(c, ids[i]);
   cd_cache_ref(e[0]); /* a session holds 01 */
   cd_cache_pin(e[1]); /* a query uses 02 */
   cd_cache_find(c, "03");
   /* a fourth entry: the only evictable one (03) goes, though used last */
-  e[3] = cd_cache_begin(c, ids[3], 1.0);
-  cd_cache_complete(c, e[3], halfspace(), 1, 0, NULL);
+  e[3] = add_ready(c, ids[3]);
   cr_expect_not_null(cd_cache_find(c, "01"));
   cr_expect_not_null(cd_cache_find(c, "02"));
   cr_expect_null(cd_cache_find(c, "03"));
@@ -221,7 +231,7 @@ Test(cache, lru_eviction_spares_referenced_and_pinned_entries) {
   cd_cache_get_stats(c, &st);
   cr_expect_eq(st.evictions, 1);
   cr_expect_eq(st.entries, 3);
-  cr_expect_leq(st.bytes, 3 * gi.bytes);
+  cr_expect_leq(st.bytes, 3 * bytes);
   /* dropping the reference and the pin does not evict while within budget */
   cd_cache_unref(e[0]);
   cd_cache_unpin(e[1]);
@@ -231,28 +241,20 @@ Test(cache, lru_eviction_spares_referenced_and_pinned_entries) {
 }
 
 Test(cache, eviction_takes_the_least_recently_used_first) {
-  ce_geometry *probe = halfspace();
-  ce_geometry_info gi;
-  ce_geometry_get_info(probe, &gi);
-  ce_geometry_free(probe);
-  cd_cache *c = cd_cache_create(3 * gi.bytes); /* room for three */
+  const uint64_t bytes = halfspace_bytes();
+  cd_cache *c = cd_cache_create(3 * bytes); /* room for three */
   const char *ids[5] = {"01", "02", "03", "04", "05"};
   cd_cache_entry *e[5];
-  for (int i = 0; i < 3; i++) {
-    e[i] = cd_cache_begin(c, ids[i], 1.0);
-    cd_cache_complete(c, e[i], halfspace(), 1, 0, NULL);
-  }
+  for (int i = 0; i < 3; i++) e[i] = add_ready(c, ids[i]);
   /* a lookup makes 01 the most recent: 02 goes first */
   cr_assert_not_null(cd_cache_find(c, "01"));
-  e[3] = cd_cache_begin(c, ids[3], 1.0);
-  cd_cache_complete(c, e[3], halfspace(), 1, 0, NULL);
+  e[3] = add_ready(c, ids[3]);
   cr_expect_null(cd_cache_find(c, "02"));
   /* a query using 03 (pinned, then released) makes it the most recent, and
    * the lookups above left 01 before 04: 01 goes next */
   cd_cache_pin(e[2]);
   cd_cache_unpin(e[2]);
-  e[4] = cd_cache_begin(c, ids[4], 1.0);
-  cd_cache_complete(c, e[4], halfspace(), 1, 0, NULL);
+  e[4] = add_ready(c, ids[4]);
   cr_expect_null(cd_cache_find(c, "01"));
   cr_expect_not_null(cd_cache_find(c, "03"));
   cr_expect_not_null(cd_cache_find(c, "04"));
@@ -265,18 +267,13 @@ Test(cache, eviction_takes_the_least_recently_used_first) {
 }
 
 Test(cache, many_entries_evict_in_insertion_order) {
-  ce_geometry *probe = halfspace();
-  ce_geometry_info gi;
-  ce_geometry_get_info(probe, &gi);
-  ce_geometry_free(probe);
+  const uint64_t bytes = halfspace_bytes();
   enum { KEEP = 5000, ALL = 12000 };
-  cd_cache *c = cd_cache_create((uint64_t)KEEP * gi.bytes);
+  cd_cache *c = cd_cache_create((uint64_t)KEEP * bytes);
   char id[16];
   for (int i = 0; i < ALL; i++) {
     snprintf(id, sizeof id, "%08x", (unsigned)i * 2654435761u); /* spread over the buckets */
-    cd_cache_entry *e = cd_cache_begin(c, id, 1.0);
-    cr_assert_not_null(e);
-    cd_cache_complete(c, e, halfspace(), 1, 0, NULL);
+    add_ready(c, id);
   }
   cd_cache_stats st;
   cd_cache_get_stats(c, &st);

@@ -372,37 +372,34 @@ Test(daemon_api, replies_leave_in_request_order, .init = up, .fini = down) {
   close(fd);
 }
 
+/* GET path from the metrics port: the whole response (HTTP/1.0, the server
+ * closes), NUL-terminated in buf. */
+static void http_get(int port, const char *path, char *buf, size_t cap) {
+  int fd = tc_connect_tcp(port);
+  char req[256];
+  snprintf(req, sizeof req, "GET %s HTTP/1.0\r\n\r\n", path);
+  tc_send_raw(fd, req, strlen(req));
+  size_t n = 0;
+  for (;;) {
+    ssize_t k = read(fd, buf + n, cap - 1 - n);
+    if (k <= 0) break;
+    n += (size_t)k;
+  }
+  buf[n] = 0;
+  close(fd);
+}
+
 Test(daemon_api, metrics_endpoint_serves_prometheus_text) {
   const char *extra[] = {"--metrics-port", "0", NULL};
   tc_start(&D, extra);
   cr_assert_gt(D.metrics_port, 0);
-  int fd = tc_connect_tcp(D.metrics_port);
-  const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
-  tc_send_raw(fd, req, strlen(req));
   char buf[16384];
-  size_t n = 0;
-  for (;;) {
-    ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
-    if (k <= 0) break;
-    n += (size_t)k;
-  }
-  buf[n] = 0;
+  http_get(D.metrics_port, "/metrics", buf, sizeof buf);
   cr_expect(strstr(buf, "HTTP/1.0 200"), "%s", buf);
   cr_expect(strstr(buf, "contactd_requests_total"));
   cr_expect(strstr(buf, "contactd_request_latency_us_bucket{le=\"+Inf\"}"));
-  close(fd);
-  fd = tc_connect_tcp(D.metrics_port);
-  const char *rz = "GET /readyz HTTP/1.0\r\n\r\n";
-  tc_send_raw(fd, rz, strlen(rz));
-  n = 0;
-  for (;;) {
-    ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
-    if (k <= 0) break;
-    n += (size_t)k;
-  }
-  buf[n] = 0;
+  http_get(D.metrics_port, "/readyz", buf, sizeof buf);
   cr_expect(strstr(buf, "200 OK") && strstr(buf, "ready"), "%s", buf);
-  close(fd);
   cr_expect_eq(tc_stop(&D), 0);
 }
 
@@ -440,19 +437,9 @@ Test(daemon_api, silent_metrics_connections_time_out) {
   close(c);
   cr_expect_eq(tc_log_count(&D, "metrics connection refused"), 1);
   /* A client that talks is answered as before. */
-  int fd = tc_connect_tcp(D.metrics_port);
-  const char *req = "GET /healthz HTTP/1.0\r\n\r\n";
-  tc_send_raw(fd, req, strlen(req));
   char buf[1024];
-  size_t n = 0;
-  for (;;) {
-    ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
-    if (k <= 0) break;
-    n += (size_t)k;
-  }
-  buf[n] = 0;
+  http_get(D.metrics_port, "/healthz", buf, sizeof buf);
   cr_expect(strstr(buf, "200 OK") && strstr(buf, "ok"), "%s", buf);
-  close(fd);
   /* A silent metrics connection does not hold up shutdown either. */
   a = tc_connect_tcp(D.metrics_port);
   usleep(50000);
