@@ -54,16 +54,7 @@
 
 #include <fcl/fcl.h>
 
-extern "C" {
-struct bfo_ctx;
-bfo_ctx *bfo_create(double radius, double hint, double dx, int compliant);
-void bfo_destroy(bfo_ctx *c);
-int bfo_level(double radius, double hint);
-void bfo_mesh(const bfo_ctx *c, int *nv, const double **v, int *nf, const int32_t **f);
-long bfo_query(bfo_ctx *c);
-const int32_t *bfo_pairs(const bfo_ctx *c);
-long bfo_triangles(const bfo_ctx *c);
-}
+#include "bench_fcl.h"
 
 namespace {
 

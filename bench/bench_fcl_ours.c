@@ -23,24 +23,17 @@
 
 #include "ce_internal.h"
 #include "ce_primitive.h"
+#include "bench_fcl.h"
 
-typedef struct bfo_ctx {
+struct bfo_ctx {
   ce_geometry *g[2];
   int compliant;
   ce_pose X_AB;
   ce_arena *arena;
   ce_buf pairs; /* the last query's meeting pairs (ce_pair), in the arena */
   double tol;
-} bfo_ctx;
+};
 
-/* Declared again in bench_fcl.cpp (extern "C"). */
-bfo_ctx *bfo_create(double radius, double hint, double dx, int compliant);
-void bfo_destroy(bfo_ctx *c);
-int bfo_level(double radius, double hint);
-void bfo_mesh(const bfo_ctx *c, int *nv, const double **v, int *nf, const int32_t **f);
-long bfo_query(bfo_ctx *c);
-const int32_t *bfo_pairs(const bfo_ctx *c);
-long bfo_triangles(const bfo_ctx *c);
 
 static ce_geometry *sphere(double radius, double hint, int compliant) {
   ce_shape sh;
