@@ -351,9 +351,12 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
    * arrays, the queue and N's tets get that room up front (arena bumps,
    * untouched until used: growing them later copies every array); the
    * visited set and the tet map, which are zeroed, get 8 per seed. All of
-   * them grow if needed. */
-  const int64_t per = 8 * faces.len;
-  const int64_t room = 64 + (faces.len < 128 ? faces.len * faces.len / 4 : 32 * faces.len);
+   * them grow if needed. Both guesses are capped (2^18 polygons, about 60
+   * MB of builder arrays; 2^20 visited pairs, 16 MB zeroed) so that a guess
+   * never exhausts a worker's arena that the actual surface would fit in. */
+  const int64_t per = faces.len < ((int64_t)1 << 17) ? 8 * faces.len : ((int64_t)1 << 20);
+  int64_t room = 64 + (faces.len < 128 ? faces.len * faces.len / 4 : 32 * faces.len);
+  if (room > ((int64_t)1 << 18)) room = (int64_t)1 << 18;
   if ((e = ce_pairset_init(a, &set, per)) != CE_OK) return e;
   ce_buf queue;
   ce_buf_init(&queue, sizeof(ce_pair));
