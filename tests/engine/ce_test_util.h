@@ -21,6 +21,22 @@ ce_geometry *ce_test_shape(ce_shape_type type, ce_compliance c, double radius, c
  * malloc'd (the caller frees; never NULL for a valid builder). */
 int64_t *ce_test_face_keys(const ce_builder *b);
 
+/* Total area of a builder's faces about their normals (each face fanned
+ * from its first vertex; counter-clockwise faces count positive). */
+double ce_test_builder_area(const ce_builder *b);
+
+/* An intersector (ce_intersect_tet_tet, ce_intersect_tet_tri and their
+ * _all references). */
+typedef ce_errno (*ce_test_intersector)(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
+                                        ce_builder *b, ce_counters *c);
+
+/* Asserts that the traced intersector gives the same polygons (source
+ * pairs), drops and area (1e-12) as the one over every candidate pair, for
+ * m and n at X; `what` names the case in failures. Resets arena. Returns
+ * the all-candidates counters. */
+ce_counters ce_test_compare_traced(ce_test_intersector all, ce_test_intersector traced, const ce_geometry *m,
+                                   const ce_geometry *n, const ce_pose *X, ce_arena *arena, const char *what);
+
 
 /* Wavefront OBJ text of test surfaces (malloc'd, NUL terminated; *len =
  * strlen), outward winding:

@@ -100,12 +100,6 @@ static double face_area(const ce_builder *b, int32_t f) {
   return 0.5 * ce_dot(s, face_normal(b, f));
 }
 
-static double total_area(const ce_builder *b) {
-  double a = 0;
-  for (int64_t f = 0; f < nfaces(b); f++) a += face_area(b, (int32_t)f);
-  return a;
-}
-
 /* M: unit corner tet, p_M = 2e5 z + 1e5 x. N (own frame): the same tet
  * turned upside down with apex at the origin, p_N = 2e5 (1 - z) + 1e5 x. */
 static const ce_vec3 VM[4] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
@@ -364,7 +358,7 @@ Test(intersect_cc, polygons_tile_the_section_of_two_tet_cubes) {
   cr_assert(c.polygons >= 6, "%lld polygons", (long long)c.polygons);
   cr_assert_eq(c.faces_dropped, 0);
   cr_assert(c.candidate_pairs >= c.polygons);
-  cr_assert(fabs(total_area(&b) - 0.56) < 1e-12, "area %.17g", total_area(&b));
+  cr_assert(fabs(ce_test_builder_area(&b) - 0.56) < 1e-12, "area %.17g", ce_test_builder_area(&b));
   for (int64_t f = 0; f < nfaces(&b); f++)
     for (int k = 0; k < nverts(&b, (int32_t)f); k++) {
       cr_assert(fabs(vtx(&b, (int32_t)f, k).z - 0.5) < 1e-14);
@@ -386,26 +380,10 @@ static ce_geometry *prim(ce_shape_type type, double r, ce_vec3 size, double hint
   return g;
 }
 
+/* Traced vs every candidate pair (ce_test_compare_traced); the polygons. */
 static int64_t compare_traced(const ce_geometry *m, const ce_geometry *n, const ce_pose *X, ce_arena *arena,
                               const char *what) {
-  ce_arena_reset(arena);
-  ce_builder b1, b2;
-  cr_assert_eq(ce_builder_init(&b1, arena), CE_OK);
-  cr_assert_eq(ce_builder_init(&b2, arena), CE_OK);
-  ce_counters c1 = {0, 0, 0}, c2 = {0, 0, 0};
-  cr_assert_eq(ce_intersect_tet_tet_all(m, n, X, &b1, &c1), CE_OK);
-  cr_assert_eq(ce_intersect_tet_tet(m, n, X, &b2, &c2), CE_OK);
-  cr_assert_eq(c1.polygons, c2.polygons, "%s: %lld polygons from all pairs, %lld traced", what,
-               (long long)c1.polygons, (long long)c2.polygons);
-  cr_assert_eq(c1.faces_dropped, c2.faces_dropped, "%s: dropped", what);
-  double a1 = total_area(&b1), a2 = total_area(&b2);
-  cr_assert(fabs(a1 - a2) <= 1e-12 * fabs(a1) + 1e-18, "%s: area %.17g vs %.17g", what, a1, a2);
-  int64_t nf = nfaces(&b1);
-  int64_t *k1 = ce_test_face_keys(&b1), *k2 = ce_test_face_keys(&b2);
-  cr_assert(memcmp(k1, k2, sizeof(int64_t) * (size_t)nf) == 0, "%s: different source pairs", what);
-  free(k1);
-  free(k2);
-  return c1.polygons;
+  return ce_test_compare_traced(ce_intersect_tet_tet_all, ce_intersect_tet_tet, m, n, X, arena, what).polygons;
 }
 
 Test(intersect_cc, surface_tracing_matches_all_candidates) {

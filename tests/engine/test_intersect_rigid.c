@@ -780,42 +780,12 @@ static ce_geometry *shape_of(ce_shape_type type, ce_compliance c, double r, ce_v
   return g;
 }
 
-static double builder_area(const ce_builder *b) {
-  const int32_t *off = b->face_off.data, *fv = b->face_vert.data;
-  const ce_vec3 *v = b->v.data, *nrm = b->normal.data;
-  double a = 0;
-  for (int64_t f = 0; f < b->normal.len; f++) {
-    ce_vec3 s = ce_v3(0, 0, 0), x0 = v[fv[off[f]]];
-    for (int k = off[f] + 1; k + 1 < off[f + 1]; k++)
-      s = ce_add(s, ce_cross(ce_sub(v[fv[k]], x0), ce_sub(v[fv[k + 1]], x0)));
-    a += 0.5 * ce_dot(s, nrm[f]);
-  }
-  return a;
-}
-
 /* The traced surface has the same polygons (source pairs), drops and area
  * as the one from every candidate pair; returns the number of polygons,
  * kept or dropped by the gradient rule. */
 static int64_t compare_traced_tri(const ce_geometry *m, const ce_geometry *n, const ce_pose *X, const char *what) {
-  ce_arena_reset(arena);
-  ce_builder b1, b2;
-  cr_assert_eq(ce_builder_init(&b1, arena), CE_OK);
-  cr_assert_eq(ce_builder_init(&b2, arena), CE_OK);
-  ce_counters c1 = {0, 0, 0}, c2 = {0, 0, 0};
-  cr_assert_eq(ce_intersect_tet_tri_all(m, n, X, &b1, &c1), CE_OK);
-  cr_assert_eq(ce_intersect_tet_tri(m, n, X, &b2, &c2), CE_OK);
-  cr_assert_eq(c1.polygons, c2.polygons, "%s: %lld polygons from all pairs, %lld traced", what,
-               (long long)c1.polygons, (long long)c2.polygons);
-  cr_assert_eq(c1.faces_dropped, c2.faces_dropped, "%s: dropped %lld vs %lld", what, (long long)c1.faces_dropped,
-               (long long)c2.faces_dropped);
-  double a1 = builder_area(&b1), a2 = builder_area(&b2);
-  cr_assert(fabs(a1 - a2) <= 1e-12 * fabs(a1) + 1e-18, "%s: area %.17g vs %.17g", what, a1, a2);
-  int64_t nf = b1.normal.len;
-  int64_t *k1 = ce_test_face_keys(&b1), *k2 = ce_test_face_keys(&b2);
-  cr_assert(nf == 0 || memcmp(k1, k2, sizeof(int64_t) * (size_t)nf) == 0, "%s: different source pairs", what);
-  free(k1);
-  free(k2);
-  return c1.polygons + c1.faces_dropped;
+  ce_counters c = ce_test_compare_traced(ce_intersect_tet_tri_all, ce_intersect_tet_tri, m, n, X, arena, what);
+  return c.polygons + c.faces_dropped;
 }
 
 Test(intersect_rigid, tet_tri_tracing_matches_all_candidates, .init = setup, .fini = teardown) {
