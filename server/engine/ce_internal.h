@@ -386,6 +386,16 @@ ce_errno ce_builder_add_face(ce_builder *b, const int32_t *ids, int n,
 ce_errno ce_builder_add_polygon(ce_builder *b, const ce_vec3 *x, const double *p,
                                 int n, ce_vec3 normal, ce_vec3 grad_m,
                                 ce_vec3 grad_n, int32_t elem_m, int32_t elem_n);
+/* Room for nv more vertices and nf more faces of nc corners in all, in
+ * every array (arena bumps, untouched until used). */
+ce_errno ce_builder_reserve(ce_builder *b, int64_t nv, int64_t nf, int64_t nc);
+/* Where the builder stands, and going back there (an intersector that gives
+ * up on a strategy drops what it added). */
+typedef struct ce_builder_mark {
+  int64_t v, face, corner;
+} ce_builder_mark;
+ce_builder_mark ce_builder_tell(const ce_builder *b);
+void ce_builder_rewind(ce_builder *b, ce_builder_mark m);
 
 /* Per-face pressure moments of a built surface: fn = the integral of the
  * pressure over the face (N) and cp = where that force acts (the integral

@@ -361,16 +361,7 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   ce_buf queue;
   ce_buf_init(&queue, sizeof(ce_pair));
   if (ce_buf_reserve(a, &queue, 256 + 2 * room) != CE_OK) return CE_ENOMEM;
-  {
-    ce_builder *b = q->b;
-    int64_t np = room, nv = 4 * np;
-    if (ce_buf_reserve(a, &b->v, nv) != CE_OK || ce_buf_reserve(a, &b->p, nv) != CE_OK ||
-        ce_buf_reserve(a, &b->face_vert, nv) != CE_OK || ce_buf_reserve(a, &b->face_off, np) != CE_OK ||
-        ce_buf_reserve(a, &b->normal, np) != CE_OK || ce_buf_reserve(a, &b->grad_m, np) != CE_OK ||
-        ce_buf_reserve(a, &b->grad_n, np) != CE_OK || ce_buf_reserve(a, &b->elem_m, np) != CE_OK ||
-        ce_buf_reserve(a, &b->elem_n, np) != CE_OK)
-      return CE_ENOMEM;
-  }
+  if (ce_builder_reserve(q->b, 4 * room, room, 4 * room) != CE_OK) return CE_ENOMEM;
   if (ce_elemcache_reserve(a, &q->ntets, per, room) != CE_OK) return CE_ENOMEM;
   const ce_pair *fp = faces.data;
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
@@ -459,20 +450,12 @@ ce_errno ce_intersect_tet_tet(const ce_geometry *m, const ce_geometry *n, const 
   if (e0 != CE_OK) return e0;
   if (m->bvh.bnd && n->bvh.bnd && m->tet.adj && n->tet.adj) {
     /* Remember the builder and counters to undo a walk that gives up. */
-    ce_builder saved = *b;
+    ce_builder_mark mark = ce_builder_tell(b);
     ce_counters saved_c = *c;
     int64_t found;
     ce_errno e = trace_surface(m, n, X_MN, &q, &found);
     if (e != CE_OK || found > 0) return e;
-    b->v.len = saved.v.len;
-    b->p.len = saved.p.len;
-    b->face_off.len = saved.face_off.len;
-    b->face_vert.len = saved.face_vert.len;
-    b->normal.len = saved.normal.len;
-    b->grad_m.len = saved.grad_m.len;
-    b->grad_n.len = saved.grad_n.len;
-    b->elem_m.len = saved.elem_m.len;
-    b->elem_n.len = saved.elem_n.len;
+    ce_builder_rewind(b, mark);
     c->polygons = saved_c.polygons;
     c->faces_dropped = saved_c.faces_dropped;
     q.identical = 0;

@@ -126,6 +126,28 @@ ce_errno ce_builder_add_polygon(ce_builder *b, const ce_vec3 *x, const double *p
   return CE_OK;
 }
 
+ce_errno ce_builder_reserve(ce_builder *b, int64_t nv, int64_t nf, int64_t nc) {
+  ce_arena *a = b->arena;
+  if (ce_buf_reserve(a, &b->v, nv) != CE_OK || ce_buf_reserve(a, &b->p, nv) != CE_OK ||
+      ce_buf_reserve(a, &b->face_vert, nc) != CE_OK || ce_buf_reserve(a, &b->face_off, nf) != CE_OK ||
+      ce_buf_reserve(a, &b->normal, nf) != CE_OK || ce_buf_reserve(a, &b->grad_m, nf) != CE_OK ||
+      ce_buf_reserve(a, &b->grad_n, nf) != CE_OK || ce_buf_reserve(a, &b->elem_m, nf) != CE_OK ||
+      ce_buf_reserve(a, &b->elem_n, nf) != CE_OK)
+    return CE_ENOMEM;
+  return CE_OK;
+}
+
+ce_builder_mark ce_builder_tell(const ce_builder *b) {
+  return (ce_builder_mark){b->v.len, b->face_off.len, b->face_vert.len};
+}
+
+void ce_builder_rewind(ce_builder *b, ce_builder_mark m) {
+  b->v.len = b->p.len = m.v;
+  b->face_off.len = m.face;
+  b->normal.len = b->grad_m.len = b->grad_n.len = b->elem_m.len = b->elem_n.len = m.face - 1;
+  b->face_vert.len = m.corner;
+}
+
 /* Area, area centroid and centroid pressure of the polygon ids[0..n) of the
  * builder (M's frame), planar with unit normal nrm, and (with fn != NULL)
  * its pressure moments: fn = integral of p, *cp = integral of p x / fn.

@@ -246,3 +246,30 @@ Test(surface, orientation_remap_flip_and_pentagon, .init = setup, .fini = teardo
   cr_assert_eq(s.element_b[2], 3);
   cr_assert_eq(s.element_a[2], 4);
 }
+
+/* An intersector that gives up drops what it added since a mark, and the
+ * builder goes on from there: the surface holds the faces before the mark
+ * and after the rewind, nothing of what was dropped. */
+Test(surface, rewind_drops_faces_after_the_mark, .init = setup, .fini = teardown) {
+  ce_builder b;
+  cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+  cr_assert_eq(ce_builder_reserve(&b, 64, 8, 64), CE_OK);
+  add_square(&b, 0);
+  ce_builder_mark mk = ce_builder_tell(&b);
+  add_square(&b, 10);
+  int32_t v = ce_builder_add_vertex(&b, ce_v3(20, 0, 0), 1.0);
+  int32_t ids[3] = {v, v - 1, v - 2};
+  cr_assert_eq(ce_builder_add_face(&b, ids, 3, ce_v3(0, 0, 1), ce_v3(0, 0, 0), ce_v3(0, 0, 0), 1, 2), CE_OK);
+  ce_builder_rewind(&b, mk);
+  add_square(&b, 5);
+  ce_surface s;
+  ce_pose X = ce_pose_identity();
+  cr_assert_eq(ce_builder_finish(&b, &X, 1, 1, 1, CE_REPRESENTATION_POLYGON, &s, NULL), CE_OK);
+  cr_assert_eq(s.nf, 2);
+  cr_assert_eq(s.nv, 8);
+  cr_assert_eq(s.face_offsets[2], 8);
+  /* the second face is the square at x = 5, with the vertices after the mark */
+  for (int k = 0; k < 4; k++) cr_assert_eq(s.face_vertices[4 + k], 4 + k);
+  cr_assert(fabs(s.centroid[1].x - 5.5) < 1e-15 && fabs(s.centroid[0].x - 0.5) < 1e-15);
+  cr_assert(fabs(s.area[0] - 1) < 1e-15 && fabs(s.area[1] - 1) < 1e-15);
+}
