@@ -273,6 +273,7 @@ void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   if (rc > 0) { /* too large: this request fails, the connection goes on */
     CD_INFO("reply over max_reply_bytes", "conn=%llu peer=%s request_id=%llu", (unsigned long long)c->id, c->peer,
             (unsigned long long)env->request_id);
+    c->srv->stats.replies_over_limit++;
     cd_conn_reply_error(c, seq, env->request_id, &st);
     return;
   }

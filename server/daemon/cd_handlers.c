@@ -79,6 +79,7 @@ static void on_hello(cd_req *r) {
   lm.cache_budget_bytes = l->cache_bytes;
   lm.max_decode_bytes = l->decode_budget_bytes;
   lm.max_reply_bytes = l->max_reply_bytes;
+  lm.reply_memory_bytes = l->reply_memory_bytes;
   static char *caps[] = {"json",           "streams",       "latest_only",   "all_pairs",
                          "mesh_file:obj",  "mesh_file:stl", "mesh_file:vtk", "quaternion_tolerance:1e-3"};
   Contactd__V1__HelloReply hr = CONTACTD__V1__HELLO_REPLY__INIT;

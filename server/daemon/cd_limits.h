@@ -10,6 +10,9 @@
  *   + max_output_bytes (queued replies)
  *   + 2 * max_reply_bytes per reply being built (its converted results, then
  *     its encoded frame; 3x for JSON, whose text is copied once)
+ * where the converted results of all replies being built, on every
+ * connection together, stay under reply_memory_bytes (so many in-flight
+ * queries, on one connection or many, cannot each take max_reply_bytes);
  * and the cache is bounded by cache_bytes (unreferenced entries are evicted
  * least-recently-used first). The metrics port holds at most
  * max_metrics_connections connections of a 4 KiB request buffer each, for at
@@ -36,6 +39,8 @@
      "reply bytes queued to one connection; a client that stops reading is disconnected") \
   XX(max_reply_bytes, 256 * CD_MIB, "bytes",                                               \
      "memory building one reply may take: its converted results, and its encoding")       \
+  XX(reply_memory_bytes, 1024 * CD_MIB, "bytes",                                           \
+     "converted results of all replies being built, server-wide; a query past it fails")  \
   XX(idle_timeout_ms, 300000, "ms", "a connection with no traffic and no work is closed") \
   XX(max_connections, 1024, "connections", "open client connections (TCP + Unix)")        \
   XX(max_streams_per_conn, 64, "streams", "open streams on one connection")               \

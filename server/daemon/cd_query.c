@@ -517,21 +517,35 @@ const char *cd_fmt_bytes(char *out, size_t n, uint64_t bytes) {
   return out;
 }
 
-/* Reserve `need` bytes of the query's reply budget; 0 on success. */
-static int reserve_reply(cd_query *q, size_t need, size_t limit, size_t *held) {
-  size_t cur = atomic_load_explicit(&q->reply_bytes, memory_order_relaxed);
+/* Add `need` to *counter unless that would pass limit (0 = none); 0 on
+ * success, else -1 with *held = what the counter held. */
+static int reserve_bytes(atomic_size_t *counter, size_t need, size_t limit, size_t *held) {
+  size_t cur = atomic_load_explicit(counter, memory_order_relaxed);
   do {
     *held = cur;
     if (limit && (need > limit || cur > limit - need)) return -1;
-  } while (!atomic_compare_exchange_weak_explicit(&q->reply_bytes, &cur, cur + need, memory_order_relaxed,
+  } while (!atomic_compare_exchange_weak_explicit(counter, &cur, cur + need, memory_order_relaxed,
                                                   memory_order_relaxed));
+  return 0;
+}
+
+/* Reserve `need` bytes of the query's reply budget (max_reply_bytes) and of
+ * the server's (reply_memory_bytes, released by cd_query_free); 0 on
+ * success, else 1 (the query's) or 2 (the server's) with *held = what that
+ * budget held. */
+static int reserve_reply(cd_query *q, size_t need, size_t *held) {
+  const cd_limits *l = &q->srv->cfg.limits;
+  if (reserve_bytes(&q->reply_bytes, need, (size_t)l->max_reply_bytes, held)) return 1;
+  if (reserve_bytes(&q->srv->reply_bytes, need, (size_t)l->reply_memory_bytes, held)) {
+    atomic_fetch_sub_explicit(&q->reply_bytes, need, memory_order_relaxed);
+    return 2;
+  }
   return 0;
 }
 
 static void qjob_run(cd_job *job, cd_worker *w) {
   cd_qjob *j = (cd_qjob *)job;
   cd_query *q = j->q;
-  size_t limit = (size_t)q->srv->cfg.limits.max_reply_bytes;
   /* The reservation bounds what the results use; the chunks themselves are
    * unbudgeted (0) so a pair's structs never fail half-way once reserved. */
   cd_budget_init(&j->out, 0);
@@ -560,15 +574,25 @@ static void qjob_run(cd_job *job, cd_worker *w) {
       return;
     }
     size_t need = cd_reply_estimate(&r, &opt), held;
-    if (reserve_reply(q, need, limit, &held)) {
+    int over = reserve_reply(q, need, &held);
+    if (over) {
       atomic_store_explicit(&q->reply_over, 1, memory_order_relaxed);
+      const cd_limits *l = &q->srv->cfg.limits;
       char b1[32], b2[32], b3[32];
-      cd_status_set(&j->err, CD_EXHAUSTED, "",
-                    "reply would be over max_reply_bytes %s: the results converted so far take %s and pair %lld "
-                    "(bodies %u and %u) needs %s more; ask for fewer pairs or less detail (no surfaces or "
-                    "patches, polygons rather than triangles)",
-                    cd_fmt_bytes(b1, sizeof b1, limit), cd_fmt_bytes(b2, sizeof b2, held), (long long)i,
-                    q->bodies[pr->a].id, q->bodies[pr->b].id, cd_fmt_bytes(b3, sizeof b3, need));
+      if (over == 1)
+        cd_status_set(&j->err, CD_EXHAUSTED, "",
+                      "reply would be over max_reply_bytes %s: the results converted so far take %s and pair "
+                      "%lld (bodies %u and %u) needs %s more; ask for fewer pairs or less detail (no surfaces or "
+                      "patches, polygons rather than triangles)",
+                      cd_fmt_bytes(b1, sizeof b1, l->max_reply_bytes), cd_fmt_bytes(b2, sizeof b2, held),
+                      (long long)i, q->bodies[pr->a].id, q->bodies[pr->b].id, cd_fmt_bytes(b3, sizeof b3, need));
+      else
+        cd_status_set(&j->err, CD_EXHAUSTED, "",
+                      "server busy: the replies being built take %s of reply_memory_bytes %s and pair %lld "
+                      "(bodies %u and %u) needs %s more; retry when fewer queries are in flight, or ask for "
+                      "less detail",
+                      cd_fmt_bytes(b2, sizeof b2, held), cd_fmt_bytes(b1, sizeof b1, l->reply_memory_bytes),
+                      (long long)i, q->bodies[pr->a].id, q->bodies[pr->b].id, cd_fmt_bytes(b3, sizeof b3, need));
       j->err_pair = i;
       return;
     }
@@ -590,6 +614,7 @@ static void qjob_done(cd_job *job) {
   if (--q->jobs_left == 0) {
     q->wall_us = (cd_now_ns() - q->t0_ns) / 1000;
     q->srv->stats.pairs += (uint64_t)q->npairs;
+    if (atomic_load_explicit(&q->reply_over, memory_order_relaxed)) q->srv->stats.replies_over_limit++;
     q->done(q);
   }
 }
@@ -626,6 +651,9 @@ void cd_query_run(cd_query *q) {
 
 void cd_query_free(cd_query *q) {
   if (!q) return;
+  /* the results go with the query: give their bytes back to the server */
+  size_t held = atomic_load_explicit(&q->reply_bytes, memory_order_relaxed);
+  if (held && q->srv) atomic_fetch_sub_explicit(&q->srv->reply_bytes, held, memory_order_relaxed);
   if (q->jobs)
     for (int64_t k = 0; k < q->njobs; k++) cd_budget_destroy(&q->jobs[k].out);
   free(q->jobs);

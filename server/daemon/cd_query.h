@@ -55,8 +55,10 @@ struct cd_query {
   void *user;
   /* Memory the converted results may take together (max_reply_bytes, 0 =
    * unlimited): each job reserves a pair's estimate (cd_reply_estimate)
-   * before converting it, so the results never grow past the limit; the
-   * first job that cannot reserve fails the query and the others stop. */
+   * before converting it, here and in the server's reply_bytes (all
+   * queries in progress, reply_memory_bytes; given back by cd_query_free),
+   * so the results never grow past either limit; the first job that cannot
+   * reserve fails the query and the others stop. */
   atomic_size_t reply_bytes;
   atomic_int reply_over;
 };

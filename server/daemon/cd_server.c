@@ -246,6 +246,11 @@ size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
   metric(&o, "requests_total", "counter", "requests received", (double)st->requests);
   metric(&o, "errors_total", "counter", "requests answered with an Error", (double)st->errors);
   metric(&o, "pairs_total", "counter", "body pairs computed", (double)st->pairs);
+  metric(&o, "replies_over_limit_total", "counter",
+         "requests failed because their reply would pass max_reply_bytes or reply_memory_bytes",
+         (double)st->replies_over_limit);
+  metric(&o, "reply_bytes", "gauge", "converted results held by the replies being built (reply_memory_bytes)",
+         (double)atomic_load_explicit(&s->reply_bytes, memory_order_relaxed));
   metric(&o, "streams", "gauge", "open streams", (double)st->streams);
   metric(&o, "cache_entries", "gauge", "geometries in the cache", (double)cs.entries);
   metric(&o, "cache_bytes", "gauge", "bytes held by cached geometries", (double)cs.bytes);

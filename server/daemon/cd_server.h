@@ -4,6 +4,8 @@
 #ifndef CD_SERVER_H
 #define CD_SERVER_H
 
+#include <stdatomic.h>
+
 #include <uv.h>
 
 #include "cd_cache.h"
@@ -28,6 +30,9 @@ typedef struct cd_server {
   uv_signal_t sigterm, sigint;
   uv_timer_t drain_timer;
   cd_conn *conns;      /* open connections (doubly linked) */
+  /* Converted results held by the queries in progress, all connections
+   * (reserved by worker threads, bounded by reply_memory_bytes). */
+  atomic_size_t reply_bytes;
   uint64_t next_conn_id;
   int draining;        /* SIGTERM/SIGINT seen: not accepting */
   int exit_code;

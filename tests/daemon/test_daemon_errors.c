@@ -453,11 +453,10 @@ static void reply_limit_proto(void) {
  * encoding does not fit. */
 static void reply_limit_json(void) { reply_limit("/tmp/contactd-test-reply-json.json", "\"max_reply_bytes\": 32768"); }
 
-Test(bad_input, reply_over_max_reply_bytes_fails_that_request_only, .init = reply_limit_proto) {
-  char *fine = tc_register_sphere(bystander, 3, 0.1, 1e6, 0.01);
-  cr_assert(fine);
-  int fd = tc_connect_tcp(D.port);
-  /* Three fine spheres side by side on the plane, full triangle surfaces. */
+/* Up to three fine spheres side by side on the plane, full triangle
+ * surfaces (about 0.9 MiB of converted structs each): the first npairs of
+ * them, asked on fd as request id. */
+static Env *fine_surfaces(int fd, const char *fine, uint64_t id, size_t npairs) {
   Contactd__V1__Body b[4], *bodies[4];
   Contactd__V1__Pose p[4];
   Contactd__V1__Vec3 v[4];
@@ -478,21 +477,26 @@ Test(bad_input, reply_over_max_reply_bytes_fails_that_request_only, .init = repl
   Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
   q.n_bodies = 4;
   q.bodies = bodies;
-  q.n_pairs = 3;
+  q.n_pairs = npairs;
   q.pairs = pairs;
   q.options = &o;
   Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.request_id = 60;
+  e.request_id = id;
   e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
   e.contact_query = &q;
-  Env *r = tc_call(fd, &e, 60000);
+  return tc_call(fd, &e, 60000);
+}
+
+Test(bad_input, reply_over_max_reply_bytes_fails_that_request_only, .init = reply_limit_proto) {
+  char *fine = tc_register_sphere(bystander, 3, 0.1, 1e6, 0.01);
+  cr_assert(fine);
+  int fd = tc_connect_tcp(D.port);
+  Env *r = fine_surfaces(fd, fine, 60, 3);
   expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 60, "over max_reply_bytes 1.5 MiB");
   cr_expect(strstr(r->error->message, "ask for fewer pairs"), "%s", r->error->message);
   contactd__v1__envelope__free_unpacked(r, NULL);
   /* The same connection goes on: one of those surfaces fits ... */
-  q.n_pairs = 1;
-  e.request_id = 61;
-  r = tc_call(fd, &e, 60000);
+  r = fine_surfaces(fd, fine, 61, 1);
   cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "one surface fits the limit");
   cr_expect_eq(r->request_id, 61);
   cr_expect_gt(r->contact_reply->results[0]->surface->n_areas, 1000);
@@ -534,4 +538,42 @@ Test(bad_input, json_reply_over_max_reply_bytes_fails_that_request_only, .init =
   cr_expect(strstr(l, "\"requestId\":\"71\"") && strstr(l, "\"contactReply\""), "%s", l);
   free(l);
   close(fd);
+}
+
+/* reply_memory_bytes: the converted results of all replies being built
+ * stay under it together. 1.5 MiB with the default max_reply_bytes: three
+ * fine surfaces (about 2.7 MiB) do not fit, one does; and since a reply
+ * gives its bytes back when it is sent, one surface after another keeps
+ * fitting (a leak would fail the second). */
+static void reply_memory_limit(void) {
+  reply_limit("/tmp/contactd-test-reply-mem.json", "\"reply_memory_bytes\": 1572864, \"pairs_per_job\": 1");
+}
+
+Test(bad_input, replies_over_reply_memory_bytes_fail_and_give_memory_back, .init = reply_memory_limit) {
+  char *fine = tc_register_sphere(bystander, 3, 0.1, 1e6, 0.01);
+  cr_assert(fine);
+  int fd = tc_connect_tcp(D.port);
+  Env *r = fine_surfaces(fd, fine, 80, 3);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 80, "of reply_memory_bytes 1.5 MiB");
+  cr_expect(strstr(r->error->message, "server busy"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  for (uint64_t id = 81; id < 85; id++) {
+    r = fine_surfaces(fd, fine, id, 1);
+    cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "request %llu: one surface fits",
+              (unsigned long long)id);
+    cr_expect_gt(r->contact_reply->results[0]->surface->n_areas, 1000);
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  /* another connection is served too, and Hello reports the limit */
+  int fd2 = tc_connect_tcp(D.port);
+  r = fine_surfaces(fd2, fine, 90, 1);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  r = hello(fd2, 91);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY);
+  cr_expect_eq(r->hello_reply->limits->reply_memory_bytes, 1572864);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(fd2);
+  close(fd);
+  free(fine);
 }
