@@ -70,6 +70,7 @@ static int fail(cc_error *err, int code, const char *fmt, ...) {
     err->code = code;
     err->remote = 0;
     err->field[0] = 0;
+    err->stream_id = err->sequence = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->message, sizeof err->message, fmt, ap);
@@ -84,6 +85,7 @@ static int ok(cc_error *err) {
     err->remote = 0;
     err->field[0] = 0;
     err->message[0] = 0;
+    err->stream_id = err->sequence = 0;
   }
   return 0;
 }
@@ -94,6 +96,8 @@ static int remote_fail(cc_error *err, const Contactd__V1__Error *e) {
   if (err) {
     err->code = code;
     err->remote = 1;
+    err->stream_id = e->stream_id;
+    err->sequence = e->sequence;
     snprintf(err->field, sizeof err->field, "%s", e->field ? e->field : "");
     snprintf(err->message, sizeof err->message, "%s", e->message ? e->message : "");
   }

@@ -81,6 +81,9 @@ typedef struct cc_error {
   int remote;        /* 1 = sent by the server, 0 = raised by the client */
   char field[256];   /* offending field path from the server ("" if none) */
   char message[512]; /* human-readable */
+  /* A stream's computation failed (from cc_stream_recv): the stream and
+   * the sequence number of the update it answers; 0 otherwise. */
+  uint64_t stream_id, sequence;
 } cc_error;
 
 /* "INVALID_ARGUMENT", ... ("OK" for 0, "UNKNOWN" for codes out of range). */

@@ -303,7 +303,8 @@ void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   else write_out(c, out, len);
 }
 
-void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st) {
+void cd_conn_reply_stream_error(cd_conn *c, uint64_t seq, uint64_t request_id, uint64_t stream_id,
+                                uint64_t sequence, const cd_status *st) {
   Contactd__V1__Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   Contactd__V1__Error err = CONTACTD__V1__ERROR__INIT;
   env.request_id = request_id;
@@ -312,11 +313,18 @@ void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd
   err.code = (Contactd__V1__ErrorCode)st->code;
   err.message = (char *)st->message;
   err.field = (char *)st->field;
+  err.stream_id = stream_id;
+  err.sequence = sequence;
   c->srv->stats.errors++;
   char q[600];
-  CD_DEBUG("request failed", "conn=%llu request_id=%llu code=%d error=%s", (unsigned long long)c->id,
-           (unsigned long long)request_id, st->code, cd_log_quote(q, sizeof q, st->message));
+  CD_DEBUG("request failed", "conn=%llu request_id=%llu stream_id=%llu sequence=%llu code=%d error=%s",
+           (unsigned long long)c->id, (unsigned long long)request_id, (unsigned long long)stream_id,
+           (unsigned long long)sequence, st->code, cd_log_quote(q, sizeof q, st->message));
   cd_conn_reply(c, seq, &env);
+}
+
+void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st) {
+  cd_conn_reply_stream_error(c, seq, request_id, 0, 0, st);
 }
 
 void cd_conn_skip(cd_conn *c, uint64_t seq) { set_slot(c, seq, NULL, 0, CD_SLOT_SKIP); }

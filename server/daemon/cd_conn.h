@@ -81,6 +81,10 @@ uint64_t cd_conn_reserve(cd_conn *c, uint64_t t0_ns);
 /* Fill a slot with the reply envelope (encoded now) / an error / nothing. */
 void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env);
 void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st);
+/* The error of a stream's computation: also names the stream and the
+ * update's sequence number (request_id is the OpenStream's). */
+void cd_conn_reply_stream_error(cd_conn *c, uint64_t seq, uint64_t request_id, uint64_t stream_id,
+                                uint64_t sequence, const cd_status *st);
 void cd_conn_skip(cd_conn *c, uint64_t seq);
 /* An intermediate message (RegisterProgress) for the request in slot seq:
  * written at once when every earlier reply has been written (seq is the

@@ -132,7 +132,7 @@ static void sq_done(cd_query *q) {
   cd_conn *c = s->conn;
   s->running--;
   if (q->err_pair >= 0) {
-    cd_conn_reply_error(c, x->slot, s->open_request_id, &q->err);
+    cd_conn_reply_stream_error(c, x->slot, s->open_request_id, s->id, x->sequence, &q->err);
   } else {
     Contactd__V1__StreamResult res = CONTACTD__V1__STREAM_RESULT__INIT;
     res.stream_id = s->id;
@@ -172,7 +172,7 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
     free(q);
     free(x);
     cd_status_set(&st, CD_EXHAUSTED, "streamUpdate", "out of memory");
-    cd_conn_reply_error(s->conn, slot, s->open_request_id, &st);
+    cd_conn_reply_stream_error(s->conn, slot, s->open_request_id, s->id, sequence, &st);
     return;
   }
   (void)t0;
@@ -203,7 +203,7 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
   if (rc) {
     free(x);
     cd_query_free(q);
-    cd_conn_reply_error(s->conn, slot, s->open_request_id, &st);
+    cd_conn_reply_stream_error(s->conn, slot, s->open_request_id, s->id, sequence, &st);
     return;
   }
   q->candidate_pairs = (uint64_t)q->npairs;

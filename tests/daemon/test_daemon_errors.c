@@ -517,6 +517,89 @@ Test(bad_input, reply_over_max_reply_bytes_fails_that_request_only, .init = repl
   free(fine);
 }
 
+/* An update whose computation fails is answered, in its place, by an Error
+ * that carries the OpenStream's request id and names the stream and the
+ * update; the stream goes on. The three fine surfaces are over the 1.5 MiB
+ * max_reply_bytes; with two spheres lifted off the plane the next update
+ * fits. */
+Test(bad_input, stream_computation_error_names_stream_and_update, .init = reply_limit_proto) {
+  char *fine = tc_register_sphere(bystander, 3, 0.1, 1e6, 0.01);
+  cr_assert(fine);
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__Body b[4], *bodies[4];
+  Contactd__V1__Pose p[4];
+  Contactd__V1__Vec3 v[4];
+  Contactd__V1__Pair pr[3], *pairs[3];
+  for (int i = 0; i < 3; i++) {
+    tc_body(&b[i], &p[i], &v[i], (uint32_t)i + 1, fine, i * 0.5, 0, 0.05);
+    bodies[i] = &b[i];
+    contactd__v1__pair__init(&pr[i]);
+    pr[i].a = (uint32_t)i + 1;
+    pr[i].b = 4;
+    pairs[i] = &pr[i];
+  }
+  tc_body(&b[3], &p[3], &v[3], 4, plane, 0, 0, 0);
+  bodies[3] = &b[3];
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
+  o.representation = CONTACTD__V1__REPRESENTATION__REPRESENTATION_TRIANGLE;
+  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
+  os.n_bodies = 4;
+  os.bodies = bodies;
+  os.n_pairs = 3;
+  os.pairs = pairs;
+  os.options = &o;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 100;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
+  e.open_stream = &os;
+  Env *r = tc_call(fd, &e, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM_REPLY);
+  uint64_t sid = r->open_stream_reply->stream_id;
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* update 7 keeps all three on the plane; update 8 lifts spheres 2 and 3 */
+  Contactd__V1__Vec3 up[2];
+  Contactd__V1__Pose upose[2];
+  Contactd__V1__BodyState bs[2], *bsp[2] = {&bs[0], &bs[1]};
+  for (int k = 0; k < 2; k++) {
+    contactd__v1__vec3__init(&up[k]);
+    up[k].x = (k + 1) * 0.5;
+    up[k].z = 1.0;
+    contactd__v1__pose__init(&upose[k]);
+    upose[k].position = &up[k];
+    contactd__v1__body_state__init(&bs[k]);
+    bs[k].body_id = (uint32_t)k + 2;
+    bs[k].pose = &upose[k];
+  }
+  for (uint64_t seq = 7; seq <= 8; seq++) {
+    Contactd__V1__StreamUpdate u = CONTACTD__V1__STREAM_UPDATE__INIT;
+    u.stream_id = sid;
+    u.sequence = seq;
+    u.n_bodies = seq == 8 ? 2 : 0;
+    u.bodies = seq == 8 ? bsp : NULL;
+    Env ue = CONTACTD__V1__ENVELOPE__INIT;
+    ue.request_id = 100 + seq;
+    ue.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE;
+    ue.stream_update = &u;
+    cr_assert_eq(tc_send(fd, &ue), 0);
+  }
+  r = tc_recv(fd, 60000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 100, "over max_reply_bytes 1.5 MiB");
+  cr_expect_eq(r->error->stream_id, sid);
+  cr_expect_eq(r->error->sequence, 7);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  r = tc_recv(fd, 60000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT, "the stream goes on");
+  cr_expect_eq(r->request_id, 100);
+  cr_expect_eq(r->stream_result->sequence, 8);
+  cr_assert_eq(r->stream_result->n_results, 3);
+  cr_expect_gt(r->stream_result->results[0]->surface->n_areas, 1000);
+  cr_expect_eq(r->stream_result->results[1]->surface, NULL);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(fd);
+  free(fine);
+}
+
 Test(bad_input, json_reply_over_max_reply_bytes_fails_that_request_only, .init = reply_limit_json) {
   int fd = tc_connect_tcp(D.port);
   char line[1024];

@@ -55,10 +55,15 @@ Vec3 = Tuple[float, float, float]
 class ContactdError(Exception):
     """A failed request: ``code`` (gRPC canonical number), ``code_name``
     ("INVALID_ARGUMENT", ...), ``message``, ``field`` (path of the offending
-    field, may be empty) and ``remote`` (True if the server sent it)."""
+    field, may be empty), ``remote`` (True if the server sent it), and for a
+    stream's failed computation ``stream_id`` and ``sequence`` (the update it
+    answers; 0 otherwise)."""
 
-    def __init__(self, code: int, message: str, field: str = "", remote: bool = True):
+    def __init__(self, code: int, message: str, field: str = "", remote: bool = True, stream_id: int = 0,
+                 sequence: int = 0):
         self.code = code
+        self.stream_id = stream_id
+        self.sequence = sequence
         try:
             self.code_name = pb.ErrorCode.Name(code)
         except ValueError:
@@ -360,7 +365,8 @@ class Client:
 
     @staticmethod
     def _raise(err):
-        raise ContactdError(err.code or pb.UNKNOWN, err.message, err.field, remote=True)
+        raise ContactdError(err.code or pb.UNKNOWN, err.message, err.field, remote=True, stream_id=err.stream_id,
+                            sequence=err.sequence)
 
     def call(self, env, want: str):
         """Send an Envelope (request_id is set here) and return the payload
