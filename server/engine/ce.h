@@ -402,7 +402,7 @@ double ce_combine_friction(double mua, double mub);
 typedef enum {
   CE_MESH_AUTO = 0, /* sniff: "# vtk", "$MeshFormat", binary/ASCII STL, else OBJ */
   CE_MESH_VTK = 1,  /* VTK legacy UNSTRUCTURED_GRID 4.2 or 5.1, ASCII or BINARY (big-endian) */
-  CE_MESH_MSH = 2,  /* Gmsh MSH 2.2 or 4.1 ASCII */
+  CE_MESH_MSH = 2,  /* Gmsh MSH 2.2 or 4.1, ASCII or binary */
   CE_MESH_OBJ = 3,  /* Wavefront OBJ (v, f; polygons fanned) */
   CE_MESH_STL = 4,  /* STL ASCII or binary */
 } ce_mesh_format;

@@ -134,26 +134,73 @@ static buf write_vtk51(const double *v, int32_t nv, const int32_t *t, int32_t nt
   return b;
 }
 
-static buf write_msh(const double *v, int32_t nv, const int32_t *t, int32_t nt, int v4) {
+/* MSH 2.2 (v4 = 0) or 4.1, ASCII or binary (little-endian, 8-byte size_t;
+ * 2.2 binary writes its tets as one element header block). */
+static void put_le64(buf *b, uint64_t u) {
+  put_le32(b, (uint32_t)u);
+  put_le32(b, (uint32_t)(u >> 32));
+}
+static void put_le64d(buf *b, double d) {
+  uint64_t u;
+  memcpy(&u, &d, 8);
+  put_le64(b, u);
+}
+static buf write_msh(const double *v, int32_t nv, const int32_t *t, int32_t nt, int v4, int binary) {
   buf b = {0, 0, 0};
-  putf(&b, "$MeshFormat\n%s 0 8\n$EndMeshFormat\n$Nodes\n", v4 ? "4.1" : "2.2");
-  if (v4) {
+  putf(&b, "$MeshFormat\n%s %d 8\n", v4 ? "4.1" : "2.2", binary);
+  if (binary) {
+    put_le32(&b, 1);
+    putf(&b, "\n");
+  }
+  putf(&b, "$EndMeshFormat\n$Nodes\n");
+  if (v4 && binary) {
+    put_le64(&b, 1), put_le64(&b, (uint64_t)nv), put_le64(&b, 1), put_le64(&b, (uint64_t)nv);
+    put_le32(&b, 3), put_le32(&b, 1), put_le32(&b, 0), put_le64(&b, (uint64_t)nv);
+    for (int32_t i = 0; i < nv; i++) put_le64(&b, (uint64_t)i + 1);
+    for (int32_t i = 0; i < 3 * nv; i++) put_le64d(&b, v[i]);
+    putf(&b, "\n");
+  } else if (v4) {
     putf(&b, "1 %d 1 %d\n3 1 0 %d\n", (int)nv, (int)nv, (int)nv);
     for (int32_t i = 0; i < nv; i++) putf(&b, "%d\n", (int)i + 1);
     for (int32_t i = 0; i < nv; i++) putf(&b, "%.17g %.17g %.17g\n", v[3 * i], v[3 * i + 1], v[3 * i + 2]);
   } else {
     putf(&b, "%d\n", (int)nv);
-    for (int32_t i = 0; i < nv; i++) putf(&b, "%d %.17g %.17g %.17g\n", (int)i + 1, v[3 * i], v[3 * i + 1], v[3 * i + 2]);
+    for (int32_t i = 0; i < nv; i++) {
+      if (!binary) {
+        putf(&b, "%d %.17g %.17g %.17g\n", (int)i + 1, v[3 * i], v[3 * i + 1], v[3 * i + 2]);
+        continue;
+      }
+      put_le32(&b, (uint32_t)i + 1);
+      for (int k = 0; k < 3; k++) put_le64d(&b, v[3 * i + k]);
+    }
+    if (binary) putf(&b, "\n");
   }
   putf(&b, "$EndNodes\n$Elements\n");
-  if (v4) putf(&b, "1 %d 1 %d\n3 1 4 %d\n", (int)nt, (int)nt, (int)nt);
-  else putf(&b, "%d\n", (int)nt);
+  if (v4 && binary) {
+    put_le64(&b, 1), put_le64(&b, (uint64_t)nt), put_le64(&b, 1), put_le64(&b, (uint64_t)nt);
+    put_le32(&b, 3), put_le32(&b, 1), put_le32(&b, 4), put_le64(&b, (uint64_t)nt);
+  } else if (v4) {
+    putf(&b, "1 %d 1 %d\n3 1 4 %d\n", (int)nt, (int)nt, (int)nt);
+  } else {
+    putf(&b, "%d\n", (int)nt);
+    if (binary) put_le32(&b, 4), put_le32(&b, (uint32_t)nt), put_le32(&b, 2);
+  }
   for (int32_t q = 0; q < nt; q++) {
+    if (binary) {
+      if (v4) put_le64(&b, (uint64_t)q + 1);
+      else put_le32(&b, (uint32_t)q + 1), put_le32(&b, 0), put_le32(&b, 1);
+      for (int r = 0; r < 4; r++) {
+        if (v4) put_le64(&b, (uint64_t)t[4 * q + r] + 1);
+        else put_le32(&b, (uint32_t)t[4 * q + r] + 1);
+      }
+      continue;
+    }
     if (v4) putf(&b, "%d", (int)q + 1);
     else putf(&b, "%d 4 2 0 1", (int)q + 1);
     for (int r = 0; r < 4; r++) putf(&b, " %d", (int)t[4 * q + r] + 1);
     putf(&b, "\n");
   }
+  if (binary) putf(&b, "\n");
   putf(&b, "$EndElements\n");
   return b;
 }
@@ -242,9 +289,12 @@ Test(meshio, golden_vtk_ascii_and_binary) {
 }
 
 Test(meshio, golden_msh_22_and_41) {
-  const char *files[2] = {"two_tets_v22.msh", "two_tets_v41.msh"};
-  const int skipped[2] = {2, 1};
-  for (int k = 0; k < 2; k++) {
+  /* the binary files: 4.1 little-endian with a binary $Entities section,
+   * 2.2 big-endian (the int 1 tells the order), each with the ASCII
+   * file's nodes, tets and skipped point/triangle elements */
+  const char *files[4] = {"two_tets_v22.msh", "two_tets_v41.msh", "two_tets_v22_binary.msh", "two_tets_v41_binary.msh"};
+  const int skipped[4] = {2, 1, 2, 1};
+  for (int k = 0; k < 4; k++) {
     size_t n;
     char *b = read_data(files[k], &n);
     ce_mesh_data m;
@@ -327,11 +377,16 @@ Test(meshio, round_trip_tet_formats) {
   cr_assert_eq(ce_tetrahedralize_surface(s.vertices, s.nv, s.tris, s.ntri, &o, &v, &nv, &t, &nt, NULL, &err), CE_OK,
                "%s", err.message);
   cr_assert_gt(nt, 50);
-  for (int k = 0; k < 6; k++) {
-    buf b = k < 2 ? write_vtk(v, nv, t, nt, k) : k < 4 ? write_msh(v, nv, t, nt, k - 2) : write_vtk51(v, nv, t, nt, k - 4);
+  /* VTK ASCII and binary, MSH 2.2 and 4.1 ASCII, VTK 5.1 ASCII and
+   * binary, MSH 2.2 and 4.1 binary */
+  for (int k = 0; k < 8; k++) {
+    buf b = k < 2   ? write_vtk(v, nv, t, nt, k)
+            : k < 4 ? write_msh(v, nv, t, nt, k - 2, 0)
+            : k < 6 ? write_vtk51(v, nv, t, nt, k - 4)
+                    : write_msh(v, nv, t, nt, k - 6, 1);
     ce_mesh_data m;
     parse_ok(b.s, b.n, CE_MESH_AUTO, &m);
-    cr_assert_eq(m.format, k < 2 || k >= 4 ? CE_MESH_VTK : CE_MESH_MSH);
+    cr_assert_eq(m.format, k < 2 || (k >= 4 && k < 6) ? CE_MESH_VTK : CE_MESH_MSH);
     cr_assert_eq(m.nv, nv, "format %d", k);
     cr_assert_eq(m.ntet, nt);
     cr_assert_eq(memcmp(m.vertices, v, (size_t)nv * 3 * sizeof *v), 0, "format %d: coordinates differ", k);
@@ -416,6 +471,37 @@ Test(meshio, errors_name_positions) {
     cr_assert(strstr(err.message, "byte offset"), "%s", err.message);
     free(b.s);
   }
+  /* binary MSH: a byte-order int that is neither 1 nor 1 byte-swapped, a
+   * count that promises more nodes than the bytes hold, a cut inside the
+   * elements, an element type without a fixed node count */
+  {
+    size_t n;
+    char *b = read_data("two_tets_v41_binary.msh", &n);
+    ce_mesh_data m;
+    ce_error err;
+    char *c = malloc(n);
+    memcpy(c, b, n);
+    c[20] = 2; /* the int 1 after "4.1 1 8\n" */
+    cr_assert_eq(ce_mesh_parse(c, n, CE_MESH_MSH, 0, &m, &err), CE_EINVAL);
+    cr_assert(strstr(err.message, "MSH byte offset 24: expected the binary int 1 (byte order), found 0x00000002"), "%s",
+              err.message);
+    memcpy(c, b, n);
+    const char *nodes = memmem(c, n, "$Nodes\n", 7);
+    cr_assert(nodes);
+    c[nodes - c + 7 + 8] = 100; /* node count 5 -> 100 */
+    cr_assert_eq(ce_mesh_parse(c, n, CE_MESH_MSH, 0, &m, &err), CE_EINVAL);
+    cr_assert(strstr(err.message, "node count 100 needs at least 3200 bytes"), "%s", err.message);
+    cr_assert_eq(ce_mesh_parse(b, n - 30, CE_MESH_MSH, 0, &m, &err), CE_EINVAL);
+    cr_assert(strstr(err.message, "MSH byte offset"), "%s", err.message);
+    memcpy(c, b, n);
+    const char *els = memmem(c, n, "$Elements\n", 10);
+    cr_assert(els);
+    c[els - c + 10 + 32 + 8] = 99; /* the first block's type 2 -> 99 */
+    cr_assert_eq(ce_mesh_parse(c, n, CE_MESH_MSH, 0, &m, &err), CE_EINVAL);
+    cr_assert(strstr(err.message, "element type 99 has no fixed node count"), "%s", err.message);
+    free(c);
+    free(b);
+  }
   /* binary VTK cut inside the points */
   {
     size_t n;
@@ -435,12 +521,13 @@ static int positioned(const char *msg) {
 }
 
 Test(meshio, fuzz_truncated_and_mutated) {
-  const char *files[8] = {"two_tets.vtk",    "two_tets_binary.vtk", "two_tets_v22.msh", "two_tets_v41.msh",
-                          "two_tets_v51.vtk", "cube.obj",            "cube_ascii.stl",   "cube_binary.stl"};
+  const char *files[10] = {"two_tets.vtk",    "two_tets_binary.vtk", "two_tets_v22.msh",        "two_tets_v41.msh",
+                           "two_tets_v51.vtk", "cube.obj",            "cube_ascii.stl",          "cube_binary.stl",
+                           "two_tets_v22_binary.msh", "two_tets_v41_binary.msh"};
   static const char junk[] = {'0', '9', '-', '.', ' ', '\n', '$', 'e', '/', 'x', (char)0xff, 0, '#', 'f', 'v'};
   uint64_t seed = 0x5eedf00dULL;
   int errors = 0, oks = 0;
-  for (int k = 0; k < 8; k++) {
+  for (int k = 0; k < 10; k++) {
     size_t n;
     char *b = read_data(files[k], &n);
     /* every truncation */
