@@ -890,6 +890,22 @@ static ce_errno msh_seek_section(rd *r, const char *name) {
   }
 }
 
+/* The 4 node tags of tet element `id` (read as msh_long reads them, w = 4
+ * or 0), mapped to vertex indices and appended to T. */
+static ce_errno msh_tet(rd *r, const msh_io *f, int line_only, int w, long long id, const idmap *ids, long long nn,
+                        dyn *T) {
+  for (int j = 0; j < 4; j++) {
+    long long nid;
+    ce_errno e = msh_long(r, f, line_only, w, "a tet node tag", 0, w == 4 ? INT32_MAX : INT64_MAX, &nid);
+    if (e) return e;
+    int32_t ix = idmap_find(ids, (int32_t)nn, nid);
+    if (ix < 0) return msh_fail(r, f, CE_ERANGE, "element %lld refers to node %lld, which is not defined", id, nid);
+    if (T->len / 4 >= CE_MESHIO_MAX) return msh_fail(r, f, CE_ELIMIT, "more than %d tets", CE_MESHIO_MAX);
+    if (!dyn_push(T, &ix)) return ce_fail(r->err, CE_ENOMEM, "MSH: out of memory");
+  }
+  return CE_OK;
+}
+
 /* After a binary block: the newline that ends it. */
 static void msh_end_binary(rd *r, const msh_io *f) {
   if (f->bin) rd_skip_ws(r);
@@ -1046,23 +1062,7 @@ static ce_errno parse_msh(rd *r, ce_mesh_data *m) {
         }
         for (long long k = 0; k < ntags; k++)
           if ((e = msh_long(r, &f, 0, 4, "an element tag value", INT32_MIN, INT32_MAX, &x))) goto done;
-        for (int j = 0; j < 4; j++) {
-          long long nid;
-          if ((e = msh_long(r, &f, 0, 4, "a tet node number", 0, INT32_MAX, &nid))) goto done;
-          int32_t ix = idmap_find(ids, (int32_t)nn, nid);
-          if (ix < 0) {
-            e = msh_fail(r, &f, CE_ERANGE, "element %lld refers to node %lld, which is not defined", id, nid);
-            goto done;
-          }
-          if (T.len / 4 >= CE_MESHIO_MAX) {
-            e = msh_fail(r, &f, CE_ELIMIT, "more than %d tets", CE_MESHIO_MAX);
-            goto done;
-          }
-          if (!dyn_push(&T, &ix)) {
-            e = ce_fail(r->err, CE_ENOMEM, "MSH: out of memory");
-            goto done;
-          }
-        }
+        if ((e = msh_tet(r, &f, 0, 4, id, ids, nn, &T))) goto done;
       }
       seen += cnt;
     }
@@ -1111,23 +1111,7 @@ static ce_errno parse_msh(rd *r, ce_mesh_data *m) {
             if ((e = rd_long(r, 1, "an element tag value", INT64_MIN, INT64_MAX, &tag))) goto done;
         }
         if (type == 4) {
-          for (int j = 0; j < 4; j++) {
-            long long nid;
-            if ((e = msh_long(r, &f, 1, 0, "a tet node tag", 0, INT64_MAX, &nid))) goto done;
-            int32_t ix = idmap_find(ids, (int32_t)nn, nid);
-            if (ix < 0) {
-              e = msh_fail(r, &f, CE_ERANGE, "element %lld refers to node %lld, which is not defined", id, nid);
-              goto done;
-            }
-            if (T.len / 4 >= CE_MESHIO_MAX) {
-              e = msh_fail(r, &f, CE_ELIMIT, "more than %d tets", CE_MESHIO_MAX);
-              goto done;
-            }
-            if (!dyn_push(&T, &ix)) {
-              e = ce_fail(r->err, CE_ENOMEM, "MSH: out of memory");
-              goto done;
-            }
-          }
+          if ((e = msh_tet(r, &f, 1, 0, id, ids, nn, &T))) goto done;
           if (!bin && !rd_eol(r)) {
             e = rd_fail(r, CE_EINVAL, "expected end of line after the 4 nodes of tet element %lld", id);
             goto done;
