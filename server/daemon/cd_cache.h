@@ -40,6 +40,7 @@ struct cd_cache_entry {
   int64_t pins;          /* queries / streams / builds using it now */
   uint64_t last_use;     /* LRU tick */
   struct cd_waiter *waiters;
+  void *build;           /* PENDING: the running build's state (cd_handlers.c), else NULL */
   cd_cache_entry *next;  /* hash chain */
   cd_cache_entry *lru_prev, *lru_next; /* eviction list (cd_cache.c) */
   int in_lru;

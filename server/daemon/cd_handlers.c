@@ -2,6 +2,7 @@
 #include "cd_handlers.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,25 @@ static void on_hello(cd_req *r) {
 
 /* ---- register ------------------------------------------------------------- */
 
+/* Cancelling a build. The engine calls the build's progress callback at its
+ * cancellation points (ce_progress_fn); there the worker stops the build
+ * when
+ *  - the server is shutting down (cd_pool_cancel, set on SIGTERM/SIGINT): at
+ *    once, not at the end of the grace period, because a geometry finished
+ *    during the drain is useless: every later request is refused with
+ *    UNAVAILABLE, and the cache dies with the process, so the client has to
+ *    register it again with the next server anyway. Queries in flight, whose
+ *    answers are useful, still finish;
+ *  - or every connection waiting for it is closed. The cache deduplicates
+ *    concurrent registrations of the same content (one build, many waiters),
+ *    so the build belongs to all of them: the requester that started it
+ *    disconnecting does not cancel it while another registration (on an
+ *    open connection) waits for the same geometry.
+ * A cancelled build's entry is failed like any failed build
+ * (cd_cache_complete): every waiter gets the error, nothing is cached, other
+ * entries are untouched. */
+typedef enum { REG_RUNNING = 0, REG_CANCEL_SHUTDOWN, REG_CANCEL_GONE } reg_cancel;
+
 typedef struct reg_job {
   cd_job job;
   cd_req *req;
@@ -107,7 +127,61 @@ typedef struct reg_job {
   uint64_t build_us;
   cd_status st;
   uint64_t progress_ns; /* worker: when the last RegisterProgress was posted */
+  int want_progress;
+  reg_cancel cancel;    /* worker: why the build was stopped */
+  /* Stage 1: the connections of the build's waiters (the owner's first), each
+   * holding a reference so that the worker may read its `cancelled` flag;
+   * appended on the loop, read on the worker, under mu. */
+  pthread_mutex_t mu;
+  cd_conn **conns;
+  size_t nconns, capconns;
 } reg_job;
+
+/* Loop: one more connection waits for j's build. */
+static int build_add_conn(reg_job *j, cd_conn *c) {
+  pthread_mutex_lock(&j->mu);
+  int rc = 0;
+  if (j->nconns == j->capconns) {
+    size_t cap = j->capconns ? 2 * j->capconns : 4;
+    cd_conn **n = realloc(j->conns, cap * sizeof *n);
+    if (n) {
+      j->conns = n;
+      j->capconns = cap;
+    } else {
+      rc = -1;
+    }
+  }
+  if (!rc) {
+    cd_conn_ref(c);
+    j->conns[j->nconns++] = c;
+  }
+  pthread_mutex_unlock(&j->mu);
+  return rc;
+}
+
+/* Loop, once the worker is done with j: drop the connection references. */
+static void build_release_conns(reg_job *j) {
+  for (size_t i = 0; i < j->nconns; i++) cd_conn_unref(j->conns[i]);
+  free(j->conns);
+  j->conns = NULL;
+  j->nconns = j->capconns = 0;
+  pthread_mutex_destroy(&j->mu);
+}
+
+/* Worker: whether the build should stop now (see above); records why. */
+static int build_cancelled(reg_job *j) {
+  if (cd_pool_cancelled(j->req->conn->srv->pool)) {
+    j->cancel = REG_CANCEL_SHUTDOWN;
+    return 1;
+  }
+  pthread_mutex_lock(&j->mu);
+  int gone = j->nconns > 0;
+  for (size_t i = 0; i < j->nconns && gone; i++)
+    gone = atomic_load_explicit(&j->conns[i]->cancelled, memory_order_relaxed);
+  pthread_mutex_unlock(&j->mu);
+  if (gone) j->cancel = REG_CANCEL_GONE;
+  return gone;
+}
 
 /* RegisterProgress for a long build: posted by the worker through the pool's
  * completion queue, sent on the loop (the request lives until its build's
@@ -137,18 +211,23 @@ static void progress_done(cd_job *job) {
   free(p);
 }
 
-static void on_build_progress(void *user, double fraction, const char *stage) {
+/* The engine's progress callback: the build's cancellation point, and a
+ * RegisterProgress when the request asked for them. */
+static int on_build_progress(void *user, double fraction, const char *stage) {
   reg_job *j = user;
+  if (build_cancelled(j)) return 1;
+  if (!j->want_progress) return 0;
   uint64_t now = cd_now_ns();
-  if (j->progress_ns && now - j->progress_ns < CD_PROGRESS_INTERVAL_NS) return;
+  if (j->progress_ns && now - j->progress_ns < CD_PROGRESS_INTERVAL_NS) return 0;
   j->progress_ns = now;
   progress_job *p = calloc(1, sizeof *p);
-  if (!p) return;
+  if (!p) return 0;
   p->req = j->req;
   p->fraction = fraction < 0 ? 0 : (fraction > 1 ? 1 : fraction);
   snprintf(p->stage, sizeof p->stage, "%s", stage ? stage : "");
   p->job.done = progress_done;
   cd_pool_post(j->req->conn->srv->pool, &p->job);
+  return 0;
 }
 
 static void reply_registered(cd_req *r, cd_cache_entry *e, int already) {
@@ -212,10 +291,20 @@ static void reg_run(cd_job *job, cd_worker *w) {
     return;
   }
   uint64_t t0 = cd_now_ns();
-  int rc = cd_geomspec_build_progress(m, &j->req->conn->srv->cfg.limits, m->want_progress ? on_build_progress : NULL,
-                                      j, &j->geom, &j->radius, &j->st);
+  j->want_progress = m->want_progress;
+  /* a queued build whose waiters all left (or the server is stopping) does
+   * not start; builds without progress points (primitives, rigid meshes) are
+   * only cancelled here */
+  int rc = build_cancelled(j) ? -1
+                              : cd_geomspec_build_progress(m, &j->req->conn->srv->cfg.limits, on_build_progress, j,
+                                                           &j->geom, &j->radius, &j->st);
   j->build_us = (cd_now_ns() - t0) / 1000;
   if (rc) j->geom = NULL;
+  if (rc && j->cancel == REG_CANCEL_SHUTDOWN)
+    cd_status_set(&j->st, CD_UNAVAILABLE, "registerGeometry", "the server is shutting down: geometry build cancelled");
+  else if (rc && j->cancel == REG_CANCEL_GONE)
+    cd_status_set(&j->st, CONTACTD__V1__ERROR_CODE__CANCELLED, "registerGeometry",
+                  "geometry build cancelled: every connection waiting for it is closed");
 }
 
 static void reg_done(cd_job *job) {
@@ -233,7 +322,14 @@ static void reg_done(cd_job *job) {
     }
     if (e) { /* pending: one build, many replies */
       free(j);
-      if (cd_cache_add_waiter(e, on_joined_build, r)) fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
+      /* counted first: the build must not be cancelled under a waiter */
+      if (build_add_conn(e->build, r->conn) || cd_cache_add_waiter(e, on_joined_build, r))
+        fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
+      return;
+    }
+    if (cd_pool_cancelled(s->pool)) { /* shutting down: no new builds (see above) */
+      free(j);
+      fail(r, CD_UNAVAILABLE, "registerGeometry", "%s", "the server is shutting down");
       return;
     }
     e = cd_cache_begin(s->cache, j->id, 0);
@@ -244,18 +340,23 @@ static void reg_done(cd_job *job) {
     }
     if (m->material) e->material = (ce_material){m->material->dissipation, m->material->friction};
     if (m->point_stiffness) e->point_stiffness = m->point_stiffness->value;
-    if (cd_cache_add_waiter(e, on_own_build, j)) {
+    pthread_mutex_init(&j->mu, NULL);
+    if (build_add_conn(j, r->conn) || cd_cache_add_waiter(e, on_own_build, j)) {
       cd_cache_complete(s->cache, e, NULL, 0, CD_EXHAUSTED, "out of memory");
+      build_release_conns(j);
       free(j);
       fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
       return;
     }
+    e->build = j;
     j->entry = e;
     j->stage = 1;
     cd_pool_submit(s->pool, &j->job);
     return;
   }
   cd_cache_entry *e = j->entry;
+  e->build = NULL;
+  build_release_conns(j); /* the waiters' requests hold their connections from here */
   char q[300];
   if (j->geom) {
     e->bound_radius = j->radius;

@@ -23,6 +23,7 @@ struct cd_pool {
   pthread_cond_t cv;
   cd_job *head, *tail; /* pending jobs, FIFO */
   int stopping;
+  atomic_int cancelled; /* cd_pool_cancel: read by workers at any time */
   pthread_mutex_t done_mu;
   cd_job *done_head, *done_tail; /* finished jobs, FIFO */
   int n;
@@ -135,6 +136,10 @@ void cd_pool_post(cd_pool *p, cd_job *job) {
   done_push(p, job);
 }
 
+void cd_pool_cancel(cd_pool *p) { atomic_store_explicit(&p->cancelled, 1, memory_order_relaxed); }
+
+int cd_pool_cancelled(cd_pool *p) { return atomic_load_explicit(&p->cancelled, memory_order_relaxed); }
+
 uint64_t cd_pool_pending(const cd_pool *p) { return p->pending; }
 int cd_pool_size(const cd_pool *p) { return p->n; }
 
@@ -153,6 +158,7 @@ static void on_close(uv_handle_t *h) {
 }
 
 void cd_pool_destroy(cd_pool *p) {
+  cd_pool_cancel(p); /* nobody is left to take a build's result: do not wait for it */
   pthread_mutex_lock(&p->mu);
   p->stopping = 1;
   pthread_cond_broadcast(&p->cv);

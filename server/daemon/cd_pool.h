@@ -36,6 +36,12 @@ void cd_pool_submit(cd_pool *p, cd_job *job);
  * jobs that finish after it; run is set to NULL and never called. Not
  * counted by cd_pool_pending. */
 void cd_pool_post(cd_pool *p, cd_job *job);
+/* Shutdown: ask long jobs (geometry builds) to stop early. Sets a flag that
+ * jobs poll with cd_pool_cancelled() at their cancellation points; queued
+ * jobs still run (and see the flag at once). Any thread; also set by
+ * cd_pool_destroy. */
+void cd_pool_cancel(cd_pool *p);
+int cd_pool_cancelled(cd_pool *p);
 /* Jobs submitted whose done() has not run yet. */
 uint64_t cd_pool_pending(const cd_pool *p);
 int cd_pool_size(const cd_pool *p);

@@ -104,6 +104,10 @@ void cd_server_shutdown(cd_server *s, const char *reason) {
    * but no longer keep the loop alive. */
   uv_unref((uv_handle_t *)&s->sigterm);
   uv_unref((uv_handle_t *)&s->sigint);
+  /* Geometry builds stop at their next cancellation point, their requesters
+   * get UNAVAILABLE (a geometry built now could not be used: cd_handlers.c);
+   * without this a long build kept the process alive until it ended. */
+  if (s->pool) cd_pool_cancel(s->pool);
   uv_timer_start(&s->drain_timer, on_drain_timeout, (uint64_t)(s->cfg.shutdown_grace_s * 1000), 0);
   uv_unref((uv_handle_t *)&s->drain_timer);
   for (cd_conn *c = s->conns, *n; c; c = n) {

@@ -23,6 +23,19 @@
 
 #define CORE_DEFAULT_FRACTION 0.75
 #define PCG_MAX_ITER_FACTOR 4 /* at most 4 n + 100 iterations */
+/* PCG calls the progress callback (its cancellation point) once this many
+ * matrix entries and vector entries have been touched since the last call:
+ * ~5-10 ms of work at any mesh size (a fixed iteration stride would be
+ * seconds apart on a million-vertex mesh), counted in work, not time, so the
+ * calls stay deterministic. */
+#define PCG_PROGRESS_WORK (1 << 22)
+
+/* Report progress; CE_ECANCELED when the callback asks the build to stop. */
+static ce_errno report(const ce_field_options *o, double fraction, ce_error *err) {
+  if (o->progress && o->progress(o->progress_user, fraction, "field"))
+    return ce_fail(err, CE_ECANCELED, "laplace: build cancelled");
+  return CE_OK;
+}
 
 static int cmp_i32(const void *pa, const void *pb) {
   int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
@@ -175,8 +188,10 @@ ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *t
   props.modulus = 1;
   props.hint = 1;
   ce_geometry *g = NULL;
+  /* a cancellation point before the temporary geometry, whose distance field
+   * is long for a large mesh and cannot be interrupted */
+  if ((e = report(opt, 0.0, err)) != CE_OK) return e;
   if ((e = ce_geometry_from_tetmesh(vertices, nv, tets, nt, NULL, &props, &g, err)) != CE_OK) return e;
-  if (opt->progress) opt->progress(opt->progress_user, 0.05, "field");
 
   const ce_tetmesh *m = &g->tet;
   unsigned char *fixed = calloc((size_t)nv, 1);
@@ -189,6 +204,7 @@ ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *t
     e = ce_fail(err, CE_ENOMEM, "laplace: out of memory for %d vertices", (int)nv);
     goto done;
   }
+  if ((e = report(opt, 0.05, err)) != CE_OK) goto done;
   /* deepest vertex and its absolute depth */
   int32_t deep = 0;
   for (int32_t i = 0; i < nv; i++)
@@ -239,7 +255,7 @@ ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *t
     goto done;
   }
   if ((e = csr_build(&A, m->v, nv, (const int32_t(*)[4])m->tet, nt, err)) != CE_OK) goto done;
-  if (opt->progress) opt->progress(opt->progress_user, 0.15, "field");
+  if ((e = report(opt, 0.15, err)) != CE_OK) goto done;
 
   /* r = b - A x with x = eps (fixed values, free = 0): b = 0 on free rows */
   spmv_free(&A, fixed, eps, r);
@@ -264,6 +280,10 @@ ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *t
       rz += r[i] * z[i];
     }
     int64_t maxit = (int64_t)PCG_MAX_ITER_FACTOR * nv + 100;
+    /* work per iteration: the matrix once, the vectors a few times */
+    const int64_t iter_work = A.off[nv] + 8 * (int64_t)nv;
+    int64_t work = 0;
+    double shown = 0.15; /* reported fractions never go back (CG residuals may) */
     res = 1;
     while (it < maxit) {
       spmv_free(&A, fixed, p, q);
@@ -287,8 +307,11 @@ ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *t
       double beta = rz2 / rz;
       rz = rz2;
       for (int32_t i = 0; i < nv; i++) p[i] = z[i] + beta * p[i];
-      if (opt->progress && (it & 63) == 0)
-        opt->progress(opt->progress_user, 0.15 + 0.8 * fmin(1.0, log(res) / log(tol)), "field");
+      if ((work += iter_work) >= PCG_PROGRESS_WORK) {
+        work = 0;
+        shown = fmax(shown, 0.15 + 0.8 * fmin(1.0, log(res) / log(tol)));
+        if ((e = report(opt, shown, err)) != CE_OK) goto done;
+      }
     }
     if (!(res <= tol * 10)) {
       e = ce_fail(err, CE_EFIELD, "laplace: conjugate gradients stalled at relative residual %.3g after %d iterations",
@@ -307,7 +330,7 @@ ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *t
     rep->iterations = it;
     rep->residual = res;
   }
-  if (opt->progress) opt->progress(opt->progress_user, 0.95, "field");
+  e = report(opt, 0.95, err);
 done:
   csr_free(&A);
   free(fixed);
@@ -357,6 +380,9 @@ ce_errno ce_geometry_from_tetmesh_field(const double *vertices, int32_t nv, cons
     default:
       return ce_fail(err, CE_EINVAL, "tet mesh field: unknown field kind %d", (int)field->kind);
   }
-  if (e == CE_OK && field->progress) field->progress(field->progress_user, 1.0, "field");
+  if (e == CE_OK && (e = report(field, 1.0, err)) != CE_OK) {
+    ce_geometry_free(*out);
+    *out = NULL;
+  }
   return e;
 }

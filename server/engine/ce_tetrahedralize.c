@@ -387,8 +387,12 @@ static ce_vec3 lattice_pos(const lattice *L, int64_t id) {
   return ce_v3(L->o.x + L->a * ((double)i + 0.5), L->o.y + L->a * ((double)j + 0.5), L->o.z + L->a * ((double)k + 0.5));
 }
 
-static void progress(const ce_surface_build_options *o, double f, const char *stage) {
-  if (o && o->progress) o->progress(o->progress_user, f, stage);
+/* Report progress; CE_ECANCELED when the callback asks the build to stop
+ * (every caller then frees what it holds through its error path). */
+static ce_errno progress(const ce_surface_build_options *o, double f, const char *stage, ce_error *err) {
+  if (o && o->progress && o->progress(o->progress_user, f, stage))
+    return ce_fail(err, CE_ECANCELED, "%s: build cancelled", strcmp(stage, "finish") ? stage : "surface build");
+  return CE_OK;
 }
 
 /* Winding number of every lattice vertex (int8), one vertical ray per
@@ -431,7 +435,8 @@ static ce_errno classify(const lattice *L, const ttree *T, int8_t *wind, const c
         }
       }
       done += ni;
-      if ((j & 15) == 0) progress(opt, 0.4 * (double)done / (double)lines, "tetrahedralise");
+      if ((j & 15) == 0 && (e = progress(opt, 0.4 * (double)done / (double)lines, "tetrahedralise", err)) != CE_OK)
+        goto done;
     }
   }
 done:
@@ -633,7 +638,8 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
       e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
       goto done;
     }
-    for (int32_t k = 0; k < L.nz; k++)
+    for (int32_t k = 0; k < L.nz; k++) {
+      if ((e = progress(opt, 0.4 + 0.1 * k / (double)L.nz, "tetrahedralise", err)) != CE_OK) goto done;
       for (int32_t j = 0; j < L.ny; j++)
         for (int32_t i = 0; i < L.nx; i++)
           for (int d = 0; d < 3; d++) {
@@ -685,6 +691,7 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
               nt++;
             }
           }
+    }
     if (nt == 0) {
       e = ce_fail(err, CE_EEMPTY, "tetrahedralise: no lattice vertex inside the surface at edge length %g (too coarse)",
                   a);
@@ -693,7 +700,7 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
     *out_nt = (int32_t)nt;
   }
   int32_t nt = *out_nt;
-  progress(opt, 0.5, "tetrahedralise");
+  if ((e = progress(opt, 0.5, "tetrahedralise", err)) != CE_OK) goto done;
 
   /* compact the used lattice vertices (sorted by lattice id: deterministic) */
   vm = malloc((size_t)nt * 4 * sizeof *vm);
@@ -770,7 +777,8 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
     } else {
       move[i] = 0;
     }
-    if ((i & 4095) == 0) progress(opt, 0.5 + 0.25 * i / (double)nverts, "tetrahedralise");
+    if ((i & 4095) == 0 && (e = progress(opt, 0.5 + 0.25 * i / (double)nverts, "tetrahedralise", err)) != CE_OK)
+      goto done;
   }
 
   /* vertex -> tets */
@@ -843,7 +851,8 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
       pos[i] = x0;
       onsurf[i] = 0;
     }
-    if ((i & 4095) == 0) progress(opt, 0.75 + 0.2 * i / (double)nverts, "tetrahedralise");
+    if ((i & 4095) == 0 && (e = progress(opt, 0.75 + 0.2 * i / (double)nverts, "tetrahedralise", err)) != CE_OK)
+      goto done;
   }
 
   /* tets still sticking out (a vertex left outside, or all four on the
@@ -853,6 +862,10 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
     crossing *cb = NULL;
     int32_t ccap = 0;
     for (int32_t q = 0; q < nt; q++) {
+      if ((q & 16383) == 0 && (e = progress(opt, 0.95, "tetrahedralise", err)) != CE_OK) {
+        free(cb);
+        goto done;
+      }
       if (dead[q]) continue;
       int stuck = 0, all = 1;
       for (int r = 0; r < 4; r++) {
@@ -912,6 +925,7 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
       mn = fmin(mn, a1);
       mx = fmax(mx, a2);
     }
+    if ((e = progress(opt, 1.0, "tetrahedralise", err)) != CE_OK) goto done;
     double *ov = malloc((size_t)nverts * 3 * sizeof *ov);
     if (!ov) {
       e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
@@ -938,7 +952,6 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
       rep->volume_error = (vol - svol) / svol;
       rep->used_hull = used_hull;
     }
-    progress(opt, 1.0, "tetrahedralise");
   }
 
 done:
@@ -997,7 +1010,10 @@ ce_errno ce_geometry_from_surface(const double *vertices, int32_t nv, const int3
   e = ce_geometry_from_tetmesh_field(tv, tnv, tt, tnt, &fo, props, out, &r.field, err);
   free(tv);
   free(tt);
+  if (e == CE_OK && (e = progress(&o, 1.0, "finish", err)) != CE_OK) {
+    ce_geometry_free(*out);
+    *out = NULL;
+  }
   if (e == CE_OK && rep) *rep = r;
-  if (e == CE_OK) progress(&o, 1.0, "finish");
   return e;
 }

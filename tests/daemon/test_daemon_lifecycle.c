@@ -1,12 +1,17 @@
 /* test_daemon_lifecycle.c — operation of the real contactd: flags and the
  * config file (flags win), --help/--version, a bad flag, graceful SIGTERM
- * with work in flight, the idle timeout and the connection limit. */
+ * with work in flight, long geometry builds cancelled by SIGTERM and by
+ * their requesters' disconnects, the idle timeout and the connection
+ * limit. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cd_test_client.h"
@@ -98,6 +103,201 @@ Test(lifecycle, sigterm_finishes_in_flight_work_then_exits_zero) {
   close(fd);
   free(s);
   free(p);
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A compliant UV sphere (radius 0.1 m, 48 x 96) tetrahedralised at edge
+ * length `edge` with a Laplace field. At edge 0.006 (~240k tets) the build
+ * takes ~5 s in Release here (~2 s of it inside ce_geometry_from_tetmesh's
+ * uninterruptible distance field), several times that under ASan. */
+typedef struct big_sphere {
+  double *v;
+  int32_t *t;
+  Contactd__V1__TriMesh tm;
+  Contactd__V1__SurfaceOptions so;
+  Contactd__V1__RegisterGeometry rg;
+  Env env;
+} big_sphere;
+
+static void big_sphere_init(big_sphere *b, uint64_t request_id, double edge) {
+  const int nlat = 48, nlon = 96, nv = 2 + (nlat - 1) * nlon, nf = 2 * nlon * (nlat - 1);
+  const double R = 0.1;
+  b->v = malloc((size_t)nv * 3 * sizeof *b->v);
+  b->t = malloc((size_t)nf * 3 * sizeof *b->t);
+  double *v = b->v;
+  *v++ = 0, *v++ = 0, *v++ = R;
+  for (int i = 1; i < nlat; i++)
+    for (int j = 0; j < nlon; j++) {
+      double th = M_PI * i / nlat, ph = 2 * M_PI * j / nlon;
+      *v++ = R * sin(th) * cos(ph), *v++ = R * sin(th) * sin(ph), *v++ = R * cos(th);
+    }
+  *v++ = 0, *v++ = 0, *v++ = -R;
+  int32_t *t = b->t;
+#define RING(i, j) (1 + ((i) - 1) * nlon + ((j) % nlon))
+  for (int j = 0; j < nlon; j++) { /* caps, outward (counter-clockwise seen from outside) */
+    *t++ = 0, *t++ = RING(1, j), *t++ = RING(1, j + 1);
+    *t++ = nv - 1, *t++ = RING(nlat - 1, j + 1), *t++ = RING(nlat - 1, j);
+  }
+  for (int i = 1; i < nlat - 1; i++)
+    for (int j = 0; j < nlon; j++) {
+      *t++ = RING(i, j), *t++ = RING(i + 1, j), *t++ = RING(i + 1, j + 1);
+      *t++ = RING(i, j), *t++ = RING(i + 1, j + 1), *t++ = RING(i, j + 1);
+    }
+#undef RING
+  contactd__v1__tri_mesh__init(&b->tm);
+  b->tm.vertices = b->v;
+  b->tm.n_vertices = (size_t)nv * 3;
+  b->tm.triangles = b->t;
+  b->tm.n_triangles = (size_t)nf * 3;
+  contactd__v1__surface_options__init(&b->so);
+  b->so.edge_length = edge;
+  b->so.field = CONTACTD__V1__FIELD_KIND__FIELD_KIND_LAPLACE;
+  contactd__v1__register_geometry__init(&b->rg);
+  b->rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH;
+  b->rg.tri_mesh = &b->tm;
+  b->rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  b->rg.modulus = 1e6;
+  b->rg.surface = &b->so;
+  b->rg.want_progress = 1;
+  contactd__v1__envelope__init(&b->env);
+  b->env.request_id = request_id;
+  b->env.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  b->env.register_geometry = &b->rg;
+}
+
+static void big_sphere_free(big_sphere *b) {
+  free(b->v);
+  free(b->t);
+}
+
+/* Send the registration and wait for its first RegisterProgress: the build
+ * is then running on a worker. */
+static void start_build(int fd, big_sphere *b) {
+  cr_assert_eq(tc_send(fd, &b->env), 0);
+  Env *r = tc_recv(fd, 60000);
+  cr_assert(r, "no RegisterProgress");
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS, "%s",
+               r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? r->error->message : "not progress");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+}
+
+/* The next reply that is not a RegisterProgress. */
+static Env *recv_reply(int fd, int timeout_ms) {
+  for (;;) {
+    Env *r = tc_recv(fd, timeout_ms);
+    if (!r || r->msg_case != CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS) return r;
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+}
+
+static uint64_t cache_entries(int port) {
+  int fd = tc_connect_tcp(port);
+  Contactd__V1__Stats st = CONTACTD__V1__STATS__INIT;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 99;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
+  e.stats = &st;
+  Env *r = tc_call(fd, &e, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY);
+  uint64_t n = r->stats_reply->cache_entries;
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(fd);
+  return n;
+}
+
+/* Poll the daemon's log for needle for up to timeout_s; the seconds it took,
+ * or -1. */
+static double wait_log(tc_daemon *d, const char *needle, double timeout_s) {
+  double t0 = now_s();
+  while (now_s() - t0 < timeout_s) {
+    if (tc_log_count(d, needle) > 0) return now_s() - t0;
+    usleep(5000);
+  }
+  return -1;
+}
+
+/* Close abortively (RST), as a client that goes away does. An orderly FIN
+ * alone is a half-close, after which the server still answers what is in
+ * flight; the server sees the connection gone when a read or write fails. */
+static void abort_close(int fd) {
+  struct linger l = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  close(fd);
+}
+
+/* SIGTERM during a long build: the build is cancelled at its next progress
+ * point instead of keeping the process alive until it ends (it used to:
+ * the worker was joined after the build, ~5 s later), the requester gets
+ * UNAVAILABLE, and the exit is clean, with the default 30 s grace period. */
+Test(lifecycle, sigterm_cancels_a_long_geometry_build) {
+  tc_daemon d;
+  tc_start(&d, NULL);
+  int fd = tc_connect_tcp(d.port);
+  big_sphere b;
+  big_sphere_init(&b, 7, 0.006);
+  start_build(fd, &b);
+  double t0 = now_s();
+  kill(d.pid, SIGTERM);
+  int code = tc_stop(&d); /* a second SIGTERM (logged, ignored), then waits for the exit */
+  double dt = now_s() - t0;
+  cr_log_info("contactd exited %.3f s after SIGTERM", dt);
+  cr_expect_eq(code, 0, "exit status 0");
+  cr_expect_lt(dt, 1.5, "the process exits %.2f s after SIGTERM (a build lasts > 3 s)", dt);
+  Env *r = recv_reply(fd, 5000);
+  cr_assert(r, "the registration is answered before the connection closes");
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->request_id, 7);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__UNAVAILABLE);
+  cr_expect(strstr(r->error->message, "shutting down: geometry build cancelled"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  cr_expect(tc_wait_closed(fd, 5000));
+  close(fd);
+  big_sphere_free(&b);
+}
+
+/* A build whose only requester disconnects is cancelled (nothing cached);
+ * one that another connection also waits for (the cache runs one build per
+ * content) goes on and answers that connection. */
+Test(lifecycle, disconnect_cancels_a_build_nobody_else_waits_for) {
+  tc_daemon d;
+  tc_start(&d, NULL);
+  big_sphere b;
+  big_sphere_init(&b, 7, 0.006);
+  int a = tc_connect_tcp(d.port);
+  start_build(a, &b);
+  abort_close(a);
+  double dt = wait_log(&d, "every connection waiting for it is closed", 30);
+  cr_expect(dt >= 0 && dt < 1.5, "cancelled %.2f s after the disconnect (a build lasts > 3 s)", dt);
+  cr_expect_eq(cache_entries(d.port), 0, "nothing half-built is cached");
+
+  /* two requesters of the same (smaller) geometry: the first leaves */
+  big_sphere_free(&b);
+  big_sphere_init(&b, 8, 0.009);
+  a = tc_connect_tcp(d.port);
+  int c = tc_connect_tcp(d.port);
+  start_build(a, &b);
+  b.env.request_id = 9;
+  b.rg.want_progress = 0;
+  cr_assert_eq(tc_send(c, &b.env), 0);
+  usleep(300000); /* c's registration joins the running build */
+  abort_close(a);
+  Env *r = recv_reply(c, 120000);
+  cr_assert(r);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s",
+               r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? r->error->message : "");
+  cr_expect_eq(r->register_reply->already_cached, 1, "c joined the build a started");
+  cr_expect_gt(r->register_reply->stats->tetrahedra, 10000);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  cr_expect_eq(tc_log_count(&d, "every connection waiting for it is closed"), 1, "only the first build was cancelled");
+  cr_expect_eq(cache_entries(d.port), 1);
+  close(c);
+  cr_expect_eq(tc_stop(&d), 0);
+  big_sphere_free(&b);
 }
 
 /* The grace timer must close EVERY remaining connection, not just the first

@@ -272,3 +272,80 @@ Test(laplace, errors) {
   free(m.v);
   free(m.t);
 }
+
+/* A progress callback that asks to stop at its k-th call (k = 0: never). */
+typedef struct stopper {
+  int k, calls, after_stop, pcg_calls;
+  double last;
+} stopper;
+
+static int stop_at(void *user, double f, const char *stage) {
+  stopper *s = user;
+  cr_assert_str_eq(stage, "field");
+  if (s->k > 0 && s->calls >= s->k) s->after_stop++; /* called again after asking to stop */
+  s->calls++;
+  if (f > 0.15 && f < 0.95) s->pcg_calls++;
+  s->last = f;
+  return s->k > 0 && s->calls == s->k;
+}
+
+Test(laplace, a_callback_cancels_the_solve_at_every_progress_point) {
+  /* big enough that PCG reaches its work-based progress points */
+  mesh m = ball_from_surface(0.1);
+  ce_props props = ce_test_props(CE_COMPLIANT, 3e4, 0.1);
+  ce_field_options o;
+  memset(&o, 0, sizeof o);
+  o.progress = stop_at;
+  stopper s;
+  memset(&s, 0, sizeof s);
+  o.progress_user = &s;
+  ce_field_report rep;
+  ce_error err;
+  ce_geometry *g = NULL;
+  /* a callback that returns 0 builds as before */
+  cr_assert_eq(ce_geometry_from_tetmesh_field(m.v, m.nv, m.t, m.nt, &o, &props, &g, &rep, &err), CE_OK, "%s",
+               err.message);
+  cr_assert_not_null(g);
+  ce_geometry_info info;
+  ce_geometry_get_info(g, &info);
+  cr_assert_eq(info.max_pressure, 3e4);
+  cr_assert_eq(info.min_pressure, 0);
+  cr_assert_lt(rep.residual, 1e-9);
+  ce_geometry_free(g);
+  const int total = s.calls;
+  cr_log_info("%d vertices, %d tets, %d iterations, %d progress calls", (int)m.nv, (int)m.nt, rep.iterations, total);
+  /* 0 (before the temporary geometry), 0.05, 0.15, PCG points, 0.95, 1.0 */
+  cr_assert_geq(s.pcg_calls, 2, "PCG reports every ~4M entries of work (%d iterations, %d calls)", rep.iterations,
+               s.pcg_calls);
+  cr_assert_eq(total, 5 + s.pcg_calls);
+  cr_assert_eq(s.last, 1.0);
+  /* asked to stop at any kind of them (before the temporary geometry, after
+   * the matrix, inside PCG, before the final geometry, after it):
+   * CE_ECANCELED at once, no geometry (ASan checks that nothing leaks) */
+  const int stops[] = {1, 3, 4, total - 1, total};
+  for (size_t i = 0; i < sizeof stops / sizeof *stops; i++) {
+    const int k = stops[i];
+    memset(&s, 0, sizeof s);
+    s.k = k;
+    g = (ce_geometry *)&s; /* must be overwritten with NULL */
+    memset(&err, 0, sizeof err);
+    cr_assert_eq(ce_geometry_from_tetmesh_field(m.v, m.nv, m.t, m.nt, &o, &props, &g, &rep, &err), CE_ECANCELED,
+                 "stop at call %d of %d", k, total);
+    cr_assert_null(g);
+    cr_assert_eq(err.code, CE_ECANCELED);
+    cr_assert_str_eq(err.message, "laplace: build cancelled");
+    cr_assert_eq(s.calls, k, "no progress after the stop (call %d)", k);
+    cr_assert_eq(s.after_stop, 0);
+  }
+  cr_assert_str_eq(ce_strerror(CE_ECANCELED), "build cancelled");
+  cr_assert_str_eq(ce_errname(CE_ECANCELED), "CE_ECANCELED");
+  /* the bare solve too */
+  double *eps = malloc((size_t)m.nv * sizeof *eps);
+  memset(&s, 0, sizeof s);
+  s.k = 3; /* 0, 0.05, then 0.15 */
+  cr_assert_eq(ce_tetmesh_laplace(m.v, m.nv, m.t, m.nt, &o, eps, &rep, &err), CE_ECANCELED);
+  cr_assert_eq(s.last, 0.15);
+  free(eps);
+  free(m.v);
+  free(m.t);
+}

@@ -142,12 +142,13 @@ Test(tetrahedralize, lblock_reentrant_corner_is_not_filled) {
 static double last_fraction;
 static int calls, monotone = 1;
 static char last_stage[32];
-static void on_progress(void *user, double f, const char *stage) {
+static int on_progress(void *user, double f, const char *stage) {
   (void)user;
   if (strcmp(stage, last_stage) == 0 && f < last_fraction) monotone = 0;
   snprintf(last_stage, sizeof last_stage, "%s", stage);
   last_fraction = f;
   calls++;
+  return 0;
 }
 
 Test(tetrahedralize, geometry_from_surface_with_fields_and_progress) {
@@ -188,6 +189,91 @@ Test(tetrahedralize, geometry_from_surface_with_fields_and_progress) {
   props.compliance = CE_RIGID;
   cr_assert_eq(ce_geometry_from_surface(s.vertices, s.nv, s.tris, s.ntri, &props, &o, &g, &rep, &err), CE_EINVAL);
   cr_assert_null(g);
+  ce_mesh_data_free(&s);
+}
+
+/* A progress callback that asks to stop at its k-th call (k = 0: never). */
+typedef struct stopper {
+  int k, calls, after_stop, tet_calls, field_calls;
+} stopper;
+
+static int stop_at(void *user, double f, const char *stage) {
+  (void)f;
+  stopper *s = user;
+  if (s->k > 0 && s->calls >= s->k) s->after_stop++;
+  s->calls++;
+  s->tet_calls += strcmp(stage, "tetrahedralise") == 0;
+  s->field_calls += strcmp(stage, "field") == 0;
+  return s->k > 0 && s->calls == s->k;
+}
+
+Test(tetrahedralize, a_callback_cancels_the_build_at_every_progress_point) {
+  size_t len;
+  char *txt = ce_test_obj_sphere(1, 24, 48, &len);
+  ce_mesh_data s = parse_obj(txt, len);
+  ce_props props = ce_test_props(CE_COMPLIANT, 2e5, 0.15);
+  ce_surface_build_options o;
+  ce_surface_build_options_default(&o);
+  stopper st;
+  memset(&st, 0, sizeof st);
+  o.progress = stop_at;
+  o.progress_user = &st;
+  ce_geometry *g = NULL;
+  ce_surface_build_report rep;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_surface(s.vertices, s.nv, s.tris, s.ntri, &props, &o, &g, &rep, &err), CE_OK, "%s",
+               err.message);
+  ce_geometry_info info;
+  ce_geometry_get_info(g, &info);
+  cr_assert_eq(info.tetrahedra, rep.tets);
+  cr_assert(ce_test_close(info.max_pressure, 2e5, 1e-12, 0));
+  ce_geometry_free(g);
+  const int total = st.calls, tet_calls = st.tet_calls;
+  /* the lattice loop reports every z slice (2 / 0.15 + 2 of them): more
+   * points than slices */
+  cr_assert_gt(tet_calls, 2 / 0.15, "%d tetrahedralise reports", tet_calls);
+  /* then the field's: 0, 0.05, 0.15, PCG's, 0.95, 1; and finish */
+  cr_assert_geq(st.field_calls, 5);
+  cr_assert_eq(total, tet_calls + st.field_calls + 1);
+  /* the tet mesh alone, stopped at each of its points: outputs NULL and 0
+   * (ASan checks that nothing leaks) */
+  o.edge_length = 0.15;
+  for (int k = 1; k <= tet_calls; k++) {
+    memset(&st, 0, sizeof st);
+    st.k = k;
+    double *v = (double *)&st;
+    int32_t *t = (int32_t *)&st, nv = -1, nt = -1;
+    memset(&err, 0, sizeof err);
+    cr_assert_eq(ce_tetrahedralize_surface(s.vertices, s.nv, s.tris, s.ntri, &o, &v, &nv, &t, &nt, NULL, &err),
+                 CE_ECANCELED, "stop at call %d of %d", k, tet_calls);
+    cr_assert_eq(err.code, CE_ECANCELED);
+    cr_assert_str_eq(err.message, "tetrahedralise: build cancelled");
+    cr_assert_null(v);
+    cr_assert_null(t);
+    cr_assert_eq(nv, 0);
+    cr_assert_eq(nt, 0);
+    cr_assert_eq(st.calls, k, "no progress after the stop (call %d)", k);
+    cr_assert_eq(st.after_stop, 0);
+  }
+  /* the whole build stopped in the field (its first point, before the final
+   * geometry, after it) and at "finish": no geometry */
+  o.edge_length = 0;
+  const int stops[] = {tet_calls + 1, total - 2, total - 1, total};
+  const char *msgs[] = {"laplace: build cancelled", "laplace: build cancelled", "laplace: build cancelled",
+                        "surface build: build cancelled"};
+  for (int i = 0; i < 4; i++) {
+    memset(&st, 0, sizeof st);
+    st.k = stops[i];
+    g = (ce_geometry *)&st; /* must be overwritten with NULL */
+    memset(&err, 0, sizeof err);
+    cr_assert_eq(ce_geometry_from_surface(s.vertices, s.nv, s.tris, s.ntri, &props, &o, &g, &rep, &err), CE_ECANCELED,
+                 "stop at call %d of %d", stops[i], total);
+    cr_assert_null(g);
+    cr_assert_eq(err.code, CE_ECANCELED);
+    cr_assert_str_eq(err.message, msgs[i]);
+    cr_assert_eq(st.calls, stops[i]);
+    cr_assert_eq(st.after_stop, 0);
+  }
   ce_mesh_data_free(&s);
 }
 
