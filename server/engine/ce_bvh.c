@@ -1001,6 +1001,46 @@ ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b, const ce_pose
   return CE_OK;
 }
 
+ce_errno ce_bvh_near_points(const ce_bvh *bvh, const ce_vec3 *x, int nx, double tol, ce_arena *arena,
+                            ce_buf *out) {
+  if (bvh->nnodes == 0 || nx <= 0) return CE_OK;
+  ce_buf stack;
+  ce_buf_init(&stack, sizeof(int32_t));
+  if (ce_buf_reserve(arena, &stack, 64) != CE_OK) return CE_ENOMEM;
+  ((int32_t *)stack.data)[0] = 0;
+  stack.len = 1;
+  while (stack.len > 0) {
+    const ce_bvh_node *nd = &bvh->nodes[((const int32_t *)stack.data)[--stack.len]];
+    /* apart along one of the box's axes: the points' extent there misses
+     * the (widened) box */
+    int apart = 0;
+    for (int j = 0; j < 3 && !apart; j++) {
+      const ce_vec3 u = ce_v3(nd->axes.m[0][j], nd->axes.m[1][j], nd->axes.m[2][j]);
+      const double h = (j == 0 ? nd->half.x : j == 1 ? nd->half.y : nd->half.z) + tol;
+      double lo = INFINITY, hi = -INFINITY;
+      for (int k = 0; k < nx; k++) {
+        double d = ce_dot(u, ce_sub(x[k], nd->center));
+        lo = fmin(lo, d);
+        hi = fmax(hi, d);
+      }
+      apart = lo > h || hi < -h;
+    }
+    if (apart) continue;
+    if (nd->left < 0) {
+      if (ce_buf_reserve(arena, out, nd->count) != CE_OK) return CE_ENOMEM;
+      memcpy((int32_t *)out->data + out->len, bvh->order + nd->first, (size_t)nd->count * sizeof(int32_t));
+      out->len += nd->count;
+      continue;
+    }
+    if (ce_buf_reserve(arena, &stack, 2) != CE_OK) return CE_ENOMEM;
+    int32_t *st = (int32_t *)stack.data + stack.len;
+    st[0] = nd->right; /* the left child is popped first */
+    st[1] = nd->left;
+    stack.len += 2;
+  }
+  return CE_OK;
+}
+
 ce_errno ce_bvh_collide_plane(const ce_bvh *bvh, ce_vec3 n, double d, int plane_only,
                               ce_arena *arena, ce_buf *out) {
   if (bvh->nnodes == 0) return CE_OK;

@@ -343,6 +343,50 @@ done:
 static ce_errno tet_boundary_convex(const ce_tetmesh *t, const int32_t (*bfaces)[2], int64_t nb, double tol,
                                     int *convex, ce_error *err);
 
+/* The components of the tets across shared faces (m->ncomp, comp,
+ * comp_first; see ce_tetmesh), numbered in the order of their lowest tet. */
+static ce_errno tet_components(ce_tetmesh *m, ce_error *err) {
+  const int32_t nt = m->nt;
+  m->comp = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *m->comp);
+  int32_t *stack = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *stack);
+  if (!m->comp || !stack) {
+    free(stack);
+    return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d component marks", (int)nt);
+  }
+  for (int32_t t = 0; t < nt; t++) m->comp[t] = -1;
+  int32_t nc = 0;
+  for (int32_t t = 0; t < nt; t++) {
+    if (m->comp[t] >= 0) continue;
+    int32_t top = 0;
+    stack[top++] = t;
+    m->comp[t] = nc;
+    while (top > 0) {
+      int32_t u = stack[--top];
+      for (int i = 0; i < 4; i++) {
+        int32_t w = m->adj[u][i];
+        if (w >= 0 && m->comp[w] < 0) {
+          m->comp[w] = nc;
+          stack[top++] = w;
+        }
+      }
+    }
+    nc++;
+  }
+  m->ncomp = nc;
+  m->comp_first = malloc((size_t)(nc > 0 ? nc : 1) * sizeof *m->comp_first);
+  if (!m->comp_first) {
+    free(stack);
+    return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d components", (int)nc);
+  }
+  for (int32_t t = nt - 1; t >= 0; t--) m->comp_first[m->comp[t]] = t;
+  free(stack);
+  if (nc <= 1) { /* every tet in component 0 */
+    free(m->comp);
+    m->comp = NULL;
+  }
+  return CE_OK;
+}
+
 static ce_errno tet_build(ce_geometry *g, ce_error *err) {
   ce_tetmesh *m = &g->tet;
   const int32_t nv = m->nv, nt = m->nt;
@@ -397,6 +441,7 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
   for (int32_t t = 0; t < nt; t++)
     for (int i = 0; i < 4; i++) used[m->tet[t][i]] = 1;
   if ((e = tet_faces(m, boundary, &bfaces, &nb, err)) != CE_OK) goto done;
+  if ((e = tet_components(m, err)) != CE_OK) goto done;
   if (!m->p) {
     m->p = malloc((size_t)nv * sizeof *m->p);
     if (!m->p) {
@@ -435,8 +480,8 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
   if ((e = ce_bvh_build(&g->bvh, nt, 4, &m->tet[0][0], m->v, m->p, err)) != CE_OK) goto done;
   g->bytes = sizeof *g + (size_t)nv * (sizeof *m->v + sizeof *m->p) +
              (size_t)nt * (sizeof *m->tet + sizeof *m->grad + sizeof *m->offset + sizeof *m->prange +
-                           sizeof *m->adj + sizeof *m->fplane) +
-             ce_bvh_bytes(&g->bvh);
+                           sizeof *m->adj + sizeof *m->fplane + (m->comp ? sizeof *m->comp : 0)) +
+             (size_t)m->ncomp * sizeof *m->comp_first + ce_bvh_bytes(&g->bvh);
 done:
   free(bfaces);
   free(flags);
@@ -849,6 +894,8 @@ void ce_geometry_free(ce_geometry *g) {
   free(g->tet.prange);
   free(g->tet.adj);
   free(g->tet.fplane);
+  free(g->tet.comp);
+  free(g->tet.comp_first);
   free(g->tri.v);
   free(g->tri.tri);
   free(g->tri.normal);

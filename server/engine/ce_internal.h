@@ -49,6 +49,13 @@ typedef struct ce_tetmesh {
    * vertex k) has outward unit normal n and x is inside it when
    * n . x <= d. Rows of four let an intersector test all faces at once. */
   double (*fplane)[4][4];
+  /* Connected components across shared faces (built with adj): ncomp;
+   * comp[t] of tet t (NULL when ncomp == 1) and comp_first[c], the lowest
+   * tet of component c. Surface tracing tests a component no seed reached
+   * for lying wholly inside the other body. */
+  int32_t ncomp;
+  int32_t *comp;
+  int32_t *comp_first;
 } ce_tetmesh;
 
 typedef struct ce_trimesh {
@@ -285,6 +292,13 @@ ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b,
 ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b,
                                  const ce_pose *X_AB, ce_arena *arena,
                                  ce_buf *out);
+
+/* Elements of the leaves whose boxes, widened by tol, meet the box of the
+ * points x[0..nx) (geometry frame) along each node's axes: every element
+ * whose volume meets the points' convex hull is among them. Appended to
+ * `out` (elem = int32_t) in traversal order. */
+ce_errno ce_bvh_near_points(const ce_bvh *bvh, const ce_vec3 *x, int nx, double tol,
+                            ce_arena *arena, ce_buf *out);
 
 /* Elements whose volume meets the plane n.x = d (plane_only) or the half
  * space n.x <= d, in the geometry frame; appended to `out` (elem = int32_t). */

@@ -327,10 +327,90 @@ static ce_errno run_all_candidates(const ce_geometry *m, const ce_geometry *n, c
  * of both tets, see the walk). A visited set
  * (open addressing on the pair key) keeps each pair to one evaluation; the
  * walk is first-in first-out from the seeds in hierarchy order, so the
- * output order is deterministic. Closed pieces that never reach a boundary
- * (one body's high-pressure core wholly inside the other with no boundary
- * crossing) are found only through the fallback below, which runs when the
- * walk finds nothing. */
+ * output order is deterministic. A body of several pieces may have a piece
+ * wholly inside the other body, with no boundary crossing: those pieces are
+ * covered after the walk (cover_unseeded). Closed pieces of the surface
+ * that reach no boundary inside one piece (a high-pressure core of one
+ * field inside the other with no crossing) are found only through the
+ * fallback below, which runs when the walk finds nothing. */
+
+/* Whether x (g's frame) lies in a tet of g, within eps of its faces. */
+static int inside_tets(const ce_geometry *g, ce_vec3 x, double eps, ce_arena *a, ce_buf *near, ce_errno *e) {
+  near->len = 0;
+  if ((*e = ce_bvh_near_points(&g->bvh, &x, 1, eps, a, near)) != CE_OK) return 0;
+  for (int64_t k = 0; k < near->len; k++) {
+    const double(*fp)[4] = g->tet.fplane[((const int32_t *)near->data)[k]];
+    int in = 1;
+    for (int i = 0; i < 4 && in; i++) in = fp[0][i] * x.x + fp[1][i] * x.y + fp[2][i] * x.z - fp[3][i] <= eps;
+    if (in) return 1;
+  }
+  return 0;
+}
+
+/* Bodies of several pieces (tet components). A piece whose boundary meets
+ * no boundary of the other body gave no seed: it lies wholly inside the
+ * other body or wholly outside it, and a piece inside holds a closed
+ * surface the walk never reached. One of its vertices tells which (within
+ * a tolerance: calling an outside piece inside only costs time). For each
+ * piece inside, every candidate pair with a tet of it that the walk did not
+ * visit is evaluated (the visited set keeps each pair to one evaluation).
+ * Some piece of one body's boundary lies in the other wherever they
+ * overlap, so testing the pieces of both bodies finds every overlap
+ * between pieces of single boundaries; a piece with several boundary
+ * surfaces (a hollow shell) is tested at one of them. */
+static ce_errno cover_unseeded(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, cc_query *q,
+                               ce_pairset *set, const ce_pair *fp, int64_t nfaces, int64_t *found) {
+  const ce_tetmesh *TM = q->TM, *TN = q->TN;
+  if (TM->ncomp <= 1 && TN->ncomp <= 1) return CE_OK; /* both seeded, or the caller falls back */
+  ce_arena *a = q->b->arena;
+  unsigned char *seeded = ce_arena_calloc(a, (size_t)TM->ncomp + (size_t)TN->ncomp, 1);
+  if (!seeded) return CE_ENOMEM;
+  for (int64_t k = 0; k < nfaces; k++) {
+    int32_t ta = m->bvh.bnd_tet[fp[k].a], tb = n->bvh.bnd_tet[fp[k].b];
+    seeded[TM->comp ? TM->comp[ta] : 0] = 1;
+    seeded[TM->ncomp + (TN->comp ? TN->comp[tb] : 0)] = 1;
+  }
+  const ce_pose X_NM = ce_pose_inverse(X_MN);
+  ce_buf near, cand;
+  ce_buf_init(&near, sizeof(int32_t));
+  ce_buf_init(&cand, sizeof(ce_pair));
+  int have_cand = 0;
+  ce_errno e = CE_OK;
+  for (int side = 0; side < 2; side++) {
+    const ce_tetmesh *T = side ? TN : TM;
+    const ce_geometry *other = side ? m : n;
+    const double eps = 1e-9 * other->scale;
+    for (int32_t c = 0; c < T->ncomp; c++) {
+      if (seeded[(side ? TM->ncomp : 0) + c]) continue;
+      ce_vec3 x = T->v[T->tet[T->comp_first[c]][0]];
+      x = ce_pose_apply(side ? X_MN : &X_NM, x);
+      int in = inside_tets(other, x, eps, a, &near, &e);
+      if (e != CE_OK) return e;
+      if (!in) continue;
+      if (!have_cand) {
+        if ((e = ce_bvh_collide(&m->bvh, &n->bvh, X_MN, 1, a, &cand)) != CE_OK) return e;
+        have_cand = 1;
+      }
+      const ce_pair *pr = cand.data;
+      for (int64_t k = 0; k < cand.len; k++) {
+        int32_t t = side ? pr[k].b : pr[k].a;
+        if ((T->comp ? T->comp[t] : 0) != c) continue;
+        int added;
+        if ((e = ce_pairset_add(a, set, pr[k].a, pr[k].b, &added)) != CE_OK) return e;
+        if (!added) continue;
+        q->c->candidate_pairs++;
+        pair_hit h;
+        if ((e = eval_pair(q, pr[k].a, pr[k].b, &h)) != CE_OK) return e;
+        if (q->identical) { /* the caller starts over on every candidate */
+          *found = 0;
+          return CE_OK;
+        }
+        if (h.nonempty) (*found)++;
+      }
+    }
+  }
+  return CE_OK;
+}
 
 /* Returns CE_OK with *found = number of pairs with a nonempty intersection. */
 static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, cc_query *q,
@@ -415,7 +495,7 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
     }
   }
   q->c->candidate_pairs += queue.len;
-  return CE_OK;
+  return cover_unseeded(m, n, X_MN, q, &set, fp, faces.len, found);
 }
 
 static ce_errno query_init(cc_query *q, const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,

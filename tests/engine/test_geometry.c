@@ -192,8 +192,12 @@ Test(geometry, cube_tetmesh_fields_volume_adjacency) {
   cr_assert(info.bvh_nodes >= 12, "bvh nodes %d", info.bvh_nodes);
   size_t arrays = 9 * (sizeof(ce_vec3) + sizeof(double)) +
                   12 * (4 * sizeof(int32_t) + sizeof(ce_vec3) + 3 * sizeof(double) + 4 * sizeof(int32_t) +
-                        16 * sizeof(double)); /* tets, gradients, offsets and ranges, adjacency, face planes */
+                        16 * sizeof(double)) + /* tets, gradients, offsets and ranges, adjacency, face planes */
+                  sizeof(int32_t); /* one component: its first tet (no per-tet marks) */
   cr_assert_eq(info.bytes, sizeof(ce_geometry) + arrays + ce_bvh_bytes(&g->bvh));
+  cr_assert_eq(g->tet.ncomp, 1);
+  cr_assert_null(g->tet.comp);
+  cr_assert_eq(g->tet.comp_first[0], 0);
   ce_geometry_free(g);
 }
 

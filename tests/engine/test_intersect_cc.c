@@ -460,3 +460,64 @@ Test(intersect_cc, surface_tracing_matches_all_candidates) {
   ce_geometry_free(s2);
   ce_geometry_free(bx);
 }
+
+/* Two copies of g's tet mesh as one compliant geometry, the second shifted
+ * by d (a mesh of two components, e.g. two pads in one file); modulus E. */
+static ce_geometry *two_copies(const ce_geometry *g, ce_vec3 d, double E) {
+  const ce_tetmesh *T = &g->tet;
+  int32_t nv = 2 * T->nv, nt = 2 * T->nt;
+  double *v = malloc((size_t)nv * 3 * sizeof *v), *p = malloc((size_t)nv * sizeof *p);
+  int32_t *t = malloc((size_t)nt * 4 * sizeof *t);
+  for (int c = 0; c < 2; c++) {
+    for (int32_t i = 0; i < T->nv; i++) {
+      ce_vec3 x = c ? ce_add(T->v[i], d) : T->v[i];
+      int32_t k = c * T->nv + i;
+      v[3 * k] = x.x, v[3 * k + 1] = x.y, v[3 * k + 2] = x.z;
+      p[k] = T->p[i] * (E / 1e6); /* ce_test_shape builds with E = 1e6 */
+    }
+    for (int32_t q = 0; q < T->nt; q++)
+      for (int r = 0; r < 4; r++) t[4 * (c * T->nt + q) + r] = T->tet[q][r] + c * T->nv;
+  }
+  ce_props props = ce_test_props(CE_COMPLIANT, E, 0.02);
+  ce_geometry *out = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_tetmesh(v, nv, t, nt, p, &props, &out, &err), CE_OK, "%s", err.message);
+  free(v);
+  free(p);
+  free(t);
+  return out;
+}
+
+/* A body of several pieces: the walk seeds only the piece that crosses the
+ * other body's boundary; a piece wholly inside it has a closed surface no
+ * seed reaches, and must still be found (as every candidate pair finds
+ * it). Both roles, and a piece wholly outside (no contact, nothing to
+ * find). */
+Test(intersect_cc, pieces_wholly_inside_are_found) {
+  ce_geometry *small = prim(CE_SHAPE_SPHERE, 0.05, ce_v3(0, 0, 0), 0.02);
+  ce_geometry *big = prim(CE_SHAPE_SPHERE, 0.3, ce_v3(0, 0, 0), 0.06);
+  /* stiffer pieces, so that their cores rise above the big sphere's field */
+  ce_geometry *pair = two_copies(small, ce_v3(0.45, 0, 0), 1e7);
+  cr_assert_eq(pair->tet.ncomp, 2);
+  cr_assert_eq(pair->tet.comp_first[1], small->tet.nt);
+  ce_arena *arena = ce_arena_create(1 << 20);
+  ce_pose X = ce_pose_identity();
+  /* piece 1 inside the big sphere, off its centre (its closed surface is
+   * kept on the side facing the centre, where the big field rises toward
+   * it, and dropped by the gradient rule on the other), piece 2 across the
+   * big sphere's boundary (0.3 from its centre) */
+  X.p = ce_v3(0.15, 0, 0);
+  int64_t both = compare_traced(pair, big, &X, arena, "one piece inside, one across (M)");
+  ce_pose Xi = ce_pose_inverse(&X);
+  int64_t both_n = compare_traced(big, pair, &Xi, arena, "one piece inside, one across (N)");
+  cr_assert_eq(both, both_n);
+  /* the inside piece alone gives a closed surface of many polygons */
+  X.p = ce_v3(-0.3, 0, 0); /* piece 1 across the boundary, piece 2 outside */
+  int64_t across = compare_traced(pair, big, &X, arena, "one piece across, one outside");
+  cr_assert_gt(both, across + 50, "the inside piece adds its closed surface (%lld vs %lld polygons)", (long long)both,
+               (long long)across);
+  ce_arena_destroy(arena);
+  ce_geometry_free(pair);
+  ce_geometry_free(small);
+  ce_geometry_free(big);
+}
