@@ -10,13 +10,17 @@
  *   cc-g: the cc pair with B turned by a generic rotation (about 51 degrees
  *       about (0.50, -0.75, 0.62)): the meshes no longer mirror each other,
  *       so polygons are clipped by both tets (more, smaller polygons);
- *   cr: compliant sphere R = 0.1 vs rigid sphere R = 0.1, same distance.
+ *   cr: compliant sphere R = 0.1 vs rigid sphere R = 0.1, same distance;
+ *   cr-m: the cr pair with two more parts in the rigid mesh (three
+ *       components): spheres R = 0.025 at -0.24 and R = 0.03 at +0.15
+ *       along x of its frame, the first wholly inside the compliant sphere
+ *       (centred 0.06 from its centre), the second clear of both.
  * Prints per case: mesh sizes, candidate pairs, polygons, candidates per
  * polygon, median and p90 microseconds per query over >= 200 timed runs
  * after a warm-up, and ns per output polygon. Single thread; asserts nothing.
  *
  * Usage: bench_contact [runs [hint [case]]]   (default 300 runs, every hint
- * and case; case = cc, cc-v, cc-g, cc-x or cr). For profiling one case, e.g.
+ * and case; case = cc, cc-v, cc-g, cc-x, cr or cr-m). For profiling one case, e.g.
  *   valgrind --tool=callgrind --toggle-collect=ce_contact \
  *       bench_contact 10 0.0066 cc */
 #define _POSIX_C_SOURCE 199309L
@@ -74,6 +78,65 @@ static ce_geometry *sphere(ce_compliance c, double hint) {
     fprintf(stderr, "sphere (hint %g): %s\n", hint, err.message);
     return NULL;
   }
+  return g;
+}
+
+/* The rigid mesh of the cr-m case: a sphere R = 0.1 at the origin and
+ * spheres R = 0.025 at (-0.24, 0, 0) and R = 0.03 at (0.15, 0, 0), as one
+ * mesh. */
+static ce_geometry *rigid_parts(double hint) {
+  const double rad[3] = {0.1, 0.025, 0.03}, cx[3] = {0, -0.24, 0.15};
+  ce_geometry *part[3] = {NULL, NULL, NULL}, *g = NULL;
+  int32_t nv = 0, nf = 0;
+  for (int k = 0; k < 3; k++) {
+    ce_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.type = CE_SHAPE_SPHERE;
+    sh.radius = rad[k];
+    ce_props pr;
+    memset(&pr, 0, sizeof pr);
+    pr.compliance = CE_RIGID;
+    pr.hint = hint;
+    pr.material.dissipation = 1.0;
+    pr.material.friction = 0.5;
+    ce_error err;
+    if (ce_geometry_from_shape(&sh, &pr, &part[k], &err) != CE_OK) {
+      fprintf(stderr, "rigid part %d (hint %g): %s\n", k, hint, err.message);
+      goto done;
+    }
+    nv += part[k]->tri.nv;
+    nf += part[k]->tri.nf;
+  }
+  double *v = malloc(sizeof(double) * 3 * (size_t)nv);
+  int32_t *t = malloc(sizeof(int32_t) * 3 * (size_t)nf);
+  if (v && t) {
+    int32_t bv = 0, bf = 0;
+    for (int k = 0; k < 3; k++) {
+      const ce_trimesh *m = &part[k]->tri;
+      for (int32_t i = 0; i < m->nv; i++) {
+        v[3 * (bv + i)] = m->v[i].x + cx[k];
+        v[3 * (bv + i) + 1] = m->v[i].y;
+        v[3 * (bv + i) + 2] = m->v[i].z;
+      }
+      for (int32_t f = 0; f < m->nf; f++)
+        for (int j = 0; j < 3; j++) t[3 * (bf + f) + j] = m->tri[f][j] + bv;
+      bv += m->nv;
+      bf += m->nf;
+    }
+    ce_props pr;
+    memset(&pr, 0, sizeof pr);
+    pr.compliance = CE_RIGID;
+    pr.hint = hint;
+    pr.material.dissipation = 1.0;
+    pr.material.friction = 0.5;
+    ce_error err;
+    if (ce_geometry_from_trimesh(v, nv, t, nf, 1, &pr, &g, &err) != CE_OK)
+      fprintf(stderr, "rigid parts (hint %g): %s\n", hint, err.message);
+  }
+  free(v);
+  free(t);
+done:
+  for (int k = 0; k < 3; k++) ce_geometry_free(part[k]);
   return g;
 }
 
@@ -187,7 +250,7 @@ int main(int argc, char **argv) {
   }
   const char *only = argc > 3 ? argv[3] : NULL;
   int do_cc = !only || !strcmp(only, "cc"), do_v = !only || !strcmp(only, "cc-v"), do_x = !only || !strcmp(only, "cc-x"), do_cr = !only || !strcmp(only, "cr");
-  int do_g = !only || !strcmp(only, "cc-g");
+  int do_g = !only || !strcmp(only, "cc-g"), do_crm = !only || !strcmp(only, "cr-m");
   ce_arena *arena = ce_arena_create(1 << 20);
   double *t = malloc(sizeof(double) * (size_t)runs), *tc = malloc(sizeof(double) * (size_t)runs);
   printf("bench_contact: spheres R = 0.1 m, centres 0.18 m apart, %d timed runs per case\n", runs);
@@ -201,6 +264,9 @@ int main(int argc, char **argv) {
       if (do_x) run_intersect(hints[h], c1, c2, runs, arena, t);
     }
     if (c1 && r1) run_contact("cr", hints[h], c1, r1, 0, runs, arena, t, tc);
+    ce_geometry *rm = do_crm ? rigid_parts(hints[h]) : NULL;
+    if (c1 && rm) run_contact("cr-m", hints[h], c1, rm, 0, runs, arena, t, tc);
+    ce_geometry_free(rm);
     ce_geometry_free(c1);
     ce_geometry_free(c2);
     ce_geometry_free(r1);

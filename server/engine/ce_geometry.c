@@ -561,36 +561,63 @@ static int edge_key_cmp(const void *pa, const void *pb) {
 }
 
 /* Counts the connected components of the triangles across shared edges
- * (m->ncomp; surface tracing needs to know whether one walk covers all). */
-static ce_errno tri_components(ce_trimesh *m, ce_error *err) {
-  int32_t *stack = malloc((size_t)(m->nf > 0 ? m->nf : 1) * sizeof *stack);
-  unsigned char *seen = calloc((size_t)(m->nf > 0 ? m->nf : 1), 1);
-  if (!stack || !seen) {
+ * (m->ncomp; surface tracing needs to know whether one walk covers all).
+ * With keep, also stores each triangle's component and the triangles of
+ * each component (m->comp, comp_off, comp_tris): a component the walk
+ * never reaches is tested for lying inside the compliant body through one
+ * of its vertices, and then evaluated triangle by triangle. */
+static ce_errno tri_components(ce_trimesh *m, int keep, ce_error *err) {
+  const size_t n = (size_t)(m->nf > 0 ? m->nf : 1);
+  int32_t *stack = malloc(n * sizeof *stack), *comp = malloc(n * sizeof *comp);
+  if (!stack || !comp) {
     free(stack);
-    free(seen);
+    free(comp);
     return ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory for %d component marks", (int)m->nf);
   }
+  for (int32_t f = 0; f < m->nf; f++) comp[f] = -1;
   int32_t nc = 0;
   for (int32_t f0 = 0; f0 < m->nf; f0++) {
-    if (seen[f0]) continue;
-    nc++;
+    if (comp[f0] >= 0) continue;
     int32_t top = 0;
     stack[top++] = f0;
-    seen[f0] = 1;
+    comp[f0] = nc;
     while (top > 0) {
       int32_t f = stack[--top];
       for (int i = 0; i < 3; i++) {
         int32_t g = m->adj[f][i];
-        if (g >= 0 && !seen[g]) {
-          seen[g] = 1;
+        if (g >= 0 && comp[g] < 0) {
+          comp[g] = nc;
           stack[top++] = g;
         }
       }
     }
+    nc++;
   }
   m->ncomp = nc;
+  if (!keep) {
+    free(stack);
+    free(comp);
+    return CE_OK;
+  }
+  int32_t *off = calloc((size_t)nc + 1, sizeof *off), *tris = malloc(n * sizeof *tris);
+  if (!off || !tris) {
+    free(stack);
+    free(comp);
+    free(off);
+    free(tris);
+    return ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory for %d components", (int)nc);
+  }
+  /* counting sort by component (the stack, nc <= nf long, holds each
+   * component's fill position): ascending triangles within each */
+  for (int32_t f = 0; f < m->nf; f++) off[comp[f] + 1]++;
+  for (int32_t c = 0; c < nc; c++) off[c + 1] += off[c];
+  int32_t *pos = stack;
+  for (int32_t c = 0; c < nc; c++) pos[c] = off[c];
+  for (int32_t f = 0; f < m->nf; f++) tris[pos[comp[f]]++] = f;
   free(stack);
-  free(seen);
+  m->comp = comp;
+  m->comp_off = off;
+  m->comp_tris = tris;
   return CE_OK;
 }
 
@@ -702,7 +729,7 @@ static ce_errno tet_boundary_convex(const ce_tetmesh *t, const int32_t (*bfaces)
   ce_errno te = tri_edges(&m, 1, &open, NULL);
   if (te == CE_ENOMEM) e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for boundary edges");
   if (te != CE_OK) goto done;
-  if ((e = tri_components(&m, err)) != CE_OK) goto done;
+  if ((e = tri_components(&m, 0, err)) != CE_OK) goto done;
   *convex = trimesh_convex(&m, tol);
 done:
   free(m.tri);
@@ -741,7 +768,7 @@ static ce_errno tri_build(ce_geometry *g, int require_closed, ce_error *err) {
   }
   int64_t nopen = 0;
   if ((e = tri_edges(m, require_closed, &nopen, err)) != CE_OK) return e;
-  if ((e = tri_components(m, err)) != CE_OK) return e;
+  if ((e = tri_components(m, 1, err)) != CE_OK) return e;
   g->convex = nopen == 0 && trimesh_convex(m, 1e-9 * (scale > 0 ? scale : 1));
   double volume = 0;
   if (nopen == 0) {
@@ -760,8 +787,9 @@ static ce_errno tri_build(ce_geometry *g, int require_closed, ce_error *err) {
   g->scale = scale > 0 ? scale : 1;
   if ((e = ce_bvh_build(&g->bvh, nf, 3, &m->tri[0][0], m->v, NULL, err)) != CE_OK) return e;
   g->bytes = sizeof *g + (size_t)nv * sizeof *m->v +
-             (size_t)nf * (sizeof *m->tri + sizeof *m->normal + sizeof *m->area + sizeof *m->adj) +
-             ce_bvh_bytes(&g->bvh);
+             (size_t)nf * (sizeof *m->tri + sizeof *m->normal + sizeof *m->area + sizeof *m->adj +
+                           sizeof *m->comp + sizeof *m->comp_tris) +
+             (size_t)(m->ncomp + 1) * sizeof *m->comp_off + ce_bvh_bytes(&g->bvh);
   return CE_OK;
 }
 
@@ -901,6 +929,9 @@ void ce_geometry_free(ce_geometry *g) {
   free(g->tri.normal);
   free(g->tri.area);
   free(g->tri.adj);
+  free(g->tri.comp);
+  free(g->tri.comp_off);
+  free(g->tri.comp_tris);
   ce_bvh_free(&g->bvh);
   ce_heightfield_free(g->hf);
   for (int32_t i = 0; i < g->npieces; i++) ce_geometry_free(g->pieces[i]);

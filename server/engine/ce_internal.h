@@ -66,6 +66,14 @@ typedef struct ce_trimesh {
   double *area;           /* nf areas */
   int32_t (*adj)[3];      /* neighbour across edge (i, i+1 mod 3); -1 if open */
   int32_t ncomp;          /* connected components across shared edges (0: not counted) */
+  /* The components (built with ncomp; NULL for temporary meshes): comp[f]
+   * of triangle f, numbered in the order of their lowest triangle; the
+   * triangles of component c, ascending, are comp_tris[comp_off[c] ..
+   * comp_off[c + 1]). Lets surface tracing test a component the walk never
+   * reached for lying wholly inside the compliant body. */
+  int32_t *comp;          /* nf */
+  int32_t *comp_off;      /* ncomp + 1 */
+  int32_t *comp_tris;     /* nf */
 } ce_trimesh;
 
 /* ---- bounding volume hierarchy (ce_bvh.c) ------------------------------ */

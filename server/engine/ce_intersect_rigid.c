@@ -552,71 +552,112 @@ static ce_errno tet_tri_pair(tt_query *q, int32_t t, int32_t f, tt_hit *walk) {
   return CE_OK;
 }
 
-/* Surface tracing, as for two tet meshes (ce_intersect_cc.c): N's surface
- * inside M is a surface whose pieces in neighbouring cells (tet of M) x
- * (triangle of N) join across tet faces and triangle edges. N connected
- * and reaching outside M, every piece inside M touches M's boundary where
- * a boundary triangle of M meets a triangle of N: those pairs seed the
- * walk, which steps across the tet faces and triangle edges each polygon's
- * edges lie on (diagonally too where an edge lies on both). The caller
- * falls back to every candidate pair when N has several components (one
- * could lie wholly inside M) or the walk finds nothing (N wholly inside). */
-static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_query *q, int64_t *found) {
-  ce_arena *a = q->b->arena;
-  *found = 0;
-  ce_buf seeds;
-  ce_buf_init(&seeds, sizeof(ce_pair));
-  ce_errno e = ce_bvh_collide(m->bvh.bnd, &n->bvh, q->X_MN, 0, a, &seeds);
-  if (e != CE_OK || seeds.len == 0) return e;
+/* The tets of M whose hierarchy leaves' boxes (widened by tol) meet the
+ * box of points x[0..nx) along each node's axes, in traversal order, into
+ * out (emptied first); stack is scratch. Conservative: every tet the
+ * points' convex hull meets is listed (the boxes hold their tets). */
+static ce_errno tets_near(const ce_bvh *bvh, const ce_vec3 *x, int nx, double tol, ce_arena *a, ce_buf *stack,
+                          ce_buf *out) {
+  out->len = 0;
+  stack->len = 0;
+  if (bvh->nnodes == 0) return CE_OK;
+  if (!ce_buf_push(a, stack)) return CE_ENOMEM;
+  ((int32_t *)stack->data)[0] = 0;
+  while (stack->len > 0) {
+    const ce_bvh_node *nd = &bvh->nodes[((const int32_t *)stack->data)[--stack->len]];
+    int apart = 0;
+    for (int j = 0; j < 3 && !apart; j++) {
+      const ce_vec3 u = ce_v3(nd->axes.m[0][j], nd->axes.m[1][j], nd->axes.m[2][j]);
+      const double h = (j == 0 ? nd->half.x : j == 1 ? nd->half.y : nd->half.z) + tol;
+      double lo = INFINITY, hi = -INFINITY;
+      for (int k = 0; k < nx; k++) {
+        double d = ce_dot(u, ce_sub(x[k], nd->center));
+        lo = fmin(lo, d);
+        hi = fmax(hi, d);
+      }
+      apart = lo > h || hi < -h;
+    }
+    if (apart) continue;
+    if (nd->left < 0) {
+      if (ce_buf_reserve(a, out, nd->count) != CE_OK) return CE_ENOMEM;
+      memcpy((int32_t *)out->data + out->len, bvh->order + nd->first, (size_t)nd->count * sizeof(int32_t));
+      out->len += nd->count;
+      continue;
+    }
+    if (ce_buf_reserve(a, stack, 2) != CE_OK) return CE_ENOMEM;
+    int32_t *st = (int32_t *)stack->data + stack->len;
+    st[0] = nd->right; /* the left child is popped first */
+    st[1] = nd->left;
+    stack->len += 2;
+  }
+  return CE_OK;
+}
+
+/* State of a surface walk: the pairs visited, the queue (pairs from
+ * head on still to evaluate) and whether the arrays are set up. */
+typedef struct tt_walk {
   ce_pairset set;
-  if ((e = ce_pairset_init(a, &set, 4 * seeds.len)) != CE_OK) return e;
   ce_buf queue;
-  ce_buf_init(&queue, sizeof(ce_pair));
-  if (ce_buf_reserve(a, &queue, 256 + 4 * seeds.len) != CE_OK) return CE_ENOMEM;
-  if ((e = vcache_init(&q->cache, a, 4 * seeds.len)) != CE_OK) return e;
+  int64_t head;
+  int ready;
+} tt_walk;
+
+/* Sets up the walk's arrays for about `seeds` seed pairs. */
+static ce_errno walk_init(tt_query *q, tt_walk *w, int64_t seeds) {
+  ce_arena *a = q->b->arena;
+  ce_errno e;
+  if ((e = ce_pairset_init(a, &w->set, 4 * seeds)) != CE_OK) return e;
+  ce_buf_init(&w->queue, sizeof(ce_pair));
+  w->head = 0;
+  if (ce_buf_reserve(a, &w->queue, 256 + 4 * seeds) != CE_OK) return CE_ENOMEM;
+  if ((e = vcache_init(&q->cache, a, 4 * seeds)) != CE_OK) return e;
   {
     /* placed triangles: 322 for 884 seeds at the finest sphere pair, 38
      * for 217 at the coarsest; room for 1 per 2 seeds (grows if needed) */
-    int64_t np = 16 + seeds.len / 2;
+    int64_t np = 16 + seeds / 2;
     if (ce_elemcache_reserve(a, &q->ptris, np, np) != CE_OK) return CE_ENOMEM;
   }
-  {
-    /* The builder's arrays up front rather than grown by copying: at the
-     * finest sphere pair, 884 seeds give 2,739 pairs, 2,382 polygons,
-     * 2,318 vertices and 8,572 corners (at the coarsest, 217 give 54
-     * polygons: small queries have many seeds per polygon, so this is
-     * kept to what the fine case needs, the arena being bounded); room
-     * for 3 polygons and vertices per seed, 4 corners per polygon (all
-     * still grow if needed). */
-    ce_builder *b = q->b;
-    int64_t nf = 3 * seeds.len, nc = 4 * nf;
-    if (ce_buf_reserve(a, &b->v, nf) != CE_OK || ce_buf_reserve(a, &b->p, nf) != CE_OK ||
-        ce_buf_reserve(a, &b->face_vert, nc) != CE_OK || ce_buf_reserve(a, &b->face_off, nf) != CE_OK ||
-        ce_buf_reserve(a, &b->normal, nf) != CE_OK || ce_buf_reserve(a, &b->grad_m, nf) != CE_OK ||
-        ce_buf_reserve(a, &b->grad_n, nf) != CE_OK || ce_buf_reserve(a, &b->elem_m, nf) != CE_OK ||
-        ce_buf_reserve(a, &b->elem_n, nf) != CE_OK)
-      return CE_ENOMEM;
-  }
-  const ce_pair *sp = seeds.data;
+  /* The builder's arrays up front rather than grown by copying: at the
+   * finest sphere pair, 884 seeds give 2,739 pairs, 2,382 polygons, 2,318
+   * vertices and 8,572 corners (at the coarsest, 217 give 54 polygons:
+   * small queries have many seeds per polygon, so this is kept to what the
+   * fine case needs, the arena being bounded); room for 3 polygons and
+   * vertices per seed, 4 corners per polygon (all still grow if needed). */
+  if ((e = ce_builder_reserve(q->b, 3 * seeds, 3 * seeds, 12 * seeds)) != CE_OK) return e;
+  w->ready = 1;
+  return CE_OK;
+}
+
+/* Evaluates the queue, and whenever it runs dry the next seed (a boundary
+ * face of M, pair.a, and a triangle of N, pair.b, in seeds[*next ..)) that
+ * meets and was not visited, until both are used up. Marks the component
+ * of each such seed in seeded and counts them in *nseeds; adds to *found
+ * the polygons with area (kept or dropped). */
+static ce_errno walk_run(const ce_geometry *m, tt_query *q, tt_walk *w, const ce_pair *sp, int64_t nsp,
+                         int64_t *next, unsigned char *seeded, int64_t *nseeds, int64_t *found) {
+  ce_arena *a = q->b->arena;
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->T->adj;
   const int32_t(*adjN)[3] = (const int32_t(*)[3])q->S->adj;
-  int64_t head = 0, next = 0;
+  ce_errno e;
   for (;;) {
-    if (head == queue.len) {
-      if (next == seeds.len) break;
-      int32_t fa = sp[next].a, f = sp[next].b, t = m->bvh.bnd_tet[fa];
-      next++;
-      if (ce_pairset_has(&set, t, f)) continue;
+    if (w->head == w->queue.len) {
+      if (*next == nsp) break;
+      int32_t fa = sp[*next].a, f = sp[*next].b, t = m->bvh.bnd_tet[fa];
+      ++*next;
+      if (ce_pairset_has(&w->set, t, f)) continue;
       const int32_t *ia = m->bvh.bnd_face[fa];
       const ptri *pt = ptri_get(q, f);
       if (!pt) return CE_ENOMEM;
       ce_vec3 x[3];
       for (int k = 0; k < 3; k++) x[k] = q->T->v[ia[k]];
       if (!ce_triangles_meet(x, pt->x, q->eps)) continue;
-      if ((e = ce_walk_push(a, &set, &queue, t, f)) != CE_OK) return e;
+      /* (a seed already visited belongs to a component marked before) */
+      seeded[q->S->comp[f]] = 1;
+      ++*nseeds;
+      if ((e = ce_walk_push(a, &w->set, &w->queue, t, f)) != CE_OK) return e;
       continue;
     }
-    ce_pair pr = ((const ce_pair *)queue.data)[head++];
+    ce_pair pr = ((const ce_pair *)w->queue.data)[w->head++];
     tt_hit h;
     if ((e = tet_tri_pair(q, pr.a, pr.b, &h)) != CE_OK) return e;
     if (h.n < 1) continue;
@@ -636,11 +677,79 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
       /* every combination but (t, f) itself: across the tet faces, across
        * the triangle edges, and diagonally where the edge lies on both */
       for (int u = 0; u < nt; u++)
-        for (int w = 0; w < nf; w++)
-          if ((u || w) && (e = ce_walk_push(a, &set, &queue, tt[u], ff[w])) != CE_OK) return e;
+        for (int v = 0; v < nf; v++)
+          if ((u || v) && (e = ce_walk_push(a, &w->set, &w->queue, tt[u], ff[v])) != CE_OK) return e;
     }
   }
-  q->c->candidate_pairs += queue.len;
+  return CE_OK;
+}
+
+/* Surface tracing, as for two tet meshes (ce_intersect_cc.c): N's surface
+ * inside M is a surface whose pieces in neighbouring cells (tet of M) x
+ * (triangle of N) join across tet faces and triangle edges. Every piece
+ * of a component of N that meets M's boundary reaches that boundary (a
+ * piece that did not would be the whole component), where a boundary
+ * triangle of M meets a triangle of N: those pairs seed the walk, which
+ * steps across the tet faces and triangle edges each polygon's edges lie
+ * on (diagonally too where an edge lies on both).
+ *
+ * A component no seed reached meets no boundary face of M, so being
+ * connected it lies wholly outside M (no contact) or wholly inside M's
+ * volume, where all of it is contact surface. One of its vertices tells
+ * which: inside when some tet of M holds it (within eps: calling an
+ * outside component inside only costs time, as every pair is clipped
+ * exactly). An inside component is walked from every pair of its first
+ * triangle with the tets near that triangle: those cover the triangle, and
+ * the walk steps from there over the whole component.
+ *
+ * *nseeds: the boundary seed pairs that met; *found: the polygons with
+ * area (kept or dropped by the gradient rule). */
+static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_query *q, int64_t *found,
+                              int64_t *nseeds) {
+  ce_arena *a = q->b->arena;
+  const ce_trimesh *S = q->S;
+  const ce_tetmesh *T = q->T;
+  *found = 0;
+  *nseeds = 0;
+  unsigned char *seeded = ce_arena_calloc(a, (size_t)S->ncomp, 1);
+  if (!seeded) return CE_ENOMEM;
+  ce_buf seeds;
+  ce_buf_init(&seeds, sizeof(ce_pair));
+  ce_errno e = ce_bvh_collide(m->bvh.bnd, &n->bvh, q->X_MN, 0, a, &seeds);
+  if (e != CE_OK) return e;
+  tt_walk w;
+  w.ready = 0;
+  int64_t next = 0;
+  if (seeds.len > 0) {
+    if ((e = walk_init(q, &w, seeds.len)) != CE_OK) return e;
+    if ((e = walk_run(m, q, &w, seeds.data, seeds.len, &next, seeded, nseeds, found)) != CE_OK) return e;
+  }
+  ce_buf stack, near;
+  ce_buf_init(&stack, sizeof(int32_t));
+  ce_buf_init(&near, sizeof(int32_t));
+  for (int32_t c = 0; c < S->ncomp; c++) {
+    if (seeded[c]) continue;
+    const int32_t f0 = S->comp_tris[S->comp_off[c]];
+    const ce_vec3 x = ce_pose_apply(q->X_MN, S->v[S->tri[f0][0]]);
+    if ((e = tets_near(&m->bvh, &x, 1, q->eps, a, &stack, &near)) != CE_OK) return e;
+    int inside = 0;
+    for (int64_t k = 0; k < near.len && !inside; k++) {
+      const double(*fp)[4] = T->fplane[((const int32_t *)near.data)[k]];
+      inside = 1;
+      for (int i = 0; i < 4 && inside; i++)
+        inside = fp[0][i] * x.x + fp[1][i] * x.y + fp[2][i] * x.z - fp[3][i] <= q->eps;
+    }
+    if (!inside) continue;
+    const ptri *pt = ptri_get(q, f0);
+    if (!pt) return CE_ENOMEM;
+    if ((e = tets_near(&m->bvh, pt->x, 3, q->eps, a, &stack, &near)) != CE_OK) return e;
+    if (!w.ready && (e = walk_init(q, &w, near.len)) != CE_OK) return e;
+    for (int64_t k = 0; k < near.len; k++)
+      if ((e = ce_walk_push(a, &w.set, &w.queue, ((const int32_t *)near.data)[k], f0)) != CE_OK) return e;
+    int64_t none = 0;
+    if ((e = walk_run(m, q, &w, NULL, 0, &none, seeded, nseeds, found)) != CE_OK) return e;
+  }
+  if (w.ready) q->c->candidate_pairs += w.queue.len;
   return CE_OK;
 }
 
@@ -681,15 +790,18 @@ ce_errno ce_intersect_tet_tri_all(const ce_geometry *m, const ce_geometry *n, co
 
 ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
                               ce_builder *b, ce_counters *c) {
-  if (m->bvh.bnd && m->tet.adj && m->tet.fplane && n->tri.adj && n->tri.ncomp == 1) {
+  if (m->bvh.bnd && m->tet.adj && m->tet.fplane && n->tri.adj && n->tri.comp) {
     tt_query q;
     ce_errno e = tt_query_init(&q, m, n, X_MN, b, c);
     if (e != CE_OK) return e;
-    int64_t found;
-    e = trace_tet_tri(m, n, &q, &found);
+    int64_t found, nseeds;
+    if ((e = trace_tet_tri(m, n, &q, &found, &nseeds)) != CE_OK) return e;
     /* Nothing found: no polygon was added (any polygon counts as found),
-     * so the builder is as it was. */
-    if (e != CE_OK || found > 0) return e;
+     * so the builder is as it was. With no seed, every component lies
+     * outside M (an inside one gives polygons): no contact. Seeds that
+     * met and a walk that found nothing (a touching contact) keep the
+     * check over every candidate pair. */
+    if (found > 0 || nseeds == 0) return CE_OK;
   }
   return ce_intersect_tet_tri_all(m, n, X_MN, b, c);
 }

@@ -828,8 +828,9 @@ Test(intersect_rigid, tet_tri_tracing_matches_all_candidates, .init = setup, .fi
   }
   cr_assert(touching >= 16, "only %d of 24 random poses touch", touching);
   /* A rigid sphere wholly inside the compliant one: no boundary crossing,
-   * the walk finds nothing and every candidate pair is used (near the
-   * centre the gradient rule drops its faces: they count). */
+   * so no seed; its vertex lies in a tet of M and the walk starts from its
+   * first triangle (near the centre the gradient rule drops its faces:
+   * they count). */
   X.p = ce_v3(0.005, 0, 0);
   ce_geometry *small = shape_of(CE_SHAPE_SPHERE, CE_RIGID, 0.03, ce_v3(0, 0, 0), 0.02);
   cr_assert(compare_traced_tri(cs, small, &X, "rigid sphere inside") > 0);
@@ -843,8 +844,9 @@ Test(intersect_rigid, tet_tri_tracing_matches_all_candidates, .init = setup, .fi
 }
 
 /* Two closed shells in one rigid mesh, one crossing the compliant body's
- * boundary and one wholly inside it: the walk alone would miss the inner
- * one, so such meshes (two components) use every candidate pair. */
+ * boundary and one wholly inside it: the walk from the boundary seeds
+ * alone would miss the inner one (no seed reaches it), which is found
+ * inside M by one of its vertices and walked from its first triangle. */
 Test(intersect_rigid, tet_tri_two_component_mesh_keeps_inner_shell, .init = setup, .fini = teardown) {
   ce_arena_destroy(arena);
   arena = ce_arena_create(1 << 20);
@@ -873,5 +875,229 @@ Test(intersect_rigid, tet_tri_two_component_mesh_keeps_inner_shell, .init = setu
   cr_assert(inner > 0, "no polygon from the inner shell");
   cr_assert(compare_traced_tri(cs, two, &X, "two shells") > 0);
   ce_geometry_free(two);
+  ce_geometry_free(cs);
+}
+
+/* ---- rigid meshes of several components ----------------------------------- */
+
+/* Appends to v / t (counts *nv, *nf) the closed surface of the box centre c,
+ * half extents h: 8 corners, 12 triangles wound outward. */
+static void add_box(double *v, int32_t *nv, int32_t *t, int32_t *nf, ce_vec3 c, ce_vec3 h) {
+  const int32_t base = *nv;
+  for (int i = 0; i < 8; i++) {
+    v[3 * (base + i)] = c.x + (i & 1 ? h.x : -h.x);
+    v[3 * (base + i) + 1] = c.y + (i & 2 ? h.y : -h.y);
+    v[3 * (base + i) + 2] = c.z + (i & 4 ? h.z : -h.z);
+  }
+  /* each face as a quad (corner bits), split in two; wound outward by the
+   * sign of the normal against the face's direction from the centre */
+  static const int quad[6][4] = {{0, 2, 6, 4}, {1, 3, 7, 5}, {0, 1, 5, 4}, {2, 3, 7, 6}, {0, 1, 3, 2}, {4, 5, 7, 6}};
+  for (int f = 0; f < 6; f++) {
+    for (int s = 0; s < 2; s++) {
+      int32_t a = base + quad[f][0], b = base + quad[f][1 + s], d = base + quad[f][2 + s];
+      ce_vec3 xa = ce_v3(v[3 * a], v[3 * a + 1], v[3 * a + 2]), xb = ce_v3(v[3 * b], v[3 * b + 1], v[3 * b + 2]),
+              xd = ce_v3(v[3 * d], v[3 * d + 1], v[3 * d + 2]);
+      ce_vec3 nrm = ce_cross(ce_sub(xb, xa), ce_sub(xd, xa));
+      ce_vec3 out = ce_sub(ce_scale(ce_add(ce_add(xa, xb), xd), 1.0 / 3), c);
+      int32_t *o = t + 3 * *nf;
+      o[0] = a;
+      o[1] = ce_dot(nrm, out) > 0 ? b : d;
+      o[2] = ce_dot(nrm, out) > 0 ? d : b;
+      ++*nf;
+    }
+  }
+  *nv += 8;
+}
+
+/* Net force of a builder's faces: the linear pressure integrated over each
+ * face (fanned from its first vertex), along the face normal. */
+static ce_vec3 builder_force(const ce_builder *b) {
+  const int32_t *off = b->face_off.data, *fv = b->face_vert.data;
+  const ce_vec3 *v = b->v.data, *nrm = b->normal.data;
+  const double *p = b->p.data;
+  ce_vec3 F = ce_v3(0, 0, 0);
+  for (int64_t f = 0; f < b->normal.len; f++) {
+    int32_t i0 = fv[off[f]];
+    double fn = 0;
+    for (int k = off[f] + 1; k + 1 < off[f + 1]; k++) {
+      int32_t i1 = fv[k], i2 = fv[k + 1];
+      double a = 0.5 * ce_dot(ce_cross(ce_sub(v[i1], v[i0]), ce_sub(v[i2], v[i0])), nrm[f]);
+      fn += a * (p[i0] + p[i1] + p[i2]) / 3;
+    }
+    F = ce_axpy(F, fn, nrm[f]);
+  }
+  return F;
+}
+
+/* The traced and all-candidates surfaces of m and n at X: same polygons,
+ * drops, source pairs and area (ce_test_compare_traced), and the same net
+ * force (1e-9 relative). Returns both paths' counters and the area; b
+ * keeps the traced surface (arena reset first). */
+typedef struct multi_run {
+  ce_counters traced, all;
+  double area;
+  ce_vec3 force;
+} multi_run;
+
+static multi_run traced_and_all(const ce_geometry *m, const ce_geometry *n, const ce_pose *X, ce_builder *b,
+                                const char *what) {
+  multi_run r;
+  ce_test_compare_traced(ce_intersect_tet_tri_all, ce_intersect_tet_tri, m, n, X, arena, what);
+  ce_arena_reset(arena);
+  ce_builder ba;
+  cr_assert_eq(ce_builder_init(&ba, arena), CE_OK);
+  cr_assert_eq(ce_builder_init(b, arena), CE_OK);
+  memset(&r, 0, sizeof r);
+  cr_assert_eq(ce_intersect_tet_tri_all(m, n, X, &ba, &r.all), CE_OK);
+  cr_assert_eq(ce_intersect_tet_tri(m, n, X, b, &r.traced), CE_OK);
+  ce_vec3 Fa = builder_force(&ba);
+  r.force = builder_force(b);
+  cr_assert(ce_norm(ce_sub(Fa, r.force)) <= 1e-9 * ce_norm(Fa), "%s: force (%g %g %g) traced vs (%g %g %g)", what,
+            r.force.x, r.force.y, r.force.z, Fa.x, Fa.y, Fa.z);
+  cr_assert_eq(b->normal.len, ba.normal.len, "%s: %lld faces traced, %lld from all pairs", what,
+               (long long)b->normal.len, (long long)ba.normal.len);
+  r.area = ce_test_builder_area(b);
+  return r;
+}
+
+/* The area of the faces whose triangle of N lies in [f0, f1). */
+static double area_from_tris(const ce_builder *b, int32_t f0, int32_t f1, int64_t *faces) {
+  const int32_t *off = b->face_off.data, *fv = b->face_vert.data, *en = b->elem_n.data;
+  const ce_vec3 *v = b->v.data, *nrm = b->normal.data;
+  double a = 0;
+  *faces = 0;
+  for (int64_t f = 0; f < b->normal.len; f++) {
+    if (en[f] < f0 || en[f] >= f1) continue;
+    ++*faces;
+    ce_vec3 s = ce_v3(0, 0, 0), x0 = v[fv[off[f]]];
+    for (int k = off[f] + 1; k + 1 < off[f + 1]; k++) s = ce_add(s, ce_cross(ce_sub(v[fv[k]], x0), ce_sub(v[fv[k + 1]], x0)));
+    a += 0.5 * ce_dot(s, nrm[f]);
+  }
+  return a;
+}
+
+/* Four feet (boxes) in one rigid mesh under a compliant sphere: three
+ * cross its boundary, one is clear of it. The walk covers the three (each
+ * component that meets M's boundary is seeded); the fourth has no seed and
+ * its vertex is outside M, so it adds nothing. Same surface as every
+ * candidate pair, at a fraction of the pairs. */
+Test(intersect_rigid, tet_tri_four_feet_traced, .init = setup, .fini = teardown) {
+  ce_arena_destroy(arena);
+  arena = ce_arena_create(1 << 20);
+  ce_geometry *cs = shape_of(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.013);
+  double v[4 * 24];
+  int32_t t[4 * 36], nv = 0, nf = 0;
+  /* the sphere's surface is at z = -0.0707 above (+-0.05, +-0.05): feet
+   * spanning z in [-0.1, -0.06] cross it; the last one, in [-0.15, -0.11],
+   * lies below the sphere (its lowest point is z = -0.1) */
+  const ce_vec3 h = ce_v3(0.02, 0.02, 0.02);
+  add_box(v, &nv, t, &nf, ce_v3(0.05, 0.05, -0.08), h);
+  add_box(v, &nv, t, &nf, ce_v3(-0.05, 0.05, -0.08), h);
+  add_box(v, &nv, t, &nf, ce_v3(-0.05, -0.05, -0.08), h);
+  add_box(v, &nv, t, &nf, ce_v3(0.05, -0.05, -0.13), h);
+  ce_geometry *feet = rigid_trimesh(nv, v, nf, t);
+  cr_assert_eq(feet->tri.ncomp, 4);
+  for (int c = 0; c < 4; c++) {
+    cr_assert_eq(feet->tri.comp_off[c], 12 * c);
+    for (int k = 0; k < 12; k++) cr_assert_eq(feet->tri.comp[12 * c + k], c);
+  }
+  ce_pose X = ce_pose_identity();
+  ce_builder b;
+  multi_run r = traced_and_all(cs, feet, &X, &b, "four feet");
+  cr_assert(r.area > 0 && r.force.z > 0, "area %g force z %g", r.area, r.force.z);
+  /* each touching foot is in the surface, the clear one is not */
+  for (int c = 0; c < 4; c++) {
+    int64_t faces;
+    double a = area_from_tris(&b, 12 * c, 12 * c + 12, &faces);
+    if (c < 3) cr_assert(faces > 0 && a > 0, "foot %d: %lld faces, area %g", c, (long long)faces, a);
+    else cr_assert_eq(faces, 0, "the clear foot gave %lld faces", (long long)faces);
+  }
+  /* the traced path ran (the all-candidates path would count every pair) */
+  cr_assert(r.traced.candidate_pairs * 3 < r.all.candidate_pairs, "traced %lld pairs, all %lld",
+            (long long)r.traced.candidate_pairs, (long long)r.all.candidate_pairs);
+  /* a pose that turns the feet: the same */
+  uint64_t st = 7;
+  for (int k = 0; k < 4; k++) {
+    ce_pose Y = ce_pose_from_quat(ce_test_rand_quat(&st), ce_v3(0, 0, 0));
+    char what[32];
+    snprintf(what, sizeof what, "four feet turned %d", k);
+    multi_run ry = traced_and_all(cs, feet, &Y, &b, what);
+    cr_assert(ry.traced.candidate_pairs * 3 < ry.all.candidate_pairs, "%s: traced %lld pairs, all %lld", what,
+              (long long)ry.traced.candidate_pairs, (long long)ry.all.candidate_pairs);
+  }
+  ce_geometry_free(feet);
+  ce_geometry_free(cs);
+}
+
+/* One rigid mesh of four components: a box crossing the compliant
+ * sphere's boundary, a closed box wholly inside it, a square plate wholly
+ * inside it (open, facing the centre) and a plate outside it. The inner
+ * ones meet no boundary face, so no seed reaches them: their vertex lies
+ * in a tet of M, and their whole surface is in the contact surface. The
+ * plate at x = 0.05 faces -x, along the pressure gradient (towards the
+ * centre), so the gradient rule keeps it: its area is exactly 0.02^2. */
+Test(intersect_rigid, tet_tri_component_wholly_inside, .init = setup, .fini = teardown) {
+  ce_arena_destroy(arena);
+  arena = ce_arena_create(1 << 20);
+  ce_geometry *cs = shape_of(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.013);
+  double v[3 * 24 + 3 * 8];
+  int32_t t[3 * 36 + 3 * 4], nv = 0, nf = 0;
+  add_box(v, &nv, t, &nf, ce_v3(0, 0, -0.1), ce_v3(0.03, 0.03, 0.03));  /* crossing: triangles 0-11 */
+  add_box(v, &nv, t, &nf, ce_v3(-0.04, 0.01, 0.02), ce_v3(0.01, 0.015, 0.02)); /* inside: 12-23 */
+  /* plates: triangles 24-25 (inside, x = 0.05) and 26-27 (outside, x = 0.15) */
+  const double px[2] = {0.05, 0.15};
+  for (int k = 0; k < 2; k++) {
+    const int32_t base = nv;
+    const double yz[4][2] = {{-0.01, -0.01}, {0.01, -0.01}, {0.01, 0.01}, {-0.01, 0.01}};
+    for (int i = 0; i < 4; i++) {
+      v[3 * nv] = px[k];
+      v[3 * nv + 1] = yz[i][0];
+      v[3 * nv + 2] = yz[i][1];
+      nv++;
+    }
+    /* (0, 2, 1) and (0, 3, 2): normal -x */
+    const int32_t q[6] = {0, 2, 1, 0, 3, 2};
+    for (int i = 0; i < 6; i++) t[3 * nf + i] = base + q[i];
+    nf += 2;
+  }
+  ce_geometry *n = rigid_trimesh(nv, v, nf, t);
+  cr_assert_eq(n->tri.ncomp, 4);
+  cr_assert(n->tri.normal[24].x < -0.999 && n->tri.normal[25].x < -0.999);
+  ce_pose X = ce_pose_identity();
+  ce_builder b;
+  multi_run r = traced_and_all(cs, n, &X, &b, "inner components");
+  int64_t faces;
+  /* the crossing box and the inner box are both in the surface */
+  cr_assert(area_from_tris(&b, 0, 12, &faces) > 0 && faces > 0, "crossing box missing");
+  double inner_box = area_from_tris(&b, 12, 24, &faces);
+  cr_assert(faces > 0 && inner_box > 0, "inner box missing");
+  /* at most its full surface area (the gradient rule drops the faces
+   * turned away from the centre) */
+  cr_assert(inner_box <= 8 * (0.01 * 0.015 + 0.01 * 0.02 + 0.015 * 0.02) * (1 + 1e-12), "inner box area %g",
+            inner_box);
+  double plate = area_from_tris(&b, 24, 26, &faces);
+  cr_assert(fabs(plate - 4e-4) <= 1e-12 * 4e-4, "inner plate area %.17g, want 4e-4", plate);
+  cr_assert(area_from_tris(&b, 26, 28, &faces) == 0 && faces == 0, "outer plate in the surface");
+  /* the traced path ran */
+  cr_assert(r.traced.candidate_pairs * 2 < r.all.candidate_pairs, "traced %lld pairs, all %lld",
+            (long long)r.traced.candidate_pairs, (long long)r.all.candidate_pairs);
+  /* The inner box and the outer plate alone: no seed at all, so neither
+   * the walk nor the fall-back runs; still the same surface. */
+  double v2[3 * 12];
+  int32_t t2[3 * 14], nv2 = 0, nf2 = 0;
+  add_box(v2, &nv2, t2, &nf2, ce_v3(-0.04, 0.01, 0.02), ce_v3(0.01, 0.015, 0.02));
+  memcpy(v2 + 3 * nv2, v + 3 * (nv - 4), 12 * sizeof *v);
+  for (int i = 0; i < 6; i++) t2[3 * nf2 + i] = t[3 * (nf - 2) + i] - (nv - 4) + nv2;
+  nv2 += 4;
+  nf2 += 2;
+  ce_geometry *inner = rigid_trimesh(nv2, v2, nf2, t2);
+  cr_assert_eq(inner->tri.ncomp, 2);
+  multi_run ri = traced_and_all(cs, inner, &X, &b, "inner box, outer plate");
+  cr_assert(fabs(ri.area - inner_box) <= 1e-12 * inner_box, "inner box alone %.17g, with the others %.17g", ri.area,
+            inner_box);
+  cr_assert(ri.traced.candidate_pairs * 2 < ri.all.candidate_pairs, "traced %lld pairs, all %lld",
+            (long long)ri.traced.candidate_pairs, (long long)ri.all.candidate_pairs);
+  ce_geometry_free(inner);
+  ce_geometry_free(n);
   ce_geometry_free(cs);
 }
