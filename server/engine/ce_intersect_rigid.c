@@ -552,47 +552,6 @@ static ce_errno tet_tri_pair(tt_query *q, int32_t t, int32_t f, tt_hit *walk) {
   return CE_OK;
 }
 
-/* The tets of M whose hierarchy leaves' boxes (widened by tol) meet the
- * box of points x[0..nx) along each node's axes, in traversal order, into
- * out (emptied first); stack is scratch. Conservative: every tet the
- * points' convex hull meets is listed (the boxes hold their tets). */
-static ce_errno tets_near(const ce_bvh *bvh, const ce_vec3 *x, int nx, double tol, ce_arena *a, ce_buf *stack,
-                          ce_buf *out) {
-  out->len = 0;
-  stack->len = 0;
-  if (bvh->nnodes == 0) return CE_OK;
-  if (!ce_buf_push(a, stack)) return CE_ENOMEM;
-  ((int32_t *)stack->data)[0] = 0;
-  while (stack->len > 0) {
-    const ce_bvh_node *nd = &bvh->nodes[((const int32_t *)stack->data)[--stack->len]];
-    int apart = 0;
-    for (int j = 0; j < 3 && !apart; j++) {
-      const ce_vec3 u = ce_v3(nd->axes.m[0][j], nd->axes.m[1][j], nd->axes.m[2][j]);
-      const double h = (j == 0 ? nd->half.x : j == 1 ? nd->half.y : nd->half.z) + tol;
-      double lo = INFINITY, hi = -INFINITY;
-      for (int k = 0; k < nx; k++) {
-        double d = ce_dot(u, ce_sub(x[k], nd->center));
-        lo = fmin(lo, d);
-        hi = fmax(hi, d);
-      }
-      apart = lo > h || hi < -h;
-    }
-    if (apart) continue;
-    if (nd->left < 0) {
-      if (ce_buf_reserve(a, out, nd->count) != CE_OK) return CE_ENOMEM;
-      memcpy((int32_t *)out->data + out->len, bvh->order + nd->first, (size_t)nd->count * sizeof(int32_t));
-      out->len += nd->count;
-      continue;
-    }
-    if (ce_buf_reserve(a, stack, 2) != CE_OK) return CE_ENOMEM;
-    int32_t *st = (int32_t *)stack->data + stack->len;
-    st[0] = nd->right; /* the left child is popped first */
-    st[1] = nd->left;
-    stack->len += 2;
-  }
-  return CE_OK;
-}
-
 /* State of a surface walk: the pairs visited, the queue (pairs from
  * head on still to evaluate) and whether the arrays are set up. */
 typedef struct tt_walk {
@@ -724,14 +683,14 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
     if ((e = walk_init(q, &w, seeds.len)) != CE_OK) return e;
     if ((e = walk_run(m, q, &w, seeds.data, seeds.len, &next, seeded, nseeds, found)) != CE_OK) return e;
   }
-  ce_buf stack, near;
-  ce_buf_init(&stack, sizeof(int32_t));
+  ce_buf near;
   ce_buf_init(&near, sizeof(int32_t));
   for (int32_t c = 0; c < S->ncomp; c++) {
     if (seeded[c]) continue;
     const int32_t f0 = S->comp_tris[S->comp_off[c]];
     const ce_vec3 x = ce_pose_apply(q->X_MN, S->v[S->tri[f0][0]]);
-    if ((e = tets_near(&m->bvh, &x, 1, q->eps, a, &stack, &near)) != CE_OK) return e;
+    near.len = 0;
+    if ((e = ce_bvh_near_points(&m->bvh, &x, 1, q->eps, a, &near)) != CE_OK) return e;
     int inside = 0;
     for (int64_t k = 0; k < near.len && !inside; k++) {
       const double(*fp)[4] = T->fplane[((const int32_t *)near.data)[k]];
@@ -742,7 +701,8 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
     if (!inside) continue;
     const ptri *pt = ptri_get(q, f0);
     if (!pt) return CE_ENOMEM;
-    if ((e = tets_near(&m->bvh, pt->x, 3, q->eps, a, &stack, &near)) != CE_OK) return e;
+    near.len = 0;
+    if ((e = ce_bvh_near_points(&m->bvh, pt->x, 3, q->eps, a, &near)) != CE_OK) return e;
     if (!w.ready && (e = walk_init(q, &w, near.len)) != CE_OK) return e;
     for (int64_t k = 0; k < near.len; k++)
       if ((e = ce_walk_push(a, &w.set, &w.queue, ((const int32_t *)near.data)[k], f0)) != CE_OK) return e;
