@@ -680,6 +680,25 @@ static void mmb_prism(mmb *b, const int32_t p[6]) {
   mmb_tet(b, q[0], q[4], q[5], q[3]);
 }
 
+/* A quadrilateral face (cyclic a b c d) as two triangles split along the
+ * diagonal through its smallest vertex index: the face mmb_prism gives a
+ * prism's quad, so regions that share it conform. Returns the polygon. */
+static int32_t mmb_quad(mmb *b, const int32_t q[4]) {
+  if (b->oom) return 0;
+  if (!grow((void **)&b->poly_off, &b->cappoly, b->npoly + 2, sizeof *b->poly_off)) {
+    b->oom = 1;
+    return 0;
+  }
+  if (b->npoly == 0) b->poly_off[0] = 0;
+  int im = 0;
+  for (int i = 1; i < 4; ++i)
+    if (q[i] < q[im]) im = i;
+  mmb_tri(b, q[im], q[(im + 1) % 4], q[(im + 2) % 4]);
+  mmb_tri(b, q[im], q[(im + 2) % 4], q[(im + 3) % 4]);
+  b->poly_off[b->npoly + 1] = b->ntri;
+  return b->npoly++;
+}
+
 /* Snap a medial offset to zero when it is round-off relative to the size. */
 static double snap(double d, double size) { return d < 1e-9 * size ? 0.0 : d; }
 
@@ -972,9 +991,11 @@ static double cyl_field(const void *ctx, ce_vec3 x) {
  * side wedge is cut into m slices of height ~h along |z| <= zo (triangular
  * prisms O_j P_i,j P_i+1,j, split by the smallest-index rule) plus a
  * pyramid at each end (apex at the segment's end, base the outer face
- * above |z| = zo); each cap region is coned from its apex over the cap
- * fanned around its centre. */
-static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, double E,
+ * above |z| = zo); each cap region is coned from its apex over the cap,
+ * cut into K rings of n sectors (the field there depends on z alone, so
+ * any cut keeps it exact; the rings give the cap a resolution across its
+ * radius, as contact on a flat end needs). */
+static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, int32_t K, double E,
                                    ce_rawmesh *out, ce_error *err) {
   double l = 0.5 * L, rho = R * cos(M_PI / n);
   double zo = snap(l - rho, l);
@@ -1001,7 +1022,6 @@ static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, dou
     Vm[i] = mmb_vertex(&B, ce_v3(x, y, -l), 1);
     for (int32_t j = 0; j <= m; ++j) P[(int64_t)j * n + i] = mmb_vertex(&B, ce_v3(x, y, B.v[O[j]].z), 1);
   }
-  int32_t Cp = mmb_vertex(&B, ce_v3(0, 0, l), 1), Cm = mmb_vertex(&B, ce_v3(0, 0, -l), 1);
   for (int32_t i = 0; i < n && !B.oom; ++i) {
     int32_t k = (i + 1) % n;
     for (int32_t j = 0; j < m; ++j) {
@@ -1016,9 +1036,26 @@ static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, dou
     int32_t ob = O[0], qi = P[i], qk = P[k];
     mmb_tet(&B, ob, qi, qk, Vm[k]);
     mmb_tet(&B, ob, qi, Vm[k], Vm[i]);
-    /* caps */
-    mmb_tet(&B, ot, Cp, Vp[i], Vp[k]);
-    mmb_tet(&B, ob, Cm, Vm[i], Vm[k]);
+    /* caps: from the apex, the ring pieces of sector (i, k) of the cap */
+    for (int s = 0; s < 2; ++s) {
+      double z = s ? -l : l;
+      int32_t apex = s ? ob : ot;
+      const ce_vec3 a = B.v[s ? Vm[i] : Vp[i]], c = B.v[s ? Vm[k] : Vp[k]];
+      int32_t in_i = mmb_vertex(&B, ce_v3(0, 0, z), 1), in_k = in_i;
+      for (int32_t r = 1; r <= K && !B.oom; ++r) {
+        double f = (double)r / K;
+        int32_t out_i = r == K ? (s ? Vm[i] : Vp[i]) : mmb_vertex(&B, ce_v3(f * a.x, f * a.y, z), 1);
+        int32_t out_k = r == K ? (s ? Vm[k] : Vp[k]) : mmb_vertex(&B, ce_v3(f * c.x, f * c.y, z), 1);
+        if (r == 1) {
+          mmb_tet(&B, apex, in_i, out_i, out_k);
+        } else {
+          mmb_tet(&B, apex, in_i, in_k, out_k);
+          mmb_tet(&B, apex, in_i, out_k, out_i);
+        }
+        in_i = out_i;
+        in_k = out_k;
+      }
+    }
   }
   free(P); free(O); free(Vp); free(Vm);
   return mmb_finish(&B, out, "cylinder", err);
@@ -1027,24 +1064,27 @@ static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, dou
 /* Regular n-gon prism, medial-axis mesh. Long (l >= apothem rho): see
  * cylinder_long_tets. Flat (l < rho): the medial set includes the polygon W
  * of apothem rho - l in z = 0; the caps own frustums down to W, the sides
- * own wedges up to W's edges. The side regions, and the n sectors of each
- * cap frustum, are coned from interior points. */
-static ce_errno cylinder_tets(double R, double L, int32_t n, int32_t slices, double E,
+ * own wedges up to W's edges. The side regions are coned from interior
+ * points. Each cap frustum is cut into n sectors and K rings (the cap's
+ * rings scaled down onto W): a piece between two rings is two triangular
+ * prisms (one at the centre), split by the smallest-index rule, which also
+ * splits the roofs the side regions share. */
+static ce_errno cylinder_tets(double R, double L, int32_t n, int32_t slices, int32_t K, double E,
                               ce_rawmesh *m, ce_error *err) {
   double l = 0.5 * L, rho = R * cos(M_PI / n);
-  if (!(l < rho && snap(rho - l, rho) > 0)) return cylinder_long_tets(R, L, n, slices, E, m, err);
+  if (!(l < rho && snap(rho - l, rho) > 0)) return cylinder_long_tets(R, L, n, slices, K, E, m, err);
   cyl_ctx ctx = {n, R, rho, l, E, fmin(rho, l)};
   mmb B;
   memset(&B, 0, sizeof B);
   B.field = cyl_field;
   B.ctx = &ctx;
   int32_t *Vp = calloc((size_t)n, sizeof *Vp), *Vm = calloc((size_t)n, sizeof *Vm);
-  int32_t *W = calloc((size_t)n, sizeof *W), *poly = malloc((size_t)(2 * n + 4) * sizeof *poly);
+  int32_t *W = calloc((size_t)n, sizeof *W);
   int32_t *side = malloc((size_t)n * sizeof *side), *rad = malloc((size_t)n * sizeof *rad);
   int32_t *roofp = malloc((size_t)n * sizeof *roofp), *roofm = malloc((size_t)n * sizeof *roofm);
   ce_vec3 *ring = malloc((size_t)n * sizeof *ring);
-  if (!Vp || !Vm || !W || !poly || !side || !rad || !roofp || !roofm || !ring) {
-    free(Vp); free(Vm); free(W); free(poly); free(side); free(rad); free(roofp); free(roofm);
+  if (!Vp || !Vm || !W || !side || !rad || !roofp || !roofm || !ring) {
+    free(Vp); free(Vm); free(W); free(side); free(rad); free(roofp); free(roofm);
     free(ring);
     return oom(err, "cylinder");
   }
@@ -1063,33 +1103,41 @@ static ce_errno cylinder_tets(double R, double L, int32_t n, int32_t slices, dou
     int32_t q[3] = {Vp[i], Vm[i], W[i]};
     int32_t rp[4] = {Vp[i], Vp[j], W[j], W[i]}, rm[4] = {Vm[i], Vm[j], W[j], W[i]};
     rad[i] = mmb_polygon(&B, q, 3, 0);
-    roofp[i] = mmb_polygon(&B, rp, 4, 0);
-    roofm[i] = mmb_polygon(&B, rm, 4, 0);
+    roofp[i] = mmb_quad(&B, rp);
+    roofm[i] = mmb_quad(&B, rm);
   }
   for (int32_t i = 0; i < n && !B.oom; ++i) {
     int32_t r[5] = {side[i], rad[i], rad[(i + 1) % n], roofp[i], roofm[i]};
     mmb_region(&B, r, 5);
   }
-  /* each cap frustum is cut into n sectors by the radial planes through the
-   * polygon's vertices, so its tets stay within one sector */
+  /* the cap frustums: ring r of sector (i, k) joins the cap's ring points
+   * at radius r/K (z = +-l) to W's at the same fraction (z = 0) */
   int32_t O = mmb_vertex(&B, ce_v3(0, 0, 0), 0);
   for (int sgn = 0; sgn < 2 && !B.oom; ++sgn) {
     double zc = sgn ? -l : l;
-    int32_t C = mmb_vertex(&B, ce_v3(0, 0, zc), 1);
     const int32_t *V = sgn ? Vm : Vp;
-    for (int32_t i = 0; i < n; ++i) { /* radial quads, shared by sectors i-1, i */
-      int32_t q[4] = {O, C, V[i], W[i]};
-      poly[i] = mmb_polygon(&B, q, 4, 0);
-    }
+    int32_t C = mmb_vertex(&B, ce_v3(0, 0, zc), 1);
     for (int32_t i = 0; i < n && !B.oom; ++i) {
       int32_t k = (i + 1) % n;
-      int32_t top[3] = {C, V[i], V[k]}, bot[3] = {O, W[i], W[k]};
-      int32_t r[5] = {mmb_polygon(&B, top, 3, 1), mmb_polygon(&B, bot, 3, 0),
-                      sgn ? roofm[i] : roofp[i], poly[i], poly[k]};
-      mmb_region(&B, r, 5);
+      int32_t ti = C, tk = C, bi = O, bk = O; /* inner ring: top, bottom */
+      for (int32_t r = 1; r <= K && !B.oom; ++r) {
+        double f = (double)r / K;
+        int32_t Ti = r == K ? V[i] : mmb_vertex(&B, ce_v3(f * ring[i].x, f * ring[i].y, zc), 1);
+        int32_t Tk = r == K ? V[k] : mmb_vertex(&B, ce_v3(f * ring[k].x, f * ring[k].y, zc), 1);
+        int32_t Bi = r == K ? W[i] : mmb_vertex(&B, ce_v3(f * s * ring[i].x, f * s * ring[i].y, 0), 0);
+        int32_t Bk = r == K ? W[k] : mmb_vertex(&B, ce_v3(f * s * ring[k].x, f * s * ring[k].y, 0), 0);
+        /* prisms: bottom (on W's plane) then top, p[j + 3] above p[j] */
+        int32_t p1[6] = {bi, Bk, Bi, ti, Tk, Ti};
+        mmb_prism(&B, p1);
+        if (r > 1) {
+          int32_t p2[6] = {bi, bk, Bk, ti, tk, Tk};
+          mmb_prism(&B, p2);
+        }
+        ti = Ti, tk = Tk, bi = Bi, bk = Bk;
+      }
     }
   }
-  free(Vp); free(Vm); free(W); free(poly); free(side); free(rad); free(roofp); free(roofm);
+  free(Vp); free(Vm); free(W); free(side); free(rad); free(roofp); free(roofm);
   free(ring);
   return mmb_finish(&B, m, "cylinder", err);
 }
@@ -1263,16 +1311,19 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       /* long: m slices of the axis segment |z| <= L/2 - apothem */
       double zo = 0.5 * L - R * cos(M_PI / fmin(nd, 1e9));
       double slices = zo > 0 ? fmax(1.0, ceil(2.0 * zo / hint - 1e-9)) : 0.0;
-      /* flat: each side region makes at most 14 tets, each cap at most 6 n;
-       * long: 3 per slice and 6 more per side */
-      double bound = compliant ? nd * fmax(26.0, 3.0 * slices + 6.0) : 2.0 * nd;
+      /* rings of ~h across each cap's radius */
+      double rings = fmax(1.0, ceil(R / hint - 1e-9));
+      /* flat: each side region makes at most 14 tets, each cap sector at
+       * most 6 per ring; long: 3 per slice and 4 more per side, and 2 per
+       * ring of each cap sector */
+      double bound = compliant ? nd * fmax(14.0 + 12.0 * rings, 3.0 * slices + 4.0 + 4.0 * rings) : 2.0 * nd;
       if (bound > MAXEL)
         return ce_fail(err, CE_ELIMIT,
                        "cylinder radius %g length %g with hint %g needs a %.3g-gon (%.3g "
-                       "slices, ~%.3g %s), over the limit of %d",
-                       R, L, hint, nd, compliant ? slices : 0.0, bound,
+                       "slices, %.3g rings, ~%.3g %s), over the limit of %d",
+                       R, L, hint, nd, compliant ? slices : 0.0, compliant ? rings : 0.0, bound,
                        compliant ? "tets" : "triangles", MAXEL);
-      return compliant ? cylinder_tets(R, L, (int32_t)nd, (int32_t)slices, E, m, err)
+      return compliant ? cylinder_tets(R, L, (int32_t)nd, (int32_t)slices, (int32_t)rings, E, m, err)
                        : cylinder_surface(R, L, hint, (int32_t)nd, m, err);
     }
     case CE_SHAPE_CAPSULE: {

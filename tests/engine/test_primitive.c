@@ -376,14 +376,16 @@ Test(primitive, cylinder_exact_field) {
 
 Test(primitive, long_cylinder_sliced_along_axis) {
   /* the side wedges are cut into slices of height <= h along the medial
-   * segment |z| <= L/2 - apothem: n (3 slices + 4) + 2 n cap tets */
+   * segment |z| <= L/2 - apothem: n (3 slices + 4) tets, and each cap's n
+   * sectors into K = R/h rings of 2 tets (1 at the centre) */
   const double R = 0.1, L = 0.5, h = 0.02;
   const int n = 32;
   const double zo = L / 2 - R * cos(M_PI / n);
   const int slices = (int)ceil(2 * zo / h);
   ce_rawmesh m = make(shape_rl(CE_SHAPE_CYLINDER, R, L), CE_COMPLIANT, h);
   cr_assert_eq(slices, 16);
-  cr_assert_eq(m.nt, n * (3 * slices + 6));
+  const int K = 5;
+  cr_assert_eq(m.nt, n * (3 * slices + 4) + 2 * n * (2 * K - 1));
   for (int32_t t = 0; t < m.nt; ++t) {
     double zlo = INFINITY, zhi = -INFINITY;
     for (int k = 0; k < 4; ++k) {
@@ -394,6 +396,43 @@ Test(primitive, long_cylinder_sliced_along_axis) {
       cr_assert_leq(zhi - zlo, h, "tet %d spans %g in z", t, zhi - zlo);
   }
   ce_rawmesh_free(&m);
+}
+
+/* Contact on a flat end (a coin, a can on a table) needs the cap resolved
+ * across its radius, not only around it: both the long and the flat
+ * cylinder put rings of vertices every R/K <= h on each cap, and no tet
+ * with a face on the cap reaches across more than one ring. */
+Test(primitive, cylinder_caps_have_rings) {
+  const double R = 0.1, h = 0.02, lengths[2] = {0.5, 0.05};
+  const int K = 5;
+  for (int i = 0; i < 2; ++i) {
+    double l = lengths[i] / 2;
+    ce_rawmesh m = make(shape_rl(CE_SHAPE_CYLINDER, R, lengths[i]), CE_COMPLIANT, h);
+    int seen[6] = {0, 0, 0, 0, 0, 0};
+    for (int32_t k = 0; k < m.nv; ++k) {
+      if (fabs(fabs(m.v[k].z) - l) > 1e-12) continue;
+      double r = hypot(m.v[k].x, m.v[k].y) / R * K;
+      int ri = (int)lround(r);
+      cr_assert(fabs(r - ri) < 1e-9, "length %g: cap vertex %d at radius %g R/K", lengths[i], k, r);
+      seen[ri]++;
+    }
+    for (int r = 0; r <= K; ++r) cr_assert_gt(seen[r], 0, "length %g: no cap vertex on ring %d", lengths[i], r);
+    cr_assert_eq(seen[0], 2, "one centre per cap");
+    for (int32_t t = 0; t < m.nt; ++t) {
+      int on = 0;
+      double rlo = INFINITY, rhi = -INFINITY;
+      for (int k = 0; k < 4; ++k) {
+        ce_vec3 x = m.v[m.tet[t][k]];
+        if (fabs(fabs(x.z) - l) > 1e-12) continue;
+        on++;
+        double r = hypot(x.x, x.y);
+        rlo = fmin(rlo, r), rhi = fmax(rhi, r);
+      }
+      if (on == 3) cr_assert_leq(rhi - rlo, R / K * (1 + 1e-9), "length %g: tet %d spans %g across the cap", lengths[i], t,
+                                 rhi - rlo);
+    }
+    ce_rawmesh_free(&m);
+  }
 }
 
 Test(primitive, cylinder_volume_converges) {
