@@ -994,7 +994,7 @@ static double cyl_field(const void *ctx, ce_vec3 x) {
  * above |z| = zo); each cap region is coned from its apex over the cap,
  * cut into K rings of n sectors (the field there depends on z alone, so
  * any cut keeps it exact; the rings give the cap a resolution across its
- * radius, as contact on a flat end needs). */
+ * radius, as contact on a flat end needs; K is chosen by the caller). */
 static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, int32_t K, double E,
                                    ce_rawmesh *out, ce_error *err) {
   double l = 0.5 * L, rho = R * cos(M_PI / n);
@@ -1311,8 +1311,14 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       /* long: m slices of the axis segment |z| <= L/2 - apothem */
       double zo = 0.5 * L - R * cos(M_PI / fmin(nd, 1e9));
       double slices = zo > 0 ? fmax(1.0, ceil(2.0 * zo / hint - 1e-9)) : 0.0;
-      /* rings of ~h across each cap's radius */
-      double rings = fmax(1.0, ceil(R / hint - 1e-9));
+      /* rings every ~4h across each cap's radius: the sectors resolve the
+       * angle; a flat end pressed on a plane (the coin of seed 001, the
+       * daemon's coin example, compliant coin at hint R/16: eps at rest
+       * 0.598 with fans from centre to rim, 0.6512 with rings every 4h,
+       * 0.6519 every 2h, 0.6521 every h, against 0.653) needs only a few,
+       * and every ring adds 6 tets per sector crossing the contact plane
+       * (2,828 polygons in 1.1 ms a query at 4h; 10,100 in 5.9 ms at h) */
+      double rings = fmax(1.0, ceil(0.25 * R / hint - 1e-9));
       /* flat: each side region makes at most 14 tets, each cap sector at
        * most 6 per ring; long: 3 per slice and 4 more per side, and 2 per
        * ring of each cap sector */
