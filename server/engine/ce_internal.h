@@ -231,6 +231,12 @@ ce_errno ce_elemcache_reserve(ce_arena *a, ce_elemcache *c, int64_t map_want, in
 /* Doubles the map (rehashing). */
 ce_errno ce_elemcache_grow(ce_arena *a, ce_elemcache *c);
 
+/* Whether x (g's frame) lies in some tet of g, within eps of its faces
+ * (located through g's hierarchy; near is scratch). On arena exhaustion
+ * returns 0 with *e = CE_ENOMEM, else *e = CE_OK. Surface tracing asks it
+ * whether a piece no seed reached lies inside the compliant body. */
+int ce_tets_contain(const ce_geometry *g, ce_vec3 x, double eps, ce_arena *a, ce_buf *near, ce_errno *e);
+
 /* The entry for element id: *fresh = 1 when it was just added (the caller
  * fills it), 0 when it is the one made before. NULL when the arena is
  * exhausted. elem: the entry size given to ce_elemcache_init, passed again

@@ -334,19 +334,6 @@ static ce_errno run_all_candidates(const ce_geometry *m, const ce_geometry *n, c
  * field inside the other with no crossing) are found only through the
  * fallback below, which runs when the walk finds nothing. */
 
-/* Whether x (g's frame) lies in a tet of g, within eps of its faces. */
-static int inside_tets(const ce_geometry *g, ce_vec3 x, double eps, ce_arena *a, ce_buf *near, ce_errno *e) {
-  near->len = 0;
-  if ((*e = ce_bvh_near_points(&g->bvh, &x, 1, eps, a, near)) != CE_OK) return 0;
-  for (int64_t k = 0; k < near->len; k++) {
-    const double(*fp)[4] = g->tet.fplane[((const int32_t *)near->data)[k]];
-    int in = 1;
-    for (int i = 0; i < 4 && in; i++) in = fp[0][i] * x.x + fp[1][i] * x.y + fp[2][i] * x.z - fp[3][i] <= eps;
-    if (in) return 1;
-  }
-  return 0;
-}
-
 /* Bodies of several pieces (tet components). A piece whose boundary meets
  * no boundary of the other body gave no seed: it lies wholly inside the
  * other body or wholly outside it, and a piece inside holds a closed
@@ -384,7 +371,7 @@ static ce_errno cover_unseeded(const ce_geometry *m, const ce_geometry *n, const
       if (seeded[(side ? TM->ncomp : 0) + c]) continue;
       ce_vec3 x = T->v[T->tet[T->comp_first[c]][0]];
       x = ce_pose_apply(side ? X_MN : &X_NM, x);
-      int in = inside_tets(other, x, eps, a, &near, &e);
+      int in = ce_tets_contain(other, x, eps, a, &near, &e);
       if (e != CE_OK) return e;
       if (!in) continue;
       if (!have_cand) {

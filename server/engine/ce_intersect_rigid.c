@@ -667,7 +667,6 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
                               int64_t *nseeds) {
   ce_arena *a = q->b->arena;
   const ce_trimesh *S = q->S;
-  const ce_tetmesh *T = q->T;
   *found = 0;
   *nseeds = 0;
   unsigned char *seeded = ce_arena_calloc(a, (size_t)S->ncomp, 1);
@@ -689,15 +688,8 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
     if (seeded[c]) continue;
     const int32_t f0 = S->comp_tris[S->comp_off[c]];
     const ce_vec3 x = ce_pose_apply(q->X_MN, S->v[S->tri[f0][0]]);
-    near.len = 0;
-    if ((e = ce_bvh_near_points(&m->bvh, &x, 1, q->eps, a, &near)) != CE_OK) return e;
-    int inside = 0;
-    for (int64_t k = 0; k < near.len && !inside; k++) {
-      const double(*fp)[4] = T->fplane[((const int32_t *)near.data)[k]];
-      inside = 1;
-      for (int i = 0; i < 4 && inside; i++)
-        inside = fp[0][i] * x.x + fp[1][i] * x.y + fp[2][i] * x.z - fp[3][i] <= q->eps;
-    }
+    int inside = ce_tets_contain(m, x, q->eps, a, &near, &e);
+    if (e != CE_OK) return e;
     if (!inside) continue;
     const ptri *pt = ptri_get(q, f0);
     if (!pt) return CE_ENOMEM;

@@ -151,3 +151,15 @@ int ce_triangles_meet(const ce_vec3 x[3], const ce_vec3 y[3], double tol) {
   if ((dx[0] > 0 && dx[1] > 0 && dx[2] > 0) || (dx[0] < 0 && dx[1] < 0 && dx[2] < 0)) return 0;
   return ce_triangles_meet_planes(x, na, dx, y, nb, dy, tol);
 }
+
+int ce_tets_contain(const ce_geometry *g, ce_vec3 x, double eps, ce_arena *a, ce_buf *near, ce_errno *e) {
+  near->len = 0;
+  if ((*e = ce_bvh_near_points(&g->bvh, &x, 1, eps, a, near)) != CE_OK) return 0;
+  for (int64_t k = 0; k < near->len; k++) {
+    const double(*fp)[4] = g->tet.fplane[((const int32_t *)near->data)[k]];
+    int in = 1;
+    for (int i = 0; i < 4 && in; i++) in = fp[0][i] * x.x + fp[1][i] * x.y + fp[2][i] * x.z - fp[3][i] <= eps;
+    if (in) return 1;
+  }
+  return 0;
+}
