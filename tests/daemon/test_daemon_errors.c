@@ -453,33 +453,43 @@ static void reply_limit_proto(void) {
  * encoding does not fit. */
 static void reply_limit_json(void) { reply_limit("/tmp/contactd-test-reply-json.json", "\"max_reply_bytes\": 32768"); }
 
-/* Up to three fine spheres side by side on the plane, full triangle
- * surfaces (about 0.9 MiB of converted structs each): the first npairs of
- * them, asked on fd as request id. */
-static Env *fine_surfaces(int fd, const char *fine, uint64_t id, size_t npairs) {
+/* Three fine spheres side by side on the plane (bodies 1-3, the plane 4),
+ * the pairs sphere-plane, full triangle surfaces (about 0.9 MiB of
+ * converted structs each). */
+typedef struct fine_scene {
   Contactd__V1__Body b[4], *bodies[4];
   Contactd__V1__Pose p[4];
   Contactd__V1__Vec3 v[4];
   Contactd__V1__Pair pr[3], *pairs[3];
+  Contactd__V1__QueryOptions o;
+} fine_scene;
+
+static void fine_scene_init(fine_scene *f, const char *fine) {
   for (int i = 0; i < 3; i++) {
-    tc_body(&b[i], &p[i], &v[i], (uint32_t)i + 1, fine, i * 0.5, 0, 0.05);
-    bodies[i] = &b[i];
-    contactd__v1__pair__init(&pr[i]);
-    pr[i].a = (uint32_t)i + 1;
-    pr[i].b = 4;
-    pairs[i] = &pr[i];
+    tc_body(&f->b[i], &f->p[i], &f->v[i], (uint32_t)i + 1, fine, i * 0.5, 0, 0.05);
+    f->bodies[i] = &f->b[i];
+    contactd__v1__pair__init(&f->pr[i]);
+    f->pr[i].a = (uint32_t)i + 1;
+    f->pr[i].b = 4;
+    f->pairs[i] = &f->pr[i];
   }
-  tc_body(&b[3], &p[3], &v[3], 4, plane, 0, 0, 0);
-  bodies[3] = &b[3];
-  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
-  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
-  o.representation = CONTACTD__V1__REPRESENTATION__REPRESENTATION_TRIANGLE;
+  tc_body(&f->b[3], &f->p[3], &f->v[3], 4, plane, 0, 0, 0);
+  f->bodies[3] = &f->b[3];
+  contactd__v1__query_options__init(&f->o);
+  f->o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
+  f->o.representation = CONTACTD__V1__REPRESENTATION__REPRESENTATION_TRIANGLE;
+}
+
+/* The first npairs of the scene's surfaces, asked on fd as request id. */
+static Env *fine_surfaces(int fd, const char *fine, uint64_t id, size_t npairs) {
+  fine_scene f;
+  fine_scene_init(&f, fine);
   Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
   q.n_bodies = 4;
-  q.bodies = bodies;
+  q.bodies = f.bodies;
   q.n_pairs = npairs;
-  q.pairs = pairs;
-  q.options = &o;
+  q.pairs = f.pairs;
+  q.options = &f.o;
   Env e = CONTACTD__V1__ENVELOPE__INIT;
   e.request_id = id;
   e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
@@ -526,29 +536,14 @@ Test(bad_input, stream_computation_error_names_stream_and_update, .init = reply_
   char *fine = tc_register_sphere(bystander, 3, 0.1, 1e6, 0.01);
   cr_assert(fine);
   int fd = tc_connect_tcp(D.port);
-  Contactd__V1__Body b[4], *bodies[4];
-  Contactd__V1__Pose p[4];
-  Contactd__V1__Vec3 v[4];
-  Contactd__V1__Pair pr[3], *pairs[3];
-  for (int i = 0; i < 3; i++) {
-    tc_body(&b[i], &p[i], &v[i], (uint32_t)i + 1, fine, i * 0.5, 0, 0.05);
-    bodies[i] = &b[i];
-    contactd__v1__pair__init(&pr[i]);
-    pr[i].a = (uint32_t)i + 1;
-    pr[i].b = 4;
-    pairs[i] = &pr[i];
-  }
-  tc_body(&b[3], &p[3], &v[3], 4, plane, 0, 0, 0);
-  bodies[3] = &b[3];
-  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
-  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
-  o.representation = CONTACTD__V1__REPRESENTATION__REPRESENTATION_TRIANGLE;
+  fine_scene f;
+  fine_scene_init(&f, fine);
   Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
   os.n_bodies = 4;
-  os.bodies = bodies;
+  os.bodies = f.bodies;
   os.n_pairs = 3;
-  os.pairs = pairs;
-  os.options = &o;
+  os.pairs = f.pairs;
+  os.options = &f.o;
   Env e = CONTACTD__V1__ENVELOPE__INIT;
   e.request_id = 100;
   e.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
