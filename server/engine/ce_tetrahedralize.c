@@ -447,17 +447,6 @@ done:
 
 /* ---- the main entry --------------------------------------------------------- */
 
-typedef struct vmap {
-  int64_t lat;
-  int32_t idx;
-} vmap;
-
-static int vmap_cmp(const void *pa, const void *pb) {
-  const vmap *a = pa, *b = pb;
-  if (a->lat != b->lat) return (a->lat > b->lat) - (a->lat < b->lat);
-  return (a->idx > b->idx) - (a->idx < b->idx);
-}
-
 ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int32_t *tris, int32_t nf,
                                    const ce_surface_build_options *opt, double **out_vertices, int32_t *out_nv,
                                    int32_t **out_tets, int32_t *out_nt, ce_surface_build_report *rep,
@@ -489,7 +478,8 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   int8_t *wind = NULL;
   int32_t(*tet)[4] = NULL;
   int64_t *tlat = NULL;
-  vmap *vm = NULL;
+  uint64_t *used = NULL;
+  int32_t *rank = NULL;
   ce_vec3 *pos = NULL, *target = NULL;
   unsigned char *move = NULL, *side = NULL, *onsurf = NULL, *dead = NULL;
   int32_t *vt_off = NULL, *vt = NULL, *stack = NULL;
@@ -702,28 +692,28 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   int32_t nt = *out_nt;
   if ((e = progress(opt, 0.5, "tetrahedralise", err)) != CE_OK) goto done;
 
-  /* compact the used lattice vertices (sorted by lattice id: deterministic) */
-  vm = malloc((size_t)nt * 4 * sizeof *vm);
+  /* compact the used lattice vertices, numbered in lattice-id order
+   * (deterministic): a bitmap of the used ids, and a vertex's number is the
+   * count of used ids below it (per-word prefix + popcount). Linear, where
+   * sorting the 4 nt references took ~1 s per million tets with no
+   * cancellation point inside. */
+  const int64_t nwords = (nlat + 63) / 64;
+  used = calloc((size_t)nwords, sizeof *used);
+  rank = malloc((size_t)nwords * sizeof *rank);
   tet = malloc((size_t)nt * sizeof *tet);
-  if (!vm || !tet) {
+  if (!used || !rank || !tet) {
     e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
     goto done;
   }
-  for (int64_t q = 0; q < (int64_t)nt * 4; q++) {
-    vm[q].lat = tlat[q];
-    vm[q].idx = (int32_t)q;
-  }
-  qsort(vm, (size_t)nt * 4, sizeof *vm, vmap_cmp);
+  for (int64_t q = 0; q < (int64_t)nt * 4; q++) used[tlat[q] >> 6] |= 1ull << (tlat[q] & 63);
   int32_t nverts = 0;
-  {
-    int64_t prev = -1;
-    for (int64_t q = 0; q < (int64_t)nt * 4; q++) {
-      if (vm[q].lat != prev) {
-        prev = vm[q].lat;
-        nverts++;
-      }
-      (&tet[0][0])[vm[q].idx] = nverts - 1;
-    }
+  for (int64_t w = 0; w < nwords; w++) {
+    rank[w] = nverts;
+    nverts += __builtin_popcountll(used[w]);
+  }
+  for (int64_t q = 0; q < (int64_t)nt * 4; q++) {
+    int64_t id = tlat[q];
+    (&tet[0][0])[q] = rank[id >> 6] + __builtin_popcountll(used[id >> 6] & ((1ull << (id & 63)) - 1));
   }
   pos = malloc((size_t)nverts * sizeof *pos);
   target = malloc((size_t)nverts * sizeof *target);
@@ -734,21 +724,22 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
     goto done;
   }
   {
-    int64_t prev = -1;
     int32_t c = 0;
-    for (int64_t q = 0; q < (int64_t)nt * 4; q++)
-      if (vm[q].lat != prev) {
-        prev = vm[q].lat;
-        pos[c] = lattice_pos(&L, prev);
-        move[c] = wind[prev] ? 2 : 1; /* 1 outside, 2 inside */
+    for (int64_t w = 0; w < nwords; w++)
+      for (uint64_t bits = used[w]; bits; bits &= bits - 1) {
+        int64_t id = 64 * w + __builtin_ctzll(bits);
+        pos[c] = lattice_pos(&L, id);
+        move[c] = wind[id] ? 2 : 1; /* 1 outside, 2 inside */
         side[c] = move[c];
         c++;
       }
   }
   free(tlat);
   tlat = NULL;
-  free(vm);
-  vm = NULL;
+  free(used);
+  used = NULL;
+  free(rank);
+  rank = NULL;
 
   /* warp targets */
   stack = malloc((size_t)(T.nn + 1) * sizeof *stack);
@@ -966,7 +957,8 @@ done:
   free(wind);
   free(tet);
   free(tlat);
-  free(vm);
+  free(used);
+  free(rank);
   free(pos);
   free(target);
   free(move);
