@@ -1001,9 +1001,13 @@ ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b, const ce_pose
   return CE_OK;
 }
 
-ce_errno ce_bvh_near_points(const ce_bvh *bvh, const ce_vec3 *x, int nx, double tol, ce_arena *arena,
-                            ce_buf *out) {
-  if (bvh->nnodes == 0 || nx <= 0) return CE_OK;
+/* The elements of the leaves reached by descending from the root through
+ * the nodes `meets` accepts, appended to out in traversal order (left
+ * before right). Inlined into each caller, so the test is a direct call. */
+static inline __attribute__((always_inline)) ce_errno bvh_select(const ce_bvh *bvh,
+                                                                 int (*meets)(const ce_bvh_node *, const void *),
+                                                                 const void *ctx, ce_arena *arena, ce_buf *out) {
+  if (bvh->nnodes == 0) return CE_OK;
   ce_buf stack;
   ce_buf_init(&stack, sizeof(int32_t));
   if (ce_buf_reserve(arena, &stack, 64) != CE_OK) return CE_ENOMEM;
@@ -1011,21 +1015,7 @@ ce_errno ce_bvh_near_points(const ce_bvh *bvh, const ce_vec3 *x, int nx, double 
   stack.len = 1;
   while (stack.len > 0) {
     const ce_bvh_node *nd = &bvh->nodes[((const int32_t *)stack.data)[--stack.len]];
-    /* apart along one of the box's axes: the points' extent there misses
-     * the (widened) box */
-    int apart = 0;
-    for (int j = 0; j < 3 && !apart; j++) {
-      const ce_vec3 u = ce_v3(nd->axes.m[0][j], nd->axes.m[1][j], nd->axes.m[2][j]);
-      const double h = (j == 0 ? nd->half.x : j == 1 ? nd->half.y : nd->half.z) + tol;
-      double lo = INFINITY, hi = -INFINITY;
-      for (int k = 0; k < nx; k++) {
-        double d = ce_dot(u, ce_sub(x[k], nd->center));
-        lo = fmin(lo, d);
-        hi = fmax(hi, d);
-      }
-      apart = lo > h || hi < -h;
-    }
-    if (apart) continue;
+    if (!meets(nd, ctx)) continue;
     if (nd->left < 0) {
       if (ce_buf_reserve(arena, out, nd->count) != CE_OK) return CE_ENOMEM;
       memcpy((int32_t *)out->data + out->len, bvh->order + nd->first, (size_t)nd->count * sizeof(int32_t));
@@ -1041,36 +1031,56 @@ ce_errno ce_bvh_near_points(const ce_bvh *bvh, const ce_vec3 *x, int nx, double 
   return CE_OK;
 }
 
-ce_errno ce_bvh_collide_plane(const ce_bvh *bvh, ce_vec3 n, double d, int plane_only,
-                              ce_arena *arena, ce_buf *out) {
-  if (bvh->nnodes == 0) return CE_OK;
-  ce_buf stack;
-  ce_buf_init(&stack, sizeof(int32_t));
-  if (ce_buf_reserve(arena, &stack, 64) != CE_OK) return CE_ENOMEM;
-  ((int32_t *)stack.data)[0] = 0;
-  stack.len = 1;
-  while (stack.len > 0) {
-    int32_t id = ((int32_t *)stack.data)[--stack.len];
-    const ce_bvh_node *nd = &bvh->nodes[id];
-    double s = ce_dot(n, nd->center) - d;
-    double r = nd->half.x * fabs(ce_dot(n, col(&nd->axes, 0))) +
-               nd->half.y * fabs(ce_dot(n, col(&nd->axes, 1))) +
-               nd->half.z * fabs(ce_dot(n, col(&nd->axes, 2)));
-    r *= 1 + 1e-12;
-    if (s - r > 0) continue;              /* entirely above the plane */
-    if (plane_only && s + r < 0) continue; /* entirely below */
-    if (nd->left < 0) {
-      if (ce_buf_reserve(arena, out, nd->count) != CE_OK) return CE_ENOMEM;
-      int32_t *o = (int32_t *)out->data + out->len;
-      for (int32_t i = 0; i < nd->count; i++) o[i] = bvh->order[nd->first + i];
-      out->len += nd->count;
-      continue;
+typedef struct points_ctx {
+  const ce_vec3 *x;
+  int nx;
+  double tol;
+} points_ctx;
+
+/* The points' extent along each of the box's axes meets the (widened)
+ * box. */
+static int box_meets_points(const ce_bvh_node *nd, const void *ctx) {
+  const points_ctx *c = ctx;
+  for (int j = 0; j < 3; j++) {
+    const ce_vec3 u = ce_v3(nd->axes.m[0][j], nd->axes.m[1][j], nd->axes.m[2][j]);
+    const double h = (j == 0 ? nd->half.x : j == 1 ? nd->half.y : nd->half.z) + c->tol;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int k = 0; k < c->nx; k++) {
+      double d = ce_dot(u, ce_sub(c->x[k], nd->center));
+      lo = fmin(lo, d);
+      hi = fmax(hi, d);
     }
-    if (ce_buf_reserve(arena, &stack, 2) != CE_OK) return CE_ENOMEM;
-    int32_t *s2 = (int32_t *)stack.data + stack.len;
-    s2[0] = nd->right;
-    s2[1] = nd->left;
-    stack.len += 2;
+    if (lo > h || hi < -h) return 0;
   }
-  return CE_OK;
+  return 1;
+}
+
+ce_errno ce_bvh_near_points(const ce_bvh *bvh, const ce_vec3 *x, int nx, double tol, ce_arena *arena,
+                            ce_buf *out) {
+  if (nx <= 0) return CE_OK;
+  const points_ctx c = {x, nx, tol};
+  return bvh_select(bvh, box_meets_points, &c, arena, out);
+}
+
+typedef struct plane_ctx {
+  ce_vec3 n;
+  double d;
+  int plane_only;
+} plane_ctx;
+
+static int box_meets_plane(const ce_bvh_node *nd, const void *ctx) {
+  const plane_ctx *c = ctx;
+  double s = ce_dot(c->n, nd->center) - c->d;
+  double r = nd->half.x * fabs(ce_dot(c->n, col(&nd->axes, 0))) + nd->half.y * fabs(ce_dot(c->n, col(&nd->axes, 1))) +
+             nd->half.z * fabs(ce_dot(c->n, col(&nd->axes, 2)));
+  r *= 1 + 1e-12;
+  if (s - r > 0) return 0;                  /* entirely above the plane */
+  if (c->plane_only && s + r < 0) return 0; /* entirely below */
+  return 1;
+}
+
+ce_errno ce_bvh_collide_plane(const ce_bvh *bvh, ce_vec3 n, double d, int plane_only, ce_arena *arena,
+                              ce_buf *out) {
+  const plane_ctx c = {n, d, plane_only};
+  return bvh_select(bvh, box_meets_plane, &c, arena, out);
 }
