@@ -60,11 +60,8 @@ static stats summarize(double *t, int n) {
   return s;
 }
 
-static ce_geometry *sphere(ce_compliance c, double hint) {
-  ce_shape sh;
-  memset(&sh, 0, sizeof sh);
-  sh.type = CE_SHAPE_SPHERE;
-  sh.radius = 0.1;
+/* The bench's material: E = 1e6 Pa when compliant, d = 1 s/m, mu = 0.5. */
+static ce_props bench_props(ce_compliance c, double hint) {
   ce_props pr;
   memset(&pr, 0, sizeof pr);
   pr.compliance = c;
@@ -72,14 +69,26 @@ static ce_geometry *sphere(ce_compliance c, double hint) {
   pr.hint = hint;
   pr.material.dissipation = 1.0;
   pr.material.friction = 0.5;
+  return pr;
+}
+
+/* A sphere of radius r at the origin; NULL (reported) on failure. */
+static ce_geometry *sphere_r(ce_compliance c, double r, double hint) {
+  ce_shape sh;
+  memset(&sh, 0, sizeof sh);
+  sh.type = CE_SHAPE_SPHERE;
+  sh.radius = r;
+  ce_props pr = bench_props(c, hint);
   ce_geometry *g = NULL;
   ce_error err;
   if (ce_geometry_from_shape(&sh, &pr, &g, &err) != CE_OK) {
-    fprintf(stderr, "sphere (hint %g): %s\n", hint, err.message);
+    fprintf(stderr, "sphere R %g (hint %g): %s\n", r, hint, err.message);
     return NULL;
   }
   return g;
 }
+
+static ce_geometry *sphere(ce_compliance c, double hint) { return sphere_r(c, 0.1, hint); }
 
 /* The rigid mesh of the cr-m case: a sphere R = 0.1 at the origin and
  * spheres R = 0.025 at (-0.24, 0, 0) and R = 0.03 at (0.15, 0, 0), as one
@@ -89,21 +98,7 @@ static ce_geometry *rigid_parts(double hint) {
   ce_geometry *part[3] = {NULL, NULL, NULL}, *g = NULL;
   int32_t nv = 0, nf = 0;
   for (int k = 0; k < 3; k++) {
-    ce_shape sh;
-    memset(&sh, 0, sizeof sh);
-    sh.type = CE_SHAPE_SPHERE;
-    sh.radius = rad[k];
-    ce_props pr;
-    memset(&pr, 0, sizeof pr);
-    pr.compliance = CE_RIGID;
-    pr.hint = hint;
-    pr.material.dissipation = 1.0;
-    pr.material.friction = 0.5;
-    ce_error err;
-    if (ce_geometry_from_shape(&sh, &pr, &part[k], &err) != CE_OK) {
-      fprintf(stderr, "rigid part %d (hint %g): %s\n", k, hint, err.message);
-      goto done;
-    }
+    if (!(part[k] = sphere_r(CE_RIGID, rad[k], hint))) goto done;
     nv += part[k]->tri.nv;
     nf += part[k]->tri.nf;
   }
@@ -123,12 +118,7 @@ static ce_geometry *rigid_parts(double hint) {
       bv += m->nv;
       bf += m->nf;
     }
-    ce_props pr;
-    memset(&pr, 0, sizeof pr);
-    pr.compliance = CE_RIGID;
-    pr.hint = hint;
-    pr.material.dissipation = 1.0;
-    pr.material.friction = 0.5;
+    ce_props pr = bench_props(CE_RIGID, hint);
     ce_error err;
     if (ce_geometry_from_trimesh(v, nv, t, nf, 1, &pr, &g, &err) != CE_OK)
       fprintf(stderr, "rigid parts (hint %g): %s\n", hint, err.message);
