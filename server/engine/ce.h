@@ -446,10 +446,10 @@ typedef enum {
  * on, nonzero to stop. The build then frees everything it allocated, leaves
  * its output NULL and fails with CE_ECANCELED ("... build cancelled"). The
  * tetrahedralisation and the Laplace solve call it every few ms of their
- * work (PCG: every ~4M matrix and vector entries touched); the steps
- * without progress points are the sort of the lattice vertices and
- * ce_geometry_from_tetmesh (the temporary geometry's distance field, the
- * final geometry's BVH): ~0.3 s and ~2 s each for a 240k-tet mesh. */
+ * work (PCG: every ~4M matrix and vector entries touched); the step
+ * without progress points is ce_geometry_from_tetmesh, run twice for a
+ * Laplace field (the temporary geometry's distance field, the final
+ * geometry's faces and BVH): ~2 s each for a 240k-tet mesh. */
 typedef int (*ce_progress_fn)(void *user, double fraction, const char *stage);
 
 typedef struct ce_field_options {
