@@ -488,34 +488,36 @@ done:
   return e;
 }
 
+/* The checks and the allocation both mesh finishers start with: out
+ * given, props valid and of the compliance the mesh kind needs, counts in
+ * range, arrays given (have_arrays); then a zeroed geometry with the
+ * common fields (*g). `what` and `elem` name the kind in messages. */
+static ce_errno mesh_start(ce_shape_type shape, const ce_props *props, ce_compliance want, const char *what,
+                           const char *elem, int32_t nv, int32_t ne, int have_arrays, ce_geometry **out,
+                           ce_geometry **g, ce_error *err) {
+  ce_errno e;
+  if (out) *out = NULL;
+  if (!out) return ce_fail(err, CE_EINVAL, "%s: out is NULL", what);
+  if ((e = ce_props_check(props, 0, 0, err)) != CE_OK) return e;
+  if (props->compliance != want)
+    return ce_fail(err, CE_EINVAL, "a %s must be %s (compliance %d)", what, want == CE_RIGID ? "rigid" : "compliant",
+                   (int)props->compliance);
+  if ((e = check_counts(what, nv, ne, elem, err)) != CE_OK) return e;
+  if (!have_arrays) return ce_fail(err, CE_EINVAL, "%s: vertex or %s array is NULL", what, elem);
+  *g = calloc(1, sizeof **g);
+  if (!*g) return ce_fail(err, CE_ENOMEM, "%s: out of memory", what);
+  geometry_common(*g, shape, props);
+  return CE_OK;
+}
+
 /* p may be NULL: the field is then E * (distance to the boundary) / (largest
  * such distance). */
 ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props, ce_vec3 *v, int32_t nv,
                                     int32_t (*tets)[4], int32_t nt, double *p, ce_geometry **out,
                                     ce_error *err) {
-  ce_errno e;
   ce_geometry *g = NULL;
-  if (out) *out = NULL;
-  if (!out) {
-    e = ce_fail(err, CE_EINVAL, "tet mesh: out is NULL");
-    goto fail_arrays;
-  }
-  if ((e = ce_props_check(props, 0, 0, err)) != CE_OK) goto fail_arrays;
-  if (props->compliance != CE_COMPLIANT) {
-    e = ce_fail(err, CE_EINVAL, "a tet mesh must be compliant (compliance %d)", (int)props->compliance);
-    goto fail_arrays;
-  }
-  if ((e = check_counts("tet mesh", nv, nt, "tet", err)) != CE_OK) goto fail_arrays;
-  if (!v || !tets) {
-    e = ce_fail(err, CE_EINVAL, "tet mesh: vertex or tet array is NULL");
-    goto fail_arrays;
-  }
-  g = calloc(1, sizeof *g);
-  if (!g) {
-    e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory");
-    goto fail_arrays;
-  }
-  geometry_common(g, shape, props);
+  ce_errno e = mesh_start(shape, props, CE_COMPLIANT, "tet mesh", "tet", nv, nt, v && tets, out, &g, err);
+  if (e != CE_OK) goto fail_arrays;
   g->tet.nv = nv;
   g->tet.nt = nt;
   g->tet.v = v;
@@ -796,29 +798,9 @@ static ce_errno tri_build(ce_geometry *g, int require_closed, ce_error *err) {
 ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props, ce_vec3 *v, int32_t nv,
                                     int32_t (*tris)[3], int32_t nf, int require_closed, ce_geometry **out,
                                     ce_error *err) {
-  ce_errno e;
   ce_geometry *g = NULL;
-  if (out) *out = NULL;
-  if (!out) {
-    e = ce_fail(err, CE_EINVAL, "triangle mesh: out is NULL");
-    goto fail_arrays;
-  }
-  if ((e = ce_props_check(props, 0, 0, err)) != CE_OK) goto fail_arrays;
-  if (props->compliance != CE_RIGID) {
-    e = ce_fail(err, CE_EINVAL, "a triangle mesh must be rigid (compliance %d)", (int)props->compliance);
-    goto fail_arrays;
-  }
-  if ((e = check_counts("triangle mesh", nv, nf, "triangle", err)) != CE_OK) goto fail_arrays;
-  if (!v || !tris) {
-    e = ce_fail(err, CE_EINVAL, "triangle mesh: vertex or triangle array is NULL");
-    goto fail_arrays;
-  }
-  g = calloc(1, sizeof *g);
-  if (!g) {
-    e = ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory");
-    goto fail_arrays;
-  }
-  geometry_common(g, shape, props);
+  ce_errno e = mesh_start(shape, props, CE_RIGID, "triangle mesh", "triangle", nv, nf, v && tris, out, &g, err);
+  if (e != CE_OK) goto fail_arrays;
   g->tri.nv = nv;
   g->tri.nf = nf;
   g->tri.v = v;
