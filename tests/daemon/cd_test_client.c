@@ -221,6 +221,21 @@ char *tc_register_halfspace(int fd, uint64_t request_id, int compliant, double m
   return register_msg(fd, &rg, request_id);
 }
 
+uint64_t tc_open_stream(int fd, Contactd__V1__OpenStream *os, uint64_t request_id, int timeout_ms) {
+  Contactd__V1__Envelope e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = request_id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
+  e.open_stream = os;
+  Contactd__V1__Envelope *r = tc_call(fd, &e, timeout_ms);
+  uint64_t id = 0;
+  if (r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM_REPLY && r->request_id == request_id)
+    id = r->open_stream_reply->stream_id;
+  else if (r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR)
+    fprintf(stderr, "tc: open stream failed: %s\n", r->error->message);
+  if (r) contactd__v1__envelope__free_unpacked(r, NULL);
+  return id;
+}
+
 void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3 *pos, uint32_t id,
              const char *geometry_id, double x, double y, double z) {
   contactd__v1__body__init(b);

@@ -47,6 +47,9 @@ Contactd__V1__Envelope *tc_call(int fd, Contactd__V1__Envelope *req, int timeout
 char *tc_register_sphere(int fd, uint64_t request_id, double radius, double modulus, double hint);
 /* Register a rigid half space → id. */
 char *tc_register_halfspace(int fd, uint64_t request_id, int compliant, double modulus);
+/* Open a stream → its id (ids start at 1), 0 when the reply is not an
+ * OpenStreamReply echoing request_id (printed to stderr). */
+uint64_t tc_open_stream(int fd, Contactd__V1__OpenStream *os, uint64_t request_id, int timeout_ms);
 
 /* Body helper (static storage rotates among a few slots). */
 void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3 *pos, uint32_t id,

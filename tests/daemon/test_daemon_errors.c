@@ -336,21 +336,15 @@ Test(bad_input, update_on_a_closed_stream) {
   os.n_bodies = 2;
   os.bodies = bodies;
   os.all_pairs = &ap;
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.request_id = 23;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
-  e.open_stream = &os;
-  Env *r = tc_call(fd, &e, 5000);
-  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM_REPLY);
-  uint64_t sid = r->open_stream_reply->stream_id;
-  contactd__v1__envelope__free_unpacked(r, NULL);
+  uint64_t sid = tc_open_stream(fd, &os, 23, 5000);
+  cr_assert_neq(sid, 0);
   Contactd__V1__CloseStream cs = CONTACTD__V1__CLOSE_STREAM__INIT;
   cs.stream_id = sid;
   Env ce = CONTACTD__V1__ENVELOPE__INIT;
   ce.request_id = 24;
   ce.msg_case = CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM;
   ce.close_stream = &cs;
-  r = tc_call(fd, &ce, 5000);
+  Env *r = tc_call(fd, &ce, 5000);
   cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM_REPLY);
   contactd__v1__envelope__free_unpacked(r, NULL);
   Contactd__V1__StreamUpdate up = CONTACTD__V1__STREAM_UPDATE__INIT;
@@ -544,14 +538,8 @@ Test(bad_input, stream_computation_error_names_stream_and_update, .init = reply_
   os.n_pairs = 3;
   os.pairs = f.pairs;
   os.options = &f.o;
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.request_id = 100;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
-  e.open_stream = &os;
-  Env *r = tc_call(fd, &e, 30000);
-  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM_REPLY);
-  uint64_t sid = r->open_stream_reply->stream_id;
-  contactd__v1__envelope__free_unpacked(r, NULL);
+  uint64_t sid = tc_open_stream(fd, &os, 100, 30000);
+  cr_assert_neq(sid, 0);
   /* update 7 keeps all three on the plane; update 8 lifts spheres 2 and 3 */
   Contactd__V1__Vec3 up[2];
   Contactd__V1__Pose upose[2];
@@ -578,7 +566,7 @@ Test(bad_input, stream_computation_error_names_stream_and_update, .init = reply_
     ue.stream_update = &u;
     cr_assert_eq(tc_send(fd, &ue), 0);
   }
-  r = tc_recv(fd, 60000);
+  Env *r = tc_recv(fd, 60000);
   expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 100, "over max_reply_bytes 1.5 MiB");
   cr_expect_eq(r->error->stream_id, sid);
   cr_expect_eq(r->error->sequence, 7);

@@ -47,15 +47,8 @@ static uint64_t open_stream(const char *sphere, const char *plane, int mode, int
   }
   os.options = &o;
   os.mode = (Contactd__V1__StreamMode)mode;
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.request_id = request_id;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
-  e.open_stream = &os;
-  Env *r = tc_call(fd, &e, 5000);
-  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM_REPLY);
-  cr_assert_eq(r->request_id, request_id);
-  uint64_t id = r->open_stream_reply->stream_id;
-  contactd__v1__envelope__free_unpacked(r, NULL);
+  uint64_t id = tc_open_stream(fd, &os, request_id, 5000);
+  cr_assert_neq(id, 0, "the stream opens");
   return id;
 }
 
