@@ -350,12 +350,14 @@ static ce_errno cover_unseeded(const ce_geometry *m, const ce_geometry *n, const
   const ce_tetmesh *TM = q->TM, *TN = q->TN;
   if (TM->ncomp <= 1 && TN->ncomp <= 1) return CE_OK; /* both seeded, or the caller falls back */
   ce_arena *a = q->b->arena;
-  unsigned char *seeded = ce_arena_calloc(a, (size_t)TM->ncomp + (size_t)TN->ncomp, 1);
+  /* (a mesh whose components were not counted, ncomp 0, counts as one) */
+  const int32_t ncm = TM->ncomp > 0 ? TM->ncomp : 1, ncn = TN->ncomp > 0 ? TN->ncomp : 1;
+  unsigned char *seeded = ce_arena_calloc(a, (size_t)ncm + (size_t)ncn, 1);
   if (!seeded) return CE_ENOMEM;
   for (int64_t k = 0; k < nfaces; k++) {
     int32_t ta = m->bvh.bnd_tet[fp[k].a], tb = n->bvh.bnd_tet[fp[k].b];
     seeded[TM->comp ? TM->comp[ta] : 0] = 1;
-    seeded[TM->ncomp + (TN->comp ? TN->comp[tb] : 0)] = 1;
+    seeded[ncm + (TN->comp ? TN->comp[tb] : 0)] = 1;
   }
   const ce_pose X_NM = ce_pose_inverse(X_MN);
   ce_buf near, cand;
@@ -368,7 +370,7 @@ static ce_errno cover_unseeded(const ce_geometry *m, const ce_geometry *n, const
     const ce_geometry *other = side ? m : n;
     const double eps = 1e-9 * other->scale;
     for (int32_t c = 0; c < T->ncomp; c++) {
-      if (seeded[(side ? TM->ncomp : 0) + c]) continue;
+      if (seeded[(side ? ncm : 0) + c]) continue;
       ce_vec3 x = T->v[T->tet[T->comp_first[c]][0]];
       x = ce_pose_apply(side ? X_MN : &X_NM, x);
       int in = ce_tets_contain(other, x, eps, a, &near, &e);
