@@ -47,6 +47,13 @@ ce_quat ce_test_rand_quat(uint64_t *s) {
   return ce_quat_normalize(q);
 }
 
+ce_pose ce_test_rand_pose(uint64_t *state, double dmin, double dspan) {
+  ce_quat q = ce_test_rand_quat(state);
+  ce_vec3 dir = ce_quat_rotate(ce_test_rand_quat(state), ce_v3(1, 0, 0));
+  double d = dmin + dspan * ce_test_rand(state);
+  return ce_pose_from_quat(q, ce_scale(dir, d));
+}
+
 /* ---- OBJ text of test surfaces ------------------------------------------ */
 
 #include <stdarg.h>

@@ -14,6 +14,9 @@ ce_body ce_test_body(const ce_geometry *g, ce_quat q, ce_vec3 p);
 double ce_test_rand(uint64_t *state);
 /* A uniformly random unit quaternion. */
 ce_quat ce_test_rand_quat(uint64_t *state);
+/* A random pose: a random rotation, and a translation of length
+ * dmin + dspan * u along a random direction (drawn in that order). */
+ce_pose ce_test_rand_pose(uint64_t *state, double dmin, double dspan);
 /* A primitive (length 0.1 for capsules and cylinders; modulus 1e6 when
  * compliant), or NULL with the reason printed. */
 ce_geometry *ce_test_shape(ce_shape_type type, ce_compliance c, double radius, ce_vec3 size, double hint);

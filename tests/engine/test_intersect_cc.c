@@ -408,12 +408,9 @@ Test(intersect_cc, surface_tracing_matches_all_candidates) {
   char what[64];
   int touching = 0;
   for (int trial = 0; trial < 12; trial++) {
-    ce_quat q = ce_test_rand_quat(&st);
-    ce_vec3 dir = ce_quat_rotate(ce_test_rand_quat(&st), ce_v3(1, 0, 0));
     const ce_geometry *a = trial % 3 == 0 ? s1 : (trial % 3 == 1 ? bx : s2);
     const ce_geometry *b = trial % 2 == 0 ? s2 : bx;
-    double d = 0.08 + 0.08 * ce_test_rand(&st);
-    ce_pose Y = ce_pose_from_quat(q, ce_scale(dir, d));
+    ce_pose Y = ce_test_rand_pose(&st, 0.08, 0.08);
     snprintf(what, sizeof what, "trial %d", trial);
     touching += compare_traced(a, b, &Y, arena, what) > 0;
   }
@@ -436,9 +433,7 @@ Test(intersect_cc, surface_tracing_matches_all_candidates) {
   const ce_geometry *shapes[5] = {cy, ca, el, bx, s2};
   int touching2 = 0;
   for (int trial = 0; trial < 15; trial++) {
-    ce_quat q = ce_test_rand_quat(&st);
-    ce_vec3 dir = ce_quat_rotate(ce_test_rand_quat(&st), ce_v3(1, 0, 0));
-    ce_pose Y = ce_pose_from_quat(q, ce_scale(dir, 0.05 + 0.07 * ce_test_rand(&st)));
+    ce_pose Y = ce_test_rand_pose(&st, 0.05, 0.07);
     snprintf(what, sizeof what, "primitives %d", trial);
     touching2 += compare_traced(shapes[trial % 5], shapes[(trial / 5 + trial + 1) % 5], &Y, arena, what) > 0;
   }

@@ -820,9 +820,7 @@ Test(intersect_rigid, tet_tri_tracing_matches_all_candidates, .init = setup, .fi
   uint64_t st = 99;
   int touching = 0;
   for (int trial = 0; trial < 24; trial++) {
-    ce_quat q = ce_test_rand_quat(&st);
-    ce_vec3 dir = ce_quat_rotate(ce_test_rand_quat(&st), ce_v3(1, 0, 0));
-    ce_pose Y = ce_pose_from_quat(q, ce_scale(dir, 0.04 + 0.12 * ce_test_rand(&st)));
+    ce_pose Y = ce_test_rand_pose(&st, 0.04, 0.12);
     snprintf(what, sizeof what, "random %d", trial);
     touching += compare_traced_tri(cm[trial % 3], rn[(trial / 3) % 3], &Y, what) > 0;
   }
