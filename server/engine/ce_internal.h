@@ -211,6 +211,63 @@ static inline ce_errno ce_walk_push(ce_arena *a, ce_pairset *s, ce_buf *queue, i
   return CE_OK;
 }
 
+/* Shared surface vertices: a key of up to six mesh indices naming the mesh
+ * features a point is the intersection of (each intersector documents its
+ * keys), mapped to the builder vertex made for it, so that the polygons of
+ * neighbouring element pairs reuse one vertex. Open addressing in the
+ * arena, at most half full; lookups are by key only, so the table's layout
+ * never affects the surface. */
+typedef struct ce_vkey { int32_t k[6]; } ce_vkey;
+typedef struct ce_vslot { ce_vkey key; int32_t id; } ce_vslot; /* id < 0: empty */
+typedef struct ce_vcache {
+  ce_arena *arena;
+  ce_vslot *slot;
+  uint64_t mask;
+  int64_t count;
+} ce_vcache;
+
+/* An empty cache with room for `expected` keys. */
+ce_errno ce_vcache_init(ce_vcache *c, ce_arena *a, int64_t expected);
+/* Room for `extra` more insertions (rehashed into a bigger table). */
+ce_errno ce_vcache_reserve(ce_vcache *c, int64_t extra);
+
+static inline uint64_t ce_vkey_hash(const ce_vkey *k) {
+  /* one multiply per pair of fields (packed in a word), then a finalising
+   * mix: the keys are small integers, so the multiplies spread them over
+   * the word */
+  uint64_t w0 = (uint64_t)(uint32_t)k->k[0] | (uint64_t)(uint32_t)k->k[1] << 32,
+           w1 = (uint64_t)(uint32_t)k->k[2] | (uint64_t)(uint32_t)k->k[3] << 32,
+           w2 = (uint64_t)(uint32_t)k->k[4] | (uint64_t)(uint32_t)k->k[5] << 32;
+  uint64_t h = w0 * 0x9E3779B97F4A7C15ULL ^ w1 * 0xC2B2AE3D27D4EB4FULL ^ w2 * 0x165667B19E3779F9ULL;
+  h ^= h >> 32;
+  h *= 0x94D049BB133111EBULL;
+  h ^= h >> 29;
+  return h;
+}
+
+static inline int ce_vkey_eq(const ce_vkey *a, const ce_vkey *b) {
+  return a->k[0] == b->k[0] && a->k[1] == b->k[1] && a->k[2] == b->k[2] && a->k[3] == b->k[3] &&
+         a->k[4] == b->k[4] && a->k[5] == b->k[5];
+}
+
+/* The slot for key: either holding it, or the empty slot where it belongs
+ * (ce_vcache_reserve keeps a free slot). */
+static inline ce_vslot *ce_vcache_find(ce_vcache *c, ce_vkey k) {
+  uint64_t i = ce_vkey_hash(&k) & c->mask;
+  for (;;) {
+    ce_vslot *s = &c->slot[i];
+    if (s->id < 0 || ce_vkey_eq(&s->key, &k)) return s;
+    i = (i + 1) & c->mask;
+  }
+}
+
+/* Fills the empty slot s (from ce_vcache_find) with key k -> vertex id. */
+static inline void ce_vcache_set(ce_vcache *c, ce_vslot *s, ce_vkey k, int32_t id) {
+  s->key = k;
+  s->id = id;
+  c->count++;
+}
+
 /* Per-query data derived from elements of N (a tet placed in M's frame, a
  * rigid triangle placed), made the first time a pair needs it: entries in
  * `items` (a ce_buf of the caller's struct), found by element id through
@@ -488,9 +545,8 @@ ce_errno ce_intersect_tet_tri_all(const ce_geometry *m, const ce_geometry *n,
  * (tri_v = the triangle's global vertex ids, tri_id its index), for vertex
  * sharing; labels == NULL (tri_v, tri_id unused) gives positions only. */
 #define CE_CLIP_MAXV 16
-typedef struct ce_clip_key { int32_t k[6]; } ce_clip_key;
 int ce_clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3], ce_vec3 nrm, double eps,
-                    const int32_t tri_v[3], int32_t tri_id, ce_vec3 *out, ce_clip_key *labels, ce_counters *c);
+                    const int32_t tri_v[3], int32_t tri_id, ce_vec3 *out, ce_vkey *labels, ce_counters *c);
 /* compliant mesh M vs rigid half space N */
 ce_errno ce_intersect_tet_halfspace(const ce_geometry *m, const ce_geometry *n,
                                     const ce_pose *X_MN, ce_builder *b,

@@ -43,84 +43,11 @@
 
 #define MAXV CE_CLIP_MAXV
 
-/* ---- vertex cache: up to 6 mesh indices -> builder vertex ----------------- */
+/* ---- vertex keys (the cache is ce_vcache, ce_walk.c) ---------------------- */
 
 /* Slicers use k[0..2] (a sorted vertex, edge or face, unused = -1, and
  * k[3..5] = -1); the tet–triangle clipper uses all six (see clip_label). */
-typedef ce_clip_key vkey; /* { int32_t k[6]; } (ce_internal.h) */
-typedef struct vslot { vkey key; int32_t id; } vslot; /* id < 0: empty */
-
-typedef struct vcache {
-  ce_arena *arena;
-  vslot *slot;
-  uint64_t mask;
-  int64_t count;
-} vcache;
-
-static inline uint64_t vhash(vkey k) {
-  /* one multiply per pair of fields (packed in a word), then a finalising
-   * mix: the keys are small integers, so the multiplies spread them over
-   * the word */
-  uint64_t w0 = (uint64_t)(uint32_t)k.k[0] | (uint64_t)(uint32_t)k.k[1] << 32,
-           w1 = (uint64_t)(uint32_t)k.k[2] | (uint64_t)(uint32_t)k.k[3] << 32,
-           w2 = (uint64_t)(uint32_t)k.k[4] | (uint64_t)(uint32_t)k.k[5] << 32;
-  uint64_t h = w0 * 0x9E3779B97F4A7C15ULL ^ w1 * 0xC2B2AE3D27D4EB4FULL ^ w2 * 0x165667B19E3779F9ULL;
-  h ^= h >> 32;
-  h *= 0x94D049BB133111EBULL;
-  h ^= h >> 29;
-  return h;
-}
-
-static int vkey_eq(const vkey *a, const vkey *b) {
-  return a->k[0] == b->k[0] && a->k[1] == b->k[1] && a->k[2] == b->k[2] && a->k[3] == b->k[3] &&
-         a->k[4] == b->k[4] && a->k[5] == b->k[5];
-}
-
-static ce_errno vcache_alloc(vcache *c, uint64_t cap) {
-  c->slot = ce_arena_alloc(c->arena, cap * sizeof(vslot));
-  if (!c->slot) return CE_ENOMEM;
-  for (uint64_t i = 0; i < cap; i++) c->slot[i].id = -1;
-  c->mask = cap - 1;
-  return CE_OK;
-}
-
-static ce_errno vcache_init(vcache *c, ce_arena *a, int64_t expected) {
-  uint64_t cap = 64;
-  while ((int64_t)cap < expected * 2) cap <<= 1;
-  c->arena = a;
-  c->count = 0;
-  return vcache_alloc(c, cap);
-}
-
-/* The slot for key: either holding it, or the empty slot where it belongs.
- * The load factor stays <= 1/2 (vcache_reserve), so a free slot exists. */
-static inline vslot *vcache_find(vcache *c, vkey k) {
-  uint64_t i = vhash(k) & c->mask;
-  for (;;) {
-    vslot *s = &c->slot[i];
-    if (s->id < 0 || vkey_eq(&s->key, &k)) return s;
-    i = (i + 1) & c->mask;
-  }
-}
-
-/* Make room for `extra` more insertions (rehash into a table twice as big).
- * Lookups are by key only, so the layout never affects the result. */
-static ce_errno vcache_reserve(vcache *c, int64_t extra) {
-  if ((uint64_t)(c->count + extra) * 2 <= c->mask + 1) return CE_OK;
-  vslot *old = c->slot;
-  uint64_t oldcap = c->mask + 1, cap = oldcap;
-  while ((uint64_t)(c->count + extra) * 2 > cap) cap <<= 1;
-  if (vcache_alloc(c, cap) != CE_OK) return CE_ENOMEM;
-  for (uint64_t i = 0; i < oldcap; i++)
-    if (old[i].id >= 0) *vcache_find(c, old[i].key) = old[i];
-  return CE_OK;
-}
-
-static void vcache_set(vcache *c, vslot *s, vkey k, int32_t id) {
-  s->key = k;
-  s->id = id;
-  c->count++;
-}
+typedef ce_vkey vkey;
 
 static void sort3(int32_t *a) {
   int32_t t;
@@ -438,7 +365,7 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
 /* ce_internal.h. Shared with ce_intersect_terrain.c. The two calls let the
  * compiler drop the label work from the unlabelled (terrain) copy. */
 int ce_clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3], ce_vec3 nrm, double eps,
-                    const int32_t tri_v[3], int32_t tri_id, ce_vec3 *out, ce_clip_key *labels, ce_counters *c) {
+                    const int32_t tri_v[3], int32_t tri_id, ce_vec3 *out, ce_vkey *labels, ce_counters *c) {
   cvert V[MAXV];
   int k;
   if (labels) {
@@ -464,7 +391,7 @@ typedef struct tt_query {
   double eps;
   ce_builder *b;
   ce_counters *c;
-  vcache cache;
+  ce_vcache cache;
   ce_elemcache ptris; /* triangles of N placed so far (ptri entries; each meets several tets) */
 } tt_query;
 
@@ -518,14 +445,14 @@ static ce_errno tet_tri_pair(tt_query *q, int32_t t, int32_t f, tt_hit *walk) {
   const double off = T->offset[t];
   const int32_t *tv = T->tet[t];
   ce_errno e;
-  if ((e = vcache_reserve(&q->cache, k)) != CE_OK) return e;
+  if ((e = ce_vcache_reserve(&q->cache, k)) != CE_OK) return e;
   int32_t ids[MAXV];
   for (int i = 0; i < k; i++) {
     vkey key;
-    vslot *sl = NULL;
+    ce_vslot *sl = NULL;
     if (Q[i].vl != VL_NONE) {
       key = global_label(Q[i].vl, tv, sv, f);
-      sl = vcache_find(&q->cache, key);
+      sl = ce_vcache_find(&q->cache, key);
       if (sl->id >= 0) {
         ids[i] = sl->id;
         continue;
@@ -533,7 +460,7 @@ static ce_errno tet_tri_pair(tt_query *q, int32_t t, int32_t f, tt_hit *walk) {
     }
     ids[i] = ce_builder_add_vertex(q->b, Q[i].x, fmax(0.0, ce_dot(g, Q[i].x) + off));
     if (ids[i] < 0) return CE_ENOMEM;
-    if (sl) vcache_set(&q->cache, sl, key, ids[i]);
+    if (sl) ce_vcache_set(&q->cache, sl, key, ids[i]);
   }
   int added;
   if (dedupe_ids(ids, k) == k) {
@@ -569,7 +496,7 @@ static ce_errno walk_init(tt_query *q, tt_walk *w, int64_t seeds) {
   ce_buf_init(&w->queue, sizeof(ce_pair));
   w->head = 0;
   if (ce_buf_reserve(a, &w->queue, 256 + 4 * seeds) != CE_OK) return CE_ENOMEM;
-  if ((e = vcache_init(&q->cache, a, 4 * seeds)) != CE_OK) return e;
+  if ((e = ce_vcache_init(&q->cache, a, 4 * seeds)) != CE_OK) return e;
   {
     /* placed triangles: 322 for 884 seeds at the finest sphere pair, 38
      * for 217 at the coarsest; room for 1 per 2 seeds (grows if needed) */
@@ -732,7 +659,7 @@ ce_errno ce_intersect_tet_tri_all(const ce_geometry *m, const ce_geometry *n, co
   e = ce_bvh_collide(&m->bvh, &n->bvh, X_MN, 0, b->arena, &pairs);
   if (e != CE_OK) return e;
   c->candidate_pairs += pairs.len;
-  if ((e = vcache_init(&q.cache, b->arena, pairs.len)) != CE_OK) return e;
+  if ((e = ce_vcache_init(&q.cache, b->arena, pairs.len)) != CE_OK) return e;
   for (int64_t k = 0; k < pairs.len; k++) {
     ce_pair pr = ((const ce_pair *)pairs.data)[k];
     if ((e = tet_tri_pair(&q, pr.a, pr.b, NULL)) != CE_OK) return e;
@@ -768,7 +695,7 @@ ce_errno ce_intersect_tet_tri(const ce_geometry *m, const ce_geometry *n, const 
  * the vertex, so neighbours share it). Appends up to 4 cut points to ids/keys
  * (cached builder vertices), with pressures interpolated along the edge. The
  * points are in cyclic order (not yet oriented). Returns the count. */
-static int slice_tet(ce_builder *b, vcache *cache, const ce_tetmesh *T, int32_t t, const double h[4],
+static int slice_tet(ce_builder *b, ce_vcache *cache, const ce_tetmesh *T, int32_t t, const double h[4],
                      int32_t *ids, vkey *keys) {
   const int32_t *tv = T->tet[t];
   int below[4], nb = 0, above[4], na = 0;
@@ -799,7 +726,7 @@ static int slice_tet(ce_builder *b, vcache *cache, const ce_tetmesh *T, int32_t 
     int lb = ev[i][0], la = ev[i][1];
     int32_t gb = tv[lb], ga = tv[la];
     vkey k = h[la] == 0 ? key_of(ga, -1, -1) : key_of(gb, ga, -1);
-    vslot *s = vcache_find(cache, k);
+    ce_vslot *s = ce_vcache_find(cache, k);
     if (s->id < 0) {
       ce_vec3 x;
       double p;
@@ -817,7 +744,7 @@ static int slice_tet(ce_builder *b, vcache *cache, const ce_tetmesh *T, int32_t 
       }
       int32_t id = ce_builder_add_vertex(b, x, p);
       if (id < 0) return -1;
-      vcache_set(cache, s, k, id);
+      ce_vcache_set(cache, s, k, id);
     }
     ids[i] = s->id;
     keys[i] = k;
@@ -841,9 +768,9 @@ ce_errno ce_intersect_tet_halfspace(const ce_geometry *m, const ce_geometry *n, 
   if (e != CE_OK) return e;
   c->candidate_pairs += tets.len;
   if (tets.len == 0) return CE_OK;
-  vcache cache;
+  ce_vcache cache;
   /* about 2 shared cut points per sliced tet; grows on demand */
-  if ((e = vcache_init(&cache, a, compliant_n ? 64 : tets.len * 2)) != CE_OK) return e;
+  if ((e = ce_vcache_init(&cache, a, compliant_n ? 64 : tets.len * 2)) != CE_OK) return e;
   const ce_vec3 zero = ce_v3(0, 0, 0);
 
   /* compliant N: p_N(x) = kN (d - nz.x), kN = E_N / s; gradient -kN nz */
@@ -859,7 +786,7 @@ ce_errno ce_intersect_tet_halfspace(const ce_geometry *m, const ce_geometry *n, 
     vkey keys[MAXV];
     ce_vec3 normal, gm = T->grad[t];
     /* at most 4 slice points and 2 clip crossings per tet */
-    if ((e = vcache_reserve(&cache, 6)) != CE_OK) return e;
+    if ((e = ce_vcache_reserve(&cache, 6)) != CE_OK) return e;
     if (!compliant_n) {
       /* No gradient rule against a rigid half space (as Drake): its plane is
        * the only surface there is, so every slice is kept. */
@@ -923,7 +850,7 @@ ce_errno ce_intersect_tet_halfspace(const ce_geometry *m, const ce_geometry *n, 
         vkey k = key_of(fk[0], fk[1], fk[2]);
         /* tag crossings apart from slice points (which use <= 2 entries) */
         if (nf < 3) k = key_of(-2 - k.k[1], k.k[1], k.k[2]); /* degenerate: unique-ish */
-        vslot *s = vcache_find(&cache, k);
+        ce_vslot *s = ce_vcache_find(&cache, k);
         if (s->id < 0) {
           /* compute from the end with the smaller vertex id (deterministic) */
           int32_t i0 = ids[i] < ids[j] ? ids[i] : ids[j], i1 = ids[i] < ids[j] ? ids[j] : ids[i];
@@ -933,7 +860,7 @@ ce_errno ce_intersect_tet_halfspace(const ce_geometry *m, const ce_geometry *n, 
           double p0 = ((const double *)b->p.data)[i0], p1 = ((const double *)b->p.data)[i1];
           int32_t id = ce_builder_add_vertex(b, ce_axpy(x0, u2, ce_sub(x1, x0)), p0 + u2 * (p1 - p0));
           if (id < 0) return CE_ENOMEM;
-          vcache_set(&cache, s, k, id);
+          ce_vcache_set(&cache, s, k, id);
         }
         out[no++] = s->id;
       }
@@ -962,8 +889,8 @@ ce_errno ce_intersect_halfspace_tri(const ce_geometry *m, const ce_geometry *n, 
   if (e != CE_OK) return e;
   c->candidate_pairs += tris.len;
   if (tris.len == 0) return CE_OK;
-  vcache cache;
-  if ((e = vcache_init(&cache, a, tris.len * 2)) != CE_OK) return e;
+  ce_vcache cache;
+  if ((e = ce_vcache_init(&cache, a, tris.len * 2)) != CE_OK) return e;
   const double k = m->modulus / m->slab_thickness; /* p = k (-z) */
   const ce_vec3 gm = ce_v3(0, 0, -k), zero = ce_v3(0, 0, 0);
   for (int64_t q = 0; q < tris.len; q++) {
@@ -982,23 +909,23 @@ ce_errno ce_intersect_halfspace_tri(const ce_geometry *m, const ce_geometry *n, 
     }
     int32_t ids[MAXV];
     int ni = 0;
-    if ((e = vcache_reserve(&cache, 6)) != CE_OK) return e;
+    if ((e = ce_vcache_reserve(&cache, 6)) != CE_OK) return e;
     for (int i = 0; i < 3; i++) {
       int j = (i + 1) % 3;
       double za = x[i].z, zb = x[j].z;
       if (za <= 0) {
         vkey key = key_of(tv[i], -1, -1);
-        vslot *s = vcache_find(&cache, key);
+        ce_vslot *s = ce_vcache_find(&cache, key);
         if (s->id < 0) {
           int32_t id = ce_builder_add_vertex(b, x[i], k * fmax(0.0, -za));
           if (id < 0) return CE_ENOMEM;
-          vcache_set(&cache, s, key, id);
+          ce_vcache_set(&cache, s, key, id);
         }
         ids[ni++] = s->id;
       }
       if ((za < 0 && zb > 0) || (za > 0 && zb < 0)) {
         vkey key = key_of(tv[i], tv[j], -1);
-        vslot *s = vcache_find(&cache, key);
+        ce_vslot *s = ce_vcache_find(&cache, key);
         if (s->id < 0) {
           /* from the lower vertex id so both triangles get the same point */
           int lo = tv[i] < tv[j] ? i : j, hi = lo == i ? j : i;
@@ -1007,7 +934,7 @@ ce_errno ce_intersect_halfspace_tri(const ce_geometry *m, const ce_geometry *n, 
           xc.z = 0;
           int32_t id = ce_builder_add_vertex(b, xc, 0.0);
           if (id < 0) return CE_ENOMEM;
-          vcache_set(&cache, s, key, id);
+          ce_vcache_set(&cache, s, key, id);
         }
         ids[ni++] = s->id;
       }

@@ -9,7 +9,9 @@
  *    triangles), made once per element (the inline lookup is in
  *    ce_internal.h);
  *  - ce_triangles_meet: whether two triangles meet (the seed test: where a
- *    boundary triangle of M meets a triangle of N, the surface starts). */
+ *    boundary triangle of M meets a triangle of N, the surface starts);
+ *  - ce_vcache: shared surface vertices, found by the mesh features a
+ *    point lies on (the inline lookup is in ce_internal.h). */
 #include <math.h>
 
 #include "ce_internal.h"
@@ -162,4 +164,33 @@ int ce_tets_contain(const ce_geometry *g, ce_vec3 x, double eps, ce_arena *a, ce
     if (in) return 1;
   }
   return 0;
+}
+
+/* ---- shared surface vertices -------------------------------------------- */
+
+static ce_errno vcache_alloc(ce_vcache *c, uint64_t cap) {
+  c->slot = ce_arena_alloc(c->arena, cap * sizeof(ce_vslot));
+  if (!c->slot) return CE_ENOMEM;
+  for (uint64_t i = 0; i < cap; i++) c->slot[i].id = -1;
+  c->mask = cap - 1;
+  return CE_OK;
+}
+
+ce_errno ce_vcache_init(ce_vcache *c, ce_arena *a, int64_t expected) {
+  uint64_t cap = 64;
+  while ((int64_t)cap < expected * 2) cap <<= 1;
+  c->arena = a;
+  c->count = 0;
+  return vcache_alloc(c, cap);
+}
+
+ce_errno ce_vcache_reserve(ce_vcache *c, int64_t extra) {
+  if ((uint64_t)(c->count + extra) * 2 <= c->mask + 1) return CE_OK;
+  ce_vslot *old = c->slot;
+  uint64_t oldcap = c->mask + 1, cap = oldcap;
+  while ((uint64_t)(c->count + extra) * 2 > cap) cap <<= 1;
+  if (vcache_alloc(c, cap) != CE_OK) return CE_ENOMEM;
+  for (uint64_t i = 0; i < oldcap; i++)
+    if (old[i].id >= 0) *ce_vcache_find(c, old[i].key) = old[i];
+  return CE_OK;
 }

@@ -187,6 +187,53 @@ double ce_test_builder_area(const ce_builder *b) {
   return a;
 }
 
+void ce_test_tet_adjacency(ce_tetmesh *m) {
+  if (!m->adj) m->adj = malloc(sizeof *m->adj * (size_t)(m->nt > 0 ? m->nt : 1));
+  cr_assert_not_null(m->adj);
+  for (int32_t t = 0; t < m->nt; t++)
+    for (int i = 0; i < 4; i++) {
+      m->adj[t][i] = -1;
+      /* face opposite i: the other three vertices */
+      for (int32_t u = 0; u < m->nt; u++) {
+        if (u == t) continue;
+        int shared = 0;
+        for (int j = 0; j < 4; j++) {
+          if (j == i) continue;
+          for (int l = 0; l < 4; l++) shared += m->tet[u][l] == m->tet[t][j];
+        }
+        if (shared == 3) m->adj[t][i] = u;
+      }
+    }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int64_t ce_test_euler(int64_t nv, int64_t nf, const int32_t *off, const int32_t *fv, int64_t *bad) {
+  const int64_t nh = nf > 0 ? off[nf] : 0;
+  uint64_t *h = malloc(sizeof *h * (size_t)(nh + 1));
+  cr_assert_not_null(h);
+  for (int64_t f = 0, q = 0; f < nf; f++)
+    for (int32_t k = off[f]; k < off[f + 1]; k++) {
+      uint32_t a = (uint32_t)fv[k], b = (uint32_t)fv[k + 1 < off[f + 1] ? k + 1 : off[f]];
+      h[q++] = (uint64_t)a << 32 | b;
+    }
+  qsort(h, (size_t)nh, sizeof *h, cmp_u64);
+  int64_t twinned = 0, repeats = 0;
+  for (int64_t q = 0; q < nh; q++) {
+    if (q > 0 && h[q] == h[q - 1]) repeats++;
+    uint64_t rev = h[q] << 32 | h[q] >> 32;
+    twinned += bsearch(&rev, h, (size_t)nh, sizeof *h, cmp_u64) != NULL;
+  }
+  free(h);
+  if (bad) *bad = repeats;
+  /* a twinned half-edge shares its edge with its twin: edges = (half-edges
+   * + untwinned ones) / 2 */
+  return nv - (nh + (nh - twinned)) / 2 + nf;
+}
+
 ce_counters ce_test_compare_traced(ce_test_intersector all, ce_test_intersector traced, const ce_geometry *m,
                                    const ce_geometry *n, const ce_pose *X, ce_arena *arena, const char *what) {
   ce_arena_reset(arena);

@@ -28,6 +28,17 @@ int64_t *ce_test_face_keys(const ce_builder *b);
  * from its first vertex; counter-clockwise faces count positive). */
 double ce_test_builder_area(const ce_builder *b);
 
+/* Fills m->adj (allocating it when NULL) by brute force over the tets'
+ * faces: for small hand-built meshes that skip ce_geometry_from_tetmesh. */
+void ce_test_tet_adjacency(ce_tetmesh *m);
+
+/* The Euler characteristic V - E + F of nf faces (corners fv[off[f] ..
+ * off[f + 1])) over nv vertices, each edge counted once (a half-edge and
+ * its reverse are one edge). *bad (may be NULL) counts half-edges that
+ * occur more than once in one direction: faces that overlap or disagree
+ * in orientation. A disc whose faces share their vertices gives 1. */
+int64_t ce_test_euler(int64_t nv, int64_t nf, const int32_t *off, const int32_t *fv, int64_t *bad);
+
 /* An intersector (ce_intersect_tet_tet, ce_intersect_tet_tri and their
  * _all references). */
 typedef ce_errno (*ce_test_intersector)(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,

@@ -50,20 +50,8 @@ static ce_geometry *raw_tetmesh(int32_t nv, const double *v, int32_t nt, const i
       m->prange[t][1] = fmax(m->prange[t][1], pv[i]);
     }
     m->grad[t] = ce_tet_linear_field(x, pv, &m->offset[t]);
-    for (int i = 0; i < 4; i++) {
-      m->adj[t][i] = -1;
-      /* face opposite i: the other three vertices */
-      for (int32_t u = 0; u < nt; u++) {
-        if (u == t) continue;
-        int shared = 0;
-        for (int j = 0; j < 4; j++) {
-          if (j == i) continue;
-          for (int l = 0; l < 4; l++) shared += m->tet[u][l] == m->tet[t][j];
-        }
-        if (shared == 3) m->adj[t][i] = u;
-      }
-    }
   }
+  ce_test_tet_adjacency(m);
   cr_assert_eq(ce_bvh_build(&g->bvh, nt, 4, &m->tet[0][0], m->v, m->p, NULL), CE_OK);
   return g;
 }
@@ -530,24 +518,7 @@ Test(intersect_rigid, plane_through_centre_vertex_counted_once, .init = setup, .
 
 /* V - E + F of a surface whose faces share vertices (edges counted once). */
 static int64_t euler(const ce_surface *s) {
-  int64_t half = 0, boundary = 0;
-  for (int f = 0; f < s->nf; f++) {
-    const int32_t *ids = s->face_vertices + s->face_offsets[f];
-    int k = s->face_offsets[f + 1] - s->face_offsets[f];
-    half += k;
-    for (int i = 0; i < k; i++) {
-      int32_t a = ids[i], b = ids[(i + 1) % k];
-      int twin = 0;
-      for (int g = 0; g < s->nf && !twin; g++) {
-        const int32_t *jd = s->face_vertices + s->face_offsets[g];
-        int kk = s->face_offsets[g + 1] - s->face_offsets[g];
-        for (int j = 0; j < kk; j++)
-          if (jd[j] == b && jd[(j + 1) % kk] == a) twin = 1;
-      }
-      boundary += !twin;
-    }
-  }
-  return s->nv - (half + boundary) / 2 + s->nf;
+  return ce_test_euler(s->nv, s->nf, s->face_offsets, s->face_vertices, NULL);
 }
 
 Test(intersect_rigid, halfspace_slice_equals_clipped_square, .init = setup, .fini = teardown) {
