@@ -279,11 +279,13 @@ void ce_options_default(ce_options *o);
 /* Contact surface in the world frame. Arrays live in the query's arena.
  * Faces are convex polygons (or triangles); face f's vertex indices are
  * face_vertices[face_offsets[f] .. face_offsets[f+1]). Neighbouring faces
- * share a vertex where the construction names it by mesh features: the
- * compliant–rigid, mesh–half-space and half-space–mesh surfaces are one
- * connected mesh. Compliant–compliant polygons carry their own vertices
- * (neighbours' corners coincide to rounding, not by index); the triangle
- * representation shares each polygon's edge vertices between its fan. */
+ * share a vertex where the construction names it by mesh features, so
+ * every surface is one connected mesh: compliant–rigid, mesh–half-space
+ * and half-space–mesh always; compliant–compliant wherever the two
+ * meshes' faces through a point are decided alike by neighbouring pairs
+ * (not within ~1e-13 of the scale of a third face: there a vertex may be
+ * duplicated, its copies equal to rounding). The triangle representation
+ * shares each polygon's edge vertices between its fan. */
 typedef struct ce_surface {
   int32_t nv, nf;
   ce_vec3 *vertices;

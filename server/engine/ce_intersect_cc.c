@@ -23,7 +23,21 @@
  * kernel does the cheap rejections first (pressure ranges, the plane missing
  * tet M), then tests the slice against all four of N's face planes at once
  * (ce_tetmesh.fplane, placed in M's frame once per query per tet of N), and
- * uses only fixed-size stack arrays. */
+ * uses only fixed-size stack arrays.
+ *
+ * Shared vertices: a polygon vertex is where the pair's plane meets a
+ * feature of tet M (the tet, a face, an edge or a vertex: the faces of M it
+ * lies on have it in common) and a feature of tet N. Neighbouring pairs
+ * that hold the same two features compute the same point: the pressure
+ * fields are continuous, so on a shared feature every tet holding it has
+ * the same pressure, and the pairs' planes agree there. Such a vertex is
+ * keyed by the two features in global indices (tet_feature) and made once
+ * (ce_vcache), when the features' dimensions add up to at most 4 (so they
+ * and the plane fix a point). Which faces a vertex lies on is decided with
+ * the slice's tolerance; where neighbours decide differently (points
+ * within the tolerance of a third face) the vertex is simply not shared.
+ * The first pair to make a vertex gives its position and pressure; later
+ * pairs differ from it only by rounding. */
 #include <math.h>
 #include <string.h>
 
@@ -116,7 +130,87 @@ typedef struct cc_query {
   ce_counters *c;
   int identical;   /* set when a pair's two fields coincide (see below) */
   ce_elemcache ntets; /* tets of N placed so far (ntet entries) */
+  ce_vcache verts;    /* shared polygon vertices (see the top) */
 } cc_query;
+
+/* The feature of tet t (global vertex ids tv) that the faces in `bits`
+ * (bit k = the face opposite vertex k) have in common, as two indices in
+ * out: the tet (t, -1), a face (the lower-numbered of its two tets and its
+ * index there, so both name it alike; without adjacency, adj NULL, just
+ * (t, k)), an edge (its vertices, sorted) or a vertex (v, -1). Returns the feature's dimension, or -1 when the faces
+ * have nothing in common. */
+static inline int tet_feature(const int32_t tv[4], const int32_t (*adj)[4], int32_t t, int bits,
+                              int32_t out[2]) {
+  /* faces in a 4-bit set (a table: baseline x86-64 has no popcnt) */
+  static const int8_t nfaces[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+  switch (nfaces[bits & 0xF]) {
+    case 0:
+      out[0] = t;
+      out[1] = -1;
+      return 3;
+    case 1: {
+      const int k = __builtin_ctz((unsigned)bits);
+      int32_t o;
+      out[0] = t;
+      out[1] = k;
+      if (adj && (o = adj[t][k]) >= 0 && o < t)
+        for (int l = 0; l < 4; l++)
+          if (adj[o][l] == t) {
+            out[0] = o;
+            out[1] = l;
+          }
+      return 2;
+    }
+    case 2: {
+      const unsigned rest = 0xFu & ~(unsigned)bits;
+      const int32_t a = tv[__builtin_ctz(rest)], b = tv[31 - __builtin_clz(rest)];
+      out[0] = a < b ? a : b;
+      out[1] = a < b ? b : a;
+      return 1;
+    }
+    case 3:
+      out[0] = tv[__builtin_ctz(0xFu & ~(unsigned)bits)];
+      out[1] = -1;
+      return 0;
+    default:
+      return -1;
+  }
+}
+
+/* Builder vertex ids for the polygon x[0..m) of pair (i, j) with pressures
+ * p and face bits (M's faces in bits 0-3, N's in 4-7): shared through
+ * q->verts where the two features fix a point, fresh otherwise, and fresh
+ * too where a shared id would repeat within the polygon. */
+static ce_errno polygon_ids(cc_query *q, int32_t i, int32_t j, const ce_vec3 *x, const double *p,
+                            const int *bits, int m, int32_t *ids) {
+  ce_vcache *vc = &q->verts;
+  if ((uint64_t)(vc->count + m) * 2 > vc->mask + 1 && ce_vcache_reserve(vc, m) != CE_OK) return CE_ENOMEM;
+  const int32_t *tm = q->TM->tet[i], *tn = q->TN->tet[j];
+  const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
+  for (int v = 0; v < m; v++) {
+    ce_vkey key;
+    const int dm = tet_feature(tm, adjM, i, bits[v] & 0xF, &key.k[1]);
+    const int dn = tet_feature(tn, adjN, j, bits[v] >> 4 & 0xF, &key.k[3]);
+    ce_vslot *sl = NULL;
+    if (dm >= 0 && dn >= 0 && dm + dn <= 4) {
+      key.k[0] = 4 * dm + dn;
+      key.k[5] = -1;
+      sl = ce_vcache_find(vc, key);
+      if (sl->id >= 0) {
+        int repeat = 0;
+        for (int u = 0; u < v; u++) repeat |= ids[u] == sl->id;
+        if (!repeat) {
+          ids[v] = sl->id;
+          continue;
+        }
+        sl = NULL;
+      }
+    }
+    if ((ids[v] = ce_builder_add_vertex(q->b, x[v], p[v])) < 0) return CE_ENOMEM;
+    if (sl) ce_vcache_set(vc, sl, key, ids[v]);
+  }
+  return CE_OK;
+}
 
 /* Tet j of N in M's frame (placed the first time a pair needs it); NULL
  * when the arena is exhausted. */
@@ -159,6 +253,28 @@ typedef struct cvert {
   ce_vec3 x;
   int bits;
 } cvert;
+
+/* The half-open rule for a polygon of pair (i, j) lying in the faces
+ * `common` (M's in bits 0-3, N's in 4-7; see eval_pair): f holds the
+ * plane function g . x + c0 at tet i's vertices. A face without a
+ * neighbour, or any face when the mesh has no adjacency, keeps it. */
+static int half_open_keeps(const cc_query *q, int32_t i, int32_t j, int common, const double f[4], ce_vec3 g,
+                           double c0) {
+  const ce_tetmesh *TM = q->TM, *TN = q->TN;
+  const int bm = common & 0xF, bn = common >> 4 & 0xF;
+  if (bm && TM->adj && !(bm & (bm - 1))) {
+    const int k = __builtin_ctz((unsigned)bm);
+    if (TM->adj[i][k] >= 0 && !(f[k] > 0)) return 0;
+  }
+  if (bn && TN->adj && !(bn & (bn - 1))) {
+    const int l = __builtin_ctz((unsigned)bn);
+    if (TN->adj[j][l] >= 0) {
+      const ce_vec3 x = ce_add(ce_mat3_mul_vec(&q->R, TN->v[TN->tet[j][l]]), q->t);
+      if (!(ce_dot(g, x) + c0 < 0)) return 0;
+    }
+  }
+  return 1;
+}
 
 /* Evaluate the pair (tet i of M, tet j of N): add its polygon to the
  * builder when it has one and describe its intersection in *h. The slice
@@ -275,6 +391,17 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
   double area2 = ce_dot(sa, g); /* twice the area times |g|, signed by orientation */
   if (!(fabs(area2) > 2 * q->min_area * gl)) return CE_OK;
   h->proper = 1;
+  /* A polygon lying in a face that tet i shares with a neighbour (the
+   * plane runs through the face) is made by both tets' pairs. Half-open
+   * rule: only the tet on the +n side (deeper into M: its fourth vertex,
+   * opposite the face, has f > 0) keeps it; where the surface crosses the
+   * face the neighbour's fourth vertex has f < 0, so the face counts once
+   * and the force does not jump as a pose moves through this position.
+   * Likewise a polygon in a shared face of tet j is kept by the tet on the
+   * -n side (deeper into N). The walk goes on from both. */
+  int common = pbits[0];
+  for (int v = 1; v < m; v++) common &= pbits[v];
+  if (common && !half_open_keeps(q, i, j, common, f, g, c0)) return CE_OK;
   ce_vec3 nrm = ce_scale(g, 1.0 / gl);
   /* n . g > cos(5 pi/8) |g| with the cosine negative: true for n . g >= 0
    * (g != 0), else compared squared (no square root for the usual case). */
@@ -291,10 +418,15 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
       ce_vec3 tv = poly[lo];
       poly[lo] = poly[hi];
       poly[hi] = tv;
+      int tb = pbits[lo];
+      pbits[lo] = pbits[hi];
+      pbits[hi] = tb;
     }
   double p[CC_MAXV];
   for (int v = 0; v < m; v++) p[v] = ce_dot(gM, poly[v]) + cM;
-  ce_errno e = ce_builder_add_polygon(q->b, poly, p, m, nrm, gM, gN, i, j);
+  int32_t ids[CC_MAXV];
+  ce_errno e = polygon_ids(q, i, j, poly, p, pbits, m, ids);
+  if (e == CE_OK) e = ce_builder_add_face(q->b, ids, m, nrm, gM, gN, i, j);
   if (e != CE_OK) return e;
   q->c->polygons++;
   return CE_OK;
@@ -432,6 +564,7 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   if (ce_buf_reserve(a, &queue, 256 + 2 * room) != CE_OK) return CE_ENOMEM;
   if (ce_builder_reserve(q->b, 4 * room, room, 4 * room) != CE_OK) return CE_ENOMEM;
   if (ce_elemcache_reserve(a, &q->ntets, per, room) != CE_OK) return CE_ENOMEM;
+  if (ce_vcache_reserve(&q->verts, per) != CE_OK) return CE_ENOMEM;
   const ce_pair *fp = faces.data;
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
   /* Seeds one at a time, each walk run to the end before the next seed:
@@ -501,6 +634,7 @@ static ce_errno query_init(cc_query *q, const ce_geometry *m, const ce_geometry 
   q->c = c;
   q->identical = 0;
   if (ce_elemcache_init(b->arena, &q->ntets, sizeof(ntet), 9, 256) != CE_OK) return CE_ENOMEM;
+  if (ce_vcache_init(&q->verts, b->arena, 256) != CE_OK) return CE_ENOMEM;
   return CE_OK;
 }
 
@@ -528,6 +662,8 @@ ce_errno ce_intersect_tet_tet(const ce_geometry *m, const ce_geometry *n, const 
     c->polygons = saved_c.polygons;
     c->faces_dropped = saved_c.faces_dropped;
     q.identical = 0;
+    /* the shared vertices named ids the rewind dropped */
+    if (ce_vcache_init(&q.verts, b->arena, 256) != CE_OK) return CE_ENOMEM;
   }
   return run_all_candidates(m, n, X_MN, &q);
 }

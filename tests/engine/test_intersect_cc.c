@@ -74,6 +74,7 @@ static void free_geom(ce_geometry *g) {
   free(g->tet.offset);
   free(g->tet.prange);
   free(g->tet.fplane);
+  free(g->tet.adj);
   free(g);
 }
 
@@ -369,6 +370,57 @@ Test(intersect_cc, polygons_tile_the_section_of_two_tet_cubes) {
   free_geom(n);
 }
 
+/* A plane through faces that two tets share: M is a column of two Kuhn
+ * cubes with p_M = 1e5 z, N one cube with p_N = 1e5 (1.5 - z_N) placed at
+ * (0.2, 0.3, 0.5), so the surface is z = 1, M's layer of shared faces,
+ * over [0.2, 1] x [0.3, 1]: area 0.56 at 1e5 Pa. Both of M's tets at each
+ * face make its polygon; the half-open rule keeps one (the sum was 1.12
+ * before it). With the roles swapped the plane runs through N's faces.
+ * Traced and all-candidates alike. */
+Test(intersect_cc, polygon_in_shared_face_counts_once) {
+  ce_vec3 v1[8], v2[12];
+  int32_t t1[6][4], t2[12][4];
+  kuhn_cube(v1, t1);
+  for (int i = 0; i < 8; i++) v2[i] = v1[i];
+  for (int i = 8; i < 12; i++) v2[i] = ce_add(v1[i - 4], ce_v3(0, 0, 1));
+  for (int k = 0; k < 12; k++)
+    for (int r = 0; r < 4; r++) {
+      int32_t l = t1[k % 6][r];
+      t2[k][r] = k < 6 ? l : (l < 4 ? l + 4 : l + 4);
+    }
+  double pc[12], pcube[8];
+  for (int i = 0; i < 12; i++) pc[i] = 1e5 * v2[i].z;
+  for (int i = 0; i < 8; i++) pcube[i] = 1e5 * (1.5 - v1[i].z);
+  ce_geometry *col = make_geom(v2, 12, (const int32_t(*)[4])t2, 12, pc);
+  ce_geometry *cube = make_geom(v1, 8, (const int32_t(*)[4])t1, 6, pcube);
+  ce_test_tet_adjacency(&col->tet);
+  ce_test_tet_adjacency(&cube->tet);
+  ce_arena *arena = ce_arena_create(1 << 16);
+  for (int swap = 0; swap < 2; swap++)
+    for (int all = 0; all < 2; all++) {
+      ce_pose X = ce_pose_identity();
+      X.p = swap ? ce_v3(-0.2, -0.3, -0.5) : ce_v3(0.2, 0.3, 0.5);
+      ce_arena_reset(arena);
+      ce_builder b;
+      cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+      ce_counters c = {0, 0, 0};
+      cr_assert_eq((all ? ce_intersect_tet_tet_all : ce_intersect_tet_tet)(swap ? cube : col, swap ? col : cube, &X,
+                                                                            &b, &c),
+                   CE_OK);
+      double area = ce_test_builder_area(&b);
+      cr_assert(fabs(area - 0.56) < 1e-12, "swap %d all %d: area %.17g", swap, all, area);
+      const double zs = swap ? 0.5 : 1.0; /* the plane in M's frame */
+      for (int64_t f = 0; f < nfaces(&b); f++)
+        for (int k = 0; k < nverts(&b, (int32_t)f); k++) {
+          cr_assert(fabs(vtx(&b, (int32_t)f, k).z - zs) < 1e-14);
+          cr_assert(fabs(prs(&b, (int32_t)f, k) - (swap ? 1e5 * (1.5 - zs) : 1e5 * zs)) < 1e-9);
+        }
+    }
+  ce_arena_destroy(arena);
+  free_geom(col);
+  free_geom(cube);
+}
+
 /* Surface tracing (the default path for meshes with adjacency) against
  * the reference that evaluates every BVH candidate pair: the same
  * polygons (count, total area, per-face source pairs) for primitives at
@@ -454,6 +506,86 @@ Test(intersect_cc, surface_tracing_matches_all_candidates) {
   ce_geometry_free(s1);
   ce_geometry_free(s2);
   ce_geometry_free(bx);
+}
+
+static int cmp_x(const void *a, const void *b) {
+  double x = ((const ce_vec3 *)a)->x, y = ((const ce_vec3 *)b)->x;
+  return (x > y) - (x < y);
+}
+
+/* Pairs of the builder's vertices closer than tol (distinct ids). */
+static int64_t near_duplicates(const ce_builder *b, double tol) {
+  int64_t nv = b->v.len, n = 0;
+  ce_vec3 *v = malloc(sizeof *v * (size_t)(nv + 1));
+  memcpy(v, b->v.data, sizeof *v * (size_t)nv);
+  qsort(v, (size_t)nv, sizeof *v, cmp_x);
+  for (int64_t u = 0; u < nv; u++)
+    for (int64_t w = u + 1; w < nv && v[w].x - v[u].x < tol; w++) n += ce_norm(ce_sub(v[u], v[w])) < tol;
+  free(v);
+  return n;
+}
+
+/* Neighbouring polygons share their vertices: the surface of two
+ * overlapping convex bodies is one disc (V - E + F = 1) with every edge in
+ * at most two faces, counter-clockwise alike, and about a quarter as many
+ * vertices as polygon corners. Sharing changes no polygon: the traced
+ * surface still matches every candidate pair's (area to 1e-12). */
+Test(intersect_cc, polygons_share_vertices) {
+  ce_geometry *s1 = prim(CE_SHAPE_SPHERE, 0.1, ce_v3(0, 0, 0), 0.026);
+  ce_geometry *s2 = prim(CE_SHAPE_SPHERE, 0.07, ce_v3(0, 0, 0), 0.02);
+  ce_geometry *bx = prim(CE_SHAPE_BOX, 0, ce_v3(0.2, 0.15, 0.1), 0.03);
+  ce_geometry *el = prim(CE_SHAPE_ELLIPSOID, 0, ce_v3(0.1, 0.07, 0.05), 0.03);
+  ce_arena *arena = ce_arena_create(1 << 20);
+  const ce_geometry *ms[4] = {s1, s1, s2, bx}, *ns[4] = {s1, s2, el, el};
+  uint64_t st = 2026;
+  int discs = 0;
+  for (int trial = 0; trial < 24; trial++) {
+    const ce_geometry *m = ms[trial % 4], *n = ns[trial % 4];
+    ce_pose X = ce_pose_identity();
+    if (trial == 0) X.p = ce_v3(0.18, 0, 0); /* mirrored meshes */
+    else X = ce_test_rand_pose(&st, 0.03, 0.08);
+    ce_arena_reset(arena);
+    ce_builder b;
+    cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+    ce_counters c = {0, 0, 0};
+    cr_assert_eq(ce_intersect_tet_tet(m, n, &X, &b, &c), CE_OK);
+    if (c.polygons == 0) continue;
+    int64_t bad, nf = b.normal.len, corners = b.face_vert.len, nv = b.v.len;
+    int64_t chi = ce_test_euler(nv, nf, b.face_off.data, b.face_vert.data, &bad);
+    cr_assert_eq(bad, 0, "trial %d: %lld half-edges repeat", trial, (long long)bad);
+    cr_assert(4 * nv < corners + 4 * 64, "trial %d: %lld vertices for %lld corners", trial, (long long)nv,
+              (long long)corners);
+    cr_assert_eq(near_duplicates(&b, 1e-12), 0, "trial %d: a vertex is not shared", trial);
+    discs += chi == 1;
+    ce_test_compare_traced(ce_intersect_tet_tet_all, ce_intersect_tet_tet, m, n, &X, arena, "shared vertices");
+  }
+  /* (the others have holes where the gradient rule drops polygons, or
+   * several pieces: no two of their vertices coincide either) */
+  cr_assert(discs >= 18, "only %d surfaces are discs", discs);
+  /* Planes through mesh vertices, along edges and through faces (aligned
+   * boxes, a sphere on a box): no face overlaps another (a polygon in a
+   * shared face is made once). Here neighbouring pairs may see a point on
+   * different features within the tolerance (a mesh vertex from one, an
+   * edge ending there from the other), so some vertices are made twice. */
+  const ce_vec3 offs[4] = {{0.15, 0, 0}, {0.15, 0.05, 0}, {0.1, 0.075, 0.05}, {0, 0, 0.09}};
+  for (int k = 0; k < 8; k++) {
+    ce_pose X = ce_pose_identity();
+    X.p = offs[k % 4];
+    ce_arena_reset(arena);
+    ce_builder b;
+    cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+    ce_counters c = {0, 0, 0};
+    cr_assert_eq(ce_intersect_tet_tet(bx, k < 4 ? bx : s2, &X, &b, &c), CE_OK);
+    cr_assert(c.polygons > 0, "aligned case %d: no contact", k);
+    int64_t bad;
+    ce_test_euler(b.v.len, b.normal.len, b.face_off.data, b.face_vert.data, &bad);
+    cr_assert_eq(bad, 0, "aligned case %d: %lld half-edges repeat", k, (long long)bad);
+  }
+  ce_arena_destroy(arena);
+  ce_geometry_free(s1);
+  ce_geometry_free(s2);
+  ce_geometry_free(bx);
+  ce_geometry_free(el);
 }
 
 /* Two copies of g's tet mesh as one compliant geometry, the second shifted
