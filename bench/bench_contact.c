@@ -180,11 +180,11 @@ static void run_contact(const char *name, double hint, const ce_geometry *ga, co
   ce_geometry_get_info(ga, &ia);
   ce_geometry_get_info(gb, &ib);
   stats s = summarize(t, runs), sc = summarize(tc, runs);
-  printf("%-4s hint %.4f  tets %6d+%-6d tris %5d  cand %6lld  poly %5lld  cand/poly %5.2f  area %.5f m2  "
+  printf("%-4s hint %.4f  tets %6d+%-6d tris %5d  cand %6lld  poly %5lld  verts %5d  cand/poly %5.2f  area %.5f m2  "
          "fx %9.3f N | wall median %8.1f us p90 %8.1f us %6.0f ns/poly | cpu median %8.1f us p90 %8.1f us %6.0f "
          "ns/poly\n",
          name, hint, ia.tetrahedra, ib.tetrahedra, ia.triangles + ib.triangles, (long long)r.candidate_pairs,
-         (long long)r.polygons, r.polygons ? (double)r.candidate_pairs / (double)r.polygons : 0.0, r.area,
+         (long long)r.polygons, r.surface.nv, r.polygons ? (double)r.candidate_pairs / (double)r.polygons : 0.0, r.area,
          r.wrench_a.force.x, s.median, s.p90, r.polygons ? 1e3 * s.median / (double)r.polygons : 0.0, sc.median,
          sc.p90, r.polygons ? 1e3 * sc.median / (double)r.polygons : 0.0);
 }
