@@ -281,11 +281,11 @@ void ce_options_default(ce_options *o);
  * face_vertices[face_offsets[f] .. face_offsets[f+1]). Neighbouring faces
  * share a vertex where the construction names it by mesh features, so
  * every surface is one connected mesh: compliant–rigid, mesh–half-space
- * and half-space–mesh always; compliant–compliant wherever the two
- * meshes' faces through a point are decided alike by neighbouring pairs
- * (not within ~1e-13 of the scale of a third face: there a vertex may be
- * duplicated, its copies equal to rounding). The triangle representation
- * shares each polygon's edge vertices between its fan. */
+ * and half-space–mesh always; compliant–compliant too, except that a
+ * point within ~1e-13 of the scale of a mesh feature it is not on (where
+ * the plane runs through mesh vertices or along edges, as between aligned
+ * boxes) may be made twice, the copies equal to rounding. The triangle
+ * representation shares each polygon's edge vertices between its fan. */
 typedef struct ce_surface {
   int32_t nv, nf;
   ce_vec3 *vertices;

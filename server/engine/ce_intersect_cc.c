@@ -135,10 +135,10 @@ typedef struct cc_query {
 
 /* The feature of tet t (global vertex ids tv) that the faces in `bits`
  * (bit k = the face opposite vertex k) have in common, as two indices in
- * out: the tet (t, -1), a face (the lower-numbered of its two tets and its
+ * out: the tet (t, -1); a face (the lower-numbered of its two tets and its
  * index there, so both name it alike; without adjacency, adj NULL, just
- * (t, k)), an edge (its vertices, sorted) or a vertex (v, -1). Returns the feature's dimension, or -1 when the faces
- * have nothing in common. */
+ * (t, k)); an edge (its vertices, sorted); a vertex (v, -1). Returns the
+ * feature's dimension, or -1 when the faces have nothing in common. */
 static inline int tet_feature(const int32_t tv[4], const int32_t (*adj)[4], int32_t t, int bits,
                               int32_t out[2]) {
   /* faces in a 4-bit set (a table: baseline x86-64 has no popcnt) */
