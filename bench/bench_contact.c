@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "ce_internal.h"
+#include "bench_util.h"
 
 static double now_us(void) {
   struct timespec ts;
@@ -60,35 +61,7 @@ static stats summarize(double *t, int n) {
   return s;
 }
 
-/* The bench's material: E = 1e6 Pa when compliant, d = 1 s/m, mu = 0.5. */
-static ce_props bench_props(ce_compliance c, double hint) {
-  ce_props pr;
-  memset(&pr, 0, sizeof pr);
-  pr.compliance = c;
-  pr.modulus = c == CE_COMPLIANT ? 1e6 : 0;
-  pr.hint = hint;
-  pr.material.dissipation = 1.0;
-  pr.material.friction = 0.5;
-  return pr;
-}
-
-/* A sphere of radius r at the origin; NULL (reported) on failure. */
-static ce_geometry *sphere_r(ce_compliance c, double r, double hint) {
-  ce_shape sh;
-  memset(&sh, 0, sizeof sh);
-  sh.type = CE_SHAPE_SPHERE;
-  sh.radius = r;
-  ce_props pr = bench_props(c, hint);
-  ce_geometry *g = NULL;
-  ce_error err;
-  if (ce_geometry_from_shape(&sh, &pr, &g, &err) != CE_OK) {
-    fprintf(stderr, "sphere R %g (hint %g): %s\n", r, hint, err.message);
-    return NULL;
-  }
-  return g;
-}
-
-static ce_geometry *sphere(ce_compliance c, double hint) { return sphere_r(c, 0.1, hint); }
+static ce_geometry *sphere(ce_compliance c, double hint) { return bench_sphere(c, 0.1, hint); }
 
 /* The rigid mesh of the cr-m case: a sphere R = 0.1 at the origin and
  * spheres R = 0.025 at (-0.24, 0, 0) and R = 0.03 at (0.15, 0, 0), as one
@@ -98,7 +71,7 @@ static ce_geometry *rigid_parts(double hint) {
   ce_geometry *part[3] = {NULL, NULL, NULL}, *g = NULL;
   int32_t nv = 0, nf = 0;
   for (int k = 0; k < 3; k++) {
-    if (!(part[k] = sphere_r(CE_RIGID, rad[k], hint))) goto done;
+    if (!(part[k] = bench_sphere(CE_RIGID, rad[k], hint))) goto done;
     nv += part[k]->tri.nv;
     nf += part[k]->tri.nf;
   }

@@ -24,6 +24,7 @@
 #include "ce_internal.h"
 #include "ce_primitive.h"
 #include "bench_fcl.h"
+#include "bench_util.h"
 
 struct bfo_ctx {
   ce_geometry *g[2];
@@ -35,33 +36,14 @@ struct bfo_ctx {
 };
 
 
-static ce_geometry *sphere(double radius, double hint, int compliant) {
-  ce_shape sh;
-  memset(&sh, 0, sizeof sh);
-  sh.type = CE_SHAPE_SPHERE;
-  sh.radius = radius;
-  ce_props pr;
-  memset(&pr, 0, sizeof pr);
-  pr.compliance = compliant ? CE_COMPLIANT : CE_RIGID;
-  pr.modulus = compliant ? 1e6 : 0;
-  pr.hint = hint;
-  ce_geometry *g = NULL;
-  ce_error err;
-  if (ce_geometry_from_shape(&sh, &pr, &g, &err) != CE_OK) {
-    fprintf(stderr, "sphere (hint %g): %s\n", hint, err.message);
-    return NULL;
-  }
-  return g;
-}
-
 int bfo_level(double radius, double hint) { return ce_icosphere_level(radius, hint); }
 
 bfo_ctx *bfo_create(double radius, double hint, double dx, int compliant) {
   bfo_ctx *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->compliant = compliant;
-  c->g[0] = sphere(radius, hint, compliant);
-  c->g[1] = sphere(radius, hint, compliant);
+  c->g[0] = bench_sphere(compliant ? CE_COMPLIANT : CE_RIGID, radius, hint);
+  c->g[1] = bench_sphere(compliant ? CE_COMPLIANT : CE_RIGID, radius, hint);
   c->arena = ce_arena_create(1 << 20);
   if (!c->g[0] || !c->g[1] || !c->arena) {
     bfo_destroy(c);

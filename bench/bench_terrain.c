@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "ce.h"
+#include "bench_util.h"
 
 static double now(clockid_t c) {
   struct timespec ts;
@@ -43,22 +44,11 @@ static ce_geometry *terrain(const double *z, int n, double d, double o, int cont
   return g;
 }
 
+/* (bodies at rest: the bench material's dissipation and friction change
+ * nothing here) */
 static ce_geometry *sphere(ce_compliance c, double r, double hint) {
-  ce_props pr;
-  memset(&pr, 0, sizeof pr);
-  pr.compliance = c;
-  pr.modulus = 1e6;
-  pr.hint = hint;
-  ce_shape s;
-  memset(&s, 0, sizeof s);
-  s.type = CE_SHAPE_SPHERE;
-  s.radius = r;
-  ce_geometry *g = NULL;
-  ce_error err;
-  if (ce_geometry_from_shape(&s, &pr, &g, &err) != CE_OK) {
-    fprintf(stderr, "sphere: %s\n", err.message);
-    exit(1);
-  }
+  ce_geometry *g = bench_sphere(c, r, hint);
+  if (!g) exit(1);
   return g;
 }
 
