@@ -185,6 +185,20 @@ Contactd__V1__Envelope *tc_call(int fd, Contactd__V1__Envelope *req, int timeout
   return tc_recv(fd, timeout_ms);
 }
 
+Contactd__V1__Envelope *tc_stats(int fd, uint64_t request_id, int timeout_ms) {
+  Contactd__V1__Stats s = CONTACTD__V1__STATS__INIT;
+  Contactd__V1__Envelope e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = request_id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
+  e.stats = &s;
+  Contactd__V1__Envelope *r = tc_call(fd, &e, timeout_ms);
+  if (r && (r->msg_case != CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY || r->request_id != request_id)) {
+    contactd__v1__envelope__free_unpacked(r, NULL);
+    r = NULL;
+  }
+  return r;
+}
+
 static char *register_msg(int fd, Contactd__V1__RegisterGeometry *rg, uint64_t id) {
   Contactd__V1__Envelope e = CONTACTD__V1__ENVELOPE__INIT;
   e.request_id = id;

@@ -43,6 +43,9 @@ char *tc_recv_line(int fd, int timeout_ms);
 
 /* Conveniences (protobuf): each sends one request and returns its reply. */
 Contactd__V1__Envelope *tc_call(int fd, Contactd__V1__Envelope *req, int timeout_ms);
+/* A Stats request → its reply, or NULL (nothing, another kind of reply, or
+ * another request id). The caller frees it. */
+Contactd__V1__Envelope *tc_stats(int fd, uint64_t request_id, int timeout_ms);
 /* Register a compliant sphere (radius, modulus, hint) → geometry id (malloc'd). */
 char *tc_register_sphere(int fd, uint64_t request_id, double radius, double modulus, double hint);
 /* Register a rigid half space → id. */

@@ -19,14 +19,8 @@ static void up(void) { tc_start(&D, NULL); }
 static void down(void) { cr_expect_eq(tc_stop(&D), 0, "contactd exits 0 on SIGTERM"); }
 
 static Env *stats(int fd, uint64_t id) {
-  Contactd__V1__Stats s = CONTACTD__V1__STATS__INIT;
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.request_id = id;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
-  e.stats = &s;
-  Env *r = tc_call(fd, &e, 10000);
-  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY);
-  cr_assert_eq(r->request_id, id);
+  Env *r = tc_stats(fd, id, 10000);
+  cr_assert(r, "no stats reply to request %llu", (unsigned long long)id);
   return r;
 }
 

@@ -285,13 +285,8 @@ Test(bad_input, inverted_tet_mesh) {
   cr_expect(strstr(r->error->message, "registerGeometry.tetMesh"), "%s", r->error->message);
   contactd__v1__envelope__free_unpacked(r, NULL);
   /* the failed build left nothing behind */
-  Contactd__V1__Stats s = CONTACTD__V1__STATS__INIT;
-  Env se = CONTACTD__V1__ENVELOPE__INIT;
-  se.request_id = 20;
-  se.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
-  se.stats = &s;
-  r = tc_call(fd, &se, 5000);
-  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY);
+  r = tc_stats(fd, 20, 5000);
+  cr_assert(r);
   cr_expect_eq(r->stats_reply->cache_entries, 2);
   contactd__v1__envelope__free_unpacked(r, NULL);
   close(fd);

@@ -197,13 +197,8 @@ static Env *recv_reply(int fd, int timeout_ms) {
 
 static uint64_t cache_entries(int port) {
   int fd = tc_connect_tcp(port);
-  Contactd__V1__Stats st = CONTACTD__V1__STATS__INIT;
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.request_id = 99;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
-  e.stats = &st;
-  Env *r = tc_call(fd, &e, 5000);
-  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY);
+  Env *r = tc_stats(fd, 99, 5000);
+  cr_assert(r);
   uint64_t n = r->stats_reply->cache_entries;
   contactd__v1__envelope__free_unpacked(r, NULL);
   close(fd);

@@ -163,13 +163,8 @@ Test(load, two_hundred_clients_thousand_queries_each, .timeout = 900) {
   cr_expect_eq(errors, 0, "every reply correct and in order");
   cr_log_info("%d clients x %d queries in %ld ms (%.0f queries/s)", CLIENTS, QUERIES, ms,
               CLIENTS * (double)QUERIES * 1000.0 / (double)(ms ? ms : 1));
-  Contactd__V1__Stats s = CONTACTD__V1__STATS__INIT;
-  Env se = CONTACTD__V1__ENVELOPE__INIT;
-  se.request_id = 99;
-  se.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
-  se.stats = &s;
-  Env *r = tc_call(setup, &se, 10000);
-  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY);
+  Env *r = tc_stats(setup, 99, 10000);
+  cr_assert(r);
   cr_expect_eq(r->stats_reply->connections, CLIENTS + 1);
   cr_expect_eq(r->stats_reply->pairs, (uint64_t)CLIENTS * QUERIES + VARIANTS);
   cr_expect_eq(r->stats_reply->errors, 0);
