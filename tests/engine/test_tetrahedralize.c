@@ -23,6 +23,13 @@ static ce_mesh_data parse_obj(char *text, size_t len) {
   return m;
 }
 
+/* The unit UV sphere (ce_test_obj_sphere) parsed. */
+static ce_mesh_data unit_sphere(int nlat, int nlon) {
+  size_t len;
+  char *txt = ce_test_obj_sphere(1, nlat, nlon, &len);
+  return parse_obj(txt, len);
+}
+
 /* Tetrahedralise at edge length a; check orientation, reported quality and
  * volume against the recomputed ones; return the volume error against
  * `exact`. */
@@ -72,9 +79,7 @@ static double run(const ce_mesh_data *s, double a, double exact, ce_surface_buil
 }
 
 Test(tetrahedralize, sphere_volume_converges) {
-  size_t len;
-  char *txt = ce_test_obj_sphere(1, 48, 96, &len);
-  ce_mesh_data s = parse_obj(txt, len);
+  ce_mesh_data s = unit_sphere(48, 96);
   const double exact = 4.0 / 3 * M_PI;
   double e1 = run(&s, 0.4, exact, NULL), e2 = run(&s, 0.2, exact, NULL), e3 = run(&s, 0.1, exact, NULL);
   /* measured -3.5%, -1.2%, -0.29% */
@@ -152,9 +157,7 @@ static int on_progress(void *user, double f, const char *stage) {
 }
 
 Test(tetrahedralize, geometry_from_surface_with_fields_and_progress) {
-  size_t len;
-  char *txt = ce_test_obj_sphere(1, 24, 48, &len);
-  ce_mesh_data s = parse_obj(txt, len);
+  ce_mesh_data s = unit_sphere(24, 48);
   ce_props props = ce_test_props(CE_COMPLIANT, 2e5, 0.2);
   ce_surface_build_options o;
   ce_surface_build_options_default(&o);
@@ -208,9 +211,7 @@ static int stop_at(void *user, double f, const char *stage) {
 }
 
 Test(tetrahedralize, a_callback_cancels_the_build_at_every_progress_point) {
-  size_t len;
-  char *txt = ce_test_obj_sphere(1, 24, 48, &len);
-  ce_mesh_data s = parse_obj(txt, len);
+  ce_mesh_data s = unit_sphere(24, 48);
   ce_props props = ce_test_props(CE_COMPLIANT, 2e5, 0.15);
   ce_surface_build_options o;
   ce_surface_build_options_default(&o);
@@ -278,9 +279,7 @@ Test(tetrahedralize, a_callback_cancels_the_build_at_every_progress_point) {
 }
 
 Test(tetrahedralize, open_inverted_and_overlapping_input) {
-  size_t len;
-  char *txt = ce_test_obj_sphere(1, 12, 24, &len);
-  ce_mesh_data s = parse_obj(txt, len);
+  ce_mesh_data s = unit_sphere(12, 24);
   ce_surface_build_options o;
   ce_surface_build_options_default(&o);
   o.edge_length = 0.25;
