@@ -135,46 +135,46 @@ typedef struct cc_query {
 
 /* The feature of tet t (global vertex ids tv) that the faces in `bits`
  * (bit k = the face opposite vertex k) have in common, as two indices in
- * out: the tet (t, -1); a face (the lower-numbered of its two tets and its
- * index there, so both name it alike; without adjacency, adj NULL, just
- * (t, k)); an edge (its vertices, sorted); a vertex (v, -1). Returns the
- * feature's dimension, or -1 when the faces have nothing in common. */
+ * out: the tet (t, -1); a face (the two tets holding it, lower first, so
+ * both name it alike; a face without a neighbour, or any face when adj is
+ * NULL, is (t, -1 - k)); an edge (its vertices, sorted); a vertex (v, -1).
+ * Returns the feature's dimension, or -1 when the faces have nothing in
+ * common. Tables by `bits`: the dimension, and the local index of the one
+ * face (one face), of the edge's two vertices (two faces: the vertices
+ * opposite neither) or of the vertex (three faces). */
 static inline int tet_feature(const int32_t tv[4], const int32_t (*adj)[4], int32_t t, int bits,
                               int32_t out[2]) {
-  /* faces in a 4-bit set (a table: baseline x86-64 has no popcnt) */
-  static const int8_t nfaces[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
-  switch (nfaces[bits & 0xF]) {
-    case 0:
+  static const int8_t dim[16] = {3, 2, 2, 1, 2, 1, 1, 0, 2, 1, 1, 0, 1, 0, 0, -1};
+  static const int8_t ia[16] = {0, 0, 1, 2, 2, 1, 0, 3, 3, 1, 0, 2, 0, 1, 0, 0};
+  static const int8_t ib[16] = {0, 0, 0, 3, 0, 3, 3, 0, 0, 2, 2, 0, 1, 0, 0, 0};
+  bits &= 0xF;
+  const int d = dim[bits];
+  switch (d) {
+    case 3:
       out[0] = t;
       out[1] = -1;
-      return 3;
-    case 1: {
-      const int k = __builtin_ctz((unsigned)bits);
-      int32_t o;
-      out[0] = t;
-      out[1] = k;
-      if (adj && (o = adj[t][k]) >= 0 && o < t)
-        for (int l = 0; l < 4; l++)
-          if (adj[o][l] == t) {
-            out[0] = o;
-            out[1] = l;
-          }
-      return 2;
-    }
+      break;
     case 2: {
-      const unsigned rest = 0xFu & ~(unsigned)bits;
-      const int32_t a = tv[__builtin_ctz(rest)], b = tv[31 - __builtin_clz(rest)];
+      const int k = ia[bits];
+      const int32_t o = adj ? adj[t][k] : -1;
+      out[0] = o >= 0 && o < t ? o : t;
+      out[1] = o < 0 ? -1 - k : (o < t ? t : o);
+      break;
+    }
+    case 1: {
+      const int32_t a = tv[ia[bits]], b = tv[ib[bits]];
       out[0] = a < b ? a : b;
       out[1] = a < b ? b : a;
-      return 1;
+      break;
     }
-    case 3:
-      out[0] = tv[__builtin_ctz(0xFu & ~(unsigned)bits)];
+    case 0:
+      out[0] = tv[ia[bits]];
       out[1] = -1;
-      return 0;
+      break;
     default:
-      return -1;
+      break;
   }
+  return d;
 }
 
 /* Builder vertex ids for the polygon x[0..m) of pair (i, j) with pressures
