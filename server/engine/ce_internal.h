@@ -218,12 +218,16 @@ static inline ce_errno ce_walk_push(ce_arena *a, ce_pairset *s, ce_buf *queue, i
  * arena, at most half full; lookups are by key only, so the table's layout
  * never affects the surface. */
 typedef struct ce_vkey { int32_t k[6]; } ce_vkey;
-typedef struct ce_vslot { ce_vkey key; int32_t id; } ce_vslot; /* id < 0: empty */
+/* id < 0: empty. mark: the cache's mark when the slot was last set or
+ * used (callers that bump ce_vcache.mark per polygon tell a vertex that
+ * would repeat within one polygon by mark == the current mark). */
+typedef struct ce_vslot { ce_vkey key; int32_t id; uint32_t mark; } ce_vslot;
 typedef struct ce_vcache {
   ce_arena *arena;
   ce_vslot *slot;
   uint64_t mask;
   int64_t count;
+  uint32_t mark;
 } ce_vcache;
 
 /* An empty cache with room for `expected` keys. */
@@ -265,6 +269,7 @@ static inline ce_vslot *ce_vcache_find(ce_vcache *c, ce_vkey k) {
 static inline void ce_vcache_set(ce_vcache *c, ce_vslot *s, ce_vkey k, int32_t id) {
   s->key = k;
   s->id = id;
+  s->mark = c->mark;
   c->count++;
 }
 

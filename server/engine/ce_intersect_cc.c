@@ -180,13 +180,15 @@ static inline int tet_feature(const int32_t tv[4], const int32_t (*adj)[4], int3
 /* Builder vertex ids for the polygon x[0..m) of pair (i, j) with pressures
  * p and face bits (M's faces in bits 0-3, N's in 4-7): shared through
  * q->verts where the two features fix a point, fresh otherwise, and fresh
- * too where a shared id would repeat within the polygon. */
+ * too where a shared id would repeat within the polygon (its slot already
+ * carries this polygon's mark: a vertex id lives in one slot only). */
 static ce_errno polygon_ids(cc_query *q, int32_t i, int32_t j, const ce_vec3 *x, const double *p,
                             const int *bits, int m, int32_t *ids) {
   ce_vcache *vc = &q->verts;
   if ((uint64_t)(vc->count + m) * 2 > vc->mask + 1 && ce_vcache_reserve(vc, m) != CE_OK) return CE_ENOMEM;
   const int32_t *tm = q->TM->tet[i], *tn = q->TN->tet[j];
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
+  const uint32_t mark = ++vc->mark;
   for (int v = 0; v < m; v++) {
     ce_vkey key;
     const int dm = tet_feature(tm, adjM, i, bits[v] & 0xF, &key.k[1]);
@@ -197,9 +199,8 @@ static ce_errno polygon_ids(cc_query *q, int32_t i, int32_t j, const ce_vec3 *x,
       key.k[5] = -1;
       sl = ce_vcache_find(vc, key);
       if (sl->id >= 0) {
-        int repeat = 0;
-        for (int u = 0; u < v; u++) repeat |= ids[u] == sl->id;
-        if (!repeat) {
+        if (sl->mark != mark) {
+          sl->mark = mark;
           ids[v] = sl->id;
           continue;
         }

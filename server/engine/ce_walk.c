@@ -171,7 +171,10 @@ int ce_tets_contain(const ce_geometry *g, ce_vec3 x, double eps, ce_arena *a, ce
 static ce_errno vcache_alloc(ce_vcache *c, uint64_t cap) {
   c->slot = ce_arena_alloc(c->arena, cap * sizeof(ce_vslot));
   if (!c->slot) return CE_ENOMEM;
-  for (uint64_t i = 0; i < cap; i++) c->slot[i].id = -1;
+  for (uint64_t i = 0; i < cap; i++) {
+    c->slot[i].id = -1;
+    c->slot[i].mark = 0;
+  }
   c->mask = cap - 1;
   return CE_OK;
 }
@@ -181,6 +184,7 @@ ce_errno ce_vcache_init(ce_vcache *c, ce_arena *a, int64_t expected) {
   while ((int64_t)cap < expected * 2) cap <<= 1;
   c->arena = a;
   c->count = 0;
+  c->mark = 0;
   return vcache_alloc(c, cap);
 }
 
