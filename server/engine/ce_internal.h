@@ -158,7 +158,7 @@ typedef struct ce_pairset {
 
 /* An empty set with room for `want` pairs. */
 ce_errno ce_pairset_init(ce_arena *a, ce_pairset *s, int64_t want);
-/* Doubles the capacity (rehashing). */
+/* Quadruples the capacity (rehashing). */
 ce_errno ce_pairset_grow(ce_arena *a, ce_pairset *s);
 
 static inline uint64_t ce_pairset_hash(uint64_t k) {

@@ -28,7 +28,10 @@ ce_errno ce_pairset_init(ce_arena *a, ce_pairset *s, int64_t want) {
 
 ce_errno ce_pairset_grow(ce_arena *a, ce_pairset *s) {
   ce_pairset t;
-  ce_errno e = ce_pairset_init(a, &t, s->cap);
+  /* four times the capacity: a walk that outgrows the first guess
+   * usually outgrows it several times over (the generic finest cc pose
+   * doubled twice), and each rehash is a pass over every key */
+  ce_errno e = ce_pairset_init(a, &t, 2 * s->cap);
   if (e != CE_OK) return e;
   for (int64_t k = 0; k < s->cap; k++) {
     uint64_t kk = s->key[k];
