@@ -269,6 +269,8 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
     nused = 0;
     for (int64_t i = 0; i < nvb; i++)
       if (remap[i] == 0) remap[i] = (int32_t)nused++;
+    /* every vertex used (shared vertices, none dropped): ids unchanged */
+    if (nused == nvb) remap = NULL;
   }
   int64_t nv = nused + (tri ? npoly : 0);
   int64_t nf = tri ? nfv : npoly;
