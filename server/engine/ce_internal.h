@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "ce.h"
 #include "ce_math.h"
@@ -466,12 +467,67 @@ typedef struct ce_builder {
 } ce_builder;
 
 ce_errno ce_builder_init(ce_builder *b, ce_arena *arena);
+
+/* Corners of one face at most. */
+#define CE_MAX_POLY 16
+
 /* Returns the new vertex id, or -1 on arena exhaustion. */
-int32_t ce_builder_add_vertex(ce_builder *b, ce_vec3 x, double p);
-/* A face from existing vertex ids (convex, counter-clockwise about normal). */
-ce_errno ce_builder_add_face(ce_builder *b, const int32_t *ids, int n,
-                             ce_vec3 normal, ce_vec3 grad_m, ce_vec3 grad_n,
-                             int32_t elem_m, int32_t elem_n);
+static inline int32_t ce_builder_add_vertex(ce_builder *b, ce_vec3 x, double p) {
+  if (b->v.len >= INT32_MAX) return -1;
+  if ((b->v.len >= b->v.cap || b->p.len >= b->p.cap) &&
+      (ce_buf_reserve(b->arena, &b->v, 1) != CE_OK || ce_buf_reserve(b->arena, &b->p, 1) != CE_OK))
+    return -1;
+  int32_t id = (int32_t)b->v.len;
+  ((ce_vec3 *)b->v.data)[b->v.len++] = x;
+  ((double *)b->p.data)[b->p.len++] = p;
+  return id;
+}
+
+/* Room for nv new vertices and one face of n corners in every array (the
+ * per-face arrays grow together; all are checked inline first, since this
+ * runs once per output polygon). */
+static inline ce_errno ce_builder_face_room(ce_builder *b, int nv, int n) {
+  int room = b->v.len + nv <= b->v.cap && b->p.len + nv <= b->p.cap && b->face_vert.len + n <= b->face_vert.cap &&
+             b->face_off.len < b->face_off.cap && b->normal.len < b->normal.cap && b->grad_m.len < b->grad_m.cap &&
+             b->grad_n.len < b->grad_n.cap && b->elem_m.len < b->elem_m.cap && b->elem_n.len < b->elem_n.cap;
+  if (room) return CE_OK;
+  ce_arena *a = b->arena;
+  if ((nv > 0 && (ce_buf_reserve(a, &b->v, nv) != CE_OK || ce_buf_reserve(a, &b->p, nv) != CE_OK)) ||
+      ce_buf_reserve(a, &b->face_vert, n) != CE_OK || ce_buf_reserve(a, &b->face_off, 1) != CE_OK ||
+      ce_buf_reserve(a, &b->normal, 1) != CE_OK || ce_buf_reserve(a, &b->grad_m, 1) != CE_OK ||
+      ce_buf_reserve(a, &b->grad_n, 1) != CE_OK || ce_buf_reserve(a, &b->elem_m, 1) != CE_OK ||
+      ce_buf_reserve(a, &b->elem_n, 1) != CE_OK)
+    return CE_ENOMEM;
+  return CE_OK;
+}
+
+/* The per-face record of a face whose corners were just appended to
+ * face_vert (room checked by ce_builder_face_room). */
+static inline void ce_builder_face_record(ce_builder *b, ce_vec3 normal, ce_vec3 grad_m, ce_vec3 grad_n,
+                                          int32_t elem_m, int32_t elem_n) {
+  ((int32_t *)b->face_off.data)[b->face_off.len++] = (int32_t)b->face_vert.len;
+  ((ce_vec3 *)b->normal.data)[b->normal.len++] = normal;
+  ((ce_vec3 *)b->grad_m.data)[b->grad_m.len++] = grad_m;
+  ((ce_vec3 *)b->grad_n.data)[b->grad_n.len++] = grad_n;
+  ((int32_t *)b->elem_m.data)[b->elem_m.len++] = elem_m;
+  ((int32_t *)b->elem_n.data)[b->elem_n.len++] = elem_n;
+}
+
+/* A face from existing vertex ids (convex, counter-clockwise about normal).
+ * Inline: the surface walks add one per output polygon. */
+static inline ce_errno ce_builder_add_face(ce_builder *b, const int32_t *ids, int n, ce_vec3 normal,
+                                           ce_vec3 grad_m, ce_vec3 grad_n, int32_t elem_m, int32_t elem_n) {
+  if (n < 3 || n > CE_MAX_POLY) return CE_EINVAL;
+  for (int i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= b->v.len) return CE_ERANGE;
+  if (b->face_vert.len + n > INT32_MAX) return CE_ELIMIT;
+  if (ce_builder_face_room(b, 0, n) != CE_OK) return CE_ENOMEM;
+  memcpy((int32_t *)b->face_vert.data + b->face_vert.len, ids, (size_t)n * sizeof(int32_t));
+  b->face_vert.len += n;
+  ce_builder_face_record(b, normal, grad_m, grad_n, elem_m, elem_n);
+  return CE_OK;
+}
+
 /* A face with its own new vertices. */
 ce_errno ce_builder_add_polygon(ce_builder *b, const ce_vec3 *x, const double *p,
                                 int n, ce_vec3 normal, ce_vec3 grad_m,
