@@ -218,7 +218,12 @@ static inline ce_errno ce_walk_push(ce_arena *a, ce_pairset *s, ce_buf *queue, i
  * neighbouring element pairs reuse one vertex. Open addressing in the
  * arena, at most half full; lookups are by key only, so the table's layout
  * never affects the surface. */
-typedef struct ce_vkey { int32_t k[6]; } ce_vkey;
+/* Six indices, or three words (the cache hashes and compares the words;
+ * an intersector fills whichever view suits it, the same one always). */
+typedef union ce_vkey {
+  int32_t k[6];
+  uint64_t w[3];
+} ce_vkey;
 /* id < 0: empty. mark: the cache's mark when the slot was last set or
  * used (callers that bump ce_vcache.mark per polygon tell a vertex that
  * would repeat within one polygon by mark == the current mark). */
@@ -237,13 +242,9 @@ ce_errno ce_vcache_init(ce_vcache *c, ce_arena *a, int64_t expected);
 ce_errno ce_vcache_reserve(ce_vcache *c, int64_t extra);
 
 static inline uint64_t ce_vkey_hash(const ce_vkey *k) {
-  /* one multiply per pair of fields (packed in a word), then a finalising
-   * mix: the keys are small integers, so the multiplies spread them over
-   * the word */
-  uint64_t w0 = (uint64_t)(uint32_t)k->k[0] | (uint64_t)(uint32_t)k->k[1] << 32,
-           w1 = (uint64_t)(uint32_t)k->k[2] | (uint64_t)(uint32_t)k->k[3] << 32,
-           w2 = (uint64_t)(uint32_t)k->k[4] | (uint64_t)(uint32_t)k->k[5] << 32;
-  uint64_t h = w0 * 0x9E3779B97F4A7C15ULL ^ w1 * 0xC2B2AE3D27D4EB4FULL ^ w2 * 0x165667B19E3779F9ULL;
+  /* one multiply per word, then a finalising mix: the indices are small
+   * integers, so the multiplies spread them over the word */
+  uint64_t h = k->w[0] * 0x9E3779B97F4A7C15ULL ^ k->w[1] * 0xC2B2AE3D27D4EB4FULL ^ k->w[2] * 0x165667B19E3779F9ULL;
   h ^= h >> 32;
   h *= 0x94D049BB133111EBULL;
   h ^= h >> 29;
@@ -251,8 +252,7 @@ static inline uint64_t ce_vkey_hash(const ce_vkey *k) {
 }
 
 static inline int ce_vkey_eq(const ce_vkey *a, const ce_vkey *b) {
-  return a->k[0] == b->k[0] && a->k[1] == b->k[1] && a->k[2] == b->k[2] && a->k[3] == b->k[3] &&
-         a->k[4] == b->k[4] && a->k[5] == b->k[5];
+  return a->w[0] == b->w[0] && a->w[1] == b->w[1] && a->w[2] == b->w[2];
 }
 
 /* The slot for key: either holding it, or the empty slot where it belongs

@@ -134,46 +134,50 @@ typedef struct cc_query {
 } cc_query;
 
 /* The feature of tet t (global vertex ids tv) that the faces in `bits`
- * (bit k = the face opposite vertex k) have in common, as two indices in
- * out: the tet (t, -1); a face (the two tets holding it, lower first, so
- * both name it alike; a face without a neighbour, or any face when adj is
- * NULL, is (t, -1 - k)); an edge (its vertices, sorted); a vertex (v, -1).
- * Returns the feature's dimension, or -1 when the faces have nothing in
- * common. Tables by `bits`: the dimension, and the local index of the one
- * face (one face), of the edge's two vertices (two faces: the vertices
- * opposite neither) or of the vertex (three faces). */
-static inline int tet_feature(const int32_t tv[4], const int32_t (*adj)[4], int32_t t, int bits,
-                              int32_t out[2]) {
+ * (bit k = the face opposite vertex k) have in common, named by two
+ * indices (hi, lo) packed in *w: the tet (t, -1); a vertex (v, -2); a face
+ * (the two tets holding it, lower first, so both name it alike; a face
+ * without a neighbour, or any face when adj is NULL, is (t, -3 - k)); an
+ * edge (~a, b) for its vertices a < b. Features of different dimensions
+ * never share a name (hi < 0 only for edges; lo < 0 for the tet, a vertex
+ * and a face without a neighbour, distinct values). Returns the feature's
+ * dimension, or -1 when the faces have nothing in common. Tables by
+ * `bits`: the dimension, and the local index of the one face (one face),
+ * of the edge's two vertices (two faces: the vertices opposite neither) or
+ * of the vertex (three faces). */
+static inline int tet_feature(const int32_t tv[4], const int32_t (*adj)[4], int32_t t, int bits, uint64_t *w) {
   static const int8_t dim[16] = {3, 2, 2, 1, 2, 1, 1, 0, 2, 1, 1, 0, 1, 0, 0, -1};
   static const int8_t ia[16] = {0, 0, 1, 2, 2, 1, 0, 3, 3, 1, 0, 2, 0, 1, 0, 0};
   static const int8_t ib[16] = {0, 0, 0, 3, 0, 3, 3, 0, 0, 2, 2, 0, 1, 0, 0, 0};
   bits &= 0xF;
   const int d = dim[bits];
+  int32_t hi = 0, lo = 0;
   switch (d) {
     case 3:
-      out[0] = t;
-      out[1] = -1;
+      hi = t;
+      lo = -1;
       break;
     case 2: {
       const int k = ia[bits];
       const int32_t o = adj ? adj[t][k] : -1;
-      out[0] = o >= 0 && o < t ? o : t;
-      out[1] = o < 0 ? -1 - k : (o < t ? t : o);
+      hi = o >= 0 && o < t ? o : t;
+      lo = o < 0 ? -3 - k : (o < t ? t : o);
       break;
     }
     case 1: {
       const int32_t a = tv[ia[bits]], b = tv[ib[bits]];
-      out[0] = a < b ? a : b;
-      out[1] = a < b ? b : a;
+      hi = ~(a < b ? a : b);
+      lo = a < b ? b : a;
       break;
     }
     case 0:
-      out[0] = tv[ia[bits]];
-      out[1] = -1;
+      hi = tv[ia[bits]];
+      lo = -2;
       break;
     default:
       break;
   }
+  *w = (uint64_t)(uint32_t)hi << 32 | (uint32_t)lo;
   return d;
 }
 
@@ -191,12 +195,11 @@ static ce_errno polygon_ids(cc_query *q, int32_t i, int32_t j, const ce_vec3 *x,
   const uint32_t mark = ++vc->mark;
   for (int v = 0; v < m; v++) {
     ce_vkey key;
-    const int dm = tet_feature(tm, adjM, i, bits[v] & 0xF, &key.k[1]);
-    const int dn = tet_feature(tn, adjN, j, bits[v] >> 4 & 0xF, &key.k[3]);
+    const int dm = tet_feature(tm, adjM, i, bits[v] & 0xF, &key.w[0]);
+    const int dn = tet_feature(tn, adjN, j, bits[v] >> 4 & 0xF, &key.w[1]);
     ce_vslot *sl = NULL;
     if (dm >= 0 && dn >= 0 && dm + dn <= 4) {
-      key.k[0] = 4 * dm + dn;
-      key.k[5] = -1;
+      key.w[2] = 0;
       sl = ce_vcache_find(vc, key);
       if (sl->id >= 0) {
         if (sl->mark != mark) {
