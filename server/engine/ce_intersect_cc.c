@@ -324,7 +324,7 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
   for (int v = 0; v < n; v++) {
     int a = slice_e[mask][v][0], bb = slice_e[mask][v][1];
     double t = f[a] / (f[a] - f[bb]);
-    t = t < 0 ? 0 : (t > 1 ? 1 : t);
+    t = ce_clamp01(t);
     ce_vec3 x = ce_axpy(xm[a], t, ce_sub(xm[bb], xm[a]));
     A[v].x = x;
     A[v].s = nt->nx * v4_splat(x.x) + nt->ny * v4_splat(x.y) + nt->nz * v4_splat(x.z) - nt->d;
@@ -353,7 +353,7 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
       if (in_v) nxt[m++] = *cv;
       if (in_v != in_w) {
         double t = cv->s[k] / (cv->s[k] - cw->s[k]);
-        t = t < 0 ? 0 : (t > 1 ? 1 : t);
+        t = ce_clamp01(t);
         cvert *o = &nxt[m++];
         o->x = ce_axpy(cv->x, t, ce_sub(cw->x, cv->x));
         o->s = cv->s + v4_splat(t) * (cw->s - cv->s);

@@ -33,6 +33,12 @@ static inline int ce_vec3_isfinite(ce_vec3 a) {
   return isfinite(a.x) && isfinite(a.y) && isfinite(a.z);
 }
 static inline double ce_v3_get(ce_vec3 a, int i) { return i == 0 ? a.x : (i == 1 ? a.y : a.z); }
+/* t clamped to [0, 1] (NaN stays NaN, -0 stays -0): written as the two
+ * select forms that compile to one minsd and one maxsd, no branches. */
+static inline double ce_clamp01(double t) {
+  t = 1 < t ? 1 : t;
+  return 0 > t ? 0 : t;
+}
 
 /* ---- 3x3 matrices ---- */
 static inline ce_vec3 ce_mat3_mul_vec(const ce_mat3 *R, ce_vec3 v) {

@@ -204,8 +204,6 @@ static ce_vec3 perpendicular(ce_vec3 u) {
   return ce_normalize(p);
 }
 
-static double clamp01(double t) { return t < 0 ? 0 : (t > 1 ? 1 : t); }
-
 /* Closest points of segments p0 + s (p1 - p0) and q0 + t (q1 - q0)
  * (s, t in [0, 1]); zero-length segments allowed. */
 static void segment_closest(ce_vec3 p0, ce_vec3 p1, ce_vec3 q0, ce_vec3 q1, ce_vec3 *cp, ce_vec3 *cq) {
@@ -217,22 +215,22 @@ static void segment_closest(ce_vec3 p0, ce_vec3 p1, ce_vec3 q0, ce_vec3 q1, ce_v
     s = t = 0;
   } else if (a <= tiny) {
     s = 0;
-    t = clamp01(f / e);
+    t = ce_clamp01(f / e);
   } else {
     double c = ce_dot(d1, r);
     if (e <= tiny) {
       t = 0;
-      s = clamp01(-c / a);
+      s = ce_clamp01(-c / a);
     } else {
       double b = ce_dot(d1, d2), den = a * e - b * b;
-      s = den > 1e-14 * a * e ? clamp01((b * f - c * e) / den) : 0;
+      s = den > 1e-14 * a * e ? ce_clamp01((b * f - c * e) / den) : 0;
       t = (b * s + f) / e;
       if (t < 0) {
         t = 0;
-        s = clamp01(-c / a);
+        s = ce_clamp01(-c / a);
       } else if (t > 1) {
         t = 1;
-        s = clamp01((b - c) / a);
+        s = ce_clamp01((b - c) / a);
       }
     }
   }
