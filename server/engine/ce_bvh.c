@@ -308,10 +308,7 @@ static void disk_lane(const ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *
   dk->ref[k] = nd->left >= 0 ? entry[id] : ~(2 * (int32_t)(dk - s->disk) + k);
 }
 
-/* The boundary hierarchy's extras for ce_bvh_collide_surfaces: per
- * internal node the cylinders around its children (ce_bvh_disk; entry 0
- * holds the root's), per element its triangle in leaf order. */
-static ce_errno build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *v, ce_error *err) {
+ce_errno ce_bvh_build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *v, ce_error *err) {
   if (s->nnodes == 0) return CE_OK;
   int32_t ninner = 0;
   for (int32_t i = 0; i < s->nnodes; i++) ninner += s->nodes[i].left >= 0;
@@ -397,7 +394,7 @@ static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, con
       bvh->bnd_tet[i] = f[i].tet;
     }
     e = ce_bvh_build(bvh->bnd, (int32_t)nf, 3, &bvh->bnd_face[0][0], v, NULL, err);
-    if (e == CE_OK) e = build_surface(bvh->bnd, (const int32_t(*)[3])bvh->bnd_face, v, err);
+    if (e == CE_OK) e = ce_bvh_build_surface(bvh->bnd, (const int32_t(*)[3])bvh->bnd_face, v, err);
   }
   free(f);
   return e;

@@ -788,6 +788,8 @@ static ce_errno tri_build(ce_geometry *g, int require_closed, ce_error *err) {
   g->volume = volume;
   g->scale = scale > 0 ? scale : 1;
   if ((e = ce_bvh_build(&g->bvh, nf, 3, &m->tri[0][0], m->v, NULL, err)) != CE_OK) return e;
+  /* the seed search of a tet mesh against this one (ce_intersect_tet_tri) */
+  if ((e = ce_bvh_build_surface(&g->bvh, (const int32_t(*)[3])m->tri, m->v, err)) != CE_OK) return e;
   g->bytes = sizeof *g + (size_t)nv * sizeof *m->v +
              (size_t)nf * (sizeof *m->tri + sizeof *m->normal + sizeof *m->area + sizeof *m->adj +
                            sizeof *m->comp + sizeof *m->comp_tris) +

@@ -336,6 +336,12 @@ int ce_triangles_meet(const ce_vec3 x[3], const ce_vec3 y[3], double tol);
 int ce_triangles_meet_planes(const ce_vec3 x[3], ce_vec3 na, const double dx[3], const ce_vec3 y[3], ce_vec3 nb,
                              const double dy[3], double tol);
 
+/* A triangle hierarchy's extras for ce_bvh_collide_surfaces (face: its
+ * elements' vertex triples): per internal node the cylinders around its
+ * children (ce_bvh_disk; entry 0 holds the root's), per element its
+ * triangle in leaf order. Built for a tet mesh's boundary hierarchy and
+ * for a rigid mesh's hierarchy. */
+ce_errno ce_bvh_build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *v, ce_error *err);
 /* Build over nelem elements of k vertices each (k = 3 triangles, 4 tets).
  * `pressure` (per vertex, may be NULL) fills the nodes' pressure ranges. */
 ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
@@ -353,8 +359,9 @@ ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b,
                         ce_buf *out);
 
 /* Seeds for tracing where two boundary surfaces cross: pairs (a, b) of
- * triangles of two boundary hierarchies (the `bnd` of tet meshes, B placed
- * in A's frame by X_AB) that meet. Every pair of ce_bvh_collide(a, b,
+ * triangles of two triangle hierarchies with their surface extras (the
+ * `bnd` of tet meshes, or a rigid mesh's own; B placed in A's frame by
+ * X_AB) that meet. Every pair of ce_bvh_collide(a, b,
  * X_AB, 0, ...) whose triangles meet is included; a pair is left out only
  * when the spheres around the triangles are apart, or one triangle lies on
  * one side of the other's plane, or their intervals on the planes' common
@@ -363,7 +370,8 @@ ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b,
  * The traversal is ce_bvh_collide's, with each node's box replaced by a
  * cylinder around its triangles (ce_bvh_disk), much cheaper to test, and
  * a node pair tested before it is pushed. Appended to `out`
- * (elem = ce_pair, a and b index bnd_face) in a deterministic order.
+ * (elem = ce_pair, a and b index the hierarchies' elements: bnd_face, or
+ * the rigid mesh's triangles) in a deterministic order.
  * Hierarchies without disks fall back to ce_bvh_collide(a, b, X_AB, 0, ...)
  * (every overlapping leaf pair, unfiltered). */
 ce_errno ce_bvh_collide_surfaces(const ce_bvh *a, const ce_bvh *b,

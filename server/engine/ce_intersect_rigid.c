@@ -492,24 +492,24 @@ typedef struct tt_walk {
 static ce_errno walk_init(tt_query *q, tt_walk *w, int64_t seeds) {
   ce_arena *a = q->b->arena;
   ce_errno e;
-  if ((e = ce_pairset_init(a, &w->set, 4 * seeds)) != CE_OK) return e;
+  /* Sized by the seeds (boundary triangle pairs that meet): at the finest
+   * sphere pair 234 seeds give 2,739 pairs, 322 placed triangles, 2,382
+   * polygons, 2,318 vertices and 8,572 corners; at the coarsest 54 give
+   * 54 polygons (small queries have many seeds per polygon, so this is
+   * kept to what the fine case needs, the arena being bounded). Everything
+   * still grows if needed. */
+  if ((e = ce_pairset_init(a, &w->set, 16 * seeds)) != CE_OK) return e;
   ce_buf_init(&w->queue, sizeof(ce_pair));
   w->head = 0;
-  if (ce_buf_reserve(a, &w->queue, 256 + 4 * seeds) != CE_OK) return CE_ENOMEM;
-  if ((e = ce_vcache_init(&q->cache, a, 4 * seeds)) != CE_OK) return e;
+  if (ce_buf_reserve(a, &w->queue, 256 + 16 * seeds) != CE_OK) return CE_ENOMEM;
+  if ((e = ce_vcache_init(&q->cache, a, 16 * seeds)) != CE_OK) return e;
   {
-    /* placed triangles: 322 for 884 seeds at the finest sphere pair, 38
-     * for 217 at the coarsest; room for 1 per 2 seeds (grows if needed) */
-    int64_t np = 16 + seeds / 2;
+    int64_t np = 16 + 2 * seeds; /* placed triangles */
     if (ce_elemcache_reserve(a, &q->ptris, np, np) != CE_OK) return CE_ENOMEM;
   }
-  /* The builder's arrays up front rather than grown by copying: at the
-   * finest sphere pair, 884 seeds give 2,739 pairs, 2,382 polygons, 2,318
-   * vertices and 8,572 corners (at the coarsest, 217 give 54 polygons:
-   * small queries have many seeds per polygon, so this is kept to what the
-   * fine case needs, the arena being bounded); room for 3 polygons and
-   * vertices per seed, 4 corners per polygon (all still grow if needed). */
-  if ((e = ce_builder_reserve(q->b, 3 * seeds, 3 * seeds, 12 * seeds)) != CE_OK) return e;
+  /* the builder's arrays up front rather than grown by copying: 12
+   * polygons and vertices per seed, 4 corners per polygon */
+  if ((e = ce_builder_reserve(q->b, 12 * seeds, 12 * seeds, 48 * seeds)) != CE_OK) return e;
   w->ready = 1;
   return CE_OK;
 }
@@ -600,7 +600,7 @@ static ce_errno trace_tet_tri(const ce_geometry *m, const ce_geometry *n, tt_que
   if (!seeded) return CE_ENOMEM;
   ce_buf seeds;
   ce_buf_init(&seeds, sizeof(ce_pair));
-  ce_errno e = ce_bvh_collide(m->bvh.bnd, &n->bvh, q->X_MN, 0, a, &seeds);
+  ce_errno e = ce_bvh_collide_surfaces(m->bvh.bnd, &n->bvh, q->X_MN, a, &seeds);
   if (e != CE_OK) return e;
   tt_walk w;
   w.ready = 0;
