@@ -238,8 +238,12 @@ typedef struct ce_vcache {
 
 /* An empty cache with room for `expected` keys. */
 ce_errno ce_vcache_init(ce_vcache *c, ce_arena *a, int64_t expected);
-/* Room for `extra` more insertions (rehashed into a bigger table). */
-ce_errno ce_vcache_reserve(ce_vcache *c, int64_t extra);
+/* Room for `extra` more insertions: at once when the table has it (inline,
+ * asked once per polygon), else ce_vcache_grow rehashes into a bigger one. */
+ce_errno ce_vcache_grow(ce_vcache *c, int64_t extra);
+static inline ce_errno ce_vcache_reserve(ce_vcache *c, int64_t extra) {
+  return (uint64_t)(c->count + extra) * 2 <= c->mask + 1 ? CE_OK : ce_vcache_grow(c, extra);
+}
 
 static inline uint64_t ce_vkey_hash(const ce_vkey *k) {
   /* one multiply per word, then a finalising mix: the indices are small

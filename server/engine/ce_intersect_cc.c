@@ -189,7 +189,7 @@ static inline int tet_feature(const int32_t tv[4], const int32_t (*adj)[4], int3
 static ce_errno polygon_ids(cc_query *q, int32_t i, int32_t j, const ce_vec3 *x, const double *p,
                             const int *bits, int m, int32_t *ids) {
   ce_vcache *vc = &q->verts;
-  if ((uint64_t)(vc->count + m) * 2 > vc->mask + 1 && ce_vcache_reserve(vc, m) != CE_OK) return CE_ENOMEM;
+  if (ce_vcache_reserve(vc, m) != CE_OK) return CE_ENOMEM;
   const int32_t *tm = q->TM->tet[i], *tn = q->TN->tet[j];
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
   const uint32_t mark = ++vc->mark;

@@ -191,8 +191,7 @@ ce_errno ce_vcache_init(ce_vcache *c, ce_arena *a, int64_t expected) {
   return vcache_alloc(c, cap);
 }
 
-ce_errno ce_vcache_reserve(ce_vcache *c, int64_t extra) {
-  if ((uint64_t)(c->count + extra) * 2 <= c->mask + 1) return CE_OK;
+ce_errno ce_vcache_grow(ce_vcache *c, int64_t extra) {
   ce_vslot *old = c->slot;
   uint64_t oldcap = c->mask + 1, cap = oldcap;
   while ((uint64_t)(c->count + extra) * 2 > cap) cap <<= 1;
