@@ -496,20 +496,24 @@ static ce_errno walk_init(tt_query *q, tt_walk *w, int64_t seeds) {
    * sphere pair 234 seeds give 2,739 pairs, 322 placed triangles, 2,382
    * polygons, 2,318 vertices and 8,572 corners; at the coarsest 54 give
    * 54 polygons (small queries have many seeds per polygon, so this is
-   * kept to what the fine case needs, the arena being bounded). Everything
-   * still grows if needed. */
-  if ((e = ce_pairset_init(a, &w->set, 16 * seeds)) != CE_OK) return e;
+   * kept to what the fine case needs). The zeroed tables (visited pairs,
+   * vertex cache) get 16 per seed, the builder's arrays room for 12
+   * polygons and vertices per seed and 4 corners per polygon, all capped
+   * (2^20 table entries, 2^18 polygons) so that a guess never exhausts a
+   * worker's arena that the actual surface would fit in; everything still
+   * grows if needed. */
+  const int64_t per = seeds < ((int64_t)1 << 16) ? 16 * seeds : ((int64_t)1 << 20);
+  const int64_t room = seeds < ((int64_t)1 << 18) / 12 ? 12 * seeds : ((int64_t)1 << 18);
+  if ((e = ce_pairset_init(a, &w->set, per)) != CE_OK) return e;
   ce_buf_init(&w->queue, sizeof(ce_pair));
   w->head = 0;
-  if (ce_buf_reserve(a, &w->queue, 256 + 16 * seeds) != CE_OK) return CE_ENOMEM;
-  if ((e = ce_vcache_init(&q->cache, a, 16 * seeds)) != CE_OK) return e;
+  if (ce_buf_reserve(a, &w->queue, 256 + room) != CE_OK) return CE_ENOMEM;
+  if ((e = ce_vcache_init(&q->cache, a, per)) != CE_OK) return e;
   {
-    int64_t np = 16 + 2 * seeds; /* placed triangles */
+    const int64_t np = 16 + room / 6; /* placed triangles: 2 per seed */
     if (ce_elemcache_reserve(a, &q->ptris, np, np) != CE_OK) return CE_ENOMEM;
   }
-  /* the builder's arrays up front rather than grown by copying: 12
-   * polygons and vertices per seed, 4 corners per polygon */
-  if ((e = ce_builder_reserve(q->b, 12 * seeds, 12 * seeds, 48 * seeds)) != CE_OK) return e;
+  if ((e = ce_builder_reserve(q->b, room, room, 4 * room)) != CE_OK) return e;
   w->ready = 1;
   return CE_OK;
 }
