@@ -530,6 +530,16 @@ static int64_t near_duplicates(const ce_builder *b, double tol) {
  * at most two faces, counter-clockwise alike, and about a quarter as many
  * vertices as polygon corners. Sharing changes no polygon: the traced
  * surface still matches every candidate pair's (area to 1e-12). */
+/* Vertex ids listed twice within one face. */
+static int64_t face_repeats(const ce_builder *b) {
+  const int32_t *off = b->face_off.data, *fv = b->face_vert.data;
+  int64_t n = 0;
+  for (int64_t f = 0; f + 1 < b->face_off.len; f++)
+    for (int32_t i = off[f]; i < off[f + 1]; i++)
+      for (int32_t j = i + 1; j < off[f + 1]; j++) n += fv[i] == fv[j];
+  return n;
+}
+
 Test(intersect_cc, polygons_share_vertices) {
   ce_geometry *s1 = prim(CE_SHAPE_SPHERE, 0.1, ce_v3(0, 0, 0), 0.026);
   ce_geometry *s2 = prim(CE_SHAPE_SPHERE, 0.07, ce_v3(0, 0, 0), 0.02);
@@ -580,6 +590,22 @@ Test(intersect_cc, polygons_share_vertices) {
     int64_t bad;
     ce_test_euler(b.v.len, b.normal.len, b.face_off.data, b.face_vert.data, &bad);
     cr_assert_eq(bad, 0, "aligned case %d: %lld half-edges repeat", k, (long long)bad);
+  }
+  /* Boxes whose meshes' planes coincide: tolerances can put two corners of
+   * one polygon on the same pair of features, and the second is then made
+   * as a vertex of its own, so no face lists a vertex twice (without that,
+   * 74 of 4,131 aligned box poses scanned did, these three among them). */
+  const ce_vec3 flush[3] = {{0.1, 0, 0}, {0.1, 0.0125, 0}, {0.10625, 0, 0.05}};
+  for (int k = 0; k < 3; k++) {
+    ce_pose X = ce_pose_identity();
+    X.p = flush[k];
+    ce_arena_reset(arena);
+    ce_builder b;
+    cr_assert_eq(ce_builder_init(&b, arena), CE_OK);
+    ce_counters c = {0, 0, 0};
+    cr_assert_eq(ce_intersect_tet_tet(bx, bx, &X, &b, &c), CE_OK);
+    cr_assert(c.polygons > 0, "flush case %d: no contact", k);
+    cr_assert_eq(face_repeats(&b), 0, "flush case %d: a face lists a vertex twice", k);
   }
   ce_arena_destroy(arena);
   ce_geometry_free(s1);
