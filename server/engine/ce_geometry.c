@@ -343,6 +343,30 @@ done:
 static ce_errno tet_boundary_convex(const ce_tetmesh *t, const int32_t (*bfaces)[2], int64_t nb, double tol,
                                     int *convex, ce_error *err);
 
+/* Labels the components of n elements joined across shared sides (adj: k
+ * neighbours per element, -1 none) in comp, numbered in the order of their
+ * lowest element; stack: n entries of scratch. Returns the count. */
+static int32_t label_components(int32_t n, const int32_t *adj, int k, int32_t *comp, int32_t *stack) {
+  for (int32_t e = 0; e < n; e++) comp[e] = -1;
+  int32_t nc = 0;
+  for (int32_t e0 = 0; e0 < n; e0++) {
+    if (comp[e0] >= 0) continue;
+    int32_t top = 0;
+    stack[top++] = e0;
+    comp[e0] = nc;
+    while (top > 0) {
+      const int32_t *nb = adj + (size_t)stack[--top] * (size_t)k;
+      for (int i = 0; i < k; i++)
+        if (nb[i] >= 0 && comp[nb[i]] < 0) {
+          comp[nb[i]] = nc;
+          stack[top++] = nb[i];
+        }
+    }
+    nc++;
+  }
+  return nc;
+}
+
 /* The components of the tets across shared faces (m->ncomp, comp,
  * comp_first; see ce_tetmesh), numbered in the order of their lowest tet. */
 static ce_errno tet_components(ce_tetmesh *m, ce_error *err) {
@@ -353,33 +377,12 @@ static ce_errno tet_components(ce_tetmesh *m, ce_error *err) {
     free(stack);
     return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d component marks", (int)nt);
   }
-  for (int32_t t = 0; t < nt; t++) m->comp[t] = -1;
-  int32_t nc = 0;
-  for (int32_t t = 0; t < nt; t++) {
-    if (m->comp[t] >= 0) continue;
-    int32_t top = 0;
-    stack[top++] = t;
-    m->comp[t] = nc;
-    while (top > 0) {
-      int32_t u = stack[--top];
-      for (int i = 0; i < 4; i++) {
-        int32_t w = m->adj[u][i];
-        if (w >= 0 && m->comp[w] < 0) {
-          m->comp[w] = nc;
-          stack[top++] = w;
-        }
-      }
-    }
-    nc++;
-  }
+  const int32_t nc = label_components(nt, &m->adj[0][0], 4, m->comp, stack);
+  free(stack);
   m->ncomp = nc;
   m->comp_first = malloc((size_t)(nc > 0 ? nc : 1) * sizeof *m->comp_first);
-  if (!m->comp_first) {
-    free(stack);
-    return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d components", (int)nc);
-  }
+  if (!m->comp_first) return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d components", (int)nc);
   for (int32_t t = nt - 1; t >= 0; t--) m->comp_first[m->comp[t]] = t;
-  free(stack);
   if (nc <= 1) { /* every tet in component 0 */
     free(m->comp);
     m->comp = NULL;
@@ -576,25 +579,7 @@ static ce_errno tri_components(ce_trimesh *m, int keep, ce_error *err) {
     free(comp);
     return ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory for %d component marks", (int)m->nf);
   }
-  for (int32_t f = 0; f < m->nf; f++) comp[f] = -1;
-  int32_t nc = 0;
-  for (int32_t f0 = 0; f0 < m->nf; f0++) {
-    if (comp[f0] >= 0) continue;
-    int32_t top = 0;
-    stack[top++] = f0;
-    comp[f0] = nc;
-    while (top > 0) {
-      int32_t f = stack[--top];
-      for (int i = 0; i < 3; i++) {
-        int32_t g = m->adj[f][i];
-        if (g >= 0 && comp[g] < 0) {
-          comp[g] = nc;
-          stack[top++] = g;
-        }
-      }
-    }
-    nc++;
-  }
+  const int32_t nc = label_components(m->nf, &m->adj[0][0], 3, comp, stack);
   m->ncomp = nc;
   if (!keep) {
     free(stack);
