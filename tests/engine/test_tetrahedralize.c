@@ -156,21 +156,32 @@ static int on_progress(void *user, double f, const char *stage) {
   return 0;
 }
 
+/* The compliant geometry built from s (modulus 2e5) with options o: built,
+ * its tet count the report's, and its core at E. */
+static ce_geometry *built_core_at_e(const ce_mesh_data *s, const ce_props *props, const ce_surface_build_options *o,
+                                    ce_surface_build_report *rep) {
+  ce_geometry *g = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_surface(s->vertices, s->nv, s->tris, s->ntri, props, o, &g, rep, &err), CE_OK, "%s",
+               err.message);
+  ce_geometry_info info;
+  ce_geometry_get_info(g, &info);
+  cr_assert_eq(info.tetrahedra, rep->tets);
+  cr_assert(ce_test_close(info.max_pressure, 2e5, 1e-12, 0)); /* the core is at E */
+  return g;
+}
+
 Test(tetrahedralize, geometry_from_surface_with_fields_and_progress) {
   ce_mesh_data s = unit_sphere(24, 48);
   ce_props props = ce_test_props(CE_COMPLIANT, 2e5, 0.2);
   ce_surface_build_options o;
   ce_surface_build_options_default(&o);
   o.progress = on_progress;
-  ce_geometry *g = NULL;
   ce_surface_build_report rep;
   ce_error err;
-  cr_assert_eq(ce_geometry_from_surface(s.vertices, s.nv, s.tris, s.ntri, &props, &o, &g, &rep, &err), CE_OK, "%s",
-               err.message);
+  ce_geometry *g = built_core_at_e(&s, &props, &o, &rep);
   ce_geometry_info info;
   ce_geometry_get_info(g, &info);
-  cr_assert_eq(info.tetrahedra, rep.tets);
-  cr_assert(ce_test_close(info.max_pressure, 2e5, 1e-12, 0)); /* the core is at E */
   cr_assert_eq(info.min_pressure, 0);
   cr_assert_gt(rep.field.core_vertices, 0);
   cr_assert_gt(rep.field.iterations, 0);
@@ -219,15 +230,9 @@ Test(tetrahedralize, a_callback_cancels_the_build_at_every_progress_point) {
   memset(&st, 0, sizeof st);
   o.progress = stop_at;
   o.progress_user = &st;
-  ce_geometry *g = NULL;
   ce_surface_build_report rep;
   ce_error err;
-  cr_assert_eq(ce_geometry_from_surface(s.vertices, s.nv, s.tris, s.ntri, &props, &o, &g, &rep, &err), CE_OK, "%s",
-               err.message);
-  ce_geometry_info info;
-  ce_geometry_get_info(g, &info);
-  cr_assert_eq(info.tetrahedra, rep.tets);
-  cr_assert(ce_test_close(info.max_pressure, 2e5, 1e-12, 0));
+  ce_geometry *g = built_core_at_e(&s, &props, &o, &rep);
   ce_geometry_free(g);
   const int total = st.calls, tet_calls = st.tet_calls;
   /* the lattice loop reports every z slice (2 / 0.15 + 2 of them): more
