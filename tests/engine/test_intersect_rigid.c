@@ -10,6 +10,8 @@
 
 static ce_arena *arena;
 static void setup(void) { arena = ce_arena_create(1 << 16); }
+/* for the tests whose surfaces are large */
+static void setup_large(void) { arena = ce_arena_create(1 << 20); }
 static void teardown(void) { ce_arena_destroy(arena); }
 
 /* A compliant tet mesh built by hand (the public builder insists on zero
@@ -759,9 +761,7 @@ static int64_t compare_traced_tri(const ce_geometry *m, const ce_geometry *n, co
   return c.polygons + c.faces_dropped;
 }
 
-Test(intersect_rigid, tet_tri_tracing_matches_all_candidates, .init = setup, .fini = teardown) {
-  ce_arena_destroy(arena);
-  arena = ce_arena_create(1 << 20);
+Test(intersect_rigid, tet_tri_tracing_matches_all_candidates, .init = setup_large, .fini = teardown) {
   ce_geometry *cs = shape_of(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.026);
   ce_geometry *cb = shape_of(CE_SHAPE_BOX, CE_COMPLIANT, 0, ce_v3(0.2, 0.15, 0.1), 0.03);
   ce_geometry *cc = shape_of(CE_SHAPE_CAPSULE, CE_COMPLIANT, 0.05, ce_v3(0, 0, 0), 0.02);
@@ -816,9 +816,7 @@ Test(intersect_rigid, tet_tri_tracing_matches_all_candidates, .init = setup, .fi
  * boundary and one wholly inside it: the walk from the boundary seeds
  * alone would miss the inner one (no seed reaches it), which is found
  * inside M by one of its vertices and walked from its first triangle. */
-Test(intersect_rigid, tet_tri_two_component_mesh_keeps_inner_shell, .init = setup, .fini = teardown) {
-  ce_arena_destroy(arena);
-  arena = ce_arena_create(1 << 20);
+Test(intersect_rigid, tet_tri_two_component_mesh_keeps_inner_shell, .init = setup_large, .fini = teardown) {
   ce_geometry *cs = shape_of(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.026);
   /* two tetrahedral shells: one around (0.09, 0, 0) poking out, one around
    * the centre (outward winding) */
@@ -950,9 +948,7 @@ static double area_from_tris(const ce_builder *b, int32_t f0, int32_t f1, int64_
  * component that meets M's boundary is seeded); the fourth has no seed and
  * its vertex is outside M, so it adds nothing. Same surface as every
  * candidate pair, at a fraction of the pairs. */
-Test(intersect_rigid, tet_tri_four_feet_traced, .init = setup, .fini = teardown) {
-  ce_arena_destroy(arena);
-  arena = ce_arena_create(1 << 20);
+Test(intersect_rigid, tet_tri_four_feet_traced, .init = setup_large, .fini = teardown) {
   ce_geometry *cs = shape_of(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.013);
   double v[4 * 24];
   int32_t t[4 * 36], nv = 0, nf = 0;
@@ -1005,9 +1001,7 @@ Test(intersect_rigid, tet_tri_four_feet_traced, .init = setup, .fini = teardown)
  * in a tet of M, and their whole surface is in the contact surface. The
  * plate at x = 0.05 faces -x, along the pressure gradient (towards the
  * centre), so the gradient rule keeps it: its area is exactly 0.02^2. */
-Test(intersect_rigid, tet_tri_component_wholly_inside, .init = setup, .fini = teardown) {
-  ce_arena_destroy(arena);
-  arena = ce_arena_create(1 << 20);
+Test(intersect_rigid, tet_tri_component_wholly_inside, .init = setup_large, .fini = teardown) {
   ce_geometry *cs = shape_of(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.013);
   double v[3 * 24 + 3 * 8];
   int32_t t[3 * 36 + 3 * 4], nv = 0, nf = 0;
