@@ -832,6 +832,27 @@ static ce_errno msh_long(rd *r, const msh_io *f, int line_only, int w, const cha
   return CE_OK;
 }
 
+/* A v4 node or element block's header: its entity dimension and tag, then
+ * `third` in [lo3, hi3] (the parametric flag, the element type) into *v3
+ * and its count in [0, most] into *count. whose ("a node block's", "an
+ * element block's") and the field names make the messages. */
+static ce_errno msh_block_head(rd *r, const msh_io *f, const char *whose, const char *third, long long lo3,
+                               long long hi3, long long *v3, const char *count_name, long long most,
+                               long long *count) {
+  char what[4][64];
+  snprintf(what[0], sizeof what[0], "%s entity dimension", whose);
+  snprintf(what[1], sizeof what[1], "%s entity tag", whose);
+  snprintf(what[2], sizeof what[2], "%s %s", whose, third);
+  snprintf(what[3], sizeof what[3], "%s %s", whose, count_name);
+  long long dim, tag;
+  ce_errno e;
+  if ((e = msh_long(r, f, 0, 4, what[0], 0, 3, &dim)) ||
+      (e = msh_long(r, f, 0, 4, what[1], INT32_MIN, INT32_MAX, &tag)) ||
+      (e = msh_long(r, f, 0, 4, what[2], lo3, hi3, v3)) || (e = msh_long(r, f, 0, 0, what[3], 0, most, count)))
+    return e;
+  return CE_OK;
+}
+
 static ce_errno msh_double(rd *r, const msh_io *f, const char *what, double *out) {
   if (!f->bin) return rd_double(r, 0, what, out);
   uint64_t u;
@@ -970,11 +991,7 @@ static ce_errno parse_msh(rd *r, ce_mesh_data *m) {
   for (long long b = 0; b < nblocks; b++) {
     long long inb = nn, param = 0;
     if (v4) {
-      long long dim, tag;
-      if ((e = msh_long(r, &f, 0, 4, "a node block's entity dimension", 0, 3, &dim)) ||
-          (e = msh_long(r, &f, 0, 4, "a node block's entity tag", INT32_MIN, INT32_MAX, &tag)) ||
-          (e = msh_long(r, &f, 0, 4, "a node block's parametric flag", 0, 1, &param)) ||
-          (e = msh_long(r, &f, 0, 0, "a node block's node count", 0, nn - got, &inb)))
+      if ((e = msh_block_head(r, &f, "a node block's", "parametric flag", 0, 1, &param, "node count", nn - got, &inb)))
         goto done;
       if (param) {
         e = msh_fail(r, &f, CE_EINVAL, "expected non-parametric nodes (parametric 0), found 1");
@@ -1071,11 +1088,8 @@ static ce_errno parse_msh(rd *r, ce_mesh_data *m) {
     for (long long b = 0; b < nblocks; b++) {
       long long inb = ne, btype = -1;
       if (v4) {
-        long long dim, tag;
-        if ((e = msh_long(r, &f, 0, 4, "an element block's entity dimension", 0, 3, &dim)) ||
-            (e = msh_long(r, &f, 0, 4, "an element block's entity tag", INT32_MIN, INT32_MAX, &tag)) ||
-            (e = msh_long(r, &f, 0, 4, "an element block's element type", 1, 1000, &btype)) ||
-            (e = msh_long(r, &f, 0, 0, "an element block's element count", 0, ne - seen, &inb)))
+        if ((e = msh_block_head(r, &f, "an element block's", "element type", 1, 1000, &btype, "element count",
+                                ne - seen, &inb)))
           goto done;
       }
       if (bin) {
