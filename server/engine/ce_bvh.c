@@ -1039,8 +1039,8 @@ typedef struct points_ctx {
 static int box_meets_points(const ce_bvh_node *nd, const void *ctx) {
   const points_ctx *c = ctx;
   for (int j = 0; j < 3; j++) {
-    const ce_vec3 u = ce_v3(nd->axes.m[0][j], nd->axes.m[1][j], nd->axes.m[2][j]);
-    const double h = (j == 0 ? nd->half.x : j == 1 ? nd->half.y : nd->half.z) + c->tol;
+    const ce_vec3 u = col(&nd->axes, j);
+    const double h = ce_v3_get(nd->half, j) + c->tol;
     double lo = INFINITY, hi = -INFINITY;
     for (int k = 0; k < c->nx; k++) {
       double d = ce_dot(u, ce_sub(c->x[k], nd->center));
