@@ -6,8 +6,11 @@
  * tiny margin so rounding never loses a touching pair. Leaves hold one tet or
  * up to CE_BVH_TRI_LEAF triangles. Internal nodes split their elements at the
  * median centroid along the longest axis of the centroids' bounding box
- * (ties broken by element index, so builds are deterministic). Compliant
- * meshes also store the pressure range [pmin, pmax] of each node's vertices.
+ * (ties broken by element index, so builds are deterministic). The elements
+ * are sorted along each axis once, and a split partitions those lists, so
+ * no node sorts; a node's fits run over its vertices gathered into
+ * contiguous arrays. Compliant meshes also store the pressure range [pmin,
+ * pmax] of each node's vertices.
  *
  * Traversal (ce_bvh_collide) uses an explicit stack of node pairs in the
  * arena. A node pair is pruned when its pressure ranges are disjoint (with
@@ -30,6 +33,65 @@
 
 #define CE_BVH_TRI_LEAF 2
 
+/* Two doubles at once (GCC/Clang vector extension: SSE2 on x86-64, NEON
+ * on arm64). Lane arithmetic is the scalar IEEE arithmetic. */
+typedef double v2d __attribute__((vector_size(16)));
+typedef long long v2i __attribute__((vector_size(16)));
+
+/* p is 16-byte aligned (ce_bvh_disk's lanes). */
+static inline v2d v2_load(const double *p) {
+  v2d v;
+  memcpy(&v, __builtin_assume_aligned(p, 16), sizeof v);
+  return v;
+}
+
+static inline v2d v2_splat(double x) { return (v2d){x, x}; }
+
+static inline v2d v2_abs(v2d x) { return (v2d)((v2i)x & (v2i){INT64_MAX, INT64_MAX}); }
+
+static inline v2d v2_swap(v2d x) {
+#if defined(__clang__)
+  return __builtin_shufflevector(x, x, 1, 0);
+#else
+  return __builtin_shuffle(x, (v2i){1, 0});
+#endif
+}
+
+/* Masks are all-ones lanes where a comparison holds (a NaN never does). */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static inline v2d v2_sqrt(v2d x) { return _mm_sqrt_pd(x); }
+static inline v2d v2_pos(v2d x) { return _mm_max_pd(x, _mm_setzero_pd()); } /* NaN -> 0 */
+static inline v2d v2_gt(v2d a, v2d b) { return _mm_cmpgt_pd(a, b); }
+static inline v2d v2_or(v2d a, v2d b) { return _mm_or_pd(a, b); }
+static inline v2d v2_and(v2d a, v2d b) { return _mm_and_pd(a, b); }
+/* Bit k set where mask lane k is clear. */
+static inline int v2_clear_bits(v2d m) { return ~_mm_movemask_pd(m) & 3; }
+/* a < b ? a : b and a > b ? a : b, lane by lane */
+static inline v2d v2_min(v2d a, v2d b) { return _mm_min_pd(a, b); }
+static inline v2d v2_max(v2d a, v2d b) { return _mm_max_pd(a, b); }
+#else
+static inline v2d v2_sqrt(v2d x) { return (v2d){sqrt(x[0]), sqrt(x[1])}; }
+static inline v2d v2_pos(v2d x) { return (v2d)((v2i)x & (x > 0)); }
+static inline v2d v2_gt(v2d a, v2d b) { return (v2d)(a > b); }
+static inline v2d v2_or(v2d a, v2d b) { return (v2d)((v2i)a | (v2i)b); }
+static inline v2d v2_and(v2d a, v2d b) { return (v2d)((v2i)a & (v2i)b); }
+static inline int v2_clear_bits(v2d m) { return (((v2i)m)[0] == 0) | (((v2i)m)[1] == 0) << 1; }
+static inline v2d v2_min(v2d a, v2d b) { return (v2d){a[0] < b[0] ? a[0] : b[0], a[1] < b[1] ? a[1] : b[1]}; }
+static inline v2d v2_max(v2d a, v2d b) { return (v2d){a[0] > b[0] ? a[0] : b[0], a[1] > b[1] ? a[1] : b[1]}; }
+#endif
+
+/* Two consecutive doubles from anywhere. */
+static inline v2d v2_loadu(const double *p) {
+  v2d v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* The smaller and the larger lane (ties keep lane 0). */
+static inline double v2_hmin(v2d a) { return a[1] < a[0] ? a[1] : a[0]; }
+static inline double v2_hmax(v2d a) { return a[1] > a[0] ? a[1] : a[0]; }
+
 /* ---- build ---------------------------------------------------------------- */
 
 typedef struct build_ctx {
@@ -43,7 +105,13 @@ typedef struct build_ctx {
   int32_t nnodes;
   int leaf_size;
   double pad;
-  /* sort scratch */
+  /* the elements sorted along each axis (build_node), sort scratch */
+  int32_t *list[3];
+  int32_t *mark;
+  /* node_box's gathered vertices: x, y, z, p arrays of gcap each (a
+   * transient 32 bytes per element vertex, freed with the build) */
+  double *gather;
+  int64_t gcap;
   int sort_axis;
   int32_t *tmp;
   /* tets with pressures: per-element gradient and volume, per-node fits */
@@ -87,23 +155,11 @@ static void jacobi3(double A[3][3], double V[3][3]) {
 
 static ce_vec3 col(const ce_mat3 *M, int j) { return ce_v3(M->m[0][j], M->m[1][j], M->m[2][j]); }
 
-/* Box of the vertices of elements order[first..first+count) along the
- * columns of U; returns its volume and fills center/half. */
-static double fit_box(const build_ctx *c, int32_t first, int32_t count, const ce_mat3 *U,
-                      ce_vec3 *center, ce_vec3 *half) {
-  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  ce_vec3 ax[3] = {col(U, 0), col(U, 1), col(U, 2)};
-  for (int32_t i = first; i < first + count; i++) {
-    const int32_t *e = c->elems + (size_t)c->order[i] * c->k;
-    for (int j = 0; j < c->k; j++) {
-      ce_vec3 x = c->v[e[j]];
-      for (int a = 0; a < 3; a++) {
-        double s = ce_dot(ax[a], x);
-        if (s < lo[a]) lo[a] = s;
-        if (s > hi[a]) hi[a] = s;
-      }
-    }
-  }
+/* The box with extents [lo, hi] along the columns of U, padded; returns
+ * its volume and fills center/half. */
+static double box_from_range(const build_ctx *c, const ce_mat3 *U, const double lo[3], const double hi[3],
+                             ce_vec3 *center, ce_vec3 *half) {
+  const ce_vec3 ax[3] = {col(U, 0), col(U, 1), col(U, 2)};
   double h[3], m[3];
   for (int a = 0; a < 3; a++) {
     m[a] = 0.5 * (lo[a] + hi[a]);
@@ -114,28 +170,62 @@ static double fit_box(const build_ctx *c, int32_t first, int32_t count, const ce
   return h[0] * h[1] * h[2];
 }
 
-/* Linear bound of the pressure over the node's tets: g = volume-weighted
- * mean of the tets' gradients, c and e from the range of p - g.x over the
- * vertices (p - g.x - c is linear on every tet, so its extremes over the
- * node are at vertices). e is padded against rounding. */
-static void node_field(const build_ctx *c, const ce_bvh_node *nd, int32_t first, int32_t count, double f[5]) {
+/* Extents of the gathered vertices xs, ys, zs [0, n) along the columns of
+ * U, two vertices at a time; each projection is ce_dot's sum, in its
+ * order (the extremes are those of the scalar loop, up to the sign of a
+ * zero). */
+static void extents(const ce_mat3 *U, const double *xs, const double *ys, const double *zs, int64_t n,
+                    double lo[3], double hi[3]) {
+  v2d l[3], h[3], u[3][3];
+  for (int a = 0; a < 3; a++) {
+    l[a] = v2_splat(INFINITY);
+    h[a] = v2_splat(-INFINITY);
+    for (int r = 0; r < 3; r++) u[r][a] = v2_splat(U->m[r][a]);
+  }
+  int64_t q = 0;
+  for (; q + 1 < n; q += 2) {
+    const v2d x = v2_loadu(xs + q), y = v2_loadu(ys + q), z = v2_loadu(zs + q);
+    for (int a = 0; a < 3; a++) {
+      v2d s = u[0][a] * x + u[1][a] * y + u[2][a] * z;
+      l[a] = v2_min(s, l[a]);
+      h[a] = v2_max(s, h[a]);
+    }
+  }
+  for (int a = 0; a < 3; a++) {
+    lo[a] = v2_hmin(l[a]);
+    hi[a] = v2_hmax(h[a]);
+    if (q < n) {
+      double s = U->m[0][a] * xs[q] + U->m[1][a] * ys[q] + U->m[2][a] * zs[q];
+      lo[a] = s < lo[a] ? s : lo[a];
+      hi[a] = s > hi[a] ? s : hi[a];
+    }
+  }
+}
+
+/* Linear bound of the pressure over the node's tets ord[first..first +
+ * count): g = volume-weighted mean of the tets' gradients, c and e from
+ * the range of p - g.x over the vertices gathered by node_box (p - g.x -
+ * c is linear on every tet, so its extremes over the node are at
+ * vertices). e is padded against rounding. */
+static void node_field(const build_ctx *c, const ce_bvh_node *nd, const int32_t *ord, int32_t first,
+                       int32_t count, double f[5]) {
   ce_vec3 g = ce_v3(0, 0, 0);
   double vol = 0;
   for (int32_t i = first; i < first + count; i++) {
-    int32_t e = c->order[i];
+    int32_t e = ord[i];
     g = ce_axpy(g, c->evol[e], c->egrad[e]);
     vol += c->evol[e];
   }
   g = vol > 0 ? ce_scale(g, 1.0 / vol) : ce_v3(0, 0, 0);
-  double lo = INFINITY, hi = -INFINITY;
-  for (int32_t i = first; i < first + count; i++) {
-    const int32_t *el = c->elems + (size_t)c->order[i] * 4;
-    for (int j = 0; j < 4; j++) {
-      double r = c->p[el[j]] - ce_dot(g, c->v[el[j]]);
-      if (r < lo) lo = r;
-      if (r > hi) hi = r;
-    }
+  const double *xs = c->gather, *ys = xs + c->gcap, *zs = ys + c->gcap, *ps = zs + c->gcap;
+  const v2d gx = v2_splat(g.x), gy = v2_splat(g.y), gz = v2_splat(g.z);
+  v2d l = v2_splat(INFINITY), h = v2_splat(-INFINITY);
+  for (int64_t q = 0; q < (int64_t)count * 4; q += 2) { /* four vertices a tet */
+    v2d r = v2_loadu(ps + q) - (gx * v2_loadu(xs + q) + gy * v2_loadu(ys + q) + gz * v2_loadu(zs + q));
+    l = v2_min(r, l);
+    h = v2_max(r, h);
   }
+  const double lo = v2_hmin(l), hi = v2_hmax(h);
   double off = 0.5 * (lo + hi), dev = 0.5 * (hi - lo);
   double mag = fabs(off) + fabs(nd->pmin) + fabs(nd->pmax) +
                ce_norm(g) * (ce_norm(nd->center) + ce_norm(nd->half));
@@ -146,25 +236,35 @@ static void node_field(const build_ctx *c, const ce_bvh_node *nd, int32_t first,
   f[4] = dev + 1e-10 * mag;
 }
 
-static void node_box(const build_ctx *c, ce_bvh_node *nd, int32_t first, int32_t count) {
-  /* Principal axes of the vertex cloud. */
-  ce_vec3 mean = ce_v3(0, 0, 0);
-  int64_t nv = 0;
+/* The box, pressure range and field bound of the node over elements
+ * ord[first..first+count). Their vertices (with repeats, in element order)
+ * are gathered once into c->gather; the sums and extents then run over
+ * those arrays: the vertex mean, the covariance about it (principal axes),
+ * the boxes along the geometry frame's axes and along the principal axes,
+ * the pressure range and the field bound. */
+static void node_box(const build_ctx *c, ce_bvh_node *nd, const int32_t *ord, int32_t first, int32_t count) {
+  const int64_t n = (int64_t)count * c->k;
+  double *xs = c->gather, *ys = xs + c->gcap, *zs = ys + c->gcap, *ps = zs + c->gcap;
   for (int32_t i = first; i < first + count; i++) {
-    const int32_t *e = c->elems + (size_t)c->order[i] * c->k;
-    for (int j = 0; j < c->k; j++) mean = ce_add(mean, c->v[e[j]]);
-    nv += c->k;
-  }
-  mean = ce_scale(mean, 1.0 / (double)nv);
-  double C[3][3] = {{0}};
-  for (int32_t i = first; i < first + count; i++) {
-    const int32_t *e = c->elems + (size_t)c->order[i] * c->k;
+    const int32_t *el = c->elems + (size_t)ord[i] * c->k;
+    const int64_t q = (int64_t)(i - first) * c->k;
     for (int j = 0; j < c->k; j++) {
-      ce_vec3 d = ce_sub(c->v[e[j]], mean);
-      double dv[3] = {d.x, d.y, d.z};
-      for (int a = 0; a < 3; a++)
-        for (int b = a; b < 3; b++) C[a][b] += dv[a] * dv[b];
+      const ce_vec3 x = c->v[el[j]];
+      xs[q + j] = x.x;
+      ys[q + j] = x.y;
+      zs[q + j] = x.z;
+      if (c->p) ps[q + j] = c->p[el[j]];
     }
+  }
+  ce_vec3 mean = ce_v3(0, 0, 0);
+  for (int64_t q = 0; q < n; q++) mean = ce_add(mean, ce_v3(xs[q], ys[q], zs[q]));
+  mean = ce_scale(mean, 1.0 / (double)n);
+  /* Principal axes of the vertex cloud. */
+  double C[3][3] = {{0}};
+  for (int64_t q = 0; q < n; q++) {
+    const double dv[3] = {xs[q] - mean.x, ys[q] - mean.y, zs[q] - mean.z};
+    for (int a = 0; a < 3; a++)
+      for (int b = a; b < 3; b++) C[a][b] += dv[a] * dv[b];
   }
   C[1][0] = C[0][1];
   C[2][0] = C[0][2];
@@ -184,10 +284,15 @@ static void node_box(const build_ctx *c, ce_bvh_node *nd, int32_t first, int32_t
     U.m[i][1] = ce_v3_get(u1, i);
     U.m[i][2] = ce_v3_get(u2, i);
   }
-  ce_mat3 I = ce_mat3_identity();
+  const ce_mat3 I = ce_mat3_identity();
+  double lo[3], hi[3], vol_pca = INFINITY;
   ce_vec3 c_aabb, h_aabb, c_pca, h_pca;
-  double vol_aabb = fit_box(c, first, count, &I, &c_aabb, &h_aabb);
-  double vol_pca = pca_ok ? fit_box(c, first, count, &U, &c_pca, &h_pca) : INFINITY;
+  extents(&I, xs, ys, zs, n, lo, hi);
+  double vol_aabb = box_from_range(c, &I, lo, hi, &c_aabb, &h_aabb);
+  if (pca_ok) {
+    extents(&U, xs, ys, zs, n, lo, hi);
+    vol_pca = box_from_range(c, &U, lo, hi, &c_pca, &h_pca);
+  }
   if (vol_pca < 0.98 * vol_aabb) {
     nd->center = c_pca;
     nd->half = h_pca;
@@ -199,23 +304,25 @@ static void node_box(const build_ctx *c, ce_bvh_node *nd, int32_t first, int32_t
   }
   double pmin = 0, pmax = 0;
   if (c->p) {
-    pmin = INFINITY;
-    pmax = -INFINITY;
-    for (int32_t i = first; i < first + count; i++) {
-      const int32_t *e = c->elems + (size_t)c->order[i] * c->k;
-      for (int j = 0; j < c->k; j++) {
-        double q = c->p[e[j]];
-        if (q < pmin) pmin = q;
-        if (q > pmax) pmax = q;
-      }
+    v2d l = v2_splat(INFINITY), h = v2_splat(-INFINITY);
+    int64_t q = 0;
+    for (; q + 1 < n; q += 2) {
+      l = v2_min(v2_loadu(ps + q), l);
+      h = v2_max(v2_loadu(ps + q), h);
+    }
+    pmin = v2_hmin(l);
+    pmax = v2_hmax(h);
+    if (q < n) {
+      pmin = ps[q] < pmin ? ps[q] : pmin;
+      pmax = ps[q] > pmax ? ps[q] : pmax;
     }
   }
   nd->pmin = pmin;
   nd->pmax = pmax;
-  if (c->field) node_field(c, nd, first, count, c->field[nd - c->nodes]);
+  if (c->field) node_field(c, nd, ord, first, count, c->field[nd - c->nodes]);
 }
 
-/* Stable merge sort of order[first..first+count) by (centroid[axis], index). */
+/* Stable merge sort of a[0..n) by (centroid[axis], index). */
 static int key_less(const build_ctx *c, int32_t a, int32_t b) {
   double ka = ce_v3_get(c->centroid[a], c->sort_axis), kb = ce_v3_get(c->centroid[b], c->sort_axis);
   if (ka != kb) return ka < kb;
@@ -244,27 +351,48 @@ static void msort(build_ctx *c, int32_t *a, int32_t n, int32_t *tmp) {
   memcpy(a, tmp, (size_t)n * sizeof *a);
 }
 
-static int32_t build_node(build_ctx *c, int32_t first, int32_t count) {
+/* The node over elements ord[first..first+count): ord is the list sorted
+ * along the parent's split axis (the identity order for the root), which
+ * is the order the node's sums run in. A split takes the lower half of the
+ * list along the longest axis of the centroids' bounds, by (centroid,
+ * index); every list is then stably partitioned the same way (the mark of
+ * this node on the lower half), so each stays sorted within both children
+ * and no node sorts. A leaf's elements go to c->order in ord's order. */
+static int32_t build_node(build_ctx *c, const int32_t *ord, int32_t first, int32_t count) {
   int32_t id = c->nnodes++;
   ce_bvh_node *nd = &c->nodes[id];
-  node_box(c, nd, first, count);
+  node_box(c, nd, ord, first, count);
   nd->first = first;
   nd->count = count;
   nd->left = nd->right = -1;
-  if (count <= c->leaf_size) return id;
+  if (count <= c->leaf_size) {
+    if (ord != c->order) memcpy(c->order + first, ord + first, (size_t)count * sizeof *ord);
+    return id;
+  }
   /* Longest axis of the centroids' bounds. */
-  ce_vec3 lo = c->centroid[c->order[first]], hi = lo;
+  ce_vec3 lo = c->centroid[ord[first]], hi = lo;
   for (int32_t i = first + 1; i < first + count; i++) {
-    ce_vec3 x = c->centroid[c->order[i]];
+    ce_vec3 x = c->centroid[ord[i]];
     lo = ce_v3(fmin(lo.x, x.x), fmin(lo.y, x.y), fmin(lo.z, x.z));
     hi = ce_v3(fmax(hi.x, x.x), fmax(hi.y, x.y), fmax(hi.z, x.z));
   }
   ce_vec3 ext = ce_sub(hi, lo);
-  c->sort_axis = (ext.x >= ext.y && ext.x >= ext.z) ? 0 : (ext.y >= ext.z ? 1 : 2);
-  msort(c, c->order + first, count, c->tmp);
-  int32_t h = count / 2;
-  int32_t l = build_node(c, first, h);
-  int32_t r = build_node(c, first + h, count - h);
+  const int axis = (ext.x >= ext.y && ext.x >= ext.z) ? 0 : (ext.y >= ext.z ? 1 : 2);
+  const int32_t h = count / 2, stamp = id + 1;
+  const int32_t *L = c->list[axis];
+  for (int32_t i = first; i < first + h; i++) c->mark[L[i]] = stamp;
+  for (int b = 0; b < 3; b++) {
+    if (b == axis) continue;
+    int32_t *B = c->list[b] + first, nl = 0, nr = 0;
+    for (int32_t i = 0; i < count; i++) {
+      int32_t e = B[i];
+      if (c->mark[e] == stamp) B[nl++] = e;
+      else c->tmp[nr++] = e;
+    }
+    memcpy(B + nl, c->tmp, (size_t)nr * sizeof *B);
+  }
+  int32_t l = build_node(c, L, first, h);
+  int32_t r = build_node(c, L, first + h, count - h);
   nd = &c->nodes[id];
   nd->left = l;
   nd->right = r;
@@ -418,13 +546,19 @@ ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
   c.tmp = malloc((size_t)nelem * sizeof *c.tmp);
   c.order = malloc((size_t)nelem * sizeof *c.order);
   c.nodes = malloc((size_t)maxnodes * sizeof *c.nodes);
+  /* the three sorted lists and the marks in one block */
+  int32_t *lists = malloc((size_t)nelem * 4 * sizeof *lists);
+  c.gcap = (int64_t)nelem * k;
+  c.gather = malloc((size_t)c.gcap * 4 * sizeof *c.gather);
   if (k == 4 && pressure) {
     c.egrad = malloc((size_t)nelem * sizeof *c.egrad);
     c.evol = malloc((size_t)nelem * sizeof *c.evol);
     c.field = malloc((size_t)maxnodes * sizeof *c.field);
   }
-  if (!c.centroid || !c.tmp || !c.order || !c.nodes ||
+  if (!c.centroid || !c.tmp || !c.order || !c.nodes || !lists || !c.gather ||
       (k == 4 && pressure && (!c.egrad || !c.evol || !c.field))) {
+    free(lists);
+    free(c.gather);
     free(c.centroid);
     free(c.tmp);
     free(c.order);
@@ -462,7 +596,17 @@ ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
   /* Rounding in the box fit and the separating-axis test is ~1e-16 of the
    * coordinates; pad generously above that, far below any element size. */
   c.pad = 1e-9 * (scale > 0 ? scale : 1.0);
-  build_node(&c, 0, nelem);
+  for (int a = 0; a < 3; a++) {
+    c.list[a] = lists + (size_t)a * nelem;
+    memcpy(c.list[a], c.order, (size_t)nelem * sizeof *c.order);
+    c.sort_axis = a;
+    msort(&c, c.list[a], nelem, c.tmp);
+  }
+  c.mark = lists + (size_t)3 * nelem;
+  memset(c.mark, 0, (size_t)nelem * sizeof *c.mark);
+  build_node(&c, c.order, 0, nelem);
+  free(lists);
+  free(c.gather);
   free(c.centroid);
   free(c.tmp);
   free(c.egrad);
@@ -699,49 +843,6 @@ ce_errno ce_bvh_collide(const ce_bvh *bvh_a, const ce_bvh *bvh_b, const ce_pose 
   }
   return CE_OK;
 }
-
-/* Two doubles at once (GCC/Clang vector extension: SSE2 on x86-64, NEON
- * on arm64). Lane arithmetic is the scalar IEEE arithmetic. */
-typedef double v2d __attribute__((vector_size(16)));
-typedef long long v2i __attribute__((vector_size(16)));
-
-/* p is 16-byte aligned (ce_bvh_disk's lanes). */
-static inline v2d v2_load(const double *p) {
-  v2d v;
-  memcpy(&v, __builtin_assume_aligned(p, 16), sizeof v);
-  return v;
-}
-
-static inline v2d v2_splat(double x) { return (v2d){x, x}; }
-
-static inline v2d v2_abs(v2d x) { return (v2d)((v2i)x & (v2i){INT64_MAX, INT64_MAX}); }
-
-static inline v2d v2_swap(v2d x) {
-#if defined(__clang__)
-  return __builtin_shufflevector(x, x, 1, 0);
-#else
-  return __builtin_shuffle(x, (v2i){1, 0});
-#endif
-}
-
-/* Masks are all-ones lanes where a comparison holds (a NaN never does). */
-#if defined(__SSE2__)
-#include <emmintrin.h>
-static inline v2d v2_sqrt(v2d x) { return _mm_sqrt_pd(x); }
-static inline v2d v2_pos(v2d x) { return _mm_max_pd(x, _mm_setzero_pd()); } /* NaN -> 0 */
-static inline v2d v2_gt(v2d a, v2d b) { return _mm_cmpgt_pd(a, b); }
-static inline v2d v2_or(v2d a, v2d b) { return _mm_or_pd(a, b); }
-static inline v2d v2_and(v2d a, v2d b) { return _mm_and_pd(a, b); }
-/* Bit k set where mask lane k is clear. */
-static inline int v2_clear_bits(v2d m) { return ~_mm_movemask_pd(m) & 3; }
-#else
-static inline v2d v2_sqrt(v2d x) { return (v2d){sqrt(x[0]), sqrt(x[1])}; }
-static inline v2d v2_pos(v2d x) { return (v2d)((v2i)x & (x > 0)); }
-static inline v2d v2_gt(v2d a, v2d b) { return (v2d)(a > b); }
-static inline v2d v2_or(v2d a, v2d b) { return (v2d)((v2i)a | (v2i)b); }
-static inline v2d v2_and(v2d a, v2d b) { return (v2d)((v2i)a & (v2i)b); }
-static inline int v2_clear_bits(v2d m) { return (((v2i)m)[0] == 0) | (((v2i)m)[1] == 0) << 1; }
-#endif
 
 /* Two cylinders (lanes), centres and axes in A's frame. */
 typedef struct cyl2 {
