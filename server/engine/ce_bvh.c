@@ -486,24 +486,31 @@ static int face_cmp(const void *x, const void *y) {
   return a->k < b->k ? -1 : (a->k > b->k);
 }
 
-static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, const ce_vec3 *v, ce_error *err) {
-  face_key *f = malloc((size_t)nt * 4 * sizeof *f);
+/* The boundary hierarchy of a tet mesh: its faces that belong to one tet
+ * only, ordered by their sorted vertex triples. bfaces (nb entries of
+ * (tet, local face k), the face opposite vertex k) lists them when the
+ * caller already knows them (from the mesh's adjacency); otherwise
+ * (bfaces NULL) every face of every tet is sorted to find them. */
+static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, const ce_vec3 *v,
+                               const int32_t (*bfaces)[2], int64_t nb, ce_error *err) {
+  const int64_t n4 = bfaces ? nb : (int64_t)nt * 4;
+  face_key *f = malloc((size_t)(n4 > 0 ? n4 : 1) * sizeof *f);
   if (!f) return ce_fail(err, CE_ENOMEM, "bvh: out of memory for boundary faces");
-  for (int32_t t = 0; t < nt; t++)
-    for (int k = 0; k < 4; k++) {
-      face_key *q = &f[4 * t + k];
-      int32_t a = tets[4 * t + (k + 1) % 4], b = tets[4 * t + (k + 2) % 4], c = tets[4 * t + (k + 3) % 4], s;
-      if (a > b) { s = a; a = b; b = s; }
-      if (b > c) { s = b; b = c; c = s; }
-      if (a > b) { s = a; a = b; b = s; }
-      q->v[0] = a;
-      q->v[1] = b;
-      q->v[2] = c;
-      q->tet = t;
-      q->k = k;
-    }
-  qsort(f, (size_t)nt * 4, sizeof *f, face_cmp);
-  int64_t nf = 0, n4 = (int64_t)nt * 4;
+  for (int64_t i = 0; i < n4; i++) {
+    const int32_t t = bfaces ? bfaces[i][0] : (int32_t)(i / 4), k = bfaces ? bfaces[i][1] : (int32_t)(i % 4);
+    face_key *q = &f[i];
+    int32_t a = tets[4 * t + (k + 1) % 4], b = tets[4 * t + (k + 2) % 4], c = tets[4 * t + (k + 3) % 4], s;
+    if (a > b) { s = a; a = b; b = s; }
+    if (b > c) { s = b; b = c; c = s; }
+    if (a > b) { s = a; a = b; b = s; }
+    q->v[0] = a;
+    q->v[1] = b;
+    q->v[2] = c;
+    q->tet = t;
+    q->k = k;
+  }
+  qsort(f, (size_t)n4, sizeof *f, face_cmp);
+  int64_t nf = 0;
   for (int64_t i = 0; i < n4;) {
     int64_t j = i + 1;
     while (j < n4 && memcmp(f[j].v, f[i].v, sizeof f[i].v) == 0) j++;
@@ -528,8 +535,8 @@ static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, con
   return e;
 }
 
-ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
-                      const ce_vec3 *v, const double *pressure, ce_error *err) {
+static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems, const ce_vec3 *v,
+                          const double *pressure, const int32_t (*bfaces)[2], int64_t nb, ce_error *err) {
   memset(bvh, 0, sizeof *bvh);
   if (nelem < 0 || (k != 3 && k != 4))
     return ce_fail(err, CE_EINVAL, "bvh: bad element count %d or arity %d", (int)nelem, k);
@@ -621,13 +628,23 @@ ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
   bvh->nelem = nelem;
   bvh->order = c.order;
   if (k == 4) {
-    ce_errno e = build_boundary(bvh, nelem, elems, v, err);
+    ce_errno e = build_boundary(bvh, nelem, elems, v, bfaces, nb, err);
     if (e != CE_OK) {
       ce_bvh_free(bvh);
       return e;
     }
   }
   return CE_OK;
+}
+
+ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems, const ce_vec3 *v,
+                      const double *pressure, ce_error *err) {
+  return bvh_build(bvh, nelem, k, elems, v, pressure, NULL, 0, err);
+}
+
+ce_errno ce_bvh_build_tets(ce_bvh *bvh, int32_t nt, const int32_t *tets, const ce_vec3 *v, const double *pressure,
+                           const int32_t (*bfaces)[2], int64_t nb, ce_error *err) {
+  return bvh_build(bvh, nt, 4, tets, v, pressure, bfaces, nb, err);
 }
 
 void ce_bvh_free(ce_bvh *bvh) {

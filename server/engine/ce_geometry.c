@@ -480,7 +480,8 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
   g->volume = volume;
   g->scale = scale > 0 ? scale : 1;
   if ((e = tet_boundary_convex(m, bfaces, nb, 1e-9 * g->scale, &g->convex, err)) != CE_OK) goto done;
-  if ((e = ce_bvh_build(&g->bvh, nt, 4, &m->tet[0][0], m->v, m->p, err)) != CE_OK) goto done;
+  if ((e = ce_bvh_build_tets(&g->bvh, nt, &m->tet[0][0], m->v, m->p, (const int32_t(*)[2])bfaces, nb, err)) != CE_OK)
+    goto done;
   g->bytes = sizeof *g + (size_t)nv * (sizeof *m->v + sizeof *m->p) +
              (size_t)nt * (sizeof *m->tet + sizeof *m->grad + sizeof *m->offset + sizeof *m->prange +
                            sizeof *m->adj + sizeof *m->fplane + (m->comp ? sizeof *m->comp : 0)) +

@@ -350,6 +350,11 @@ ce_errno ce_bvh_build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3
  * `pressure` (per vertex, may be NULL) fills the nodes' pressure ranges. */
 ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
                       const ce_vec3 *v, const double *pressure, ce_error *err);
+/* The same for a tet mesh whose boundary faces the caller knows: nb
+ * entries (tet, k), the face opposite local vertex k (any order). Spares
+ * the boundary hierarchy the sort of every face of every tet. */
+ce_errno ce_bvh_build_tets(ce_bvh *bvh, int32_t nt, const int32_t *tets, const ce_vec3 *v, const double *pressure,
+                           const int32_t (*bfaces)[2], int64_t nb, ce_error *err);
 void ce_bvh_free(ce_bvh *bvh);
 size_t ce_bvh_bytes(const ce_bvh *bvh);
 
