@@ -32,6 +32,12 @@ double ce_test_builder_area(const ce_builder *b);
  * faces: for small hand-built meshes that skip ce_geometry_from_tetmesh. */
 void ce_test_tet_adjacency(ce_tetmesh *m);
 
+/* Kuhn-subdivided unit cube, N^3 cells x 6 tets (positively oriented,
+ * neighbours sharing faces), interior vertices jittered by up to `jitter`
+ * (small enough to keep every tet positive); *v (3 * nv) and *t (4 * nt)
+ * malloc'd. */
+void ce_test_kuhn_cube(int N, double jitter, uint64_t seed, double **v, int32_t *nv, int32_t **t, int32_t *nt);
+
 /* The Euler characteristic V - E + F of nf faces (corners fv[off[f] ..
  * off[f + 1])) over nv vertices, each edge counted once (a half-edge and
  * its reverse are one edge). *bad (may be NULL) counts half-edges that

@@ -532,69 +532,31 @@ Test(bvh, surface_seeds_cover_collide_pairs_whose_triangles_meet) {
   for (int i = 0; i < 3; i++) ce_geometry_free(g[i]);
 }
 
-/* A grid of n^3 unit cubes, each split into six tets around its diagonal
- * (Kuhn), so neighbouring tets share faces; positively oriented. */
-static soup kuhn_grid(int n) {
-  soup s;
-  const int m = n + 1;
-  s.nv = m * m * m;
-  s.nt = 6 * n * n * n;
-  s.v = malloc(sizeof(ce_vec3) * (size_t)s.nv);
-  s.p = malloc(sizeof(double) * (size_t)s.nv);
-  s.t = malloc(sizeof(int32_t[4]) * (size_t)s.nt);
-  for (int i = 0; i < m; i++)
-    for (int j = 0; j < m; j++)
-      for (int k = 0; k < m; k++) {
-        s.v[(i * m + j) * m + k] = ce_v3(i, j, k);
-        s.p[(i * m + j) * m + k] = 1.0 * i * j * k;
-      }
-  static const int perm[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-  int32_t t = 0;
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < n; j++)
-      for (int k = 0; k < n; k++)
-        for (int q = 0; q < 6; q++) {
-          int c[3] = {i, j, k};
-          for (int r = 0; r < 4; r++) {
-            if (r > 0) c[perm[q][r - 1]]++;
-            s.t[t][r] = (c[0] * m + c[1]) * m + c[2];
-          }
-          const ce_vec3 *x = s.v;
-          const int32_t *e = s.t[t];
-          if (ce_dot(ce_sub(x[e[1]], x[e[0]]), ce_cross(ce_sub(x[e[2]], x[e[0]]), ce_sub(x[e[3]], x[e[0]]))) < 0) {
-            int32_t w = s.t[t][1];
-            s.t[t][1] = s.t[t][2];
-            s.t[t][2] = w;
-          }
-          t++;
-        }
-  return s;
-}
-
 /* Geometry builds hand the tet hierarchy the boundary faces they already
  * found (ce_bvh_build_tets); given in any order, they must give the same
  * boundary hierarchy as sorting every face of every tet (ce_bvh_build). */
 Test(bvh, listed_boundary_faces_give_the_sorted_hierarchy) {
-  soup s = kuhn_grid(3);
-  /* boundary faces by brute force: (tet, k) whose vertex set no other tet has */
-  int32_t(*bf)[2] = malloc(sizeof(int32_t[2]) * (size_t)s.nt * 4);
+  /* a 3x3x3 Kuhn grid: 648 tets sharing faces, with a pressure field */
+  double *xv;
+  int32_t *tv, nv, nt;
+  ce_test_kuhn_cube(3, 0, 1, &xv, &nv, &tv, &nt);
+  ce_tetmesh m = {.nv = nv, .nt = nt, .v = malloc(sizeof(ce_vec3) * (size_t)nv), .tet = (int32_t(*)[4])tv};
+  double *p = malloc(sizeof(double) * (size_t)nv);
+  for (int32_t i = 0; i < nv; i++) {
+    m.v[i] = ce_v3(xv[3 * i], xv[3 * i + 1], xv[3 * i + 2]);
+    p[i] = m.v[i].x * m.v[i].y * m.v[i].z;
+  }
+  /* its boundary faces, (tet, k) without a neighbour */
+  ce_test_tet_adjacency(&m);
+  int32_t(*bf)[2] = malloc(sizeof(int32_t[2]) * (size_t)nt * 4);
   int64_t nb = 0;
-  for (int32_t t = 0; t < s.nt; t++)
-    for (int k = 0; k < 4; k++) {
-      int shared = 0;
-      for (int32_t u = 0; u < s.nt && !shared; u++) {
-        if (u == t) continue;
-        int common = 0;
-        for (int a = 0; a < 4; a++)
-          for (int b = 0; b < 4; b++) common += a != k && s.t[t][a] == s.t[u][b];
-        shared = common == 3;
-      }
-      if (!shared) {
+  for (int32_t t = 0; t < nt; t++)
+    for (int k = 0; k < 4; k++)
+      if (m.adj[t][k] < 0) {
         bf[nb][0] = t;
         bf[nb][1] = k;
         nb++;
       }
-    }
   cr_assert_eq(nb, 6 * 9 * 2, "a 3x3x3 grid's boundary has 108 triangles, found %lld", (long long)nb);
   for (int64_t i = 0; i < nb / 2; i++) { /* reversed: the order must not matter */
     int32_t w0 = bf[i][0], w1 = bf[i][1];
@@ -604,8 +566,8 @@ Test(bvh, listed_boundary_faces_give_the_sorted_hierarchy) {
     bf[nb - 1 - i][1] = w1;
   }
   ce_bvh a, b;
-  cr_assert_eq(ce_bvh_build(&a, s.nt, 4, &s.t[0][0], s.v, s.p, NULL), CE_OK);
-  cr_assert_eq(ce_bvh_build_tets(&b, s.nt, &s.t[0][0], s.v, s.p, (const int32_t(*)[2])bf, nb, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&a, nt, 4, tv, m.v, p, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build_tets(&b, nt, tv, m.v, p, (const int32_t(*)[2])bf, nb, NULL), CE_OK);
   cr_assert_eq(a.nnodes, b.nnodes);
   cr_assert_eq(memcmp(a.nodes, b.nodes, sizeof(ce_bvh_node) * (size_t)a.nnodes), 0, "tet hierarchies differ");
   cr_assert(a.bnd && b.bnd);
@@ -618,5 +580,9 @@ Test(bvh, listed_boundary_faces_give_the_sorted_hierarchy) {
   ce_bvh_free(&a);
   ce_bvh_free(&b);
   free(bf);
-  free_soup(&s);
+  free(m.adj);
+  free(m.v);
+  free(p);
+  free(xv);
+  free(tv);
 }

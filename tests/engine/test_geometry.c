@@ -647,48 +647,10 @@ Test(geometry, random_hostile_meshes) {
   cr_assert(outcomes[CE_EDEGENERATE] > 100 && outcomes[CE_EOPEN] > 100 && outcomes[CE_ENONFINITE] > 100);
 }
 
-/* Kuhn-subdivided unit cube, N^3 cells x 6 tets, interior vertices jittered
- * by up to `jitter` (small enough to keep every tet positive). */
-static void kuhn_cube(int N, double jitter, uint64_t seed, double **v, int32_t *nv, int32_t **t, int32_t *nt) {
-  static const int perm[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-  *nv = (N + 1) * (N + 1) * (N + 1);
-  *nt = 6 * N * N * N;
-  *v = malloc((size_t)*nv * 3 * sizeof **v);
-  *t = malloc((size_t)*nt * 4 * sizeof **t);
-  for (int k = 0; k <= N; k++)
-    for (int j = 0; j <= N; j++)
-      for (int i = 0; i <= N; i++) {
-        int id = i + (N + 1) * (j + (N + 1) * k);
-        int interior = i > 0 && i < N && j > 0 && j < N && k > 0 && k < N;
-        double *x = *v + 3 * id;
-        x[0] = (double)i / N + (interior ? jitter * (2 * ce_test_rand(&seed) - 1) : 0);
-        x[1] = (double)j / N + (interior ? jitter * (2 * ce_test_rand(&seed) - 1) : 0);
-        x[2] = (double)k / N + (interior ? jitter * (2 * ce_test_rand(&seed) - 1) : 0);
-      }
-  int m = 0;
-  for (int k = 0; k < N; k++)
-    for (int j = 0; j < N; j++)
-      for (int i = 0; i < N; i++)
-        for (int q = 0; q < 6; q++) {
-          int c[3] = {i, j, k};
-          int32_t *ids = *t + 4 * m++;
-          ids[0] = i + (N + 1) * (j + (N + 1) * k);
-          for (int r = 0; r < 3; r++) {
-            c[perm[q][r]]++;
-            ids[r + 1] = c[0] + (N + 1) * (c[1] + (N + 1) * c[2]);
-          }
-          if (q == 1 || q == 2 || q == 5) { /* odd permutations are negatively oriented */
-            int32_t s = ids[1];
-            ids[1] = ids[2];
-            ids[2] = s;
-          }
-        }
-}
-
 Test(geometry, distance_field_matches_cube_distance_on_kuhn_mesh) {
   double *v;
   int32_t *t, nv, nt;
-  kuhn_cube(6, 0.02, 5, &v, &nv, &t, &nt);
+  ce_test_kuhn_cube(6, 0.02, 5, &v, &nv, &t, &nt);
   ce_props pr = compliant(7e5);
   ce_error err;
   ce_geometry *g = NULL;
