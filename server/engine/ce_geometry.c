@@ -195,24 +195,48 @@ static void sort3(int32_t v[3], int8_t *sign) {
 }
 
 /* Fills adjacency, marks boundary vertices, and lists boundary faces as
- * (tet, local face) pairs in *bfaces (malloc'd, *nb entries) when asked. */
+ * (tet, local face) pairs in *bfaces (malloc'd, *nb entries) when asked.
+ * The faces are sorted by (sorted vertex triple, tet, local face): first
+ * into buckets by their smallest vertex, then each bucket (a vertex's
+ * faces, a few dozen) on its own, which is the same order as one sort of
+ * all of them, in a fraction of the time. */
 static ce_errno tet_faces(ce_tetmesh *m, unsigned char *boundary, int32_t (**bfaces)[2], int64_t *nb,
                           ce_error *err) {
   int64_t nk = (int64_t)m->nt * 4;
   face_key *keys = malloc((size_t)nk * sizeof *keys);
-  if (!keys) return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %lld face keys", (long long)nk);
+  int64_t *end = calloc((size_t)m->nv + 1, sizeof *end);
+  if (!keys || !end) {
+    free(keys);
+    free(end);
+    return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %lld face keys", (long long)nk);
+  }
+  /* bucket v holds the faces whose smallest vertex is v: count them, then
+   * place each face at its bucket's cursor (end[v] ends as the bucket's end) */
   for (int32_t t = 0; t < m->nt; t++)
     for (int i = 0; i < 4; i++) {
-      face_key *k = &keys[(int64_t)t * 4 + i];
-      for (int j = 0; j < 3; j++) k->v[j] = m->tet[t][kTetFace[i][j]];
-      sort3(k->v, &k->sign);
-      k->t = t;
-      k->i = (int8_t)i;
+      const int32_t *tv = m->tet[t];
+      int32_t lo = tv[kTetFace[i][0]];
+      if (tv[kTetFace[i][1]] < lo) lo = tv[kTetFace[i][1]];
+      if (tv[kTetFace[i][2]] < lo) lo = tv[kTetFace[i][2]];
+      end[lo + 1]++;
+    }
+  for (int32_t v = 0; v < m->nv; v++) end[v + 1] += end[v];
+  for (int32_t t = 0; t < m->nt; t++)
+    for (int i = 0; i < 4; i++) {
+      face_key k;
+      for (int j = 0; j < 3; j++) k.v[j] = m->tet[t][kTetFace[i][j]];
+      sort3(k.v, &k.sign);
+      k.t = t;
+      k.i = (int8_t)i;
+      keys[end[k.v[0]]++] = k;
       m->adj[t][i] = -1;
     }
-  qsort(keys, (size_t)nk, sizeof *keys, face_key_cmp);
-  int64_t nbound = 0;
   ce_errno e = CE_OK;
+  for (int32_t v = 0; v < m->nv; v++) {
+    const int64_t first = v == 0 ? 0 : end[v - 1];
+    if (end[v] - first > 1) qsort(keys + first, (size_t)(end[v] - first), sizeof *keys, face_key_cmp);
+  }
+  int64_t nbound = 0;
   for (int64_t s = 0; s < nk;) {
     int64_t r = s + 1;
     while (r < nk && memcmp(keys[r].v, keys[s].v, sizeof keys[s].v) == 0) r++;
@@ -261,6 +285,7 @@ static ce_errno tet_faces(ce_tetmesh *m, unsigned char *boundary, int32_t (**bfa
   }
 done:
   free(keys);
+  free(end);
   return e;
 }
 
