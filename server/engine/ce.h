@@ -84,12 +84,30 @@ typedef enum {
   CE_COMPLIANT = 2,
 } ce_compliance;
 
+/* Progress of a long build: fraction in [0, 1] within a stage, and the
+ * stage's name: "tetrahedralise", "field" and "finish" (surface builds),
+ * "geometry" (any geometry build: checking the mesh, its faces, default
+ * field and hierarchies; a Laplace field builds two geometries, so its
+ * "geometry" stage runs twice). Called from the building thread, often
+ * enough to double as the build's cancellation point: return 0 to go on,
+ * nonzero to stop. The build then frees everything it allocated, leaves
+ * its output NULL and fails with CE_ECANCELED ("... build cancelled"). Every
+ * stage calls it every few ms of its work, counted in work done (PCG: ~4M
+ * matrix and vector entries touched; a hierarchy: 65,536 elements fitted
+ * and split), not in time, so the calls are deterministic. */
+typedef int (*ce_progress_fn)(void *user, double fraction, const char *stage);
+
 typedef struct ce_props {
   ce_compliance compliance;
   double modulus;        /* hydroelastic modulus E, Pa (> 0 if compliant) */
   double hint;           /* resolution hint: target edge length, m (> 0) */
   double slab_thickness; /* compliant half space only, m (> 0) */
   ce_material material;
+  /* Not part of the geometry: the build's progress callback and
+   * cancellation point (stage "geometry"; NULL: none), for every builder
+   * that takes these props. */
+  ce_progress_fn progress;
+  void *progress_user;
 } ce_props;
 
 /* ---- shapes ----------------------------------------------------------- */
@@ -441,18 +459,6 @@ typedef enum {
   CE_FIELD_DISTANCE = 1, /* normalised distance to the boundary */
   CE_FIELD_USER = 2,     /* per-vertex values given by the caller (Pa) */
 } ce_field_kind;
-
-/* Progress of a long build: fraction in [0, 1] and a stage name
- * ("tetrahedralise", "field", "finish"). Called from the building thread,
- * often enough to double as the build's cancellation point: return 0 to go
- * on, nonzero to stop. The build then frees everything it allocated, leaves
- * its output NULL and fails with CE_ECANCELED ("... build cancelled"). The
- * tetrahedralisation and the Laplace solve call it every few ms of their
- * work (PCG: every ~4M matrix and vector entries touched); the step
- * without progress points is ce_geometry_from_tetmesh, run twice for a
- * Laplace field (the temporary geometry's distance field, the final
- * geometry's faces and BVH): ~2 s each for a 240k-tet mesh. */
-typedef int (*ce_progress_fn)(void *user, double fraction, const char *stage);
 
 typedef struct ce_field_options {
   ce_field_kind kind;

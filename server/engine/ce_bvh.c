@@ -32,6 +32,11 @@
 #include "ce_internal.h"
 
 #define CE_BVH_TRI_LEAF 2
+/* A build reports its progress (ce_buildprog) once this many elements
+ * have been fitted and split since its last report: ~20 ms of work (a node
+ * costs about its element count; the nodes near the root are the big
+ * ones). */
+#define CE_BVH_PROGRESS_WORK 65536
 
 /* Two doubles at once (GCC/Clang vector extension: SSE2 on x86-64, NEON
  * on arm64). Lane arithmetic is the scalar IEEE arithmetic. */
@@ -118,6 +123,14 @@ typedef struct build_ctx {
   ce_vec3 *egrad;
   double *evol;
   double (*field)[5];
+  /* progress: nodes built of an expected `expect`, reported after every
+   * CE_BVH_PROGRESS_WORK elements of node work (`work` counts them up to
+   * `next_report`); `stop` once the callback asked to stop (err filled) */
+  const ce_buildprog *prog;
+  double expect;
+  int64_t work, next_report;
+  int stop;
+  ce_error *err;
 } build_ctx;
 
 /* Symmetric 3x3 eigenvectors by cyclic Jacobi rotations; columns of V. */
@@ -329,7 +342,10 @@ static int key_less(const build_ctx *c, int32_t a, int32_t b) {
   return a < b;
 }
 
+/* Merge sort by key_less; a cancellation point after each merge of 65,536
+ * or more (~30 ms of work), after which (c->stop) it returns at once. */
 static void msort(build_ctx *c, int32_t *a, int32_t n, int32_t *tmp) {
+  if (c->stop) return;
   if (n < 16) {
     for (int32_t i = 1; i < n; i++) {
       int32_t x = a[i], j = i - 1;
@@ -349,6 +365,7 @@ static void msort(build_ctx *c, int32_t *a, int32_t n, int32_t *tmp) {
   while (i < h) tmp[o++] = a[i++];
   while (j < n) tmp[o++] = a[j++];
   memcpy(a, tmp, (size_t)n * sizeof *a);
+  if (n >= 65536 && ce_buildprog_report(c->prog, 0, c->err) != CE_OK) c->stop = 1;
 }
 
 /* The node over elements ord[first..first+count): ord is the list sorted
@@ -359,6 +376,15 @@ static void msort(build_ctx *c, int32_t *a, int32_t n, int32_t *tmp) {
  * this node on the lower half), so each stays sorted within both children
  * and no node sorts. A leaf's elements go to c->order in ord's order. */
 static int32_t build_node(build_ctx *c, const int32_t *ord, int32_t first, int32_t count) {
+  if (c->stop) return -1;
+  if (c->work >= c->next_report) {
+    c->next_report = c->work + CE_BVH_PROGRESS_WORK;
+    if (ce_buildprog_report(c->prog, fmin(1.0, c->nnodes / c->expect), c->err) != CE_OK) {
+      c->stop = 1;
+      return -1;
+    }
+  }
+  c->work += count;
   int32_t id = c->nnodes++;
   ce_bvh_node *nd = &c->nodes[id];
   node_box(c, nd, ord, first, count);
@@ -492,7 +518,7 @@ static int face_cmp(const void *x, const void *y) {
  * caller already knows them (from the mesh's adjacency); otherwise
  * (bfaces NULL) every face of every tet is sorted to find them. */
 static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, const ce_vec3 *v,
-                               const int32_t (*bfaces)[2], int64_t nb, ce_error *err) {
+                               const int32_t (*bfaces)[2], int64_t nb, const ce_buildprog *prog, ce_error *err) {
   const int64_t n4 = bfaces ? nb : (int64_t)nt * 4;
   face_key *f = malloc((size_t)(n4 > 0 ? n4 : 1) * sizeof *f);
   if (!f) return ce_fail(err, CE_ENOMEM, "bvh: out of memory for boundary faces");
@@ -528,7 +554,7 @@ static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, con
       memcpy(bvh->bnd_face[i], f[i].v, sizeof f[i].v);
       bvh->bnd_tet[i] = f[i].tet;
     }
-    e = ce_bvh_build(bvh->bnd, (int32_t)nf, 3, &bvh->bnd_face[0][0], v, NULL, err);
+    e = ce_bvh_build(bvh->bnd, (int32_t)nf, 3, &bvh->bnd_face[0][0], v, NULL, prog, err);
     if (e == CE_OK) e = ce_bvh_build_surface(bvh->bnd, (const int32_t(*)[3])bvh->bnd_face, v, err);
   }
   free(f);
@@ -536,7 +562,8 @@ static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, con
 }
 
 static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems, const ce_vec3 *v,
-                          const double *pressure, const int32_t (*bfaces)[2], int64_t nb, ce_error *err) {
+                          const double *pressure, const int32_t (*bfaces)[2], int64_t nb,
+                          const ce_buildprog *prog, ce_error *err) {
   memset(bvh, 0, sizeof *bvh);
   if (nelem < 0 || (k != 3 && k != 4))
     return ce_fail(err, CE_EINVAL, "bvh: bad element count %d or arity %d", (int)nelem, k);
@@ -549,6 +576,13 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
   c.p = pressure;
   c.leaf_size = k == 4 ? 1 : CE_BVH_TRI_LEAF;
   int32_t maxnodes = 2 * nelem; /* >= 2 * ceil(n / leaf) - 1 */
+  /* the tree's share of the build; a tet mesh's boundary hierarchy the rest */
+  const ce_buildprog tree = ce_buildprog_part(prog, 0, k == 4 ? 0.85 : 1.0);
+  const ce_buildprog bnd = ce_buildprog_part(prog, 0.85, 1.0);
+  c.prog = &tree;
+  c.err = err;
+  c.next_report = CE_BVH_PROGRESS_WORK;
+  c.expect = k == 4 ? 2.0 * nelem - 1 : (double)nelem; /* leaves of 1, or of 1-2 triangles */
   c.centroid = malloc((size_t)nelem * sizeof *c.centroid);
   c.tmp = malloc((size_t)nelem * sizeof *c.tmp);
   c.order = malloc((size_t)nelem * sizeof *c.order);
@@ -608,16 +642,27 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
     memcpy(c.list[a], c.order, (size_t)nelem * sizeof *c.order);
     c.sort_axis = a;
     msort(&c, c.list[a], nelem, c.tmp);
+    /* a cancellation point after each sort (within it for large ones) */
+    if (c.stop || ce_buildprog_report(&tree, 0, err) != CE_OK) {
+      c.stop = 1;
+      break;
+    }
   }
   c.mark = lists + (size_t)3 * nelem;
   memset(c.mark, 0, (size_t)nelem * sizeof *c.mark);
-  build_node(&c, c.order, 0, nelem);
+  if (!c.stop) build_node(&c, c.order, 0, nelem);
   free(lists);
   free(c.gather);
   free(c.centroid);
   free(c.tmp);
   free(c.egrad);
   free(c.evol);
+  if (c.stop) {
+    free(c.field);
+    free(c.nodes);
+    free(c.order);
+    return CE_ECANCELED; /* *err filled by the report */
+  }
   if (c.field) {
     double(*fs)[5] = realloc(c.field, (size_t)c.nnodes * sizeof *c.field);
     bvh->field = fs ? fs : c.field;
@@ -628,7 +673,7 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
   bvh->nelem = nelem;
   bvh->order = c.order;
   if (k == 4) {
-    ce_errno e = build_boundary(bvh, nelem, elems, v, bfaces, nb, err);
+    ce_errno e = build_boundary(bvh, nelem, elems, v, bfaces, nb, &bnd, err);
     if (e != CE_OK) {
       ce_bvh_free(bvh);
       return e;
@@ -638,13 +683,13 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
 }
 
 ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems, const ce_vec3 *v,
-                      const double *pressure, ce_error *err) {
-  return bvh_build(bvh, nelem, k, elems, v, pressure, NULL, 0, err);
+                      const double *pressure, const ce_buildprog *prog, ce_error *err) {
+  return bvh_build(bvh, nelem, k, elems, v, pressure, NULL, 0, prog, err);
 }
 
 ce_errno ce_bvh_build_tets(ce_bvh *bvh, int32_t nt, const int32_t *tets, const ce_vec3 *v, const double *pressure,
-                           const int32_t (*bfaces)[2], int64_t nb, ce_error *err) {
-  return bvh_build(bvh, nt, 4, tets, v, pressure, bfaces, nb, err);
+                           const int32_t (*bfaces)[2], int64_t nb, const ce_buildprog *prog, ce_error *err) {
+  return bvh_build(bvh, nt, 4, tets, v, pressure, bfaces, nb, prog, err);
 }
 
 void ce_bvh_free(ce_bvh *bvh) {

@@ -49,6 +49,25 @@
 
 /* ---- properties ------------------------------------------------------- */
 
+ce_buildprog ce_buildprog_of(const ce_props *props) {
+  ce_buildprog p = {props ? props->progress : NULL, props ? props->progress_user : NULL, 0, 1};
+  return p;
+}
+
+ce_buildprog ce_buildprog_part(const ce_buildprog *p, double lo, double hi) {
+  if (!p) return (ce_buildprog){NULL, NULL, 0, 1};
+  ce_buildprog q = *p;
+  q.lo = p->lo + (p->hi - p->lo) * lo;
+  q.hi = p->lo + (p->hi - p->lo) * hi;
+  return q;
+}
+
+ce_errno ce_buildprog_report(const ce_buildprog *p, double f, ce_error *err) {
+  if (p && p->fn && p->fn(p->user, p->lo + (p->hi - p->lo) * f, "geometry"))
+    return ce_fail(err, CE_ECANCELED, "geometry: build cancelled");
+  return CE_OK;
+}
+
 static ce_errno check_positive(const char *name, double x, ce_error *err) {
   if (!isfinite(x)) return ce_fail(err, CE_ENONFINITE, "%s must be finite and > 0 (got %g)", name, x);
   if (!(x > 0)) return ce_fail(err, CE_EINVAL, "%s must be finite and > 0 (got %g)", name, x);
@@ -199,9 +218,10 @@ static void sort3(int32_t v[3], int8_t *sign) {
  * The faces are sorted by (sorted vertex triple, tet, local face): first
  * into buckets by their smallest vertex, then each bucket (a vertex's
  * faces, a few dozen) on its own, which is the same order as one sort of
- * all of them, in a fraction of the time. */
+ * all of them, in a fraction of the time, and leaves room for progress
+ * reports (prog, [0, 1]) between buckets. */
 static ce_errno tet_faces(ce_tetmesh *m, unsigned char *boundary, int32_t (**bfaces)[2], int64_t *nb,
-                          ce_error *err) {
+                          const ce_buildprog *prog, ce_error *err) {
   int64_t nk = (int64_t)m->nt * 4;
   face_key *keys = malloc((size_t)nk * sizeof *keys);
   int64_t *end = calloc((size_t)m->nv + 1, sizeof *end);
@@ -232,9 +252,15 @@ static ce_errno tet_faces(ce_tetmesh *m, unsigned char *boundary, int32_t (**bfa
       m->adj[t][i] = -1;
     }
   ce_errno e = CE_OK;
+  int64_t reported = 0;
   for (int32_t v = 0; v < m->nv; v++) {
     const int64_t first = v == 0 ? 0 : end[v - 1];
     if (end[v] - first > 1) qsort(keys + first, (size_t)(end[v] - first), sizeof *keys, face_key_cmp);
+    /* ~5 ms per 65,536 faces */
+    if (end[v] - reported >= 65536) {
+      reported = end[v];
+      if ((e = ce_buildprog_report(prog, (double)reported / (double)nk, err)) != CE_OK) goto done;
+    }
   }
   int64_t nbound = 0;
   for (int64_t s = 0; s < nk;) {
@@ -325,7 +351,7 @@ static double bvh_nearest(const ce_bvh *b, const int32_t (*tri)[3], const ce_vec
  * boundary triangle, found through a BVH over the boundary triangles). */
 static ce_errno tet_distance_field(ce_tetmesh *m, double modulus, const unsigned char *boundary,
                                    const unsigned char *used, int32_t (*bfaces)[2], int64_t nb,
-                                   ce_error *err) {
+                                   const ce_buildprog *prog, ce_error *err) {
   ce_errno e = CE_OK;
   ce_bvh bb;
   memset(&bb, 0, sizeof bb);
@@ -337,7 +363,8 @@ static ce_errno tet_distance_field(ce_tetmesh *m, double modulus, const unsigned
     const int *loc = kTetFace[bfaces[f][1]];
     for (int j = 0; j < 3; j++) btri[f][j] = t[loc[j]];
   }
-  if ((e = ce_bvh_build(&bb, (int32_t)nb, 3, &btri[0][0], m->v, NULL, err)) != CE_OK) goto done;
+  const ce_buildprog pb = ce_buildprog_part(prog, 0, 0.2);
+  if ((e = ce_bvh_build(&bb, (int32_t)nb, 3, &btri[0][0], m->v, NULL, &pb, err)) != CE_OK) goto done;
   stack = malloc(((size_t)bb.nnodes + 1) * sizeof *stack);
   if (!stack) {
     e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for the distance query");
@@ -345,6 +372,8 @@ static ce_errno tet_distance_field(ce_tetmesh *m, double modulus, const unsigned
   }
   double dmax = 0;
   for (int32_t i = 0; i < m->nv; i++) {
+    /* ~1 ms per 1,024 nearest-triangle searches */
+    if ((i & 1023) == 1023 && (e = ce_buildprog_report(prog, 0.2 + 0.8 * i / m->nv, err)) != CE_OK) goto done;
     double d = 0;
     if (used[i] && !boundary[i] && bb.nnodes > 0) {
       d = bvh_nearest(&bb, (const int32_t(*)[3])btri, m->v, m->v[i], stack);
@@ -415,7 +444,12 @@ static ce_errno tet_components(ce_tetmesh *m, ce_error *err) {
   return CE_OK;
 }
 
-static ce_errno tet_build(ce_geometry *g, ce_error *err) {
+/* Checks and builds a tet mesh's tables, default field and hierarchies,
+ * reporting into prog: 0 at the start, 0.1 after the checks, the faces in
+ * [0.1, 0.2], the default field's distances in [0.2, 0.35], the per-tet
+ * tables in [0.35, 0.45], 0.5 before the hierarchy, the hierarchy in
+ * [0.5, 1] (ce_bvh_build_tets), 1 at the end. */
+static ce_errno tet_build(ce_geometry *g, const ce_buildprog *prog, ce_error *err) {
   ce_tetmesh *m = &g->tet;
   const int32_t nv = m->nv, nt = m->nt;
   ce_errno e = CE_OK;
@@ -423,6 +457,7 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
   int32_t (*bfaces)[2] = NULL;
   int64_t nb = 0;
 
+  if ((e = ce_buildprog_report(prog, 0, err)) != CE_OK) return e;
   for (int32_t t = 0; t < nt; t++)
     for (int i = 0; i < 4; i++)
       if (m->tet[t][i] < 0 || m->tet[t][i] >= nv)
@@ -461,6 +496,7 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
       return ce_fail(err, CE_EINVERTED, "tet %d has zero volume (volume %.3g: every corner is flat)", (int)t, vol);
     volume += vol;
   }
+  if ((e = ce_buildprog_report(prog, 0.1, err)) != CE_OK) return e;
 
   /* flags: bit 0 = boundary vertex (array 0), used vertex (array 1). */
   flags = calloc((size_t)nv * 2, 1);
@@ -468,15 +504,18 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
   unsigned char *boundary = flags, *used = flags + nv;
   for (int32_t t = 0; t < nt; t++)
     for (int i = 0; i < 4; i++) used[m->tet[t][i]] = 1;
-  if ((e = tet_faces(m, boundary, &bfaces, &nb, err)) != CE_OK) goto done;
+  const ce_buildprog pfaces = ce_buildprog_part(prog, 0.1, 0.2);
+  if ((e = tet_faces(m, boundary, &bfaces, &nb, &pfaces, err)) != CE_OK) goto done;
   if ((e = tet_components(m, err)) != CE_OK) goto done;
+  if ((e = ce_buildprog_report(prog, 0.2, err)) != CE_OK) goto done;
   if (!m->p) {
     m->p = malloc((size_t)nv * sizeof *m->p);
     if (!m->p) {
       e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d pressures", (int)nv);
       goto done;
     }
-    if ((e = tet_distance_field(m, g->modulus, boundary, used, bfaces, nb, err)) != CE_OK) goto done;
+    const ce_buildprog pf = ce_buildprog_part(prog, 0.2, 0.35);
+    if ((e = tet_distance_field(m, g->modulus, boundary, used, bfaces, nb, &pf, err)) != CE_OK) goto done;
   } else {
     for (int32_t i = 0; i < nv; i++)
       if (boundary[i] && m->p[i] != 0) {
@@ -486,6 +525,8 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
   }
 
   for (int32_t t = 0; t < nt; t++) {
+    /* ~30 ms per 65,536 tets */
+    if ((t & 65535) == 65535 && (e = ce_buildprog_report(prog, 0.35 + 0.1 * t / nt, err)) != CE_OK) goto done;
     ce_vec3 x[4];
     double pv[4];
     for (int i = 0; i < 4; i++) {
@@ -505,8 +546,12 @@ static ce_errno tet_build(ce_geometry *g, ce_error *err) {
   g->volume = volume;
   g->scale = scale > 0 ? scale : 1;
   if ((e = tet_boundary_convex(m, bfaces, nb, 1e-9 * g->scale, &g->convex, err)) != CE_OK) goto done;
-  if ((e = ce_bvh_build_tets(&g->bvh, nt, &m->tet[0][0], m->v, m->p, (const int32_t(*)[2])bfaces, nb, err)) != CE_OK)
+  if ((e = ce_buildprog_report(prog, 0.5, err)) != CE_OK) goto done;
+  const ce_buildprog ph = ce_buildprog_part(prog, 0.5, 1.0);
+  if ((e = ce_bvh_build_tets(&g->bvh, nt, &m->tet[0][0], m->v, m->p, (const int32_t(*)[2])bfaces, nb, &ph, err)) !=
+      CE_OK)
     goto done;
+  if ((e = ce_buildprog_report(prog, 1.0, err)) != CE_OK) goto done;
   g->bytes = sizeof *g + (size_t)nv * (sizeof *m->v + sizeof *m->p) +
              (size_t)nt * (sizeof *m->tet + sizeof *m->grad + sizeof *m->offset + sizeof *m->prange +
                            sizeof *m->adj + sizeof *m->fplane + (m->comp ? sizeof *m->comp : 0)) +
@@ -561,7 +606,8 @@ ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props, 
     e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d tets", (int)nt);
     goto fail;
   }
-  if ((e = tet_build(g, err)) != CE_OK) goto fail;
+  const ce_buildprog prog = ce_buildprog_of(props);
+  if ((e = tet_build(g, &prog, err)) != CE_OK) goto fail;
   *out = g;
   return CE_OK;
 fail:
@@ -751,10 +797,14 @@ done:
   return e;
 }
 
-static ce_errno tri_build(ce_geometry *g, int require_closed, ce_error *err) {
+/* Checks and builds a triangle mesh's tables and hierarchies, reporting
+ * into prog: 0 at the start, 0.2 after the checks and edges, the hierarchy
+ * in [0.2, 0.9], 1 at the end. */
+static ce_errno tri_build(ce_geometry *g, int require_closed, const ce_buildprog *prog, ce_error *err) {
   ce_trimesh *m = &g->tri;
   const int32_t nv = m->nv, nf = m->nf;
   ce_errno e;
+  if ((e = ce_buildprog_report(prog, 0, err)) != CE_OK) return e;
   for (int32_t f = 0; f < nf; f++)
     for (int i = 0; i < 3; i++)
       if (m->tri[f][i] < 0 || m->tri[f][i] >= nv)
@@ -798,9 +848,12 @@ static ce_errno tri_build(ce_geometry *g, int require_closed, ce_error *err) {
   }
   g->volume = volume;
   g->scale = scale > 0 ? scale : 1;
-  if ((e = ce_bvh_build(&g->bvh, nf, 3, &m->tri[0][0], m->v, NULL, err)) != CE_OK) return e;
+  if ((e = ce_buildprog_report(prog, 0.2, err)) != CE_OK) return e;
+  const ce_buildprog ph = ce_buildprog_part(prog, 0.2, 0.9);
+  if ((e = ce_bvh_build(&g->bvh, nf, 3, &m->tri[0][0], m->v, NULL, &ph, err)) != CE_OK) return e;
   /* the seed search of a tet mesh against this one (ce_intersect_tet_tri) */
   if ((e = ce_bvh_build_surface(&g->bvh, (const int32_t(*)[3])m->tri, m->v, err)) != CE_OK) return e;
+  if ((e = ce_buildprog_report(prog, 1.0, err)) != CE_OK) return e;
   g->bytes = sizeof *g + (size_t)nv * sizeof *m->v +
              (size_t)nf * (sizeof *m->tri + sizeof *m->normal + sizeof *m->area + sizeof *m->adj +
                            sizeof *m->comp + sizeof *m->comp_tris) +
@@ -825,7 +878,8 @@ ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props, 
     e = ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory for %d triangles", (int)nf);
     goto fail;
   }
-  if ((e = tri_build(g, require_closed, err)) != CE_OK) goto fail;
+  const ce_buildprog prog = ce_buildprog_of(props);
+  if ((e = tri_build(g, require_closed, &prog, err)) != CE_OK) goto fail;
   *out = g;
   return CE_OK;
 fail:

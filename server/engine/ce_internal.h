@@ -15,6 +15,24 @@
 ce_errno ce_fail(ce_error *err, ce_errno code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A geometry build's progress callback and cancellation point
+ * (ce_props.progress), stage "geometry", with the fractions of one step
+ * mapped into that step's share [lo, hi] of the whole build. fn NULL: no
+ * reports. (ce_geometry.c) */
+typedef struct ce_buildprog {
+  ce_progress_fn fn;
+  void *user;
+  double lo, hi;
+} ce_buildprog;
+
+/* The whole build, [0, 1], of props' callback. */
+ce_buildprog ce_buildprog_of(const ce_props *props);
+/* The step [lo, hi] (fractions of p's share) of p; p may be NULL. */
+ce_buildprog ce_buildprog_part(const ce_buildprog *p, double lo, double hi);
+/* Report fraction f of p's share (p may be NULL): CE_ECANCELED ("geometry:
+ * build cancelled") when the callback asks the build to stop. */
+ce_errno ce_buildprog_report(const ce_buildprog *p, double f, ce_error *err);
+
 /* ---- growable arrays living in an arena (ce_arena.c) ------------------ */
 
 /* A growable array whose storage comes from an arena. Growth doubles the
@@ -347,14 +365,18 @@ int ce_triangles_meet_planes(const ce_vec3 x[3], ce_vec3 na, const double dx[3],
  * for a rigid mesh's hierarchy. */
 ce_errno ce_bvh_build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *v, ce_error *err);
 /* Build over nelem elements of k vertices each (k = 3 triangles, 4 tets).
- * `pressure` (per vertex, may be NULL) fills the nodes' pressure ranges. */
+ * `pressure` (per vertex, may be NULL) fills the nodes' pressure ranges.
+ * prog (may be NULL) is reported every few ms of work (ce_bvh.c,
+ * CE_BVH_PROGRESS_WORK); a stop there frees everything and fails with
+ * CE_ECANCELED. */
 ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,
-                      const ce_vec3 *v, const double *pressure, ce_error *err);
+                      const ce_vec3 *v, const double *pressure, const ce_buildprog *prog,
+                      ce_error *err);
 /* The same for a tet mesh whose boundary faces the caller knows: nb
  * entries (tet, k), the face opposite local vertex k (any order). Spares
  * the boundary hierarchy the sort of every face of every tet. */
 ce_errno ce_bvh_build_tets(ce_bvh *bvh, int32_t nt, const int32_t *tets, const ce_vec3 *v, const double *pressure,
-                           const int32_t (*bfaces)[2], int64_t nb, ce_error *err);
+                           const int32_t (*bfaces)[2], int64_t nb, const ce_buildprog *prog, ce_error *err);
 void ce_bvh_free(ce_bvh *bvh);
 size_t ce_bvh_bytes(const ce_bvh *bvh);
 

@@ -187,9 +187,10 @@ ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *t
   props.compliance = CE_COMPLIANT;
   props.modulus = 1;
   props.hint = 1;
+  /* its build reports stage "geometry" and stops where the callback says */
+  props.progress = opt->progress;
+  props.progress_user = opt->progress_user;
   ce_geometry *g = NULL;
-  /* a cancellation point before the temporary geometry, whose distance field
-   * is long for a large mesh and cannot be interrupted */
   if ((e = report(opt, 0.0, err)) != CE_OK) return e;
   if ((e = ce_geometry_from_tetmesh(vertices, nv, tets, nt, NULL, &props, &g, err)) != CE_OK) return e;
 
@@ -356,6 +357,14 @@ ce_errno ce_geometry_from_tetmesh_field(const double *vertices, int32_t nv, cons
   ce_errno e = ce_props_check(props, 0, 0, err);
   if (e) return e;
   if (rep) memset(rep, 0, sizeof *rep);
+  /* the geometry builds report to the field's callback unless the props
+   * name their own */
+  ce_props pp = *props;
+  if (!pp.progress) {
+    pp.progress = field->progress;
+    pp.progress_user = field->progress_user;
+  }
+  props = &pp;
   switch (field->kind) {
     case CE_FIELD_DISTANCE:
       e = ce_geometry_from_tetmesh(vertices, nv, tets, nt, NULL, props, out, err);

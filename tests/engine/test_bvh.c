@@ -135,7 +135,7 @@ static int cmp_pair(const void *x, const void *y) {
 Test(bvh, boxes_enclose_their_elements_and_tree_is_complete) {
   soup s = make_soup(300, 0.2, 11);
   ce_bvh bvh;
-  cr_assert_eq(ce_bvh_build(&bvh, s.nt, 4, &s.t[0][0], s.v, s.p, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&bvh, s.nt, 4, &s.t[0][0], s.v, s.p, NULL, NULL), CE_OK);
   cr_assert_eq(bvh.nnodes, 2 * s.nt - 1, "one tet per leaf: %d nodes", bvh.nnodes);
   int *seen = calloc((size_t)s.nt, sizeof(int));
   for (int32_t i = 0; i < bvh.nnodes; i++) {
@@ -167,8 +167,8 @@ Test(bvh, boxes_enclose_their_elements_and_tree_is_complete) {
 Test(bvh, collide_has_no_false_negatives_for_random_poses) {
   soup sa = make_soup(250, 0.25, 1), sb = make_soup(200, 0.3, 2);
   ce_bvh ba, bb;
-  cr_assert_eq(ce_bvh_build(&ba, sa.nt, 4, &sa.t[0][0], sa.v, sa.p, NULL), CE_OK);
-  cr_assert_eq(ce_bvh_build(&bb, sb.nt, 4, &sb.t[0][0], sb.v, sb.p, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&ba, sa.nt, 4, &sa.t[0][0], sa.v, sa.p, NULL, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&bb, sb.nt, 4, &sb.t[0][0], sb.v, sb.p, NULL, NULL), CE_OK);
   ce_arena *arena = ce_arena_create(1 << 16);
   uint64_t st = 99;
   int64_t total_true = 0, total_reported = 0;
@@ -232,8 +232,8 @@ Test(bvh, touching_tets_are_reported) {
   ce_vec3 vb[4] = {{0, 0, 0}, {1, 0, 0}, {0, 0, -1}, {0, 1, 0}};
   int32_t t[1][4] = {{0, 1, 2, 3}};
   ce_bvh ba, bb;
-  cr_assert_eq(ce_bvh_build(&ba, 1, 4, &t[0][0], va, NULL, NULL), CE_OK);
-  cr_assert_eq(ce_bvh_build(&bb, 1, 4, &t[0][0], vb, NULL, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&ba, 1, 4, &t[0][0], va, NULL, NULL, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&bb, 1, 4, &t[0][0], vb, NULL, NULL, NULL), CE_OK);
   ce_arena *arena = ce_arena_create(4096);
   ce_pose X = ce_pose_identity();
   ce_buf out;
@@ -257,10 +257,10 @@ Test(bvh, pressure_ranges_prune) {
    * equal-pressure point (pruned by the slab). pd: p_a - p_d changes sign. */
   double pa[4] = {0, 1, 2, 3}, pb[4] = {3.5, 4, 5, 6}, pc[4] = {1, 2, 3, 4}, pd[4] = {3, 2, 1, 0};
   ce_bvh ba, bb, bc, bd;
-  cr_assert_eq(ce_bvh_build(&bd, 1, 4, &t[0][0], va, pd, NULL), CE_OK);
-  cr_assert_eq(ce_bvh_build(&ba, 1, 4, &t[0][0], va, pa, NULL), CE_OK);
-  cr_assert_eq(ce_bvh_build(&bb, 1, 4, &t[0][0], va, pb, NULL), CE_OK);
-  cr_assert_eq(ce_bvh_build(&bc, 1, 4, &t[0][0], va, pc, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&bd, 1, 4, &t[0][0], va, pd, NULL, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&ba, 1, 4, &t[0][0], va, pa, NULL, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&bb, 1, 4, &t[0][0], va, pb, NULL, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&bc, 1, 4, &t[0][0], va, pc, NULL, NULL), CE_OK);
   cr_assert_eq(ba.nodes[0].pmin, 0);
   cr_assert_eq(ba.nodes[0].pmax, 3);
   ce_arena *arena = ce_arena_create(4096);
@@ -290,7 +290,7 @@ Test(bvh, pressure_ranges_prune) {
 Test(bvh, plane_queries_have_no_false_negatives) {
   soup s = make_soup(400, 0.2, 5);
   ce_bvh bvh;
-  cr_assert_eq(ce_bvh_build(&bvh, s.nt, 4, &s.t[0][0], s.v, NULL, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&bvh, s.nt, 4, &s.t[0][0], s.v, NULL, NULL, NULL), CE_OK);
   ce_arena *arena = ce_arena_create(1 << 14);
   uint64_t st = 3;
   for (int trial = 0; trial < 20; trial++) {
@@ -341,8 +341,8 @@ Test(bvh, output_is_deterministic_across_builds) {
   int64_t first_len = 0;
   for (int rep = 0; rep < 3; rep++) {
     ce_bvh ba, bb;
-    cr_assert_eq(ce_bvh_build(&ba, sa.nt, 4, &sa.t[0][0], sa.v, sa.p, NULL), CE_OK);
-    cr_assert_eq(ce_bvh_build(&bb, sb.nt, 4, &sb.t[0][0], sb.v, sb.p, NULL), CE_OK);
+    cr_assert_eq(ce_bvh_build(&ba, sa.nt, 4, &sa.t[0][0], sa.v, sa.p, NULL, NULL), CE_OK);
+    cr_assert_eq(ce_bvh_build(&bb, sb.nt, 4, &sb.t[0][0], sb.v, sb.p, NULL, NULL), CE_OK);
     ce_arena_reset(arena);
     ce_buf out;
     ce_buf_init(&out, sizeof(ce_pair));
@@ -377,8 +377,8 @@ Test(bvh, triangle_leaves_and_empty_trees) {
     tri[i][2] = i + 2;
   }
   ce_bvh b, e;
-  cr_assert_eq(ce_bvh_build(&b, NT, 3, &tri[0][0], v, NULL, NULL), CE_OK);
-  cr_assert_eq(ce_bvh_build(&e, 0, 3, NULL, NULL, NULL, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&b, NT, 3, &tri[0][0], v, NULL, NULL, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&e, 0, 3, NULL, NULL, NULL, NULL, NULL), CE_OK);
   cr_assert_eq(e.nnodes, 0);
   ce_arena *arena = ce_arena_create(4096);
   ce_buf out;
@@ -566,8 +566,8 @@ Test(bvh, listed_boundary_faces_give_the_sorted_hierarchy) {
     bf[nb - 1 - i][1] = w1;
   }
   ce_bvh a, b;
-  cr_assert_eq(ce_bvh_build(&a, nt, 4, tv, m.v, p, NULL), CE_OK);
-  cr_assert_eq(ce_bvh_build_tets(&b, nt, tv, m.v, p, (const int32_t(*)[2])bf, nb, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&a, nt, 4, tv, m.v, p, NULL, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build_tets(&b, nt, tv, m.v, p, (const int32_t(*)[2])bf, nb, NULL, NULL), CE_OK);
   cr_assert_eq(a.nnodes, b.nnodes);
   cr_assert_eq(memcmp(a.nodes, b.nodes, sizeof(ce_bvh_node) * (size_t)a.nnodes), 0, "tet hierarchies differ");
   cr_assert(a.bnd && b.bnd);

@@ -685,3 +685,120 @@ Test(geometry, distance_field_matches_cube_distance_on_kuhn_mesh) {
   free(v);
   free(t);
 }
+
+/* ---- progress and cancellation ----------------------------------------- */
+
+/* Counts "geometry" reports, checks their fractions rise within [0, 1],
+ * and asks to stop at call k (k = 0: never). */
+typedef struct build_stopper {
+  int k, calls, after_stop;
+  double last;
+} build_stopper;
+
+static int stop_build_at(void *user, double f, const char *stage) {
+  build_stopper *s = user;
+  cr_assert_str_eq(stage, "geometry");
+  cr_assert(f >= s->last && f <= 1, "fraction %.17g after %.17g", f, s->last);
+  if (s->k > 0 && s->calls >= s->k) s->after_stop++;
+  s->calls++;
+  s->last = f;
+  return s->k > 0 && s->calls == s->k;
+}
+
+/* The builds: a compliant and a rigid primitive, a user tet mesh with the
+ * default (distance) field, a rigid triangle mesh. */
+typedef struct progress_case {
+  const char *what;
+  double *v;
+  int32_t *e, nv, ne;
+} progress_case;
+
+static ce_errno build_case(const progress_case *c, int i, ce_props *pr, ce_geometry **out, ce_error *err) {
+  ce_shape s;
+  memset(&s, 0, sizeof s);
+  s.type = CE_SHAPE_SPHERE;
+  s.radius = 0.1;
+  switch (i) {
+    case 0:
+      pr->compliance = CE_COMPLIANT;
+      pr->modulus = 1e6;
+      pr->hint = 0.026; /* 5,120 tets */
+      return ce_geometry_from_shape(&s, pr, out, err);
+    case 1:
+      pr->compliance = CE_RIGID;
+      pr->modulus = INFINITY;
+      pr->hint = 0.0066; /* 5,120 triangles */
+      return ce_geometry_from_shape(&s, pr, out, err);
+    case 2:
+      pr->compliance = CE_COMPLIANT;
+      pr->modulus = 1e6;
+      return ce_geometry_from_tetmesh(c->v, c->nv, c->e, c->ne, NULL, pr, out, err);
+    default:
+      pr->compliance = CE_RIGID;
+      pr->modulus = INFINITY;
+      return ce_geometry_from_trimesh(c->v, c->nv, c->e, c->ne, 1, pr, out, err);
+  }
+}
+
+/* Every geometry build reports stage "geometry" through props.progress, a
+ * few times per hierarchy of a few thousand nodes; a callback that goes on
+ * changes nothing in the geometry; one that stops at any report gets
+ * CE_ECANCELED at once, no geometry, and nothing leaks (ASan). */
+Test(geometry, a_callback_cancels_every_build_at_its_progress_points) {
+  progress_case c[4];
+  memset(c, 0, sizeof c);
+  c[0].what = "compliant sphere";
+  c[1].what = "rigid sphere";
+  c[2].what = "tet mesh (distance field)";
+  ce_test_kuhn_cube(10, 0.02, 3, &c[2].v, &c[2].nv, &c[2].e, &c[2].ne); /* 6,000 tets */
+  c[3].what = "triangle mesh";
+  size_t len;
+  char *obj = ce_test_obj_sphere(0.1, 48, 96, &len);
+  ce_mesh_data md;
+  ce_error err;
+  cr_assert_eq(ce_mesh_parse(obj, len, CE_MESH_OBJ, 0, &md, &err), CE_OK, "%s", err.message);
+  free(obj);
+  c[3].v = md.vertices;
+  c[3].nv = md.nv;
+  c[3].e = md.tris;
+  c[3].ne = md.ntri;
+  for (int i = 0; i < 4; i++) {
+    ce_props pr;
+    memset(&pr, 0, sizeof pr);
+    ce_geometry *ref = NULL, *g = NULL;
+    cr_assert_eq(build_case(&c[i], i, &pr, &ref, &err), CE_OK, "%s: %s", c[i].what, err.message);
+    build_stopper s;
+    memset(&s, 0, sizeof s);
+    pr.progress = stop_build_at;
+    pr.progress_user = &s;
+    cr_assert_eq(build_case(&c[i], i, &pr, &g, &err), CE_OK, "%s: %s", c[i].what, err.message);
+    const int total = s.calls;
+    ce_geometry_info a, b;
+    ce_geometry_get_info(ref, &a);
+    ce_geometry_get_info(g, &b);
+    cr_log_info("%s: %d reports, %d hierarchy nodes", c[i].what, total, (int)b.bvh_nodes);
+    cr_assert_eq(s.last, 1.0, "%s: the last report is 1", c[i].what);
+    /* the checks' (start, after them, end) and the hierarchy's */
+    cr_assert_geq(total, 5, "%s: %d reports for %d nodes", c[i].what, total, (int)b.bvh_nodes);
+    cr_assert(memcmp(&a, &b, sizeof a) == 0, "%s: the callback changed the geometry's info", c[i].what);
+    cr_assert(memcmp(ref->bvh.nodes, g->bvh.nodes, (size_t)a.bvh_nodes * sizeof *g->bvh.nodes) == 0,
+              "%s: the callback changed the hierarchy", c[i].what);
+    ce_geometry_free(ref);
+    ce_geometry_free(g);
+    for (int k = 1; k <= total; k++) {
+      memset(&s, 0, sizeof s);
+      s.k = k;
+      g = (ce_geometry *)&s; /* must be overwritten with NULL */
+      memset(&err, 0, sizeof err);
+      cr_assert_eq(build_case(&c[i], i, &pr, &g, &err), CE_ECANCELED, "%s: stop at report %d of %d", c[i].what, k,
+                   total);
+      cr_assert_null(g);
+      cr_assert_str_eq(err.message, "geometry: build cancelled");
+      cr_assert_eq(s.calls, k, "%s: no report after the stop (%d)", c[i].what, k);
+      cr_assert_eq(s.after_stop, 0);
+    }
+  }
+  free(c[2].v);
+  free(c[2].e);
+  ce_mesh_data_free(&md);
+}

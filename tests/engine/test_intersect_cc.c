@@ -61,7 +61,7 @@ static ce_geometry *make_geom(const ce_vec3 *v, int32_t nv, const int32_t (*tets
     T->grad[i] = lin_field(x, q, &T->offset[i]);
     ce_tet_face_planes(x, T->fplane[i]);
   }
-  cr_assert_eq(ce_bvh_build(&g->bvh, nt, 4, &T->tet[0][0], T->v, T->p, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&g->bvh, nt, 4, &T->tet[0][0], T->v, T->p, NULL, NULL), CE_OK);
   return g;
 }
 

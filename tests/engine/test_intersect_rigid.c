@@ -54,7 +54,7 @@ static ce_geometry *raw_tetmesh(int32_t nv, const double *v, int32_t nt, const i
     m->grad[t] = ce_tet_linear_field(x, pv, &m->offset[t]);
   }
   ce_test_tet_adjacency(m);
-  cr_assert_eq(ce_bvh_build(&g->bvh, nt, 4, &m->tet[0][0], m->v, m->p, NULL), CE_OK);
+  cr_assert_eq(ce_bvh_build(&g->bvh, nt, 4, &m->tet[0][0], m->v, m->p, NULL, NULL), CE_OK);
   return g;
 }
 

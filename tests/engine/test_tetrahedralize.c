@@ -208,7 +208,8 @@ Test(tetrahedralize, geometry_from_surface_with_fields_and_progress) {
 
 /* A progress callback that asks to stop at its k-th call (k = 0: never). */
 typedef struct stopper {
-  int k, calls, after_stop, tet_calls, field_calls;
+  int k, calls, after_stop, tet_calls, field_calls, geometry_calls;
+  int first_geometry; /* the first "geometry" call's number (from 1) */
 } stopper;
 
 static int stop_at(void *user, double f, const char *stage) {
@@ -218,6 +219,8 @@ static int stop_at(void *user, double f, const char *stage) {
   s->calls++;
   s->tet_calls += strcmp(stage, "tetrahedralise") == 0;
   s->field_calls += strcmp(stage, "field") == 0;
+  s->geometry_calls += strcmp(stage, "geometry") == 0;
+  if (!s->first_geometry && strcmp(stage, "geometry") == 0) s->first_geometry = s->calls;
   return s->k > 0 && s->calls == s->k;
 }
 
@@ -238,9 +241,13 @@ Test(tetrahedralize, a_callback_cancels_the_build_at_every_progress_point) {
   /* the lattice loop reports every z slice (2 / 0.15 + 2 of them): more
    * points than slices */
   cr_assert_gt(tet_calls, 2 / 0.15, "%d tetrahedralise reports", tet_calls);
-  /* then the field's: 0, 0.05, 0.15, PCG's, 0.95, 1; and finish */
+  /* then the field's: 0, 0.05, 0.15, PCG's, 0.95, 1, with the two
+   * geometry builds' between them; and finish */
   cr_assert_geq(st.field_calls, 5);
-  cr_assert_eq(total, tet_calls + st.field_calls + 1);
+  cr_assert_geq(st.geometry_calls, 10);
+  cr_assert_eq(st.first_geometry, tet_calls + 2, "after the field's first report");
+  const int first_geometry = st.first_geometry;
+  cr_assert_eq(total, tet_calls + st.field_calls + st.geometry_calls + 1);
   /* the tet mesh alone, stopped at each of its points: outputs NULL and 0
    * (ASan checks that nothing leaks) */
   o.edge_length = 0.15;
@@ -261,13 +268,14 @@ Test(tetrahedralize, a_callback_cancels_the_build_at_every_progress_point) {
     cr_assert_eq(st.calls, k, "no progress after the stop (call %d)", k);
     cr_assert_eq(st.after_stop, 0);
   }
-  /* the whole build stopped in the field (its first point, before the final
-   * geometry, after it) and at "finish": no geometry */
+  /* the whole build stopped in the field (its first point, its last), in
+   * the temporary geometry's build and the final one's, and at "finish":
+   * no geometry */
   o.edge_length = 0;
-  const int stops[] = {tet_calls + 1, total - 2, total - 1, total};
-  const char *msgs[] = {"laplace: build cancelled", "laplace: build cancelled", "laplace: build cancelled",
-                        "surface build: build cancelled"};
-  for (int i = 0; i < 4; i++) {
+  const int stops[] = {tet_calls + 1, first_geometry, total - 2, total - 1, total};
+  const char *msgs[] = {"laplace: build cancelled", "geometry: build cancelled", "geometry: build cancelled",
+                        "laplace: build cancelled", "surface build: build cancelled"};
+  for (int i = 0; i < 5; i++) {
     memset(&st, 0, sizeof st);
     st.k = stops[i];
     g = (ce_geometry *)&st; /* must be overwritten with NULL */
