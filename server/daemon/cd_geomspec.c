@@ -485,6 +485,9 @@ int cd_geomspec_build_progress(const R *r, const cd_limits *l, ce_progress_fn pr
                                ce_geometry **out, double *bound_radius, cd_status *st) {
   ce_props p;
   to_props(r, &p);
+  /* every build reports, and stops, through the caller's callback */
+  p.progress = progress;
+  p.progress_user = user;
   ce_error err;
   memset(&err, 0, sizeof err);
   ce_errno e;

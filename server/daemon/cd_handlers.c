@@ -293,8 +293,8 @@ static void reg_run(cd_job *job, cd_worker *w) {
   uint64_t t0 = cd_now_ns();
   j->want_progress = m->want_progress;
   /* a queued build whose waiters all left (or the server is stopping) does
-   * not start; builds without progress points (primitives, rigid meshes) are
-   * only cancelled here */
+   * not start; a running one stops at its next progress point (every build
+   * has them, ~60 ms apart at most for a 200k-tet primitive) */
   int rc = build_cancelled(j) ? -1
                               : cd_geomspec_build_progress(m, &j->req->conn->srv->cfg.limits, on_build_progress, j,
                                                            &j->geom, &j->radius, &j->st);

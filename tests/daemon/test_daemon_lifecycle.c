@@ -177,8 +177,8 @@ static void big_sphere_free(big_sphere *b) {
 
 /* Send the registration and wait for its first RegisterProgress: the build
  * is then running on a worker. */
-static void start_build(int fd, big_sphere *b) {
-  cr_assert_eq(tc_send(fd, &b->env), 0);
+static void start_build(int fd, Env *env) {
+  cr_assert_eq(tc_send(fd, env), 0);
   Env *r = tc_recv(fd, 60000);
   cr_assert(r, "no RegisterProgress");
   cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS, "%s",
@@ -235,7 +235,7 @@ Test(lifecycle, sigterm_cancels_a_long_geometry_build) {
   int fd = tc_connect_tcp(d.port);
   big_sphere b;
   big_sphere_init(&b, 7, 0.006);
-  start_build(fd, &b);
+  start_build(fd, &b.env);
   double t0 = now_s();
   kill(d.pid, SIGTERM);
   int code = tc_stop(&d); /* a second SIGTERM (logged, ignored), then waits for the exit */
@@ -255,6 +255,46 @@ Test(lifecycle, sigterm_cancels_a_long_geometry_build) {
   big_sphere_free(&b);
 }
 
+/* A primitive's build has progress points too: SIGTERM stops a compliant
+ * ellipsoid of 1,064,960 tets (a build of ~9 s) at the next one, where it
+ * used to run to its end before the process could exit. */
+Test(lifecycle, sigterm_cancels_a_long_primitive_build) {
+  tc_daemon d;
+  tc_start(&d, NULL);
+  int fd = tc_connect_tcp(d.port);
+  Contactd__V1__Ellipsoid el = CONTACTD__V1__ELLIPSOID__INIT;
+  el.a = 0.3;
+  el.b = 0.2;
+  el.c = 0.14;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_ELLIPSOID;
+  rg.ellipsoid = &el;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  rg.modulus = 1e6;
+  rg.resolution_hint = 0.0066;
+  rg.want_progress = 1;
+  Env env = CONTACTD__V1__ENVELOPE__INIT;
+  env.request_id = 11;
+  env.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  env.register_geometry = &rg;
+  start_build(fd, &env);
+  double t0 = now_s();
+  kill(d.pid, SIGTERM);
+  int code = tc_stop(&d);
+  double dt = now_s() - t0;
+  cr_log_info("contactd exited %.3f s after SIGTERM", dt);
+  cr_expect_eq(code, 0, "exit status 0");
+  cr_expect_lt(dt, 1.5, "the process exits %.2f s after SIGTERM (the build lasts > 3 s)", dt);
+  Env *r = recv_reply(fd, 5000);
+  cr_assert(r, "the registration is answered before the connection closes");
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->request_id, 11);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__UNAVAILABLE);
+  cr_expect(strstr(r->error->message, "shutting down: geometry build cancelled"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(fd);
+}
+
 /* A build whose only requester disconnects is cancelled (nothing cached);
  * one that another connection also waits for (the cache runs one build per
  * content) goes on and answers that connection. */
@@ -264,7 +304,7 @@ Test(lifecycle, disconnect_cancels_a_build_nobody_else_waits_for) {
   big_sphere b;
   big_sphere_init(&b, 7, 0.006);
   int a = tc_connect_tcp(d.port);
-  start_build(a, &b);
+  start_build(a, &b.env);
   abort_close(a);
   double dt = wait_log(&d, "every connection waiting for it is closed", 30);
   cr_expect(dt >= 0 && dt < 1.5, "cancelled %.2f s after the disconnect (a build lasts > 3 s)", dt);
@@ -275,7 +315,7 @@ Test(lifecycle, disconnect_cancels_a_build_nobody_else_waits_for) {
   big_sphere_init(&b, 8, 0.009);
   a = tc_connect_tcp(d.port);
   int c = tc_connect_tcp(d.port);
-  start_build(a, &b);
+  start_build(a, &b.env);
   b.env.request_id = 9;
   b.rg.want_progress = 0;
   cr_assert_eq(tc_send(c, &b.env), 0);
