@@ -24,7 +24,10 @@
  *       ce_bvh_collide_surfaces (OBB traversal for rigid meshes) then
  *       ce_triangles_meet on each proposed pair;
  *   ours-bnd: the same on the boundary hierarchies of two CE_COMPLIANT
- *       spheres (cylinder bounds), the seed search of the `cc` row.
+ *       spheres (cylinder bounds), the seed search of the `cc` row;
+ *   ours-cc: the whole `cc` query of bench_contact on those spheres
+ *       (seeds, traced surface, 1,180 polygons, wrench): its "pairs" are
+ *       its polygons, and it lists no triangle pairs to compare.
  * Per variant: triangles, pairs, and median / p90 microseconds with
  * CLOCK_THREAD_CPUTIME_ID (cpu) and CLOCK_MONOTONIC (wall). The pair lists
  * are then compared with the first variant's (triangles matched by their
@@ -155,6 +158,7 @@ struct Variant {
   virtual ~Variant() {}
   virtual long run() = 0;            /* one query; the number of pairs */
   virtual PairSet pair_set() = 0;    /* the last query's pairs */
+  virtual bool lists_pairs() const { return true; }
 };
 
 template <typename BV>
@@ -208,6 +212,18 @@ struct OursVariant : Variant {
   }
 };
 
+/* The whole contact query, for scale against the pair listings. */
+struct ContactVariant : Variant {
+  bfo_ctx *ctx;
+  ContactVariant(const std::string &n, bfo_ctx *c) : ctx(c) {
+    name = n;
+    triangles = bfo_triangles(c);
+  }
+  long run() override { return bfo_contact(ctx); }
+  PairSet pair_set() override { return PairSet(); }
+  bool lists_pairs() const override { return false; }
+};
+
 double percentile(std::vector<double> t, double q) {
   std::sort(t.begin(), t.end());
   return t[(size_t)(q * (double)t.size())];
@@ -242,6 +258,7 @@ int main(int argc, char **argv) {
   }
   vs.emplace_back(new OursVariant("ours-rigid", rigid));
   vs.emplace_back(new OursVariant("ours-bnd", bnd));
+  vs.emplace_back(new ContactVariant("ours-cc", bnd)); /* bnd owns the spheres (OursVariant frees them) */
 
   std::printf("bench_fcl: spheres R = %g m, centres %g m apart; FCL mesh: %s icosphere level 4 (%zu vertices, %zu "
               "triangles); engine level %d at hint %g; %d timed rounds\n",
@@ -262,14 +279,20 @@ int main(int argc, char **argv) {
     }
   const PairSet ref = vs[0]->pair_set();
   for (auto &v : vs) {
+    std::printf("%-11s tris %5ld  %s %4ld | cpu median %7.1f us p90 %7.1f us | wall median %7.1f us p90 %7.1f us",
+                v->name.c_str(), v->triangles, v->lists_pairs() ? "pairs" : "polys", v->pairs,
+                percentile(v->cpu, 0.5), percentile(v->cpu, 0.9), percentile(v->wall, 0.5),
+                percentile(v->wall, 0.9));
+    if (!v->lists_pairs()) {
+      std::printf(" | %.2f x %s's cpu median\n", percentile(v->cpu, 0.5) / percentile(vs[0]->cpu, 0.5),
+                  vs[0]->name.c_str());
+      continue;
+    }
     const PairSet s = v->pair_set();
     size_t common = 0;
     for (const auto &p : s) common += ref.count(p);
-    std::printf("%-11s tris %5ld  pairs %4ld | cpu median %7.1f us p90 %7.1f us | wall median %7.1f us p90 %7.1f "
-                "us | vs %s: %zu common, %zu only here, %zu only there\n",
-                v->name.c_str(), v->triangles, v->pairs, percentile(v->cpu, 0.5), percentile(v->cpu, 0.9),
-                percentile(v->wall, 0.5), percentile(v->wall, 0.9), vs[0]->name.c_str(), common, s.size() - common,
-                ref.size() - common);
+    std::printf(" | vs %s: %zu common, %zu only here, %zu only there\n", vs[0]->name.c_str(), common,
+                s.size() - common, ref.size() - common);
   }
   return 0;
 }

@@ -22,6 +22,9 @@ int bfo_level(double radius, double hint);
 void bfo_mesh(const bfo_ctx *c, int *nv, const double **v, int *nf, const int32_t **f);
 /* One query: the number of meeting triangle pairs (-1 on failure). */
 long bfo_query(bfo_ctx *c);
+/* The whole contact query of two compliant spheres (bench_contact's `cc`
+ * row): the number of polygons (-1 on failure or for rigid spheres). */
+long bfo_contact(bfo_ctx *c);
 /* The last query's pairs (a, b triangle indices, 2 per pair). */
 const int32_t *bfo_pairs(const bfo_ctx *c);
 long bfo_triangles(const bfo_ctx *c);

@@ -15,7 +15,9 @@
  *   bnd:   two CE_COMPLIANT spheres; the boundary hierarchy of each tet
  *          mesh (cylinder bounds, Moller at the leaves: its pairs all
  *          meet), which is how the finest `cc` row of bench_contact seeds
- *          its walk. */
+ *          its walk.
+ * And, on the compliant pair, the whole `cc` query of bench_contact
+ * (bfo_contact): seeds, traced surface, polygons, wrench. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +123,34 @@ __attribute__((noinline)) static long query_bnd(bfo_ctx *c) {
 }
 
 long bfo_query(bfo_ctx *c) { return c->compliant ? query_bnd(c) : query_rigid(c); }
+
+/* The bodies as bench_contact's `cc` row has them: at rest, its material
+ * (d = 1 s/m, mu = 0.5), B at X_AB. */
+static ce_body body(const ce_geometry *g, ce_pose X) {
+  ce_body b;
+  memset(&b, 0, sizeof b);
+  b.geometry = g;
+  b.X_WB = X;
+  b.material.dissipation = 1.0;
+  b.material.friction = 0.5;
+  return b;
+}
+
+__attribute__((noinline)) long bfo_contact(bfo_ctx *c) {
+  if (!c->compliant) return -1;
+  ce_body a = body(c->g[0], ce_pose_identity()), b = body(c->g[1], c->X_AB);
+  ce_options opt;
+  ce_options_default(&opt);
+  opt.want_surface = 1;
+  ce_result r;
+  ce_error err;
+  ce_arena_reset(c->arena);
+  if (ce_contact(&a, &b, &opt, c->arena, &r, &err) != CE_OK) {
+    fprintf(stderr, "bfo_contact: %s\n", err.message);
+    return -1;
+  }
+  return (long)r.polygons;
+}
 
 /* The last query's pairs, (a, b) interleaved. */
 const int32_t *bfo_pairs(const bfo_ctx *c) { return (const int32_t *)c->pairs.data; }
