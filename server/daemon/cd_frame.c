@@ -84,62 +84,67 @@ static int reserve(cd_frame_decoder *d, size_t want) {
   return 0;
 }
 
-cd_frame_status cd_frame_decoder_feed(cd_frame_decoder *d, const uint8_t *data, size_t n,
-                                      size_t *consumed, const uint8_t **frame,
-                                      size_t *frame_len) {
+cd_frame_status cd_frame_decoder_header(cd_frame_decoder *d, const uint8_t *data, size_t n, size_t *consumed) {
   size_t pos = 0;
   *consumed = 0;
-  *frame = NULL;
-  *frame_len = 0;
   if (d->error) return (cd_frame_status)d->error;
-  if (!d->have_len && d->buf_cap > CD_FRAME_KEEP_BYTES) {
+  if (d->have_len) return CD_FRAME_OK;
+  if (d->buf_cap > CD_FRAME_KEEP_BYTES) {
     /* The previous (large) frame has been handed out and its lifetime ended
      * with this call: do not keep its buffer around. */
     cd_frame_decoder_free(d);
   }
-
-  if (!d->have_len) {
-    uint64_t len = 0;
-    int r;
-    if (d->hdr_len == 0) {
-      /* Fast path: the whole prefix is in data. */
-      r = cd_varint_decode(data, n, &len);
-      if (r > 0) pos = (size_t)r;
-    } else {
-      r = 0;
+  uint64_t len = 0;
+  int r;
+  if (d->hdr_len == 0) {
+    /* Fast path: the whole prefix is in data. */
+    r = cd_varint_decode(data, n, &len);
+    if (r > 0) pos = (size_t)r;
+  } else {
+    r = 0;
+  }
+  if (r == 0) {
+    /* Accumulate the prefix byte by byte in d->hdr. */
+    while (pos < n) {
+      d->hdr[d->hdr_len++] = data[pos++];
+      r = cd_varint_decode(d->hdr, d->hdr_len, &len);
+      if (r != 0) break;
+      if (d->hdr_len == CD_VARINT_MAX) {
+        r = -1;
+        break;
+      }
     }
     if (r == 0) {
-      /* Accumulate the prefix byte by byte in d->hdr. */
-      while (pos < n) {
-        d->hdr[d->hdr_len++] = data[pos++];
-        r = cd_varint_decode(d->hdr, d->hdr_len, &len);
-        if (r != 0) break;
-        if (d->hdr_len == CD_VARINT_MAX) {
-          r = -1;
-          break;
-        }
-      }
-      if (r == 0) {
-        *consumed = pos;
-        return CD_FRAME_NEED_MORE;
-      }
-    }
-    if (r < 0) {
-      d->error = CD_FRAME_BAD_VARINT;
       *consumed = pos;
-      return CD_FRAME_BAD_VARINT;
+      return CD_FRAME_NEED_MORE;
     }
-    d->hdr_len = 0;
-    if (len > d->cap) {
-      d->announced = len;
-      d->error = CD_FRAME_TOO_LARGE;
-      *consumed = pos;
-      return CD_FRAME_TOO_LARGE;
-    }
-    d->have_len = 1;
-    d->body_len = (size_t)len;
-    d->buf_len = 0;
   }
+  *consumed = pos;
+  if (r < 0) {
+    d->error = CD_FRAME_BAD_VARINT;
+    return CD_FRAME_BAD_VARINT;
+  }
+  d->hdr_len = 0;
+  if (len > d->cap) {
+    d->announced = len;
+    d->error = CD_FRAME_TOO_LARGE;
+    return CD_FRAME_TOO_LARGE;
+  }
+  d->have_len = 1;
+  d->body_len = (size_t)len;
+  d->buf_len = 0;
+  return CD_FRAME_OK;
+}
+
+cd_frame_status cd_frame_decoder_feed(cd_frame_decoder *d, const uint8_t *data, size_t n,
+                                      size_t *consumed, const uint8_t **frame,
+                                      size_t *frame_len) {
+  size_t pos = 0;
+  *frame = NULL;
+  *frame_len = 0;
+  cd_frame_status hs = cd_frame_decoder_header(d, data, n, &pos);
+  *consumed = pos;
+  if (hs != CD_FRAME_OK) return hs;
 
   size_t avail = n - pos;
   if (d->buf_len == 0 && avail >= d->body_len) {

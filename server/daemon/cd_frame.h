@@ -86,6 +86,13 @@ cd_frame_status cd_frame_decoder_feed(cd_frame_decoder *d, const uint8_t *data, 
                                       size_t *consumed, const uint8_t **frame,
                                       size_t *frame_len);
 
+/* Only the length prefix of the next frame: CD_FRAME_OK once d->body_len
+ * holds it (at once when it is already known; nothing of the body is
+ * consumed), CD_FRAME_NEED_MORE when data ended inside the prefix (all of
+ * it consumed), or an error as cd_frame_decoder_feed's. Lets the caller
+ * decide whether to take a frame of that size before buffering it. */
+cd_frame_status cd_frame_decoder_header(cd_frame_decoder *d, const uint8_t *data, size_t n, size_t *consumed);
+
 /* Bytes of an unfinished frame (prefix and body) held by the decoder; nonzero
  * at end of stream means the peer sent a truncated frame. */
 size_t cd_frame_decoder_pending(const cd_frame_decoder *d);
