@@ -104,6 +104,13 @@ static int apply_limits_json(cd_limits *l, const cJSON *obj, char *err, size_t e
       return -1;
     }
   }
+  if (l->request_memory_bytes && l->request_memory_bytes < l->max_frame_bytes) {
+    snprintf(err, errlen,
+             "config: limits.request_memory_bytes (%llu) must be 0 (no limit) or at least limits.max_frame_bytes "
+             "(%llu), or a largest frame could never be taken",
+             (unsigned long long)l->request_memory_bytes, (unsigned long long)l->max_frame_bytes);
+    return -1;
+  }
   if (l->max_frame_bytes < 16 || l->max_inflight_per_conn < 1 || l->max_connections < 1 ||
       l->pairs_per_job < 1) {
     snprintf(err, errlen,

@@ -48,9 +48,17 @@ static void on_handle_closed(uv_handle_t *h) {
   }
 }
 
+static void mem_unwait(cd_conn *c);
+static void mem_frame_done(cd_conn *c);
+
 void cd_conn_close(cd_conn *c, const char *reason) {
   if (c->closing) return;
   c->closing = 1;
+  /* its input is dropped: give back its share of request_memory_bytes */
+  mem_unwait(c);
+  mem_frame_done(c);
+  cd_conn_input_released(c->srv, c->line_charge);
+  c->line_charge = 0;
   atomic_store_explicit(&c->cancelled, 1, memory_order_relaxed);
   char q[160];
   CD_INFO("connection closed", "conn=%llu peer=%s requests=%llu reason=%s", (unsigned long long)c->id, c->peer,
@@ -133,7 +141,8 @@ static void write_out(cd_conn *c, char *data, size_t len) {
 }
 
 static void resume_input(cd_conn *c) {
-  if (c->closing || c->fatal) return;
+  /* (a connection waiting for request_memory_bytes is resumed by mem_pump) */
+  if (c->closing || c->fatal || c->mem_waiting) return;
   if (c->held_len && inflight(c) < c->ring_cap) {
     uint8_t *h = c->held;
     size_t n = c->held_len;
@@ -143,7 +152,7 @@ static void resume_input(cd_conn *c) {
     free(h);
   }
   if (!c->closing && !c->fatal && !c->eof && !c->reading && !c->srv->draining && c->held_len == 0 &&
-      inflight(c) < c->ring_cap) {
+      !c->mem_waiting && inflight(c) < c->ring_cap) {
     extern void cd_conn_start_reading(cd_conn *);
     cd_conn_start_reading(c);
   }
@@ -390,6 +399,8 @@ static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
   ProtobufCMessage *m = json ? cd_json_decode(&contactd__v1__envelope__descriptor, (const char *)body, len,
                                               &r->budget, &we)
                              : cd_frame_unpack(&contactd__v1__envelope__descriptor, body, len, &r->budget, &we);
+  r->charged = r->budget.held; /* until the request is answered (cd_req_free) */
+  cd_conn_input_charge(c->srv, r->charged);
   if (!m) {
     cd_status st;
     st.code = we.code ? we.code : CD_INVALID;
@@ -451,6 +462,128 @@ static void hold(cd_conn *c, const uint8_t *data, size_t n) {
   }
 }
 
+
+/* ---- input memory (request_memory_bytes) --------------------------------
+ * Every frame is taken before it is buffered or decoded: its announced
+ * length (1 for a JSON line, whose length is unknown until its newline)
+ * must fit under request_memory_bytes next to what the server holds
+ * (frames being received, JSON line buffers, decoded requests not yet
+ * answered), or the server must hold nothing at all (so a lone frame always
+ * gets in). A connection whose frame does not fit stops reading, keeps the
+ * rest of its input (hold), and joins a queue; a frame is taken only when
+ * no earlier connection waits, so a large frame is not starved by small
+ * ones. Room freed anywhere (a request answered, a frame decoded, a
+ * connection closed) starts the server's idle handle, which lets waiting
+ * connections in, oldest first, on the loop's next turn. */
+
+static void mem_pump(uv_idle_t *h);
+
+void cd_conn_input_charge(cd_server *s, uint64_t n) {
+  s->request_bytes += n;
+  if (s->request_bytes > s->request_bytes_peak) s->request_bytes_peak = s->request_bytes;
+}
+
+void cd_conn_input_released(cd_server *s, uint64_t n) {
+  s->request_bytes -= n;
+  if (s->mem_wait_head && !uv_is_closing((uv_handle_t *)&s->mem_pump)) uv_idle_start(&s->mem_pump, mem_pump);
+}
+
+/* The size a connection's next frame asks for. */
+static uint64_t mem_need(const cd_conn *c) { return c->wire == CD_WIRE_JSON ? 1 : c->dec.body_len; }
+
+static int mem_fits(const cd_server *s, uint64_t need) {
+  const uint64_t limit = s->cfg.limits.request_memory_bytes;
+  return !limit || s->request_bytes == 0 || (need <= limit && s->request_bytes <= limit - need);
+}
+
+static void mem_grant(cd_conn *c) {
+  c->frame_charge = mem_need(c);
+  c->admitted = 1;
+  cd_conn_input_charge(c->srv, c->frame_charge);
+}
+
+/* Take the next frame of c when it fits and nobody is queued ahead. */
+static int mem_take(cd_conn *c) {
+  const cd_server *s = c->srv;
+  if (s->mem_wait_head || !mem_fits(s, mem_need(c))) return 0;
+  mem_grant(c);
+  return 1;
+}
+
+/* The frame (or line) taken by mem_take is decoded, or dropped. */
+static void mem_frame_done(cd_conn *c) {
+  const uint64_t n = c->frame_charge;
+  c->frame_charge = 0;
+  c->admitted = 0;
+  if (n) cd_conn_input_released(c->srv, n);
+}
+
+static void mem_wait(cd_conn *c) {
+  cd_server *s = c->srv;
+  if (c->mem_waiting) return;
+  c->mem_waiting = 1;
+  c->mem_next = NULL;
+  if (s->mem_wait_tail) s->mem_wait_tail->mem_next = c;
+  else s->mem_wait_head = c;
+  s->mem_wait_tail = c;
+  s->stats.input_waits++;
+}
+
+static void mem_unwait(cd_conn *c) {
+  cd_server *s = c->srv;
+  if (!c->mem_waiting) return;
+  cd_conn *prev = NULL;
+  for (cd_conn *q = s->mem_wait_head; q; prev = q, q = q->mem_next)
+    if (q == c) {
+      if (prev) prev->mem_next = c->mem_next;
+      else s->mem_wait_head = c->mem_next;
+      if (s->mem_wait_tail == c) s->mem_wait_tail = prev;
+      break;
+    }
+  c->mem_waiting = 0;
+  c->mem_next = NULL;
+}
+
+/* Stop reading c until its next frame is taken; the unprocessed rest of
+ * the current read (if any) is kept. */
+static void mem_pause(cd_conn *c, const uint8_t *data, size_t n) {
+  mem_wait(c);
+  if (n) {
+    hold(c, data, n);
+  } else if (c->reading) {
+    uv_read_stop((uv_stream_t *)&c->h);
+    c->reading = 0;
+  }
+}
+
+/* A JSON line is answered (or skipped): its admission ends, and a line
+ * buffer grown past a read's size is let go (a 60 MB line would otherwise
+ * keep its 64 MB buffer, and its charge, for the connection's life). */
+static void json_line_done(cd_conn *c) {
+  mem_frame_done(c);
+  if (c->line_cap > READ_CHUNK) {
+    free(c->line);
+    c->line = NULL;
+    c->line_cap = 0;
+    cd_conn_input_released(c->srv, c->line_charge);
+    c->line_charge = 0;
+  }
+}
+
+static void mem_pump(uv_idle_t *h) {
+  cd_server *s = h->data;
+  uv_idle_stop(h);
+  while (s->mem_wait_head) {
+    cd_conn *c = s->mem_wait_head;
+    if (!mem_fits(s, mem_need(c))) break;
+    mem_unwait(c);
+    mem_grant(c);
+    cd_conn_ref(c);
+    resume_input(c); /* its kept input, then reading again */
+    cd_conn_unref(c);
+  }
+}
+
 static void process(cd_conn *c, const uint8_t *data, size_t n) {
   c->processing++;
   size_t off = 0;
@@ -463,10 +596,23 @@ static void process(cd_conn *c, const uint8_t *data, size_t n) {
     if (c->wire == CD_WIRE_PROTO) {
       size_t used = 0, flen = 0;
       const uint8_t *frame = NULL;
-      cd_frame_status fs = cd_frame_decoder_feed(&c->dec, data + off, n - off, &used, &frame, &flen);
-      off += used;
+      cd_frame_status fs = CD_FRAME_OK;
+      if (!c->admitted) {
+        /* the next frame's length first: it is taken only if it fits */
+        fs = cd_frame_decoder_header(&c->dec, data + off, n - off, &used);
+        off += used;
+        if (fs == CD_FRAME_OK && !mem_take(c)) {
+          mem_pause(c, data + off, n - off);
+          break;
+        }
+      }
+      if (fs == CD_FRAME_OK) {
+        fs = cd_frame_decoder_feed(&c->dec, data + off, n - off, &used, &frame, &flen);
+        off += used;
+      }
       if (fs == CD_FRAME_OK) {
         handle_body(c, frame, flen, 0);
+        mem_frame_done(c);
       } else if (fs == CD_FRAME_NEED_MORE) {
         break;
       } else {
@@ -479,6 +625,10 @@ static void process(cd_conn *c, const uint8_t *data, size_t n) {
         fatal_framing(c, fs == CD_FRAME_TOO_LARGE || fs == CD_FRAME_NOMEM ? CD_EXHAUSTED : CD_INVALID, msg);
       }
     } else {
+      if (!c->admitted && !mem_take(c)) { /* a new line */
+        mem_pause(c, data + off, n - off);
+        break;
+      }
       const uint8_t *nl = memchr(data + off, '\n', n - off);
       size_t take = nl ? (size_t)(nl - (data + off)) : n - off;
       if (!c->line_overflow && c->line_len + take > lim(c)->max_frame_bytes) {
@@ -505,6 +655,8 @@ static void process(cd_conn *c, const uint8_t *data, size_t n) {
             cd_conn_close(c, "out of memory assembling a JSON line");
             break;
           }
+          cd_conn_input_charge(c->srv, nc - c->line_cap);
+          c->line_charge += nc - c->line_cap;
           c->line = nb;
           c->line_cap = nc;
         }
@@ -520,6 +672,7 @@ static void process(cd_conn *c, const uint8_t *data, size_t n) {
       if (nl) {
         off++; /* the newline */
         c->line_overflow = 0;
+        json_line_done(c);
       }
     }
   }
@@ -571,6 +724,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
         c->line_len = 0;
         c->processing++;
         json_line(c, c->line, ln); /* a last line without its newline */
+        json_line_done(c);
         c->processing--;
         flush(c);
       } else if (pend && !c->fatal) {

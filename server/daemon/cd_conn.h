@@ -55,9 +55,18 @@ struct cd_conn {
   char *line;
   size_t line_len, line_cap;
   int line_overflow;  /* current line exceeded the cap: skip to newline */
-  /* input held back while the in-flight limit is reached */
+  /* input held back while the in-flight limit is reached, or while the next
+   * frame waits for request_memory_bytes */
   uint8_t *held;
   size_t held_len;
+  /* This connection's share of the server's request_bytes: the frame being
+   * received (its announced length, taken before it is buffered; 1 for a
+   * JSON line) and the JSON line buffer; `admitted` while that frame or
+   * line is taken; `mem_waiting` while the next one waits in the server's
+   * queue (mem_next). */
+  uint64_t frame_charge, line_charge;
+  int admitted, mem_waiting;
+  cd_conn *mem_next;
   /* reorder ring: sequence numbers base .. next-1 are in flight */
   cd_slot *ring;
   uint64_t ring_cap, base_seq, next_seq;
@@ -91,6 +100,12 @@ void cd_conn_skip(cd_conn *c, uint64_t seq);
  * oldest in flight), else dropped — progress is advisory and never
  * reorders replies. */
 void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env);
+
+/* request_memory_bytes: a decoded request holding n bytes was answered (or
+ * charged, with cd_conn_input_charge); a connection whose next frame waits
+ * for room is let in from the loop's next turn. Loop thread only. */
+void cd_conn_input_charge(cd_server *s, uint64_t n);
+void cd_conn_input_released(cd_server *s, uint64_t n);
 
 /* A request in progress holds a reference (the conn outlives it). */
 void cd_conn_ref(cd_conn *c);

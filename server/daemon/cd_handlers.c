@@ -30,6 +30,7 @@ cd_req *cd_req_new(cd_conn *c, uint64_t seq, uint64_t t0_ns) {
 
 void cd_req_free(cd_req *r) {
   if (!r) return;
+  cd_conn_input_released(r->conn->srv, r->charged);
   cd_budget_destroy(&r->budget);
   cd_conn_unref(r->conn);
   free(r);
@@ -81,6 +82,7 @@ static void on_hello(cd_req *r) {
   lm.max_decode_bytes = l->decode_budget_bytes;
   lm.max_reply_bytes = l->max_reply_bytes;
   lm.reply_memory_bytes = l->reply_memory_bytes;
+  lm.request_memory_bytes = l->request_memory_bytes;
   static char *caps[] = {"json",           "streams",       "latest_only",   "all_pairs",
                          "mesh_file:obj",  "mesh_file:stl", "mesh_file:vtk", "quaternion_tolerance:1e-3"};
   Contactd__V1__HelloReply hr = CONTACTD__V1__HELLO_REPLY__INIT;

@@ -17,6 +17,7 @@ typedef struct cd_req {
   uint64_t request_id;
   uint64_t t0_ns;
   cd_budget budget;    /* holds the decoded envelope */
+  uint64_t charged;    /* of it, counted in request_memory_bytes until freed */
   Contactd__V1__Envelope *env;
 } cd_req;
 

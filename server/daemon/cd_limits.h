@@ -12,7 +12,13 @@
  *     its encoded frame; 3x for JSON, whose text is copied once)
  * where the converted results of all replies being built, on every
  * connection together, stay under reply_memory_bytes (so many in-flight
- * queries, on one connection or many, cannot each take max_reply_bytes);
+ * queries, on one connection or many, cannot each take max_reply_bytes),
+ * and the input side of all connections together (frames being received,
+ * and the decoded requests waiting for or in their computation) stays
+ * under request_memory_bytes, give or take one decoded frame: a frame is
+ * taken only when its announced length fits what is left (a JSON line,
+ * whose length is unknown up front, when anything is left), first come
+ * first served, and the connection's reading pauses until then;
  * and the cache is bounded by cache_bytes (unreferenced entries are evicted
  * least-recently-used first). The metrics port holds at most
  * max_metrics_connections connections of a 4 KiB request buffer each, for at
@@ -41,6 +47,9 @@
      "memory building one reply may take: its converted results, and its encoding")       \
   XX(reply_memory_bytes, 1024 * CD_MIB, "bytes",                                           \
      "converted results of all replies being built, server-wide; a query past it fails")  \
+  XX(request_memory_bytes, 1024 * CD_MIB, "bytes",                                          \
+     "frames being received plus decoded requests not yet answered, server-wide; a "     \
+     "connection's next frame waits (reading pauses) until it fits")                     \
   XX(idle_timeout_ms, 300000, "ms", "a connection with no traffic and no work is closed") \
   XX(max_connections, 1024, "connections", "open client connections (TCP + Unix)")        \
   XX(max_streams_per_conn, 64, "streams", "open streams on one connection")               \

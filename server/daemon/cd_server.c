@@ -55,6 +55,7 @@ static void finish(cd_server *s) {
     s->metrics = NULL;
   }
   if (!uv_is_closing((uv_handle_t *)&s->drain_timer)) uv_close((uv_handle_t *)&s->drain_timer, NULL);
+  if (!uv_is_closing((uv_handle_t *)&s->mem_pump)) uv_close((uv_handle_t *)&s->mem_pump, NULL);
   /* The workers are joined: this is the only thread. Block further
    * SIGTERM/SIGINT before closing their handles (which restores the default,
    * fatal action), so a repeated signal cannot turn a clean exit into 143. */
@@ -180,6 +181,8 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   }
   uv_timer_init(loop, &s->drain_timer);
   s->drain_timer.data = s;
+  uv_idle_init(loop, &s->mem_pump);
+  s->mem_pump.data = s;
   uv_signal_init(loop, &s->sigterm);
   uv_signal_init(loop, &s->sigint);
   s->sigterm.data = s->sigint.data = s;
@@ -255,6 +258,12 @@ size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
          (double)st->replies_over_limit);
   metric(&o, "reply_bytes", "gauge", "converted results held by the replies being built (reply_memory_bytes)",
          (double)atomic_load_explicit(&s->reply_bytes, memory_order_relaxed));
+  metric(&o, "request_bytes", "gauge",
+         "frames being received and decoded requests not yet answered (request_memory_bytes)",
+         (double)s->request_bytes);
+  metric(&o, "request_bytes_peak", "gauge", "highest request_bytes since the start", (double)s->request_bytes_peak);
+  metric(&o, "input_waits_total", "counter", "times a connection's next frame waited for request_memory_bytes",
+         (double)st->input_waits);
   metric(&o, "streams", "gauge", "open streams", (double)st->streams);
   metric(&o, "cache_entries", "gauge", "geometries in the cache", (double)cs.entries);
   metric(&o, "cache_bytes", "gauge", "bytes held by cached geometries", (double)cs.bytes);

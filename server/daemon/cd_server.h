@@ -33,6 +33,16 @@ typedef struct cd_server {
   /* Converted results held by the queries in progress, all connections
    * (reserved by worker threads, bounded by reply_memory_bytes). */
   atomic_size_t reply_bytes;
+  /* The input side, all connections (loop thread only; cd_conn.c):
+   * frames admitted and being received plus decoded requests not yet
+   * answered, bounded by request_memory_bytes; its high-water mark; the
+   * connections whose next frame waits for room, oldest first; the idle
+   * handle that admits them once room is freed (outside any callback that
+   * freed it, so one connection's input is never processed inside
+   * another's). */
+  uint64_t request_bytes, request_bytes_peak;
+  cd_conn *mem_wait_head, *mem_wait_tail;
+  uv_idle_t mem_pump;
   uint64_t next_conn_id;
   int draining;        /* SIGTERM/SIGINT seen: not accepting */
   int exit_code;

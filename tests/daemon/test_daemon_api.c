@@ -3,6 +3,7 @@
  * TCP and the Unix socket, in protobuf and in JSON; two clients share one
  * cached geometry (one build, visible in stats). */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <time.h>
 #include <math.h>
 #include <stdio.h>
@@ -441,6 +442,146 @@ Test(daemon_api, silent_metrics_connections_time_out) {
   cr_expect_eq(tc_stop(&D), 0);
   cr_expect_lt(mono_ms() - s0, 5000);
   close(a);
+}
+
+/* ---- request_memory_bytes ------------------------------------------------ */
+
+/* The value of metric `name` in a /metrics response, or -1. */
+static double metric_value(const char *text, const char *name) {
+  char key[128];
+  snprintf(key, sizeof key, "\ncontactd_%s ", name);
+  const char *p = strstr(text, key);
+  return p ? strtod(p + strlen(key), NULL) : -1;
+}
+
+#define MEM_QUERIES 16
+#define MEM_BODIES 10000
+
+typedef struct mem_sender {
+  int fd;
+  const char *geometry;
+} mem_sender;
+
+/* A long build (one worker: every query job waits behind it), then
+ * MEM_QUERIES ContactQuery frames of MEM_BODIES bodies each (~1 MB on the
+ * wire, ~5 MB decoded), each with one pair (bodies 1 and 2 overlap; the
+ * rest are 1 m apart). Blocking writes: the server may stop reading this
+ * connection for a while. */
+static void *mem_send(void *arg) {
+  mem_sender *m = arg;
+  Contactd__V1__Sphere s = CONTACTD__V1__SPHERE__INIT;
+  s.radius = 0.1;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
+  rg.sphere = &s;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  rg.modulus = 1e5;
+  rg.resolution_hint = 0.005; /* ~120k tets: about a second */
+  Contactd__V1__Envelope e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 1;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  e.register_geometry = &rg;
+  cr_assert_eq(tc_send(m->fd, &e), 0);
+  Contactd__V1__Body *b = calloc(MEM_BODIES, sizeof *b), **bp = calloc(MEM_BODIES, sizeof *bp);
+  Contactd__V1__Pose *pose = calloc(MEM_BODIES, sizeof *pose);
+  Contactd__V1__Vec3 *pos = calloc(MEM_BODIES, sizeof *pos);
+  for (int i = 0; i < MEM_BODIES; i++) {
+    tc_body(&b[i], &pose[i], &pos[i], (uint32_t)i + 1, m->geometry, i ? i % 100 : 0.15, i / 100, 0);
+    bp[i] = &b[i];
+  }
+  Contactd__V1__Pair pair = CONTACTD__V1__PAIR__INIT, *pairs[1] = {&pair};
+  pair.a = 1;
+  pair.b = 2;
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = MEM_BODIES;
+  q.bodies = bp;
+  q.n_pairs = 1;
+  q.pairs = pairs;
+  for (int k = 0; k < MEM_QUERIES; k++) {
+    Contactd__V1__Envelope qe = CONTACTD__V1__ENVELOPE__INIT;
+    qe.request_id = 2 + (uint64_t)k;
+    qe.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+    qe.contact_query = &q;
+    cr_assert_eq(tc_send(m->fd, &qe), 0);
+  }
+  free(b);
+  free(bp);
+  free(pose);
+  free(pos);
+  return NULL;
+}
+
+/* Runs the pipelined client against a daemon with config `limits` (a JSON
+ * object's body) and one worker; another client's Hello is answered too.
+ * Returns the request_bytes high-water mark and the waits counted. */
+static void mem_run(const char *limits, double *peak, double *waits) {
+  const char *path = "/tmp/contactd-test-request-memory.json";
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"limits\": {%s}}\n", limits);
+  fclose(f);
+  const char *extra[] = {"--config", path, "--workers", "1", "--metrics-port", "0", NULL};
+  tc_start(&D, extra);
+  int f0 = tc_connect_tcp(D.port);
+  char *g = tc_register_sphere(f0, 1, 0.1, 1e5, 0.05);
+  cr_assert(g);
+  int fa = tc_connect_tcp(D.port), fb = tc_connect_tcp(D.port);
+  mem_sender m = {fa, g};
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, mem_send, &m), 0);
+  usleep(200000); /* the build has started and the queries are arriving */
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  h.client_name = "bystander";
+  Contactd__V1__Envelope he = CONTACTD__V1__ENVELOPE__INIT;
+  he.request_id = 77;
+  he.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
+  he.hello = &h;
+  Contactd__V1__Envelope *r = tc_call(fb, &he, 120000);
+  cr_assert(r, "the other client is answered");
+  cr_expect_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY);
+  cr_expect_eq(r->hello_reply->limits->request_memory_bytes, strstr(limits, "request_memory") ? 6u << 20 : 1024u << 20);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  pthread_join(th, NULL);
+  /* every request is answered, in order: none was dropped while waiting */
+  for (uint64_t k = 1; k <= 1 + MEM_QUERIES; k++) {
+    while ((r = tc_recv(fa, 120000)) && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS)
+      contactd__v1__envelope__free_unpacked(r, NULL);
+    cr_assert(r, "reply %llu", (unsigned long long)k);
+    cr_expect_eq(r->request_id, k);
+    cr_expect_eq(r->msg_case, k == 1 ? CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY
+                                     : CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY,
+                 "request %llu: %s", (unsigned long long)k,
+                 r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? r->error->message : "");
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  char buf[32768];
+  http_get(D.metrics_port, "/metrics", buf, sizeof buf);
+  *peak = metric_value(buf, "request_bytes_peak");
+  *waits = metric_value(buf, "input_waits_total");
+  cr_expect_eq(metric_value(buf, "request_bytes"), 0, "nothing is held once everything is answered");
+  cr_log_info("%s: request_bytes peak %.1f MiB, %g waits", limits[0] ? limits : "defaults", *peak / 1048576,
+              *waits);
+  free(g);
+  close(f0);
+  close(fa);
+  close(fb);
+  cr_expect_eq(tc_stop(&D), 0);
+}
+
+/* A client that pipelines large requests behind a long build makes the
+ * server hold every decoded request until its turn: ~16 x 5 MB with the
+ * defaults. With request_memory_bytes 6 MiB the server stops reading that
+ * client while the input side is full, holds at most the limit plus one
+ * decoded frame, still answers everything in order, and answers another
+ * client too. */
+Test(daemon_api, request_memory_bytes_bounds_pipelined_input, .timeout = 300) {
+  double peak_default, waits_default, peak, waits;
+  mem_run("", &peak_default, &waits_default);
+  cr_expect_gt(peak_default, 24.0 * 1048576, "with the defaults the decoded queries pile up (%.0f bytes)",
+               peak_default);
+  cr_expect_eq(waits_default, 0);
+  mem_run("\"request_memory_bytes\": 6291456, \"max_frame_bytes\": 2097152", &peak, &waits);
+  cr_expect_gt(waits, 0, "the pipelining client had to wait");
+  cr_expect_lt(peak, 6291456 + 6.0 * 1048576, "held %.0f bytes: the limit plus at most one decoded query", peak);
 }
 
 Test(daemon_api, rigid_pairs_fall_back_to_point_contact, .init = up, .fini = down) {
