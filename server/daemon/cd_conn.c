@@ -74,7 +74,7 @@ void cd_conn_close(cd_conn *c, const char *reason) {
 static void maybe_finish(cd_conn *c) {
   if (c->closing) return;
   int quiet = inflight(c) == 0 && c->out_bytes == 0 && c->held_len == 0;
-  if (c->fatal && c->base_seq == c->next_seq && c->out_bytes == 0) cd_conn_close(c, "framing error");
+  if (c->fatal && c->base_seq == c->next_seq && c->out_bytes == 0) cd_conn_close(c, c->fatal_why);
   else if (c->eof && quiet) cd_conn_close(c, "peer closed");
   else if (c->srv->draining && quiet) cd_conn_close(c, "server shutting down");
 }
@@ -416,23 +416,30 @@ static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
   cd_handle(r);
 }
 
-static void fatal_framing(cd_conn *c, int code, const char *msg) {
+/* Answer msg and close once the replies before it are written: the input
+ * cannot go on (framing lost, or a frame arriving too slowly). why is
+ * the close reason logged, *counter its statistic. */
+static void fatal_input(cd_conn *c, int code, const char *msg, const char *why, uint64_t *counter) {
+  (*counter)++;
   if (inflight(c) >= c->ring_cap) { /* no slot left for the error: just hang up */
-    c->srv->stats.disconnects_framing++;
     cd_conn_close(c, msg);
     return;
   }
   uint64_t seq = cd_conn_reserve(c, cd_now_ns());
   cd_status st;
   cd_status_set(&st, code, "", "%s", msg);
-  c->srv->stats.disconnects_framing++;
   c->fatal = 1;
+  c->fatal_why = why;
   if (c->reading) {
     uv_read_stop((uv_stream_t *)&c->h);
     c->reading = 0;
   }
   cd_conn_reply_error(c, seq, 0, &st);
   maybe_finish(c);
+}
+
+static void fatal_framing(cd_conn *c, int code, const char *msg) {
+  fatal_input(c, code, msg, "framing error", &c->srv->stats.disconnects_framing);
 }
 
 static int is_blank(const char *s, size_t n) {
@@ -477,6 +484,7 @@ static void hold(cd_conn *c, const uint8_t *data, size_t n) {
  * connections in, oldest first, on the loop's next turn. */
 
 static void mem_pump(uv_idle_t *h);
+static void mem_sweep(uv_timer_t *t);
 
 void cd_conn_input_charge(cd_server *s, uint64_t n) {
   s->request_bytes += n;
@@ -499,6 +507,7 @@ static int mem_fits(const cd_server *s, uint64_t need) {
 static void mem_grant(cd_conn *c) {
   c->frame_charge = mem_need(c);
   c->admitted = 1;
+  c->admit_ns = cd_now_ns();
   cd_conn_input_charge(c->srv, c->frame_charge);
 }
 
@@ -527,6 +536,13 @@ static void mem_wait(cd_conn *c) {
   else s->mem_wait_head = c;
   s->mem_wait_tail = c;
   s->stats.input_waits++;
+  const cd_limits *l = &s->cfg.limits;
+  if (l->frame_min_rate_bytes && !uv_is_active((uv_handle_t *)&s->mem_sweep) &&
+      !uv_is_closing((uv_handle_t *)&s->mem_sweep)) {
+    uint64_t period = l->frame_grace_ms / 4;
+    period = period < 50 ? 50 : period > 1000 ? 1000 : period;
+    uv_timer_start(&s->mem_sweep, mem_sweep, period, period);
+  }
 }
 
 static void mem_unwait(cd_conn *c) {
@@ -581,6 +597,51 @@ static void mem_pump(uv_idle_t *h) {
     cd_conn_ref(c);
     resume_input(c); /* its kept input, then reading again */
     cd_conn_unref(c);
+  }
+}
+
+/* A frame (or JSON line) holding request memory arrived too slowly while
+ * others waited for it: its memory is given back now, the connection is
+ * answered with the reason and closed (its framing cannot go on). */
+static void slow_sender(cd_conn *c, uint64_t got, double took_s) {
+  const cd_limits *l = lim(c);
+  char what[64], msg[400];
+  if (c->wire == CD_WIRE_JSON) snprintf(what, sizeof what, "a JSON line");
+  else snprintf(what, sizeof what, "a frame of %llu bytes", (unsigned long long)c->dec.body_len);
+  snprintf(msg, sizeof msg,
+           "%s arrived too slowly while other connections waited for request memory "
+           "(request_memory_bytes): %llu bytes in %.1f s, where frame_grace_ms %llu plus frame_min_rate_bytes "
+           "%llu per second allow %.1f s",
+           what, (unsigned long long)got, took_s, (unsigned long long)l->frame_grace_ms,
+           (unsigned long long)l->frame_min_rate_bytes,
+           (double)l->frame_grace_ms * 1e-3 + (double)got / (double)l->frame_min_rate_bytes);
+  mem_frame_done(c);
+  cd_conn_input_released(c->srv, c->line_charge);
+  c->line_charge = 0;
+  CD_WARN("slow sender", "conn=%llu peer=%s %s", (unsigned long long)c->id, c->peer, msg);
+  fatal_input(c, CD_EXHAUSTED, msg, "slow sender", &c->srv->stats.disconnects_slow_sender);
+}
+
+/* While any connection waits for request memory: every connection that
+ * holds an admitted frame, is being read (not paused by the server) and
+ * has received fewer bytes of it than frame_min_rate_bytes per second
+ * since frame_grace_ms after its admission is a slow sender. Without
+ * waiters the timer stops: a slow frame then costs nobody anything. */
+static void mem_sweep(uv_timer_t *t) {
+  cd_server *s = t->data;
+  const cd_limits *l = &s->cfg.limits;
+  if (!s->mem_wait_head || !l->frame_min_rate_bytes) {
+    uv_timer_stop(t);
+    return;
+  }
+  const uint64_t now = cd_now_ns();
+  for (cd_conn *c = s->conns, *next; c; c = next) {
+    next = c->next;
+    if (!c->admitted || c->closing || c->fatal || !c->reading || c->held_len) continue;
+    const uint64_t got = c->wire == CD_WIRE_JSON ? c->line_len : cd_frame_decoder_pending(&c->dec);
+    const double took_s = (double)(now - c->admit_ns) * 1e-9;
+    if (took_s > (double)l->frame_grace_ms * 1e-3 + (double)got / (double)l->frame_min_rate_bytes)
+      slow_sender(c, got, took_s);
   }
 }
 

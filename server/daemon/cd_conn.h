@@ -46,7 +46,8 @@ struct cd_conn {
   int refs;           /* 1 for the socket + one per request in progress */
   int closing;        /* close requested: no more input or replies */
   int eof;            /* peer half-closed: finish, flush, then close */
-  int fatal;          /* framing lost: close once queued replies flush */
+  int fatal;          /* input cannot go on: close once queued replies flush */
+  const char *fatal_why; /* why, for the log: "framing error" or "slow sender" */
   int reading;
   int processing;     /* inside process(): flush must not resume input */
   cd_wire wire;
@@ -63,8 +64,11 @@ struct cd_conn {
    * received (its announced length, taken before it is buffered; 1 for a
    * JSON line) and the JSON line buffer; `admitted` while that frame or
    * line is taken; `mem_waiting` while the next one waits in the server's
-   * queue (mem_next). */
+   * queue (mem_next). While any connection waits, one whose admitted frame
+ * arrives slower than frame_grace_ms + bytes / frame_min_rate_bytes is
+ * closed (the server's mem_sweep timer). */
   uint64_t frame_charge, line_charge;
+  uint64_t admit_ns; /* when the frame being received was taken */
   int admitted, mem_waiting;
   cd_conn *mem_next;
   /* reorder ring: sequence numbers base .. next-1 are in flight */

@@ -83,6 +83,8 @@ static void on_hello(cd_req *r) {
   lm.max_reply_bytes = l->max_reply_bytes;
   lm.reply_memory_bytes = l->reply_memory_bytes;
   lm.request_memory_bytes = l->request_memory_bytes;
+  lm.frame_grace_ms = l->frame_grace_ms;
+  lm.frame_min_rate_bytes = l->frame_min_rate_bytes;
   static char *caps[] = {"json",           "streams",       "latest_only",   "all_pairs",
                          "mesh_file:obj",  "mesh_file:stl", "mesh_file:vtk", "quaternion_tolerance:1e-3"};
   Contactd__V1__HelloReply hr = CONTACTD__V1__HELLO_REPLY__INIT;

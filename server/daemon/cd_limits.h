@@ -18,7 +18,11 @@
  * under request_memory_bytes, give or take one decoded frame: a frame is
  * taken only when its announced length fits what is left (a JSON line,
  * whose length is unknown up front, when anything is left), first come
- * first served, and the connection's reading pauses until then;
+ * first served, and the connection's reading pauses until then (so a
+ * frame announced but not sent cannot hold that room for ever: while
+ * others wait, a frame being received must arrive within frame_grace_ms
+ * plus its bytes so far at frame_min_rate_bytes, or its connection is
+ * closed with an error);
  * and the cache is bounded by cache_bytes (unreferenced entries are evicted
  * least-recently-used first). The metrics port holds at most
  * max_metrics_connections connections of a 4 KiB request buffer each, for at
@@ -50,6 +54,11 @@
   XX(request_memory_bytes, 1024 * CD_MIB, "bytes",                                          \
      "frames being received plus decoded requests not yet answered, server-wide; a "     \
      "connection's next frame waits (reading pauses) until it fits")                     \
+  XX(frame_grace_ms, 5000, "ms",                                                           \
+     "while frames wait for request_memory_bytes, one being received may take this long " \
+     "plus its bytes so far at frame_min_rate_bytes, or its connection is closed")        \
+  XX(frame_min_rate_bytes, 65536, "bytes/s",                                               \
+     "the slowest a frame holding request memory may arrive while others wait (0 = any)")  \
   XX(idle_timeout_ms, 300000, "ms", "a connection with no traffic and no work is closed") \
   XX(max_connections, 1024, "connections", "open client connections (TCP + Unix)")        \
   XX(max_streams_per_conn, 64, "streams", "open streams on one connection")               \

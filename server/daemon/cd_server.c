@@ -56,6 +56,7 @@ static void finish(cd_server *s) {
   }
   if (!uv_is_closing((uv_handle_t *)&s->drain_timer)) uv_close((uv_handle_t *)&s->drain_timer, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->mem_pump)) uv_close((uv_handle_t *)&s->mem_pump, NULL);
+  if (!uv_is_closing((uv_handle_t *)&s->mem_sweep)) uv_close((uv_handle_t *)&s->mem_sweep, NULL);
   /* The workers are joined: this is the only thread. Block further
    * SIGTERM/SIGINT before closing their handles (which restores the default,
    * fatal action), so a repeated signal cannot turn a clean exit into 143. */
@@ -183,6 +184,8 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   s->drain_timer.data = s;
   uv_idle_init(loop, &s->mem_pump);
   s->mem_pump.data = s;
+  uv_timer_init(loop, &s->mem_sweep);
+  s->mem_sweep.data = s;
   uv_signal_init(loop, &s->sigterm);
   uv_signal_init(loop, &s->sigint);
   s->sigterm.data = s->sigint.data = s;
@@ -247,9 +250,10 @@ size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
           "# TYPE contactd_disconnects_total counter\n"
           "contactd_disconnects_total{reason=\"slow_reader\"} %llu\n"
           "contactd_disconnects_total{reason=\"idle\"} %llu\n"
-          "contactd_disconnects_total{reason=\"framing\"} %llu\n",
+          "contactd_disconnects_total{reason=\"framing\"} %llu\n"
+          "contactd_disconnects_total{reason=\"slow_sender\"} %llu\n",
       (unsigned long long)st->disconnects_slow_reader, (unsigned long long)st->disconnects_idle,
-      (unsigned long long)st->disconnects_framing);
+      (unsigned long long)st->disconnects_framing, (unsigned long long)st->disconnects_slow_sender);
   metric(&o, "requests_total", "counter", "requests received", (double)st->requests);
   metric(&o, "errors_total", "counter", "requests answered with an Error", (double)st->errors);
   metric(&o, "pairs_total", "counter", "body pairs computed", (double)st->pairs);

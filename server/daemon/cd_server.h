@@ -39,10 +39,13 @@ typedef struct cd_server {
    * connections whose next frame waits for room, oldest first; the idle
    * handle that admits them once room is freed (outside any callback that
    * freed it, so one connection's input is never processed inside
-   * another's). */
+   * another's); the timer that, while any connection waits, closes the
+   * connections whose admitted frame arrives too slowly (frame_grace_ms,
+   * frame_min_rate_bytes). */
   uint64_t request_bytes, request_bytes_peak;
   cd_conn *mem_wait_head, *mem_wait_tail;
   uv_idle_t mem_pump;
+  uv_timer_t mem_sweep;
   uint64_t next_conn_id;
   int draining;        /* SIGTERM/SIGINT seen: not accepting */
   int exit_code;

@@ -15,6 +15,7 @@ typedef struct cd_stats {
   uint64_t requests, errors, pairs, streams;
   uint64_t replies_over_limit; /* queries failed over max_reply_bytes or reply_memory_bytes */
   uint64_t disconnects_slow_reader, disconnects_idle, disconnects_framing;
+  uint64_t disconnects_slow_sender; /* a frame held request memory, arriving too slowly */
   uint64_t input_waits; /* a frame waited for request_memory_bytes */
   uint64_t latency[CD_LATENCY_BUCKETS];
   double latency_sum_us;

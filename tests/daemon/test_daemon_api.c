@@ -584,6 +584,133 @@ Test(daemon_api, request_memory_bytes_bounds_pipelined_input, .timeout = 300) {
   cr_expect_lt(peak, 6291456 + 6.0 * 1048576, "held %.0f bytes: the limit plus at most one decoded query", peak);
 }
 
+/* A Hello whose client name pads it to about `size` bytes, framed
+ * (varint length, then the Envelope) into a malloc'd buffer. */
+static uint8_t *padded_hello(uint64_t request_id, size_t size, size_t *len) {
+  char *name = malloc(size + 1);
+  memset(name, 'x', size);
+  name[size] = 0;
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  h.client_name = name;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = request_id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
+  e.hello = &h;
+  size_t body = contactd__v1__envelope__get_packed_size(&e), k = 0;
+  uint8_t *out = malloc(body + 10);
+  for (uint64_t v = body; ; v >>= 7) {
+    out[k++] = (uint8_t)(v & 0x7F) | (v >= 0x80 ? 0x80 : 0);
+    if (v < 0x80) break;
+  }
+  contactd__v1__envelope__pack(&e, out + k);
+  free(name);
+  *len = k + body;
+  return out;
+}
+
+typedef struct steady_sender {
+  int fd;
+  const uint8_t *data;
+  size_t len;
+} steady_sender;
+
+/* 60 KB every 50 ms: about 1.2 MB/s, well above the minimum rate. */
+static void *steady_send(void *arg) {
+  steady_sender *s = arg;
+  for (size_t off = 0; off < s->len; off += 60000) {
+    size_t n = s->len - off < 60000 ? s->len - off : 60000;
+    cr_assert_eq(tc_send_raw(s->fd, s->data + off, n), 0);
+    usleep(50000);
+  }
+  return NULL;
+}
+
+static void expect_hello(int fd, uint64_t request_id, const char *who) {
+  Env *r = tc_recv(fd, 20000);
+  cr_assert(r, "%s is answered", who);
+  cr_expect_eq(r->request_id, request_id);
+  cr_expect_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY, "%s: %s", who,
+               r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? r->error->message : "");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+}
+
+/* A client that announces a frame and stops sending would hold its room in
+ * request_memory_bytes for ever, and with it every other client's next
+ * frame. While others wait, a frame must arrive within frame_grace_ms plus
+ * its bytes so far at frame_min_rate_bytes: the staller is answered
+ * RESOURCE_EXHAUSTED and closed, the waiting client gets in; a client
+ * sending a large frame steadily is not cut, and without waiters a slow
+ * frame costs nobody anything. */
+Test(daemon_api, stalled_frame_is_closed_while_others_wait, .timeout = 120) {
+  const char *path = "/tmp/contactd-test-frame-rate.json";
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"limits\": {\"max_frame_bytes\": 1048576, \"request_memory_bytes\": 1048576, "
+             "\"frame_grace_ms\": 300, \"frame_min_rate_bytes\": 65536}}\n");
+  fclose(f);
+  const char *extra[] = {"--config", path, "--metrics-port", "0", NULL};
+  tc_start(&D, extra);
+  /* announces 1,000,000 bytes, sends 10 */
+  int fs = tc_connect_tcp(D.port);
+  uint8_t stall[13] = {0xC0, 0x84, 0x3D};
+  cr_assert_eq(tc_send_raw(fs, stall, sizeof stall), 0);
+  /* alone, the stalled frame is harmless: it is not cut */
+  usleep(800000);
+  int fq = tc_connect_tcp(D.port);
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  Env he = CONTACTD__V1__ENVELOPE__INIT;
+  he.request_id = 5;
+  he.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
+  he.hello = &h;
+  cr_assert_eq(tc_send(fq, &he), 0);
+  expect_hello(fq, 5, "a small frame that fits next to the stalled one");
+  char buf[32768];
+  http_get(D.metrics_port, "/metrics", buf, sizeof buf);
+  cr_expect_eq(metric_value(buf, "disconnects_total{reason=\"slow_sender\"}"), 0);
+  /* a 100 KB frame does not fit next to it: it waits, the staller is cut */
+  size_t n1;
+  uint8_t *big = padded_hello(6, 100000, &n1);
+  const long t0 = mono_ms();
+  cr_assert_eq(tc_send_raw(fq, big, n1), 0);
+  expect_hello(fq, 6, "the waiting client");
+  const long waited = mono_ms() - t0;
+  cr_log_info("the waiting client was answered after %ld ms", waited);
+  /* the staller's grace ran out long ago (it was taken 0.8 s earlier): it
+   * goes at the next sweep, not after idle_timeout_ms */
+  cr_expect_lt(waited, 5000, "answered after %ld ms", waited);
+  Env *r = tc_recv(fs, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR, "the staller is told why");
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED);
+  cr_expect(strstr(r->error->message, "a frame of 1000000 bytes arrived too slowly") &&
+                strstr(r->error->message, "frame_min_rate_bytes"),
+            "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  cr_expect(tc_wait_closed(fs, 5000), "and closed");
+  close(fs);
+  /* a steady 600 KB upload with a waiter behind it is not cut */
+  size_t n2, n3;
+  uint8_t *steady = padded_hello(7, 600000, &n2), *after = padded_hello(8, 600000, &n3);
+  int fu = tc_connect_tcp(D.port), fw = tc_connect_tcp(D.port);
+  steady_sender ss = {fu, steady, n2};
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, steady_send, &ss), 0);
+  usleep(100000);
+  cr_assert_eq(tc_send_raw(fw, after, n3), 0);
+  pthread_join(th, NULL);
+  expect_hello(fu, 7, "the steady sender");
+  expect_hello(fw, 8, "the client waiting behind it");
+  http_get(D.metrics_port, "/metrics", buf, sizeof buf);
+  cr_expect_eq(metric_value(buf, "disconnects_total{reason=\"slow_sender\"}"), 1);
+  cr_expect_gt(metric_value(buf, "input_waits_total"), 1);
+  cr_expect_eq(metric_value(buf, "request_bytes"), 0);
+  free(big);
+  free(steady);
+  free(after);
+  close(fq);
+  close(fu);
+  close(fw);
+  cr_expect_eq(tc_stop(&D), 0);
+}
+
 Test(daemon_api, rigid_pairs_fall_back_to_point_contact, .init = up, .fini = down) {
   int fd = tc_connect_tcp(D.port);
   Contactd__V1__Sphere s = CONTACTD__V1__SPHERE__INIT;
