@@ -309,7 +309,7 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
 
 static void hash_doubles(cd_sha256 *h, const double *v, size_t n) {
   cd_sha256_u64(h, n);
-  for (size_t i = 0; i < n; i++) cd_sha256_f64(h, v[i]);
+  cd_sha256_f64s(h, v, n);
 }
 
 static void hash_ints(cd_sha256 *h, const int32_t *v, size_t n) {

@@ -44,6 +44,66 @@ Test(hash, fips_180_vectors) {
   cr_expect_str_eq(out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
+/* FIPS 180-2's long vector through cd_sha256_update (the fastest
+ * compression this CPU has); and each implementation on its own: the
+ * portable one on the padded "abc" block, the SHA-extensions one (where the
+ * CPU has it) against the portable one on 64 KiB of pseudo-random blocks. */
+Test(hash, million_a_and_each_implementation) {
+  char *a = malloc(1000000), out[65];
+  memset(a, 'a', 1000000);
+  sha_hex(a, 1000000, out);
+  cr_expect_str_eq(out, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  free(a);
+  static const uint32_t H0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  uint8_t abc[64] = {'a', 'b', 'c', 0x80};
+  abc[63] = 24; /* the message length in bits, big-endian */
+  uint32_t h[8];
+  memcpy(h, H0, sizeof h);
+  cr_assert_eq(cd_sha256_blocks_with(CD_SHA256_PORTABLE, h, abc, 1), 0);
+  cr_expect_eq(h[0], 0xba7816bfu);
+  cr_expect_eq(h[7], 0xf20015adu);
+  uint8_t *r = malloc(65536);
+  uint64_t x = 88172645463325252ull;
+  for (size_t i = 0; i < 65536; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    r[i] = (uint8_t)(x >> 24);
+  }
+  uint32_t hp[8], hn[8];
+  memcpy(hp, H0, sizeof hp);
+  memcpy(hn, H0, sizeof hn);
+  cd_sha256_blocks_with(CD_SHA256_PORTABLE, hp, r, 1024);
+  if (cd_sha256_blocks_with(CD_SHA256_SHANI, hn, r, 1024) == 0)
+    cr_expect_arr_eq(hn, hp, sizeof hp, "SHA extensions and portable C agree");
+  else
+    cr_log_info("this CPU has no SHA extensions: only the portable compression was checked");
+  free(r);
+}
+
+/* The bulk double encoder hashes exactly what one call per value would:
+ * -0 folded into 0, every NaN into one, across its 4 KiB chunks. */
+Test(hash, bulk_doubles_hash_like_one_by_one) {
+  enum { N = 1500 };
+  double *v = malloc(N * sizeof *v);
+  for (int i = 0; i < N; i++) v[i] = (i % 7 == 0) ? -0.0 : (i % 11 == 0) ? -NAN : (i - 700) * 1e-3 + 1e-310 * i;
+  v[3] = INFINITY;
+  cd_sha256 a, b;
+  cd_sha256_init(&a);
+  cd_sha256_init(&b);
+  for (int i = 0; i < N; i++) cd_sha256_f64(&a, v[i]);
+  cd_sha256_f64s(&b, v, N);
+  uint8_t da[32], db[32];
+  cd_sha256_final(&a, da);
+  cd_sha256_final(&b, db);
+  cr_expect_arr_eq(da, db, 32);
+  for (int i = 0; i < N; i++) v[i] = v[i] == 0 ? 0.0 : isnan(v[i]) ? NAN : v[i];
+  cd_sha256_init(&b);
+  cd_sha256_f64s(&b, v, N);
+  cd_sha256_final(&b, db);
+  cr_expect_arr_eq(da, db, 32, "-0 and 0, and any two NaNs, hash alike");
+  free(v);
+}
+
 static void sphere_msg(Contactd__V1__RegisterGeometry *r, Contactd__V1__Sphere *s, double radius, double E) {
   contactd__v1__register_geometry__init(r);
   contactd__v1__sphere__init(s);
@@ -393,7 +453,7 @@ Test(config, json_overrides_defaults_and_rejects_typos) {
   cr_expect_str_eq(c.listen, "[::1]:9000");
   cr_expect_eq(c.workers, 3);
   cr_expect_eq(c.limits.cache_bytes, 1000);
-  cr_expect_eq(c.limits.max_frame_bytes, 64u << 20, "untouched limits keep their defaults");
+  cr_expect_eq(c.limits.max_frame_bytes, 256u << 20, "untouched limits keep their defaults");
   char host[64];
   int port;
   cr_expect_eq(cd_config_split_hostport(c.listen, host, sizeof host, &port), 0);
