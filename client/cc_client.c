@@ -107,7 +107,7 @@ static int remote_fail(cc_error *err, const Contactd__V1__Error *e) {
 void cc_options_default(cc_options *o) {
   o->connect_timeout_ms = 5000;
   o->timeout_ms = 60000;
-  o->max_frame_bytes = (size_t)64 << 20;
+  o->max_frame_bytes = (size_t)256 << 20;
 }
 
 const char *cc_default_addr(void) {
@@ -254,7 +254,7 @@ int cc_connect(const char *addr, const cc_options *opt, cc_client **out, cc_erro
   }
   c->fd = fd;
   c->timeout_ms = o.timeout_ms;
-  c->max_frame = o.max_frame_bytes ? o.max_frame_bytes : ((size_t)64 << 20);
+  c->max_frame = o.max_frame_bytes ? o.max_frame_bytes : ((size_t)256 << 20);
   c->next_rid = 1;
   c->next_stream_rid = 1;
   *out = c;

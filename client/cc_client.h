@@ -92,7 +92,7 @@ const char *cc_code_name(int code);
 typedef struct cc_options {
   int connect_timeout_ms;  /* default 5000; < 0 = wait forever */
   int timeout_ms;          /* per reply; default 60000; < 0 = wait forever */
-  size_t max_frame_bytes;  /* largest reply accepted; default 64 MiB */
+  size_t max_frame_bytes;  /* largest reply accepted; default 256 MiB (the server's max_reply_bytes) */
 } cc_options;
 
 void cc_options_default(cc_options *o);

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define CD_FRAME_DEFAULT_CAP ((size_t)64 << 20) /* 64 MiB */
+#define CD_FRAME_DEFAULT_CAP ((size_t)256 << 20) /* 256 MiB: cd_limits.h max_frame_bytes */
 #define CD_VARINT_MAX 10                        /* bytes in the longest varint */
 
 /* ---- varints ---------------------------------------------------------- */

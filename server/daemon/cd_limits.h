@@ -36,7 +36,7 @@
 
 /* XX(field, default, unit, description) */
 #define CD_LIMITS_MAP(XX)                                                                  \
-  XX(max_frame_bytes, 64 * CD_MIB, "bytes",                                                \
+  XX(max_frame_bytes, 256 * CD_MIB, "bytes",                                               \
      "largest Envelope (or JSON line) accepted; checked before allocating")                \
   XX(decode_budget_bytes, 256 * CD_MIB, "bytes",                                           \
      "heap that decoding one frame may allocate (protobuf-c allocates per struct)")        \

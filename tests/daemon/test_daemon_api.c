@@ -70,7 +70,7 @@ Test(daemon_api, hello_reports_version_limits_and_capabilities, .init = up, .fin
   cr_expect_eq(r->hello_reply->protocol_version, 1);
   cr_expect_str_eq(r->hello_reply->server_version, "0.1.0");
   cr_assert(r->hello_reply->limits);
-  cr_expect_eq(r->hello_reply->limits->max_frame_bytes, 64u << 20);
+  cr_expect_eq(r->hello_reply->limits->max_frame_bytes, 256u << 20);
   cr_expect_eq(r->hello_reply->limits->max_in_flight, 256);
   int json = 0, streams = 0;
   for (size_t i = 0; i < r->hello_reply->n_capabilities; i++) {
@@ -216,7 +216,7 @@ Test(daemon_api, json_connection_mirrors_protobuf, .init = up, .fini = down) {
   char *l = tc_recv_line(j, 5000);
   cr_assert(l);
   cr_expect(strstr(l, "\"requestId\":\"1\"") && strstr(l, "\"helloReply\""), "%s", l);
-  cr_expect(strstr(l, "\"maxFrameBytes\":\"67108864\""), "64-bit integers are strings: %s", l);
+  cr_expect(strstr(l, "\"maxFrameBytes\":\"268435456\""), "64-bit integers are strings: %s", l);
   free(l);
   tc_send_line(j, "{\"requestId\":\"2\",\"registerGeometry\":{\"sphere\":{\"radius\":0.1},"
                   "\"compliance\":\"COMPLIANCE_COMPLIANT\",\"modulus\":1e6,\"resolutionHint\":0.05}}");

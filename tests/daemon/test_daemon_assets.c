@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cd_test_client.h"
@@ -166,6 +167,56 @@ Test(daemon_assets, heightfield_register_query_broadphase, .init = up, .fini = d
   free(terrain);
   free(ball);
   free(rball);
+  close(fd);
+}
+
+/* The terrain issue's size, 4096 x 4096 float64 heights (134 MB on the
+ * wire), registers over a socket with the default limits. The grid is the
+ * plane z = 0.1 x (dx = dy = 0.05 m): a compliant ball pressed 2 cm into it
+ * near the far corner of the grid is pushed up and back along -x at the
+ * plane's slope, so the samples arrived in their place. */
+Test(daemon_assets, heightfield_4096_squared_with_default_limits, .init = up, .fini = down, .timeout = 300) {
+  const int n = 4096;
+  double *z = malloc((size_t)n * n * sizeof *z);
+  cr_assert(z);
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < n; i++) z[(size_t)j * n + i] = 0.1 * (i * 0.05);
+  Contactd__V1__HeightField h = CONTACTD__V1__HEIGHT_FIELD__INIT;
+  h.heights = z;
+  h.n_heights = (size_t)n * n;
+  h.nx = h.ny = n;
+  h.dx = h.dy = 0.05;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD;
+  rg.height_field = &h;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  int fd = tc_connect_tcp(D.port);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  Env *r = reg(fd, 1, &rg, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  free(z);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s", err_of(r));
+  cr_log_info("4096^2 heightfield: sent, decoded, hashed and built in %.0f ms (build %.0f ms)",
+              (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6,
+              r->register_reply->stats ? r->register_reply->stats->build_time_us * 1e-3 : -1.0);
+  cr_assert(r->register_reply->stats);
+  cr_expect_eq(r->register_reply->stats->vertices, (uint64_t)n * n);
+  char *terrain = strdup(r->register_reply->geometry_id);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  char *ball = tc_register_sphere(fd, 2, 0.5, 1e6, 0.05);
+  cr_assert(ball);
+  const double x = 200, y = 190; /* samples i = 4000, j = 3800 */
+  r = query(fd, 3, ball, x, y, 0.1 * x + 0.5 * sqrt(1 + 0.01) - 0.02, terrain, 0);
+  Contactd__V1__PairResult *p = r->contact_reply->results[0];
+  cr_expect_eq(p->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE);
+  const Contactd__V1__Vec3 *f = p->wrench_a->force;
+  cr_expect_gt(f->z, 0.0, "the terrain pushes the ball up");
+  cr_expect_float_eq(f->x / f->z, -0.1, 2e-3, "along the plane's normal (-0.1, 0, 1): %g", f->x / f->z);
+  cr_expect_lt(fabs(f->y), 1e-3 * f->z);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(terrain);
+  free(ball);
   close(fd);
 }
 

@@ -102,7 +102,7 @@ Test(bad_input, length_prefix_over_the_cap) {
   int fd = tc_connect_tcp(D.port);
   uint8_t v[10];
   size_t n = 0;
-  uint64_t len = (uint64_t)100 << 20; /* 100 MiB > 64 MiB */
+  uint64_t len = (uint64_t)300 << 20; /* 300 MiB > 256 MiB */
   while (len >= 0x80) {
     v[n++] = (uint8_t)(len | 0x80);
     len >>= 7;

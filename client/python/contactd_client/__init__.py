@@ -248,7 +248,7 @@ class Client:
     """A blocking connection to contactd. Not thread-safe: one per thread."""
 
     def __init__(self, addr: Optional[str] = None, timeout: float = 60.0,
-                 connect_timeout: float = 5.0, max_frame: int = 64 << 20):
+                 connect_timeout: float = 5.0, max_frame: int = 256 << 20):
         addr = addr or os.environ.get("CONTACTD_ADDR") or DEFAULT_ADDR
         self.addr = addr
         self.timeout = timeout
