@@ -405,15 +405,38 @@ static void mtd_box_box(const cvx *a, const cvx *b, ce_mtd *o) {
 
 /* ---- GJK / EPA through libccd ------------------------------------------------ */
 
+/* libccd 2.1's EPA loop has no iteration cap: it runs until a support
+ * point fails to push the polytope out by epa_tolerance, and on degenerate
+ * minima (a sphere centred exactly on a box corner, where every direction
+ * of a whole cone is a minimum) it never stops. So the support calls of
+ * one query are counted; past CCD_SUPPORT_BUDGET both shapes answer the
+ * origin, whose Minkowski point (0) cannot push anything out, and EPA
+ * returns what it has. GJK takes at most 2 * CCD_GJK_ITERATIONS calls, so
+ * the cap only ever ends EPA; the polish below repairs its early answer (it
+ * only lowers the overlap, never below the true MTD). The engine's tests
+ * take at most 484 calls on regular pairs; a capped degenerate one costs
+ * ~20 ms. */
+#define CCD_GJK_ITERATIONS 200
+#define CCD_SUPPORT_BUDGET 2000
+
+typedef struct ccd_obj {
+  const cvx *c;
+  int *calls; /* shared by the two shapes of one query */
+} ccd_obj;
+
 static void ccd_support(const void *obj, const ccd_vec3_t *dir, ccd_vec3_t *vec) {
-  const cvx *c = obj;
+  const ccd_obj *o = obj;
+  if (++*o->calls > CCD_SUPPORT_BUDGET) {
+    ccdVec3Set(vec, 0, 0, 0);
+    return;
+  }
   ce_vec3 d = ce_v3(ccdVec3X(dir), ccdVec3Y(dir), ccdVec3Z(dir));
-  ce_vec3 p = support_world(c, d, 0);
+  ce_vec3 p = support_world(o->c, d, 0);
   ccdVec3Set(vec, p.x, p.y, p.z);
 }
 
 static void ccd_center(const void *obj, ccd_vec3_t *center) {
-  const cvx *c = obj;
+  const cvx *c = ((const ccd_obj *)obj)->c;
   ce_vec3 p = c->X.p;
   if (c->kind == K_PTS && c->nv > 0) {
     ce_vec3 s = ce_v3(0, 0, 0);
@@ -443,12 +466,14 @@ static ce_errno mtd_gjk(const cvx *a, const cvx *b, ce_mtd *o) {
   ccd.support2 = ccd_support;
   ccd.center1 = ccd_center;
   ccd.center2 = ccd_center;
-  ccd.max_iterations = 1000;
+  ccd.max_iterations = CCD_GJK_ITERATIONS;
   ccd.epa_tolerance = 1e-12 * (a->scale + b->scale);
   ccd.dist_tolerance = 1e-12 * (a->scale + b->scale);
   ccd_real_t depth;
   ccd_vec3_t dir, pos;
-  int rc = ccdGJKPenetration(a, b, &ccd, &depth, &dir, &pos);
+  int calls = 0;
+  const ccd_obj oa = {a, &calls}, ob = {b, &calls};
+  int rc = ccdGJKPenetration(&oa, &ob, &ccd, &depth, &dir, &pos);
   if (rc == -2) return CE_ENOMEM;
   if (rc != 0 || !(depth > 0)) {
     o->overlap = 0;

@@ -491,3 +491,41 @@ Test(mtd, empty_geometry_is_an_error) {
   free(g);
   ce_geometry_free(s);
 }
+
+/* A sphere centred exactly on a corner of a cube mesh (a hull: GJK/EPA):
+ * every direction of the corner's outward octant is a minimum, EPA's
+ * polytope never stops growing, and libccd has no cap on it (the worker
+ * running such a query spun for ever). With the support budget it
+ * returns, and the answer is the true MTD: depth r along a direction of
+ * that octant. Also for a hair off the corner and for the compliant
+ * fallback's usual pose family (centre on an edge, on a face). */
+static ce_geometry *unit_cube_mesh(void) {
+  double v[8 * 3] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1};
+  int32_t t[12 * 3] = {0, 2, 1, 0, 3, 2, 4, 5, 6, 4, 6, 7, 0, 1, 5, 0, 5, 4,
+                       1, 2, 6, 1, 6, 5, 2, 3, 7, 2, 7, 6, 3, 0, 4, 3, 4, 7};
+  ce_props p = ce_test_props(CE_RIGID, 0, 1);
+  ce_geometry *g = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_trimesh(v, 8, t, 12, 1, &p, &g, &err), CE_OK, "%s", err.message);
+  return g;
+}
+
+Test(mtd, degenerate_minimum_terminates, .timeout = 20) {
+  ce_geometry *c = unit_cube_mesh(), *s = sphere(0.1);
+  const double at_[][3] = {{0, 0, 0}, {1e-12, -1e-12, 0}, {0, 0, 0.5}, {0, 0.5, 0.5}, {1, 1, 1}};
+  for (size_t k = 0; k < sizeof at_ / sizeof at_[0]; k++) {
+    ce_mtd m = run(c, at(0, 0, 0), s, at(at_[k][0], at_[k][1], at_[k][2]));
+    check_consistent(&m, 1e-9);
+    cr_expect(fabs(m.depth - 0.1) < 1e-9, "centre (%g, %g, %g): depth %.15g, want 0.1", at_[k][0], at_[k][1],
+              at_[k][2], m.depth);
+    /* moving the cube along +n by the depth separates it from the sphere */
+    for (int i = 0; i < 3; i++) {
+      const double ni = i == 0 ? m.normal.x : i == 1 ? m.normal.y : m.normal.z;
+      const double inward = at_[k][i] < 0.5 ? 1 : -1; /* the cube lies on this side of the centre */
+      cr_expect(ni * inward >= -1e-9, "centre (%g, %g, %g): normal (%g, %g, %g) points out of the cube's side",
+                at_[k][0], at_[k][1], at_[k][2], m.normal.x, m.normal.y, m.normal.z);
+    }
+  }
+  ce_geometry_free(c);
+  ce_geometry_free(s);
+}
