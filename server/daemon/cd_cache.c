@@ -159,7 +159,13 @@ static void evict(cd_cache *c, const cd_cache_entry *keep) {
 
 void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t build_us, int code,
                        const char *message) {
-  char msg[256];
+  /* The message is copied first: the waiter that started the build may own
+   * it (its job's status) and free it before the other waiters read it. */
+  char msg[768];
+  if (!g) {
+    snprintf(msg, sizeof msg, "%s", message ? message : "geometry build failed");
+    message = msg;
+  }
   if (g) {
     e->geometry = g;
     ce_geometry_get_info(g, &e->info);

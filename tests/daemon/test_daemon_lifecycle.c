@@ -227,12 +227,21 @@ static void abort_close(int fd) {
 
 /* SIGTERM once the registration in env has sent its first progress: the
  * build stops at its next progress point, the requester gets UNAVAILABLE,
- * and the process exits 0 within 1.5 s (the builds given last > 3 s). */
+ * and the process exits 0 within 1.5 s (the builds given last > 3 s). A
+ * second connection that joined the same build gets the same answer (its
+ * message used to be read from the first requester's freed job). */
 static void sigterm_during_build(Env *env) {
   tc_daemon d;
   tc_start(&d, NULL);
-  int fd = tc_connect_tcp(d.port);
+  int fd = tc_connect_tcp(d.port), fj = tc_connect_tcp(d.port);
   start_build(fd, env);
+  Env joined = *env;
+  Contactd__V1__RegisterGeometry rg = *env->register_geometry;
+  rg.want_progress = 0;
+  joined.register_geometry = &rg;
+  joined.request_id = env->request_id + 100;
+  cr_assert_eq(tc_send(fj, &joined), 0);
+  usleep(300000); /* it joins the running build */
   double t0 = now_s();
   kill(d.pid, SIGTERM);
   int code = tc_stop(&d); /* a second SIGTERM (logged, ignored), then waits for the exit */
@@ -247,8 +256,17 @@ static void sigterm_during_build(Env *env) {
   cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__UNAVAILABLE);
   cr_expect(strstr(r->error->message, "shutting down: geometry build cancelled"), "%s", r->error->message);
   contactd__v1__envelope__free_unpacked(r, NULL);
+  r = recv_reply(fj, 5000);
+  cr_assert(r, "the joined registration is answered too");
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->request_id, env->request_id + 100);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__UNAVAILABLE);
+  cr_expect(strstr(r->error->message, "shutting down: geometry build cancelled"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
   cr_expect(tc_wait_closed(fd, 5000));
+  cr_expect(tc_wait_closed(fj, 5000));
   close(fd);
+  close(fj);
 }
 
 /* SIGTERM during a long surface build (tetrahedralisation, Laplace field):
