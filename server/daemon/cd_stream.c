@@ -130,7 +130,10 @@ static void sq_done(cd_query *q) {
   sq *x = q->user;
   cd_stream *s = x->s;
   cd_conn *c = s->conn;
-  s->running--;
+  /* s->running still counts this computation while it is answered: the
+   * reply may flush the connection and resume its held input, and a held
+   * CloseStream (or a close of the connection) frees a stream only when
+   * nothing runs; it is let go below instead. */
   if (q->err_pair >= 0) {
     cd_conn_reply_stream_error(c, x->slot, s->open_request_id, s->id, x->sequence, &q->err);
   } else {
@@ -151,6 +154,7 @@ static void sq_done(cd_query *q) {
   }
   free(x);
   cd_query_free(q);
+  s->running--;
   if (s->closed) {
     if (s->running == 0) stream_free(s);
     return;

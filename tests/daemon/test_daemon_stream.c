@@ -4,10 +4,12 @@
  * broad phase per update, bad updates rejected without changing state. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cd_frame.h"
 #include "cd_test_client.h"
 
 typedef Contactd__V1__Envelope Env;
@@ -194,4 +196,80 @@ Test(stream, bad_updates_are_rejected_and_change_nothing) {
   contactd__v1__envelope__free_unpacked(r, NULL);
   free(s);
   free(p);
+}
+
+/* A CloseStream held back by max_inflight_per_conn behind a running
+ * update: the update's reply frees the slots, the held CloseStream is read
+ * inside that reply, and the stream used to be freed under the computation
+ * that was still finishing (heap use after free, found by fuzzing). Now
+ * every reply comes, in order, the close counting the one result. */
+Test(stream_held, close_held_behind_a_running_update) {
+  const char *path = "/tmp/contactd-test-stream-held.json";
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"limits\": {\"max_inflight_per_conn\": 4}}\n");
+  fclose(f);
+  const char *extra[] = {"--config", path, NULL};
+  tc_start(&D, extra);
+  fd = tc_connect_tcp(D.port);
+  char *sphere = tc_register_sphere(fd, 1, 0.1, 1e6, 0.01), *plane = tc_register_halfspace(fd, 2, 0, 0);
+  cr_assert(sphere && plane);
+  uint64_t sid = open_stream(sphere, plane, CONTACTD__V1__STREAM_MODE__STREAM_MODE_QUEUE_ALL, 0,
+                             CONTACTD__V1__DETAIL__DETAIL_SURFACE, 3);
+  /* one write: the update, three Hellos (4 slots), the CloseStream */
+  Contactd__V1__Vec3 pos = CONTACTD__V1__VEC3__INIT;
+  pos.z = 0.09;
+  Contactd__V1__Pose pose = CONTACTD__V1__POSE__INIT;
+  pose.position = &pos;
+  Contactd__V1__BodyState bs = CONTACTD__V1__BODY_STATE__INIT, *bsp[1] = {&bs};
+  bs.body_id = 1;
+  bs.pose = &pose;
+  Contactd__V1__StreamUpdate u = CONTACTD__V1__STREAM_UPDATE__INIT;
+  u.stream_id = sid;
+  u.sequence = 1;
+  u.n_bodies = 1;
+  u.bodies = bsp;
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  Contactd__V1__CloseStream cs = CONTACTD__V1__CLOSE_STREAM__INIT;
+  cs.stream_id = sid;
+  Env e[5];
+  for (int k = 0; k < 5; k++) {
+    contactd__v1__envelope__init(&e[k]);
+    e[k].request_id = 4 + (uint64_t)k;
+    e[k].msg_case = k == 0 ? CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE
+                    : k < 4 ? CONTACTD__V1__ENVELOPE__MSG_HELLO
+                            : CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM;
+  }
+  e[0].stream_update = &u;
+  e[1].hello = e[2].hello = e[3].hello = &h;
+  e[4].close_stream = &cs;
+  uint8_t *burst = NULL;
+  size_t len = 0;
+  for (int k = 0; k < 5; k++) {
+    size_t body, n = cd_frame_size(&e[k].base, &body);
+    burst = realloc(burst, len + n);
+    cd_frame_write(&e[k].base, body, burst + len);
+    len += n;
+  }
+  cr_assert_eq(tc_send_raw(fd, burst, len), 0);
+  free(burst);
+  Env *r = tc_recv(fd, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT, "the update's result first");
+  cr_expect_eq(r->stream_result->sequence, 1);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  for (uint64_t id = 5; id <= 7; id++) {
+    r = tc_recv(fd, 30000);
+    cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY);
+    cr_expect_eq(r->request_id, id);
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  r = tc_recv(fd, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM_REPLY, "then the close");
+  cr_expect_eq(r->request_id, 8);
+  cr_expect_eq(r->close_stream_reply->updates, 1);
+  cr_expect_eq(r->close_stream_reply->results, 1);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  cr_expect(tc_alive(&D));
+  free(sphere);
+  free(plane);
+  down();
 }
