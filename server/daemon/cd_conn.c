@@ -12,6 +12,7 @@
 #include "cd_query.h"
 #include "cd_server.h"
 #include "cd_stream.h"
+#include "cd_utf8.h"
 
 #define READ_CHUNK 65536
 
@@ -320,8 +321,13 @@ void cd_conn_reply_stream_error(cd_conn *c, uint64_t seq, uint64_t request_id, u
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_ERROR;
   env.error = &err;
   err.code = (Contactd__V1__ErrorCode)st->code;
-  err.message = (char *)st->message;
-  err.field = (char *)st->field;
+  /* the text may quote client bytes, or be cut mid-character by a printf
+   * precision: sent as valid UTF-8 */
+  cd_status valid = *st;
+  cd_utf8_repair(valid.message);
+  cd_utf8_repair(valid.field);
+  err.message = valid.message;
+  err.field = valid.field;
   err.stream_id = stream_id;
   err.sequence = sequence;
   c->srv->stats.errors++;
@@ -408,6 +414,15 @@ static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
     snprintf(st.message, sizeof st.message, "%s%s", json ? "invalid JSON envelope: " : "invalid envelope: ",
              we.message[0] ? we.message : "cannot decode");
     r->request_id = json ? json_request_id((const char *)body, len) : proto_request_id(body, len);
+    cd_req_fail(r, &st);
+    return;
+  }
+  if (cd_utf8_check_message(m, &we) != 0) { /* replies must not echo invalid strings */
+    cd_status st;
+    st.code = CD_INVALID;
+    snprintf(st.field, sizeof st.field, "%s", we.field);
+    snprintf(st.message, sizeof st.message, "%s", we.message);
+    r->request_id = ((Contactd__V1__Envelope *)m)->request_id;
     cd_req_fail(r, &st);
     return;
   }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cd_test_client.h"
+#include "cd_utf8.h"
 
 typedef Contactd__V1__Envelope Env;
 
@@ -216,6 +217,77 @@ Test(bad_input, unknown_geometry_id) {
   cr_expect_str_eq(r->error->field, "contactQuery.bodies[1].geometryId");
   contactd__v1__envelope__free_unpacked(r, NULL);
   expect_usable(fd, 13);
+  close(fd);
+}
+
+/* protobuf `string` fields must be UTF-8, and a reply echoing invalid bytes
+ * (an unknown id in HasGeometryReply.missing, in an error message) could not
+ * be parsed by conforming clients. A request holding one is refused naming
+ * the field, on both wires; error texts that quote client bytes (a mesh
+ * file's token) or cut a name mid-character are sent as valid UTF-8. */
+Test(bad_input, strings_must_be_utf8_and_errors_are) {
+  int fd = tc_connect_tcp(D.port);
+  char *ids[2] = {"fine", "bad\xFF\xFE"};
+  Contactd__V1__HasGeometry h = CONTACTD__V1__HAS_GEOMETRY__INIT;
+  h.n_geometry_ids = 2;
+  h.geometry_ids = ids;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 21;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY;
+  e.has_geometry = &h;
+  Env *r = tc_call(fd, &e, 5000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 21, "not valid UTF-8 (byte 3 of 5)");
+  cr_expect_str_eq(r->error->field, "hasGeometry.geometryIds[1]");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  expect_usable(fd, 22);
+  /* a body name of 'x' and 30 two-byte characters: the error quotes the
+   * name with a byte limit, which used to cut a character in two */
+  char name[64] = "x";
+  for (int i = 0; i < 30; i++) strcat(name, "\xC3\xA9");
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0);
+  tc_body(&b2, &p2, &v2, 2, "0123456789abcdef", 0, 0, 0);
+  b2.name = name;
+  r = query(fd, 23, bodies, 2);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__NOT_FOUND, 23, "body 2");
+  cr_expect_eq(cd_utf8_valid_prefix(r->error->message, strlen(r->error->message)), strlen(r->error->message),
+               "valid UTF-8: %s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* an OBJ whose bad token is not UTF-8: the parse error quotes it */
+  static const char obj[] = "v 0 0 0\nv 1 0 0\nv 0 1 \xFF\xFE\nf 1 2 3\n";
+  Contactd__V1__MeshFile mf = CONTACTD__V1__MESH_FILE__INIT;
+  mf.format = CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_OBJ;
+  mf.data.data = (uint8_t *)obj;
+  mf.data.len = sizeof obj - 1;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE;
+  rg.mesh_file = &mf;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  e = (Env)CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 24;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  e.register_geometry = &rg;
+  r = tc_call(fd, &e, 30000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 24, "OBJ line 3");
+  cr_expect_eq(cd_utf8_valid_prefix(r->error->message, strlen(r->error->message)), strlen(r->error->message),
+               "valid UTF-8: %s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(fd);
+  /* JSON: the same refusal, naming the field */
+  fd = tc_connect_tcp(D.port);
+  tc_send_line(fd, "{\"requestId\":\"25\",\"hello\":{\"clientName\":\"bad\xC0\x80\"}}");
+  char *l = tc_recv_line(fd, 5000);
+  cr_assert(l);
+  cr_expect(strstr(l, "\"requestId\":\"25\"") && strstr(l, "INVALID_ARGUMENT") && strstr(l, "hello.clientName"),
+            "%s", l);
+  cr_expect_eq(cd_utf8_valid_prefix(l, strlen(l)), strlen(l), "the reply line is valid UTF-8: %s", l);
+  free(l);
+  tc_send_line(fd, "{\"requestId\":\"26\",\"stats\":{}}");
+  l = tc_recv_line(fd, 5000);
+  cr_expect(l && strstr(l, "statsReply"), "still usable: %s", l);
+  free(l);
   close(fd);
 }
 
