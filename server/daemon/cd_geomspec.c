@@ -124,9 +124,11 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
     return cd_status_set(st, CD_INVALID, "registerGeometry.compliance",
                          "must be COMPLIANCE_RIGID or COMPLIANCE_COMPLIANT (got %d)", (int)r->compliance);
   int compliant = r->compliance == CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
-  if (compliant && !pos(r->modulus))
+  /* a subnormal modulus (5e-324 Pa) underflows everything derived from it,
+   * the default point stiffness first */
+  if (compliant && !(pos(r->modulus) && isnormal(r->modulus)))
     return cd_status_set(st, CD_INVALID, "registerGeometry.modulus",
-                         "a compliant geometry needs a finite modulus > 0 (got %g)", r->modulus);
+                         "a compliant geometry needs a finite modulus > 0, not subnormal (got %g)", r->modulus);
   if (r->slab_thickness && !pos(r->slab_thickness->value))
     return cd_status_set(st, CD_INVALID, "registerGeometry.slabThickness", "must be finite and > 0 (got %g)",
                          r->slab_thickness->value);

@@ -568,8 +568,14 @@ static void qjob_run(cd_job *job, cd_worker *w) {
     ce_errno e = ce_contact(&q->bodies[pr->a].body, &q->bodies[pr->b].body, &opt, w->arena, &r, &err);
     uint64_t us = (cd_now_ns() - t0) / 1000;
     if (e != CE_OK) {
-      cd_status_set(&j->err, cd_status_from_ce(e), "", "pair %lld (bodies %u and %u): %s", (long long)i,
-                    q->bodies[pr->a].id, q->bodies[pr->b].id, err.message[0] ? err.message : ce_strerror(e));
+      char hint[160] = "";
+      if (e == CE_ENOMEM) /* the worker's arena: name the limit */
+        snprintf(hint, sizeof hint,
+                 " (a pair's scratch is bounded by worker_arena_bytes, %llu bytes: ask for less detail, or use "
+                 "coarser geometry)",
+                 (unsigned long long)q->srv->cfg.limits.worker_arena_bytes);
+      cd_status_set(&j->err, cd_status_from_ce(e), "", "pair %lld (bodies %u and %u): %s%s", (long long)i,
+                    q->bodies[pr->a].id, q->bodies[pr->b].id, err.message[0] ? err.message : ce_strerror(e), hint);
       j->err_pair = i;
       return;
     }

@@ -161,6 +161,10 @@ Test(geomspec, checks_name_the_field) {
   sphere_msg(&r, &s, 0.1, 0);
   cr_expect_eq(cd_geomspec_check(&r, &l, &st), CD_INVALID);
   cr_expect_str_eq(st.field, "registerGeometry.modulus");
+  sphere_msg(&r, &s, 0.1, 5e-324); /* subnormal: its default point stiffness would be 0 */
+  cr_expect_eq(cd_geomspec_check(&r, &l, &st), CD_INVALID);
+  cr_expect_str_eq(st.field, "registerGeometry.modulus");
+  cr_expect(strstr(st.message, "not subnormal"), "%s", st.message);
   sphere_msg(&r, &s, 1.0, 1e6);
   r.resolution_hint = 1e-5; /* ~8e15 elements */
   cr_expect_eq(cd_geomspec_check(&r, &l, &st), CD_EXHAUSTED);

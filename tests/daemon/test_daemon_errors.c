@@ -373,6 +373,36 @@ static void small_limits(void) {
   start_with(extra);
 }
 
+static void tiny_arena(void) {
+  static char path[] = "/tmp/contactd-test-arena.json";
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"limits\": {\"worker_arena_bytes\": 65536}}\n");
+  fclose(f);
+  const char *extra[] = {"--config", path, NULL};
+  start_with(extra);
+}
+
+/* A pair whose scratch passes worker_arena_bytes fails naming the limit
+ * and its size; the connection goes on (and the bystander's coarse pair,
+ * which fits, is answered). */
+Test(bad_input, pair_over_worker_arena_bytes_names_the_limit, .init = tiny_arena) {
+  int fd = tc_connect_tcp(D.port);
+  char *fine = tc_register_sphere(fd, 30, 0.1, 1e6, 0.005);
+  cr_assert(fine);
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, fine, 0, 0, 0.09);
+  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
+  Env *r = query(fd, 31, bodies, 2);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 31, "worker_arena_bytes, 65536 bytes");
+  cr_expect(strstr(r->error->message, "pair 0 (bodies 1 and 2)"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  expect_usable(fd, 32);
+  free(fine);
+  close(fd);
+}
+
 Test(bad_input, too_many_bodies, .init = small_limits) {
   int fd = tc_connect_tcp(D.port);
   Contactd__V1__Body b[5], *bodies[5];
