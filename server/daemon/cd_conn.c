@@ -72,10 +72,46 @@ void cd_conn_close(cd_conn *c, const char *reason) {
   uv_close((uv_handle_t *)&c->idle, on_handle_closed);
 }
 
+/* Lingering close. A connection ended by an error (framing lost, a frame
+ * over max_frame_bytes, a slow sender) usually has unread input: the rest
+ * of the frame the client is still sending. Closing a TCP socket with
+ * unread input sends a reset, and the client's kernel then discards the
+ * error reply it has not read yet. So once the replies are written the
+ * write side is shut (FIN after the error), and input is read and dropped
+ * until the client closes or linger_ms passes; then the connection
+ * closes. */
+static void on_linger_timeout(uv_timer_t *t) {
+  cd_conn *c = t->data;
+  cd_conn_close(c, c->fatal_why);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status) {
+  (void)req;
+  (void)status; /* the close that follows reports nothing more */
+}
+
+static void start_reading(cd_conn *c);
+
+static void linger(cd_conn *c) {
+  const cd_limits *l = lim(c);
+  c->lingering = 1;
+  c->shut.data = c;
+  if (uv_shutdown(&c->shut, (uv_stream_t *)&c->h, on_shutdown) != 0) {
+    cd_conn_close(c, c->fatal_why);
+    return;
+  }
+  uv_timer_stop(&c->idle);
+  uv_timer_start(&c->idle, on_linger_timeout, l->linger_ms, 0);
+  start_reading(c);
+}
+
 static void maybe_finish(cd_conn *c) {
-  if (c->closing) return;
+  if (c->closing || c->lingering) return;
   int quiet = inflight(c) == 0 && c->out_bytes == 0 && c->held_len == 0;
-  if (c->fatal && c->base_seq == c->next_seq && c->out_bytes == 0) cd_conn_close(c, c->fatal_why);
+  if (c->fatal && c->base_seq == c->next_seq && c->out_bytes == 0) {
+    if (c->eof || c->rejected || c->srv->draining || !lim(c)->linger_ms) cd_conn_close(c, c->fatal_why);
+    else linger(c);
+  }
   else if (c->eof && quiet) cd_conn_close(c, "peer closed");
   else if (c->srv->draining && quiet) cd_conn_close(c, "server shutting down");
 }
@@ -154,8 +190,7 @@ static void resume_input(cd_conn *c) {
   }
   if (!c->closing && !c->fatal && !c->eof && !c->reading && !c->srv->draining && c->held_len == 0 &&
       !c->mem_waiting && inflight(c) < c->ring_cap) {
-    extern void cd_conn_start_reading(cd_conn *);
-    cd_conn_start_reading(c);
+    start_reading(c);
   }
 }
 
@@ -783,6 +818,11 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   cd_conn *c = st->data;
+  if (c->lingering) { /* dropped; the client's end or linger_ms closes */
+    if (!c->closing && nread < 0) cd_conn_close(c, c->fatal_why);
+    free(buf->base);
+    return;
+  }
   if (nread > 0) {
     touch(c);
     cd_conn_ref(c);
@@ -817,7 +857,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   free(buf->base);
 }
 
-void cd_conn_start_reading(cd_conn *c) {
+static void start_reading(cd_conn *c) {
   if (c->reading || c->closing) return;
   if (uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read) == 0) c->reading = 1;
 }
@@ -885,13 +925,14 @@ void cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp) {
     /* One UNAVAILABLE error (protobuf framing: the client may speak JSON,
      * but it cannot have said so yet), then close. */
     c->wire = CD_WIRE_PROTO;
+    c->rejected = 1; /* lingering would hold a slot it does not have */
     char msg[128];
     snprintf(msg, sizeof msg, "too many connections (max_connections %llu)", (unsigned long long)l->max_connections);
     fatal_framing(c, CD_UNAVAILABLE, msg);
     return;
   }
   if (l->idle_timeout_ms) uv_timer_start(&c->idle, on_idle, l->idle_timeout_ms, l->idle_timeout_ms);
-  cd_conn_start_reading(c);
+  start_reading(c);
 }
 
 /* ---- session ----------------------------------------------------------- */

@@ -47,6 +47,9 @@ struct cd_conn {
   int closing;        /* close requested: no more input or replies */
   int eof;            /* peer half-closed: finish, flush, then close */
   int fatal;          /* input cannot go on: close once queued replies flush */
+  int rejected;       /* over max_connections: closed without lingering */
+  int lingering;      /* fatal, replies written, write side shut: reading and dropping */
+  uv_shutdown_t shut;
   const char *fatal_why; /* why, for the log: "framing error" or "slow sender" */
   int reading;
   int processing;     /* inside process(): flush must not resume input */

@@ -60,6 +60,9 @@
   XX(frame_min_rate_bytes, 65536, "bytes/s",                                               \
      "the slowest a frame holding request memory may arrive while others wait (0 = any)")  \
   XX(idle_timeout_ms, 300000, "ms", "a connection with no traffic and no work is closed") \
+  XX(linger_ms, 2000, "ms",                                                                \
+     "after an error that ends a connection, what the client still sends is read and "     \
+     "dropped for up to this long, so the error reply is not lost to a TCP reset")        \
   XX(max_connections, 1024, "connections", "open client connections (TCP + Unix)")        \
   XX(max_streams_per_conn, 64, "streams", "open streams on one connection")               \
   XX(cache_bytes, 1024 * CD_MIB, "bytes",                                                  \

@@ -117,6 +117,42 @@ Test(bad_input, length_prefix_over_the_cap) {
   close(fd);
 }
 
+static void small_frames(void) {
+  static char path[] = "/tmp/contactd-test-small-frames.json";
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"limits\": {\"max_frame_bytes\": 65536}}\n");
+  fclose(f);
+  const char *extra[] = {"--config", path, NULL};
+  start_with(extra);
+}
+
+/* A client sends a whole frame over max_frame_bytes, as clients do. The
+ * server answers after reading the length alone, and used to close with
+ * the rest of the frame unread: the kernel then sent a reset and the
+ * client lost the error (3 times in 10 in the fuzz run). Now the server
+ * shuts its write side and drops input until the client closes (or
+ * linger_ms): every round gets the error, then the end of the stream. */
+Test(bad_input, whole_frame_over_the_cap_gets_its_error, .init = small_frames) {
+  const size_t body = 2400000;
+  uint8_t *buf = calloc(1, body + 10);
+  size_t n = 0;
+  for (uint64_t len = body; ; len >>= 7) {
+    buf[n++] = (uint8_t)(len & 0x7F) | (len >= 0x80 ? 0x80 : 0);
+    if (len < 0x80) break;
+  }
+  for (int round = 0; round < 8; round++) {
+    int fd = tc_connect_tcp(D.port);
+    cr_assert_eq(tc_send_raw(fd, buf, n + body), 0, "round %d: the whole frame is taken", round);
+    Env *r = tc_recv(fd, 5000);
+    expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 0, "frame length 2400000 exceeds the limit");
+    if (r) contactd__v1__envelope__free_unpacked(r, NULL);
+    shutdown(fd, SHUT_WR);
+    cr_expect(tc_wait_closed(fd, 5000), "round %d: then the server closes", round);
+    close(fd);
+  }
+  free(buf);
+}
+
 Test(bad_input, random_bytes) {
   int fd = tc_connect_tcp(D.port);
   /* a 6-byte frame of noise: framing survives, the message does not decode */
