@@ -29,6 +29,14 @@ static void start_with(const char *const *extra) {
   cr_assert(sphere && plane);
 }
 static void up(void) { start_with(NULL); }
+/* Start with a config file at path whose "limits" object holds `limits`. */
+static void start_with_limits(const char *path, const char *limits) {
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"limits\": {%s}}\n", limits);
+  fclose(f);
+  const char *extra[] = {"--config", path, NULL};
+  start_with(extra);
+}
 
 static Env *hello(int fd, uint64_t id) {
   Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
@@ -118,12 +126,7 @@ Test(bad_input, length_prefix_over_the_cap) {
 }
 
 static void small_frames(void) {
-  static char path[] = "/tmp/contactd-test-small-frames.json";
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"limits\": {\"max_frame_bytes\": 65536}}\n");
-  fclose(f);
-  const char *extra[] = {"--config", path, NULL};
-  start_with(extra);
+  start_with_limits("/tmp/contactd-test-small-frames.json", "\"max_frame_bytes\": 65536");
 }
 
 /* A client sends a whole frame over max_frame_bytes, as clients do. The
@@ -400,23 +403,9 @@ Test(bad_input, inverted_tet_mesh) {
   close(fd);
 }
 
-static void small_limits(void) {
-  static char path[] = "/tmp/contactd-test-limits.json";
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"_comment\": \"test\", \"limits\": {\"max_bodies_per_query\": 4}}\n");
-  fclose(f);
-  const char *extra[] = {"--config", path, NULL};
-  start_with(extra);
-}
+static void small_limits(void) { start_with_limits("/tmp/contactd-test-limits.json", "\"max_bodies_per_query\": 4"); }
 
-static void tiny_arena(void) {
-  static char path[] = "/tmp/contactd-test-arena.json";
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"limits\": {\"worker_arena_bytes\": 65536}}\n");
-  fclose(f);
-  const char *extra[] = {"--config", path, NULL};
-  start_with(extra);
-}
+static void tiny_arena(void) { start_with_limits("/tmp/contactd-test-arena.json", "\"worker_arena_bytes\": 65536"); }
 
 /* A pair whose scratch passes worker_arena_bytes fails naming the limit
  * and its size; the connection goes on (and the bystander's coarse pair,
@@ -501,20 +490,10 @@ Test(bad_input, update_on_a_closed_stream) {
 }
 
 static void tiny_output(void) {
-  const char *extra[] = {"--config", "/tmp/contactd-test-output.json", NULL};
-  FILE *f = fopen(extra[1], "w");
-  fprintf(f, "{\"limits\": {\"max_output_bytes\": 65536, \"max_inflight_per_conn\": 4096}}\n");
-  fclose(f);
-  start_with(extra);
+  start_with_limits("/tmp/contactd-test-output.json", "\"max_output_bytes\": 65536, \"max_inflight_per_conn\": 4096");
 }
 
-static void tinier_output(void) {
-  const char *extra[] = {"--config", "/tmp/contactd-test-output2.json", NULL};
-  FILE *f = fopen(extra[1], "w");
-  fprintf(f, "{\"limits\": {\"max_output_bytes\": 512}}\n");
-  fclose(f);
-  start_with(extra);
-}
+static void tinier_output(void) { start_with_limits("/tmp/contactd-test-output2.json", "\"max_output_bytes\": 512"); }
 
 /* One reply larger than max_output_bytes, to a client that reads, is not a
  * slow reader: nothing else was queued before it. */
@@ -564,21 +543,16 @@ Test(bad_input, client_that_stops_reading_is_disconnected, .init = tiny_output) 
  * 0.9 MiB of converted structs; the coarse sphere's polygon surface is 9.5 KB
  * encoded, 15 KB as JSON text (far more while cJSON builds it); a
  * wrench-only reply is 222 bytes. */
-static void reply_limit(const char *path, const char *limits) {
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"limits\": {%s}}\n", limits);
-  fclose(f);
-  const char *extra[] = {"--config", path, NULL};
-  start_with(extra);
-}
 /* 1.5 MiB: one fine surface fits, two do not; one pair per job, so the two
  * workers convert at once and share the budget. */
 static void reply_limit_proto(void) {
-  reply_limit("/tmp/contactd-test-reply.json", "\"max_reply_bytes\": 1572864, \"pairs_per_job\": 1");
+  start_with_limits("/tmp/contactd-test-reply.json", "\"max_reply_bytes\": 1572864, \"pairs_per_job\": 1");
 }
 /* 32 KiB: the coarse polygon surface converts (about 10 KB) but its JSON
  * encoding does not fit. */
-static void reply_limit_json(void) { reply_limit("/tmp/contactd-test-reply-json.json", "\"max_reply_bytes\": 32768"); }
+static void reply_limit_json(void) {
+  start_with_limits("/tmp/contactd-test-reply-json.json", "\"max_reply_bytes\": 32768");
+}
 
 /* Three fine spheres side by side on the plane (bodies 1-3, the plane 4),
  * the pairs sphere-plane, full triangle surfaces (about 0.9 MiB of
@@ -745,7 +719,7 @@ Test(bad_input, json_reply_over_max_reply_bytes_fails_that_request_only, .init =
  * gives its bytes back when it is sent, one surface after another keeps
  * fitting (a leak would fail the second). */
 static void reply_memory_limit(void) {
-  reply_limit("/tmp/contactd-test-reply-mem.json", "\"reply_memory_bytes\": 1572864, \"pairs_per_job\": 1");
+  start_with_limits("/tmp/contactd-test-reply-mem.json", "\"reply_memory_bytes\": 1572864, \"pairs_per_job\": 1");
 }
 
 Test(bad_input, replies_over_reply_memory_bytes_fail_and_give_memory_back, .init = reply_memory_limit) {

@@ -54,24 +54,39 @@ static uint64_t open_stream(const char *sphere, const char *plane, int mode, int
   return id;
 }
 
+/* A StreamUpdate moving body 1 to height z, in caller-owned storage. */
+typedef struct update_msg {
+  Contactd__V1__Vec3 pos;
+  Contactd__V1__Pose pose;
+  Contactd__V1__BodyState bs, *bsp[1];
+  Contactd__V1__StreamUpdate u;
+  Env e;
+} update_msg;
+
+static Env *update_init(update_msg *m, uint64_t sid, uint64_t request_id, uint64_t seq, double z) {
+  contactd__v1__vec3__init(&m->pos);
+  m->pos.z = z;
+  contactd__v1__pose__init(&m->pose);
+  m->pose.position = &m->pos;
+  contactd__v1__body_state__init(&m->bs);
+  m->bs.body_id = 1;
+  m->bs.pose = &m->pose;
+  m->bsp[0] = &m->bs;
+  contactd__v1__stream_update__init(&m->u);
+  m->u.stream_id = sid;
+  m->u.sequence = seq;
+  m->u.n_bodies = 1;
+  m->u.bodies = m->bsp;
+  contactd__v1__envelope__init(&m->e);
+  m->e.request_id = request_id;
+  m->e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE;
+  m->e.stream_update = &m->u;
+  return &m->e;
+}
+
 static void send_update(uint64_t sid, uint64_t request_id, uint64_t seq, double z) {
-  Contactd__V1__Vec3 pos = CONTACTD__V1__VEC3__INIT;
-  pos.z = z;
-  Contactd__V1__Pose pose = CONTACTD__V1__POSE__INIT;
-  pose.position = &pos;
-  Contactd__V1__BodyState bs = CONTACTD__V1__BODY_STATE__INIT, *bsp[1] = {&bs};
-  bs.body_id = 1;
-  bs.pose = &pose;
-  Contactd__V1__StreamUpdate u = CONTACTD__V1__STREAM_UPDATE__INIT;
-  u.stream_id = sid;
-  u.sequence = seq;
-  u.n_bodies = 1;
-  u.bodies = bsp;
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.request_id = request_id;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE;
-  e.stream_update = &u;
-  cr_assert_eq(tc_send(fd, &e), 0);
+  update_msg m;
+  cr_assert_eq(tc_send(fd, update_init(&m, sid, request_id, seq, z)), 0);
 }
 
 static Env *close_stream(uint64_t sid, uint64_t request_id) {
@@ -216,30 +231,17 @@ Test(stream_held, close_held_behind_a_running_update) {
   uint64_t sid = open_stream(sphere, plane, CONTACTD__V1__STREAM_MODE__STREAM_MODE_QUEUE_ALL, 0,
                              CONTACTD__V1__DETAIL__DETAIL_SURFACE, 3);
   /* one write: the update, three Hellos (4 slots), the CloseStream */
-  Contactd__V1__Vec3 pos = CONTACTD__V1__VEC3__INIT;
-  pos.z = 0.09;
-  Contactd__V1__Pose pose = CONTACTD__V1__POSE__INIT;
-  pose.position = &pos;
-  Contactd__V1__BodyState bs = CONTACTD__V1__BODY_STATE__INIT, *bsp[1] = {&bs};
-  bs.body_id = 1;
-  bs.pose = &pose;
-  Contactd__V1__StreamUpdate u = CONTACTD__V1__STREAM_UPDATE__INIT;
-  u.stream_id = sid;
-  u.sequence = 1;
-  u.n_bodies = 1;
-  u.bodies = bsp;
+  update_msg um;
   Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
   Contactd__V1__CloseStream cs = CONTACTD__V1__CLOSE_STREAM__INIT;
   cs.stream_id = sid;
   Env e[5];
-  for (int k = 0; k < 5; k++) {
+  e[0] = *update_init(&um, sid, 4, 1, 0.09);
+  for (int k = 1; k < 5; k++) {
     contactd__v1__envelope__init(&e[k]);
     e[k].request_id = 4 + (uint64_t)k;
-    e[k].msg_case = k == 0 ? CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE
-                    : k < 4 ? CONTACTD__V1__ENVELOPE__MSG_HELLO
-                            : CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM;
+    e[k].msg_case = k < 4 ? CONTACTD__V1__ENVELOPE__MSG_HELLO : CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM;
   }
-  e[0].stream_update = &u;
   e[1].hello = e[2].hello = e[3].hello = &h;
   e[4].close_stream = &cs;
   uint8_t *burst = NULL;
