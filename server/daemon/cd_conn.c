@@ -117,6 +117,10 @@ static void maybe_finish(cd_conn *c) {
 }
 
 void cd_conn_drain(cd_conn *c) {
+  if (c->lingering) { /* its error is out; a shutdown does not wait for the linger */
+    cd_conn_close(c, c->fatal_why);
+    return;
+  }
   if (c->reading) {
     uv_read_stop((uv_stream_t *)&c->h);
     c->reading = 0;
