@@ -199,8 +199,13 @@ static void resume_input(cd_conn *c) {
 }
 
 
+/* Reply bytes libuv has not yet handed to the kernel. out_bytes counts every
+ * reply until its write callback, which runs on a later loop turn, so replies
+ * the kernel took at once would look queued to a client that reads. */
+static uint64_t unsent(cd_conn *c) { return (uint64_t)uv_stream_get_write_queue_size((uv_stream_t *)&c->h); }
+
 static void flush(cd_conn *c) {
-  uint64_t prior = c->out_bytes; /* queued and unwritten before this batch */
+  uint64_t prior = unsent(c); /* waiting for the socket before this batch */
   while (c->base_seq < c->next_seq && !c->closing) {
     cd_slot *s = &c->ring[c->base_seq % c->ring_cap];
     if (s->state == CD_SLOT_WAITING) break;
@@ -214,18 +219,18 @@ static void flush(cd_conn *c) {
     c->base_seq++;
   }
   if (c->closing) return;
-  /* Slow reader: only when bytes were already waiting before this batch, and
-   * never for the oldest pending write alone (out_bytes only drops in
-   * on_write, a later loop iteration, so one large reply or one batch is not
-   * a sign of a client that stopped reading). */
-  uint64_t head = c->wq_head ? c->wq_head->len : 0;
-  if (prior > 0 && c->out_bytes - head > lim(c)->max_output_bytes) {
+  /* Slow reader: bytes the socket would not take were already waiting before
+   * this batch, and what waits now exceeds max_output_bytes by more than the
+   * oldest pending reply (one large reply, or one batch written into an empty
+   * socket, is not a sign of a client that stopped reading). */
+  uint64_t head = c->wq_head ? c->wq_head->len : 0, waiting = unsent(c);
+  if (prior > 0 && waiting > head && waiting - head > lim(c)->max_output_bytes) {
     char why[160];
     snprintf(why, sizeof why, "client is not reading: %llu reply bytes queued (max_output_bytes %llu)",
-             (unsigned long long)c->out_bytes, (unsigned long long)lim(c)->max_output_bytes);
+             (unsigned long long)waiting, (unsigned long long)lim(c)->max_output_bytes);
     c->srv->stats.disconnects_slow_reader++;
     cd_log(CD_LOG_WARN, "slow reader disconnected", "conn=%llu peer=%s queued_bytes=%llu",
-           (unsigned long long)c->id, c->peer, (unsigned long long)c->out_bytes);
+           (unsigned long long)c->id, c->peer, (unsigned long long)waiting);
     cd_conn_close(c, why);
     return;
   }
@@ -343,7 +348,7 @@ void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   if (c->closing || seq != c->base_seq) return;
   cd_slot *s = &c->ring[seq % c->ring_cap];
   if (s->state != CD_SLOT_WAITING) return;
-  if (c->out_bytes > lim(c)->max_output_bytes / 2) return; /* advisory: never the reason to drop a reader */
+  if (unsent(c) > lim(c)->max_output_bytes / 2) return; /* advisory: never the reason to drop a reader */
   size_t len = 0;
   char *out = NULL;
   cd_status st;

@@ -77,7 +77,7 @@ struct cd_conn {
   /* reorder ring: sequence numbers base .. next-1 are in flight */
   cd_slot *ring;
   uint64_t ring_cap, base_seq, next_seq;
-  uint64_t out_bytes; /* reply bytes handed to uv_write and not yet written */
+  uint64_t out_bytes; /* reply bytes handed to uv_write whose callback has not run */
   struct cd_wreq *wq_head, *wq_tail; /* pending writes, oldest first (they complete in order) */
   uint64_t requests;
   cd_budget scratch;  /* JSON encoding */

@@ -46,7 +46,7 @@
   XX(max_inflight_per_conn, 256, "requests",                                               \
      "requests read but not yet answered on one connection; reading pauses beyond it")    \
   XX(max_output_bytes, 256 * CD_MIB, "bytes",                                              \
-     "reply bytes queued to one connection; a client that stops reading is disconnected") \
+     "reply bytes one connection's socket has not taken; a client that stops reading is dropped") \
   XX(max_reply_bytes, 256 * CD_MIB, "bytes",                                               \
      "memory building one reply may take: its converted results, and its encoding")       \
   XX(reply_memory_bytes, 1024 * CD_MIB, "bytes",                                           \

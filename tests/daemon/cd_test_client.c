@@ -91,15 +91,26 @@ int tc_send_raw(int fd, const void *data, size_t n) {
   return 0;
 }
 
-int tc_send(int fd, const Contactd__V1__Envelope *env) {
-  size_t body;
-  size_t total = cd_frame_size(&env->base, &body);
-  uint8_t *buf = malloc(total);
-  cd_frame_write(&env->base, body, buf);
-  int rc = tc_send_raw(fd, buf, total);
+int tc_send_burst(int fd, const Contactd__V1__Envelope *env, int n) {
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  for (int k = 0; k < n; k++) {
+    size_t body, m = cd_frame_size(&env[k].base, &body);
+    uint8_t *grown = realloc(buf, len + m);
+    if (!grown) {
+      free(buf);
+      return -1;
+    }
+    buf = grown;
+    cd_frame_write(&env[k].base, body, buf + len);
+    len += m;
+  }
+  int rc = tc_send_raw(fd, buf, len);
   free(buf);
   return rc;
 }
+
+int tc_send(int fd, const Contactd__V1__Envelope *env) { return tc_send_burst(fd, env, 1); }
 
 /* Read exactly n bytes within the deadline. */
 static int read_full(int fd, void *buf, size_t n, long deadline) {

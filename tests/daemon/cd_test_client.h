@@ -32,6 +32,9 @@ int tc_connect_unix(const char *path);
 /* Protobuf framing. */
 int tc_send(int fd, const Contactd__V1__Envelope *env);
 int tc_send_raw(int fd, const void *data, size_t n);
+/* Frame n envelopes into one buffer and send it with one write, so the server
+ * reads them together. */
+int tc_send_burst(int fd, const Contactd__V1__Envelope *env, int n);
 /* NULL on EOF, error or timeout (ms). Free with contactd__v1__envelope__free_unpacked. */
 Contactd__V1__Envelope *tc_recv(int fd, int timeout_ms);
 /* 1 if the peer closed the connection within timeout_ms (reads and drops data). */

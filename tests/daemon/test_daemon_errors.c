@@ -523,6 +523,43 @@ Test(bad_input, single_reply_over_max_output_bytes_is_delivered, .init = tinier_
   close(fd);
 }
 
+/* Replies the socket takes at once are not queued: a Hello and a
+ * HasGeometry in one write are answered in two flushes of one loop turn, and
+ * the first reply's write callback has not run when the second is checked. */
+Test(bad_input, replies_the_socket_took_do_not_count_as_queued, .init = tinier_output) {
+  int fd = tc_connect_tcp(D.port);
+  char ids[20][65], *idp[20];
+  for (int k = 0; k < 20; k++) {
+    snprintf(ids[k], sizeof ids[k], "%064x", k);
+    idp[k] = ids[k];
+  }
+  Contactd__V1__HasGeometry hg = CONTACTD__V1__HAS_GEOMETRY__INIT;
+  hg.n_geometry_ids = 20;
+  hg.geometry_ids = idp;
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  Env e[2] = {CONTACTD__V1__ENVELOPE__INIT, CONTACTD__V1__ENVELOPE__INIT};
+  e[0].request_id = 60;
+  e[0].msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
+  e[0].hello = &h;
+  e[1].request_id = 61;
+  e[1].msg_case = CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY;
+  e[1].has_geometry = &hg;
+  cr_assert_eq(tc_send_burst(fd, e, 2), 0);
+  for (uint64_t id = 60; id <= 61; id++) {
+    Env *r = tc_recv(fd, 10000);
+    cr_assert(r, "reply %llu delivered", (unsigned long long)id);
+    cr_expect_eq(r->request_id, id);
+    if (id == 61) {
+      cr_expect_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY_REPLY);
+      cr_expect_gt(contactd__v1__envelope__get_packed_size(r), 512, "this reply alone exceeds the limit");
+    }
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  cr_expect_eq(tc_log_count(&D, "slow reader disconnected"), 0);
+  expect_usable(fd, 62);
+  close(fd);
+}
+
 Test(bad_input, client_that_stops_reading_is_disconnected, .init = tiny_output) {
   int fd = tc_connect_tcp(D.port);
   int small = 4096;
