@@ -279,8 +279,9 @@ void cd_stream_update(cd_req *r) {
   uint64_t slot = r->seq, t0 = r->t0_ns, sequence = m->sequence;
   cd_req_free(r); /* the state is copied; the reply goes to `slot` */
   if (s->latest_only && s->running > 0) {
-    if (s->has_next) {
-      cd_conn_skip(c, s->next_slot); /* overtaken before it started */
+    int overtaken = s->has_next; /* the waiting update never started */
+    uint64_t overtaken_slot = s->next_slot;
+    if (overtaken) {
       s->dropped++;
       s->dropped_since_result++;
     }
@@ -288,6 +289,7 @@ void cd_stream_update(cd_req *r) {
     s->next_slot = slot;
     s->next_sequence = sequence;
     s->next_t0 = t0;
+    if (overtaken) cd_conn_skip(c, overtaken_slot); /* last: its flush may close the connection */
     return;
   }
   start(s, slot, sequence, t0);
@@ -305,8 +307,9 @@ void cd_stream_close(cd_req *r) {
            (unsigned long long)id);
     return;
   }
-  if (s->has_next) { /* dropped: the stream closes before it starts */
-    cd_conn_skip(c, s->next_slot);
+  int skip = s->has_next; /* dropped: the stream closes before it starts */
+  uint64_t skip_slot = s->next_slot;
+  if (skip) {
     s->has_next = 0;
     s->dropped++;
   }
@@ -318,6 +321,9 @@ void cd_stream_close(cd_req *r) {
   unlink_stream(s);
   s->closed = 1;
   if (s->running == 0) stream_free(s);
+  /* Only now: skipping a slot flushes replies, and a flush may close the
+   * connection (slow reader), which closes its remaining streams. */
+  if (skip) cd_conn_skip(c, skip_slot);
   Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM_REPLY;
   env.close_stream_reply = &rep;

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
-#include "cd_frame.h"
 #include "cd_test_client.h"
 
 typedef Contactd__V1__Envelope Env;
@@ -244,16 +244,7 @@ Test(stream_held, close_held_behind_a_running_update) {
   }
   e[1].hello = e[2].hello = e[3].hello = &h;
   e[4].close_stream = &cs;
-  uint8_t *burst = NULL;
-  size_t len = 0;
-  for (int k = 0; k < 5; k++) {
-    size_t body, n = cd_frame_size(&e[k].base, &body);
-    burst = realloc(burst, len + n);
-    cd_frame_write(&e[k].base, body, burst + len);
-    len += n;
-  }
-  cr_assert_eq(tc_send_raw(fd, burst, len), 0);
-  free(burst);
+  cr_assert_eq(tc_send_burst(fd, e, 5), 0);
   Env *r = tc_recv(fd, 30000);
   cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT, "the update's result first");
   cr_expect_eq(r->stream_result->sequence, 1);
@@ -273,5 +264,119 @@ Test(stream_held, close_held_behind_a_running_update) {
   cr_expect(tc_alive(&D));
   free(sphere);
   free(plane);
+  down();
+}
+
+/* A client that stops reading is disconnected from inside CloseStream: the
+ * close drops the stream's overtaken update, and that skipped slot lets the
+ * replies behind it out, whose flush finds the client not reading. The
+ * connection's close closes its streams; the stream being closed was counted
+ * out twice (the open-streams gauge wrapped to 2^64 - 1) and could be freed
+ * under the close. Order on the not-reading connection, one worker kept busy
+ * by another client's build so everything arrives before the first update
+ * runs: update 1 (four fine surfaces, ~5.6 MB, more than the socket takes),
+ * update 2 (latest-only: waits behind it), a HasGeometry whose reply echoes
+ * 120,000 ids (~8 MB, ready at once but behind the updates), the close (held:
+ * three requests are in flight). */
+Test(stream_held, reader_dropped_inside_a_close_counts_the_stream_once, .timeout = 300) {
+  const char *path = "/tmp/contactd-test-stream-drop.json";
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"limits\": {\"max_inflight_per_conn\": 3, \"max_output_bytes\": 1024}}\n");
+  fclose(f);
+  const char *extra[] = {"--config", path, "--workers", "1", NULL};
+  tc_start(&D, extra);
+  fd = tc_connect_tcp(D.port);
+  char *h = tc_register_sphere(fd, 1, 0.1, 1e6, 0.005);
+  cr_assert(h);
+  int rd = tc_connect_tcp(D.port), small = 4096;
+  setsockopt(rd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  Contactd__V1__Body b[5], *bodies[5];
+  Contactd__V1__Pose p[5];
+  Contactd__V1__Vec3 v[5];
+  Contactd__V1__Pair pr[4], *prs[4];
+  const double at[5][2] = {{0, 0}, {0.12, 0}, {-0.12, 0}, {0, 0.12}, {0, -0.12}};
+  for (int k = 0; k < 5; k++) {
+    tc_body(&b[k], &p[k], &v[k], (uint32_t)k + 1, h, at[k][0], at[k][1], 0);
+    bodies[k] = &b[k];
+  }
+  for (int k = 0; k < 4; k++) {
+    contactd__v1__pair__init(&pr[k]);
+    pr[k].a = 1;
+    pr[k].b = (uint32_t)k + 2;
+    prs[k] = &pr[k];
+  }
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
+  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
+  os.n_bodies = 5;
+  os.bodies = bodies;
+  os.n_pairs = 4;
+  os.pairs = prs;
+  os.options = &o;
+  os.mode = CONTACTD__V1__STREAM_MODE__STREAM_MODE_LATEST_ONLY;
+  uint64_t sid = tc_open_stream(rd, &os, 2, 10000);
+  cr_assert_neq(sid, 0);
+
+  /* another client's build occupies the only worker */
+  int bz = tc_connect_tcp(D.port);
+  Contactd__V1__Sphere sp = CONTACTD__V1__SPHERE__INIT;
+  sp.radius = 0.1001;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
+  rg.sphere = &sp;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  rg.modulus = 1e6;
+  rg.resolution_hint = 0.004;
+  rg.want_progress = 1;
+  Env re = CONTACTD__V1__ENVELOPE__INIT;
+  re.request_id = 3;
+  re.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  re.register_geometry = &rg;
+  Env *r = tc_call(bz, &re, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS, "the build is running");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+
+  enum { NIDS = 120000 };
+  char (*ids)[65] = malloc(NIDS * sizeof *ids);
+  char **idp = malloc(NIDS * sizeof *idp);
+  for (int k = 0; k < NIDS; k++) {
+    snprintf(ids[k], sizeof ids[k], "%064x", k);
+    idp[k] = ids[k];
+  }
+  Contactd__V1__HasGeometry hg = CONTACTD__V1__HAS_GEOMETRY__INIT;
+  hg.n_geometry_ids = NIDS;
+  hg.geometry_ids = idp;
+  Contactd__V1__CloseStream cs = CONTACTD__V1__CLOSE_STREAM__INIT;
+  cs.stream_id = sid;
+  update_msg u1, u2;
+  Env e[4];
+  e[0] = *update_init(&u1, sid, 10, 1, 0);
+  e[1] = *update_init(&u2, sid, 11, 2, 0.001);
+  contactd__v1__envelope__init(&e[2]);
+  e[2].request_id = 12;
+  e[2].msg_case = CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY;
+  e[2].has_geometry = &hg;
+  contactd__v1__envelope__init(&e[3]);
+  e[3].request_id = 13;
+  e[3].msg_case = CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM;
+  e[3].close_stream = &cs;
+  cr_assert_eq(tc_send_burst(rd, e, 4), 0);
+  free(idp);
+  free(ids);
+
+  for (int k = 0; k < 3000 && !tc_log_count(&D, "slow reader disconnected"); k++) usleep(10000);
+  cr_assert_eq(tc_log_count(&D, "slow reader disconnected"), 1, "the client that does not read is dropped");
+  r = tc_stats(fd, 20, 10000);
+  cr_assert(r, "the server answers others");
+  cr_expect_eq(r->stats_reply->streams, 0, "the closed stream is counted out once (gauge %llu)",
+               (unsigned long long)r->stats_reply->streams);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  while ((r = tc_recv(bz, 300000)) && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS)
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "the other client's build completes");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  close(rd);
+  close(bz);
+  free(h);
   down();
 }
