@@ -461,7 +461,9 @@ static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
     cd_req_fail(r, &st);
     return;
   }
-  if (cd_utf8_check_message(m, &we) != 0) { /* replies must not echo invalid strings */
+  /* replies must not echo invalid strings, and a NUL would cut a string
+   * short (cd_json_decode checks JSON strings as it converts them) */
+  if (!json && cd_utf8_check_wire(&contactd__v1__envelope__descriptor, body, len, &we) != 0) {
     cd_status st;
     st.code = CD_INVALID;
     snprintf(st.field, sizeof st.field, "%s", we.field);

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cd_utf8.h"
+
 /* ---- cJSON allocation through the budget --------------------------------- */
 
 /* The budget cJSON allocates from on this thread (only inside cd_json calls). */
@@ -160,50 +162,16 @@ static const char *json_type_name(const cJSON *v) {
 
 /* ---- UTF-8 -------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at p[0..n) (1..4), or 0 if invalid
- * (overlong forms, surrogates and code points above U+10FFFF are invalid). */
-static size_t utf8_seq(const unsigned char *p, size_t n) {
-  unsigned char c = p[0];
-  if (c < 0x80) return 1;
-  size_t len;
-  uint32_t cp, min;
-  if ((c & 0xe0) == 0xc0) len = 2, cp = c & 0x1f, min = 0x80;
-  else if ((c & 0xf0) == 0xe0) len = 3, cp = c & 0x0f, min = 0x800;
-  else if ((c & 0xf8) == 0xf0) len = 4, cp = c & 0x07, min = 0x10000;
-  else return 0;
-  if (n < len) return 0;
-  for (size_t i = 1; i < len; i++) {
-    if ((p[i] & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (p[i] & 0x3f);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return len;
-}
-
-/* Offset of the first invalid byte of s[0..n), or n if all valid. */
-static size_t utf8_invalid_at(const char *s, size_t n) {
-  const unsigned char *p = (const unsigned char *)s;
-  size_t i = 0;
-  while (i < n) {
-    size_t k = utf8_seq(p + i, n - i);
-    if (!k) return i;
-    i += k;
-  }
-  return n;
-}
-
 /* s with every invalid byte replaced by U+FFFD (for output). */
 static char *utf8_sanitize(cd_budget *b, const char *s, size_t n) {
   char *o = cd_budget_alloc(b, 3 * n + 1);
   if (!o) return NULL;
-  const unsigned char *p = (const unsigned char *)s;
   size_t i = 0, j = 0;
   while (i < n) {
-    size_t k = utf8_seq(p + i, n - i);
-    if (k) {
-      memcpy(o + j, p + i, k);
-      i += k, j += k;
-    } else {
+    const size_t k = cd_utf8_valid_prefix(s + i, n - i);
+    memcpy(o + j, s + i, k);
+    i += k, j += k;
+    if (i < n) {
       memcpy(o + j, "\xef\xbf\xbd", 3);
       i++, j += 3;
     }
@@ -459,9 +427,8 @@ static int parse_value(jctx *c, const ProtobufCFieldDescriptor *f, const cJSON *
   case PROTOBUF_C_TYPE_STRING: {
     if (!cJSON_IsString(v))
       return fail(c, CD_WIRE_INVALID_ARGUMENT, "expected a string, got %s", json_type_name(v));
-    size_t n = strlen(v->valuestring), bad = utf8_invalid_at(v->valuestring, n);
-    if (bad < n)
-      return fail(c, CD_WIRE_INVALID_ARGUMENT, "invalid UTF-8 at byte %zu of the string", bad);
+    size_t n = strlen(v->valuestring), ok = cd_utf8_valid_prefix(v->valuestring, n);
+    if (ok < n) return fail(c, CD_WIRE_INVALID_ARGUMENT, "not valid UTF-8 (byte %zu of %zu)", ok, n);
     char *s = cd_budget_strndup(c->b, v->valuestring, n);
     if (!s) return fail_budget(c);
     *(char **)dst = s;
@@ -585,6 +552,26 @@ static int parse_message(jctx *c, const ProtobufCMessageDescriptor *d, const cJS
   return 0;
 }
 
+/* Offset of the first NUL inside a string of the valid JSON text t[0..n),
+ * escaped (\u0000) or raw, or n. cJSON keeps it, and the C string it hands
+ * over would end there. */
+static size_t string_nul(const char *t, size_t n) {
+  int in = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!in) {
+      in = t[i] == '"';
+    } else if (t[i] == '"') {
+      in = 0;
+    } else if (t[i] == 0) {
+      return i;
+    } else if (t[i] == '\\') {
+      if (n - i >= 6 && !memcmp(t + i + 1, "u0000", 5)) return i;
+      i++; /* the escaped character */
+    }
+  }
+  return n;
+}
+
 ProtobufCMessage *cd_json_decode(const ProtobufCMessageDescriptor *desc, const char *text,
                                  size_t len, cd_budget *b, cd_wire_error *err) {
   cd_json_global_init();
@@ -621,55 +608,15 @@ ProtobufCMessage *cd_json_decode(const ProtobufCMessageDescriptor *desc, const c
       goto out;
     }
   }
+  size_t nul = string_nul(text, (size_t)(end - text));
+  if (nul < (size_t)(end - text)) {
+    fail(&c, CD_WIRE_INVALID_ARGUMENT, "a string holds a NUL character (\\u0000) at byte %zu", nul);
+    goto out;
+  }
   if (parse_message(&c, desc, root, &m)) m = NULL;
 out:
   b->exhausted = was || b->exhausted;
   return m; /* the cJSON tree stays in the budget; freed with it */
-}
-
-/* ---- UTF-8 check of decoded messages --------------------------------------- */
-
-static int check_utf8(jctx *c, const ProtobufCMessage *m) {
-  const ProtobufCMessageDescriptor *d = m->descriptor;
-  const uint8_t *base = (const uint8_t *)m;
-  for (unsigned i = 0; i < d->n_fields; i++) {
-    const ProtobufCFieldDescriptor *f = &d->fields[i];
-    if (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
-    if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
-        *(const uint32_t *)(base + f->quantifier_offset) != f->id)
-      continue;
-    size_t n = 1;
-    const uint8_t *arr = base + f->offset;
-    int rep = f->label == PROTOBUF_C_LABEL_REPEATED;
-    if (rep) {
-      n = *(const size_t *)(base + f->quantifier_offset);
-      arr = *(const uint8_t *const *)arr;
-    }
-    for (size_t k = 0; k < n; k++) {
-      const void *v = *(const void *const *)(arr + k * sizeof(void *));
-      if (!v) continue;
-      size_t saved = push_field(c, f);
-      if (rep) push_index(c, k);
-      int rc = 0;
-      if (f->type == PROTOBUF_C_TYPE_STRING) {
-        size_t len = strlen(v), bad = utf8_invalid_at(v, len);
-        if (bad < len)
-          rc = fail(c, CD_WIRE_INVALID_ARGUMENT, "invalid UTF-8 at byte %zu of the string", bad);
-      } else {
-        rc = check_utf8(c, v);
-      }
-      if (rc) return -1;
-      pop(c, saved);
-    }
-  }
-  return 0;
-}
-
-int cd_wire_check_utf8(const ProtobufCMessage *m, cd_wire_error *err) {
-  jctx c = {.b = NULL, .err = err};
-  c.path[0] = 0;
-  if (err) err->code = CD_WIRE_OK, err->field[0] = 0, err->message[0] = 0;
-  return check_utf8(&c, m);
 }
 
 /* ---- message -> JSON ------------------------------------------------------ */
@@ -739,7 +686,7 @@ static cJSON *emit_value(jctx *c, const ProtobufCFieldDescriptor *f, const void 
     const char *s = *(char *const *)src;
     if (!s) s = "";
     size_t n = strlen(s);
-    if (utf8_invalid_at(s, n) < n) { /* from a binary client: keep the JSON valid */
+    if (cd_utf8_valid_prefix(s, n) < n) { /* an error text quoting client bytes: keep the JSON valid */
       s = utf8_sanitize(c->b, s, n);
       if (!s) return NULL;
     }

@@ -44,7 +44,8 @@ void cd_json_global_init(void);
 /* Parse text[0..len) (need not be NUL-terminated; surrounding whitespace is
  * allowed) as a message of type desc. Returns the message, allocated in b,
  * or NULL with *err filled (INVALID_ARGUMENT, or RESOURCE_EXHAUSTED when the
- * budget ran out). */
+ * budget ran out). Strings must be valid UTF-8 without NUL (proto3 asks
+ * for the first; a C string cannot carry the second). */
 ProtobufCMessage *cd_json_decode(const ProtobufCMessageDescriptor *desc, const char *text,
                                  size_t len, cd_budget *b, cd_wire_error *err);
 
@@ -52,13 +53,6 @@ ProtobufCMessage *cd_json_decode(const ProtobufCMessageDescriptor *desc, const c
  * allocated in b; *len (may be NULL) receives its length. NULL with *err
  * filled (RESOURCE_EXHAUSTED) when the budget ran out. */
 char *cd_json_encode(const ProtobufCMessage *m, cd_budget *b, size_t *len, cd_wire_error *err);
-
-/* proto3 requires string fields to hold valid UTF-8; protobuf-c's unpack
- * does not check. Returns 0 if every string in m (recursively) is valid,
- * else -1 with *err naming the field (INVALID_ARGUMENT), e.g.
- * "hello.clientName: invalid UTF-8 at byte 1 of the string". JSON decoding
- * already checks; cd_json_encode replaces invalid bytes by U+FFFD. */
-int cd_wire_check_utf8(const ProtobufCMessage *m, cd_wire_error *err);
 
 /* The proto3 JSON name of a field name ("geometry_id" -> "geometryId") into
  * out[cap]; returns its length (truncated to cap - 1). */

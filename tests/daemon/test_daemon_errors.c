@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cd_frame.h"
 #include "cd_test_client.h"
 #include "cd_utf8.h"
 
@@ -286,6 +287,19 @@ Test(bad_input, strings_must_be_utf8_and_errors_are) {
   cr_expect_str_eq(r->error->field, "hasGeometry.geometryIds[1]");
   contactd__v1__envelope__free_unpacked(r, NULL);
   expect_usable(fd, 22);
+  /* a NUL inside a string, which protobuf-c would silently cut at */
+  ids[1] = "abcXdef";
+  e.request_id = 29;
+  size_t body, n = cd_frame_size(&e.base, &body);
+  uint8_t *fb = malloc(n);
+  cd_frame_write(&e.base, body, fb);
+  *(uint8_t *)memchr(fb, 'X', n) = 0;
+  cr_assert_eq(tc_send_raw(fd, fb, n), 0);
+  free(fb);
+  r = tc_recv(fd, 5000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 29, "holds a NUL character (byte 3 of 7)");
+  cr_expect_str_eq(r->error->field, "hasGeometry.geometryIds[1]");
+  contactd__v1__envelope__free_unpacked(r, NULL);
   /* a body name of 'x' and 30 two-byte characters: the error quotes the
    * name with a byte limit, which used to cut a character in two */
   char name[64] = "x";
@@ -329,6 +343,12 @@ Test(bad_input, strings_must_be_utf8_and_errors_are) {
   cr_expect(strstr(l, "\"requestId\":\"25\"") && strstr(l, "INVALID_ARGUMENT") && strstr(l, "hello.clientName"),
             "%s", l);
   cr_expect_eq(cd_utf8_valid_prefix(l, strlen(l)), strlen(l), "the reply line is valid UTF-8: %s", l);
+  free(l);
+  tc_send_line(fd, "{\"requestId\":\"28\",\"hello\":{\"clientName\":\"a\\u0000b\"}}");
+  l = tc_recv_line(fd, 5000);
+  cr_assert(l);
+  cr_expect(strstr(l, "\"requestId\":\"28\"") && strstr(l, "INVALID_ARGUMENT") && strstr(l, "NUL character"), "%s",
+            l);
   free(l);
   tc_send_line(fd, "{\"requestId\":\"26\",\"stats\":{}}");
   l = tc_recv_line(fd, 5000);

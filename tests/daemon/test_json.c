@@ -456,17 +456,26 @@ Test(json, other_cjson_users_unaffected) {
 
 Test(json, utf8_checked) {
   /* raw invalid bytes in a JSON string: rejected with the path */
-  expect_error("{\"hello\":{\"clientName\":\"a\xff\"}}", "hello.clientName", "invalid UTF-8 at byte 1");
-  expect_error("{\"hello\":{\"clientName\":\"\xed\xa0\x80\"}}", "hello.clientName", "invalid UTF-8"); /* surrogate */
-  expect_error("{\"hello\":{\"clientName\":\"\xc0\xaf\"}}", "hello.clientName", "invalid UTF-8"); /* overlong */
+  expect_error("{\"hello\":{\"clientName\":\"a\xff\"}}", "hello.clientName", "not valid UTF-8 (byte 1 of 2)");
+  expect_error("{\"hello\":{\"clientName\":\"\xed\xa0\x80\"}}", "hello.clientName", "not valid UTF-8"); /* surrogate */
+  expect_error("{\"hello\":{\"clientName\":\"\xc0\xaf\"}}", "hello.clientName", "not valid UTF-8"); /* overlong */
   cd_wire_error err;
   Envelope *e = decode("{\"hello\":{\"clientName\":\"\\u00e9\xe2\x82\xac\\ud83d\\ude00\"}}", &err);
   cr_assert_not_null(e, "%s", err.message);
   cr_assert_str_eq(e->hello->client_name, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
-  cr_assert_eq(cd_wire_check_utf8(&e->base, &err), 0);
 
-  /* a binary client's invalid string: the validator names it, JSON output
-   * stays valid UTF-8 */
+  /* a NUL, escaped or raw, would end the C string: refused with its byte */
+  expect_error("{\"hello\":{\"clientName\":\"ab\\u0000cd\"}}", "", "NUL character (\\u0000) at byte 26");
+  const char raw[] = "{\"hello\":{\"clientName\":\"ab\0cd\"}}";
+  e = (Envelope *)cd_json_decode(ENV_DESC, raw, sizeof raw - 1, &B, &err);
+  cr_assert_null(e);
+  cr_expect(strstr(err.message, "at byte 26"), "%s", err.message);
+  /* an escaped backslash before u0000 is six plain characters */
+  e = decode("{\"hello\":{\"clientName\":\"ab\\\\u0000\"}}", &err);
+  cr_assert_not_null(e, "%s", err.message);
+  cr_assert_str_eq(e->hello->client_name, "ab\\u0000");
+
+  /* a binary client's invalid string: JSON output stays valid UTF-8 */
   Contactd__V1__Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   Contactd__V1__HasGeometry hg = CONTACTD__V1__HAS_GEOMETRY__INIT;
   char *ids[2] = {"ok", "b\xffz"};
@@ -474,10 +483,6 @@ Test(json, utf8_checked) {
   hg.geometry_ids = ids;
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY;
   env.has_geometry = &hg;
-  cr_assert_eq(cd_wire_check_utf8(&env.base, &err), -1);
-  cr_assert_eq(err.code, CD_WIRE_INVALID_ARGUMENT);
-  cr_assert_str_eq(err.field, "hasGeometry.geometryIds[1]");
-  cr_assert_str_eq(err.message, "hasGeometry.geometryIds[1]: invalid UTF-8 at byte 1 of the string");
   cr_assert_str_eq(encode(&env.base), "{\"hasGeometry\":{\"geometryIds\":[\"ok\",\"b\xef\xbf\xbdz\"]}}");
 }
 
