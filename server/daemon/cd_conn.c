@@ -13,6 +13,7 @@
 #include "cd_server.h"
 #include "cd_stream.h"
 #include "cd_utf8.h"
+#include "cd_wirecheck.h"
 
 #define READ_CHUNK 65536
 
@@ -463,7 +464,7 @@ static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
   }
   /* replies must not echo invalid strings, and a NUL would cut a string
    * short (cd_json_decode checks JSON strings as it converts them) */
-  if (!json && cd_utf8_check_wire(&contactd__v1__envelope__descriptor, body, len, &we) != 0) {
+  if (!json && cd_wirecheck_strings(&contactd__v1__envelope__descriptor, body, len, &we) != 0) {
     cd_status st;
     st.code = CD_INVALID;
     snprintf(st.field, sizeof st.field, "%s", we.field);

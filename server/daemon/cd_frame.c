@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cd_wirecheck.h"
+
 /* A reassembly buffer larger than this is released between frames. */
 #define CD_FRAME_KEEP_BYTES ((size_t)1 << 20)
 
@@ -196,8 +198,13 @@ ProtobufCMessage *cd_frame_unpack(const ProtobufCMessageDescriptor *desc, const 
                desc->name, b->limit);
     } else {
       err->code = CD_WIRE_INVALID_ARGUMENT;
-      snprintf(err->message, sizeof err->message,
-               "the %zu-byte frame is not a valid %s (malformed protobuf)", len, desc->name);
+      char why[200];
+      if (cd_wirecheck_diagnose(desc, body, len, err->field, sizeof err->field, why, sizeof why) == 0)
+        snprintf(err->message, sizeof err->message, "the %zu-byte frame is not a valid %s (malformed protobuf)",
+                 len, desc->name);
+      else
+        snprintf(err->message, sizeof err->message, "the %zu-byte frame is not a valid %s: %s%s%s", len,
+                 desc->name, err->field, err->field[0] ? ": " : "", why);
     }
   }
   return NULL;

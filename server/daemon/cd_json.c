@@ -686,7 +686,7 @@ static cJSON *emit_value(jctx *c, const ProtobufCFieldDescriptor *f, const void 
     const char *s = *(char *const *)src;
     if (!s) s = "";
     size_t n = strlen(s);
-    if (cd_utf8_valid_prefix(s, n) < n) { /* an error text quoting client bytes: keep the JSON valid */
+    if (cd_utf8_valid_prefix(s, n) < n) { /* (requests are checked, error texts repaired) keep the JSON valid */
       s = utf8_sanitize(c->b, s, n);
       if (!s) return NULL;
     }

@@ -171,6 +171,7 @@ Test(bad_input, random_bytes) {
   tc_send_raw(fd, junk, sizeof junk);
   Env *r = tc_recv(fd, 5000);
   expect_error(r, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, 0, "invalid envelope");
+  cr_expect(strstr(r->error->message, "unsupported wire type 7 at byte 0"), "says why: %s", r->error->message);
   contactd__v1__envelope__free_unpacked(r, NULL);
   expect_usable(fd, 5);
   close(fd);
