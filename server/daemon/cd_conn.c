@@ -184,7 +184,7 @@ static void write_out(cd_conn *c, char *data, size_t len) {
 
 static void resume_input(cd_conn *c) {
   /* (a connection waiting for request_memory_bytes is resumed by mem_pump) */
-  if (c->closing || c->fatal || c->mem_waiting) return;
+  if (c->closing || c->fatal || c->mem_waiting || c->decoding) return;
   if (c->held_len && inflight(c) < c->ring_cap) {
     uint8_t *h = c->held;
     size_t n = c->held_len;
@@ -194,7 +194,7 @@ static void resume_input(cd_conn *c) {
     free(h);
   }
   if (!c->closing && !c->fatal && !c->eof && !c->reading && !c->srv->draining && c->held_len == 0 &&
-      !c->mem_waiting && inflight(c) < c->ring_cap) {
+      !c->mem_waiting && !c->decoding && inflight(c) < c->ring_cap) {
     start_reading(c);
   }
 }
@@ -435,6 +435,130 @@ static uint64_t json_request_id(const char *s, size_t n) {
   return 0;
 }
 
+/* ---- decoding ------------------------------------------------------------
+ * A request body is decoded (protobuf-c or cJSON, then the string checks)
+ * on the loop when it is small. A body of CD_DECODE_OFF_LOOP_BYTES or more
+ * goes to the server's decode thread with its bytes (the frame decoder's
+ * buffer or the JSON line buffer, handed over, not copied) and their share
+ * of request_bytes: its connection stops reading until it is decoded (so
+ * its requests are still handled in order), every other connection goes
+ * on. One thread, so at most one decode at a time allocates outside
+ * request_memory_bytes before its request is charged: the same bound as a
+ * decode on the loop. */
+
+/* Decode body into r->env (and r->request_id), or fill *st. Touches only r:
+ * any thread. */
+static int decode_body(cd_req *r, const uint8_t *body, size_t len, int json, cd_status *st) {
+  cd_wire_error we;
+  memset(&we, 0, sizeof we);
+  ProtobufCMessage *m = json ? cd_json_decode(&contactd__v1__envelope__descriptor, (const char *)body, len,
+                                              &r->budget, &we)
+                             : cd_frame_unpack(&contactd__v1__envelope__descriptor, body, len, &r->budget, &we);
+  if (!m) {
+    st->code = we.code ? we.code : CD_INVALID;
+    snprintf(st->field, sizeof st->field, "%s", we.field);
+    snprintf(st->message, sizeof st->message, "%s%s", json ? "invalid JSON envelope: " : "invalid envelope: ",
+             we.message[0] ? we.message : "cannot decode");
+    r->request_id = json ? json_request_id((const char *)body, len) : proto_request_id(body, len);
+    return 1;
+  }
+  r->request_id = ((Contactd__V1__Envelope *)m)->request_id;
+  /* replies must not echo invalid strings, and a NUL would cut a string
+   * short (cd_json_decode checks JSON strings as it converts them) */
+  if (!json && cd_wirecheck_strings(&contactd__v1__envelope__descriptor, body, len, &we) != 0) {
+    st->code = CD_INVALID;
+    snprintf(st->field, sizeof st->field, "%s", we.field);
+    snprintf(st->message, sizeof st->message, "%s", we.message);
+    return 1;
+  }
+  r->env = (Contactd__V1__Envelope *)m;
+  return 0;
+}
+
+/* A decoded request (or its decoding error) on the loop: what decoding
+ * allocated is charged until the request is answered (cd_req_free). */
+static void body_decoded(cd_req *r, int failed, const cd_status *st) {
+  r->charged = r->budget.held;
+  cd_conn_input_charge(r->conn->srv, r->charged);
+  if (failed) cd_req_fail(r, st);
+  else cd_handle(r);
+}
+
+typedef struct decode_job {
+  cd_job job;
+  cd_req *r;
+  uint8_t *body; /* owned */
+  size_t len;
+  int json;
+  uint64_t charge; /* the body's share of request_bytes */
+  int failed;
+  cd_status st;
+} decode_job;
+
+static void decode_run(cd_job *job, cd_worker *w) {
+  (void)w;
+  decode_job *j = (decode_job *)job;
+  j->failed = decode_body(j->r, j->body, j->len, j->json, &j->st);
+  free(j->body); /* (a large free: here rather than on the loop) */
+  j->body = NULL;
+}
+
+static void decode_done(cd_job *job) {
+  decode_job *j = (decode_job *)job;
+  cd_req *r = j->r;
+  cd_conn *c = r->conn;
+  cd_conn_ref(c);
+  c->decoding = 0;
+  if (c->closing) {
+    cd_req_free(r); /* nobody to answer */
+  } else {
+    body_decoded(r, j->failed, &j->st);
+  }
+  cd_conn_input_released(c->srv, j->charge);
+  free(j);
+  if (!c->closing) {
+    resume_input(c);
+    maybe_finish(c);
+  }
+  cd_conn_unref(c);
+}
+
+/* Hand r's body to the decode thread: 1 if it went, 0 to decode it here. */
+static int decode_off_loop(cd_conn *c, cd_req *r, const uint8_t *body, size_t len, int json) {
+  cd_server *s = c->srv;
+  if (!s->decoder || len < CD_DECODE_OFF_LOOP_BYTES) return 0;
+  decode_job *j = calloc(1, sizeof *j);
+  if (!j) return 0;
+  if (json && body == (const uint8_t *)c->line) { /* the line buffer, with its charge */
+    j->body = (uint8_t *)c->line;
+    j->charge = c->line_charge;
+    c->line = NULL;
+    c->line_cap = 0;
+    c->line_charge = 0;
+  } else if (!json && (j->body = cd_frame_decoder_take(&c->dec, body)) != NULL) {
+    j->charge = c->frame_charge; /* the announced length, taken by mem_take */
+    c->frame_charge = 0;
+  } else if ((j->body = malloc(len ? len : 1)) != NULL) { /* in place in a read: copied */
+    memcpy(j->body, body, len);
+  } else {
+    free(j);
+    return 0;
+  }
+  j->job.run = decode_run;
+  j->job.done = decode_done;
+  j->r = r;
+  j->len = len;
+  j->json = json;
+  c->decoding = 1;
+  s->stats.decoded_off_loop++;
+  if (c->reading) { /* the rest of this read is held by process() */
+    uv_read_stop((uv_stream_t *)&c->h);
+    c->reading = 0;
+  }
+  cd_pool_submit(s->decoder, &j->job);
+  return 1;
+}
+
 static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
   uint64_t t0 = cd_now_ns();
   uint64_t seq = cd_conn_reserve(c, t0);
@@ -445,37 +569,10 @@ static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
     cd_conn_reply_error(c, seq, 0, &st);
     return;
   }
-  cd_wire_error we;
-  memset(&we, 0, sizeof we);
-  ProtobufCMessage *m = json ? cd_json_decode(&contactd__v1__envelope__descriptor, (const char *)body, len,
-                                              &r->budget, &we)
-                             : cd_frame_unpack(&contactd__v1__envelope__descriptor, body, len, &r->budget, &we);
-  r->charged = r->budget.held; /* until the request is answered (cd_req_free) */
-  cd_conn_input_charge(c->srv, r->charged);
-  if (!m) {
-    cd_status st;
-    st.code = we.code ? we.code : CD_INVALID;
-    snprintf(st.field, sizeof st.field, "%s", we.field);
-    snprintf(st.message, sizeof st.message, "%s%s", json ? "invalid JSON envelope: " : "invalid envelope: ",
-             we.message[0] ? we.message : "cannot decode");
-    r->request_id = json ? json_request_id((const char *)body, len) : proto_request_id(body, len);
-    cd_req_fail(r, &st);
-    return;
-  }
-  /* replies must not echo invalid strings, and a NUL would cut a string
-   * short (cd_json_decode checks JSON strings as it converts them) */
-  if (!json && cd_wirecheck_strings(&contactd__v1__envelope__descriptor, body, len, &we) != 0) {
-    cd_status st;
-    st.code = CD_INVALID;
-    snprintf(st.field, sizeof st.field, "%s", we.field);
-    snprintf(st.message, sizeof st.message, "%s", we.message);
-    r->request_id = ((Contactd__V1__Envelope *)m)->request_id;
-    cd_req_fail(r, &st);
-    return;
-  }
-  r->env = (Contactd__V1__Envelope *)m;
-  r->request_id = r->env->request_id;
-  cd_handle(r);
+  if (decode_off_loop(c, r, body, len, json)) return;
+  cd_status st;
+  int failed = decode_body(r, body, len, json, &st);
+  body_decoded(r, failed, &st);
 }
 
 /* Answer msg and close once the replies before it are written: the input
@@ -711,7 +808,7 @@ static void process(cd_conn *c, const uint8_t *data, size_t n) {
   c->processing++;
   size_t off = 0;
   while (off < n && !c->closing && !c->fatal) {
-    if (inflight(c) >= c->ring_cap) {
+    if (inflight(c) >= c->ring_cap || c->decoding) {
       hold(c, data + off, n - off);
       break;
     }

@@ -53,6 +53,7 @@ struct cd_conn {
   const char *fatal_why; /* why, for the log: "framing error" or "slow sender" */
   int reading;
   int processing;     /* inside process(): flush must not resume input */
+  int decoding;       /* a body is on the decode thread: input waits for it */
   cd_wire wire;
   cd_frame_decoder dec;
   /* JSON line assembly */

@@ -86,6 +86,14 @@ static int reserve(cd_frame_decoder *d, size_t want) {
   return 0;
 }
 
+uint8_t *cd_frame_decoder_take(cd_frame_decoder *d, const uint8_t *frame) {
+  if (!frame || frame != d->buf) return NULL;
+  uint8_t *b = d->buf;
+  d->buf = NULL;
+  d->buf_len = d->buf_cap = 0;
+  return b;
+}
+
 cd_frame_status cd_frame_decoder_header(cd_frame_decoder *d, const uint8_t *data, size_t n, size_t *consumed) {
   size_t pos = 0;
   *consumed = 0;

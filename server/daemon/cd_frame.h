@@ -86,6 +86,12 @@ cd_frame_status cd_frame_decoder_feed(cd_frame_decoder *d, const uint8_t *data, 
                                       size_t *consumed, const uint8_t **frame,
                                       size_t *frame_len);
 
+/* Hand the caller the decoder's buffer when `frame`, just returned by
+ * cd_frame_decoder_feed, lies in it: the caller then owns (and frees) the
+ * bytes, and the decoder starts its next frame with a new buffer. NULL when
+ * the frame was returned in place (it then lies in the caller's data). */
+uint8_t *cd_frame_decoder_take(cd_frame_decoder *d, const uint8_t *frame);
+
 /* Only the length prefix of the next frame: CD_FRAME_OK once d->body_len
  * holds it (at once when it is already known; nothing of the body is
  * consumed), CD_FRAME_NEED_MORE when data ended inside the prefix (all of

@@ -46,6 +46,11 @@ static void on_signal(uv_signal_t *h, int signum) {
 }
 
 static void finish(cd_server *s) {
+  /* first: a decoded request's done() may still hand work to the pool */
+  if (s->decoder) {
+    cd_pool_destroy(s->decoder);
+    s->decoder = NULL;
+  }
   if (s->pool) {
     cd_pool_destroy(s->pool); /* runs what is queued, then closes its handle */
     s->pool = NULL;
@@ -176,7 +181,10 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   cd_json_global_init();
   s->cache = cd_cache_create(cfg->limits.cache_bytes);
   s->pool = cd_pool_create(loop, cfg->workers, cfg->limits.worker_arena_bytes);
-  if (!s->cache || !s->pool) {
+  /* (its scratch arena is never used: decoding allocates from each
+   * request's own budget) */
+  s->decoder = cd_pool_create(loop, 1, 1 << 20);
+  if (!s->cache || !s->pool || !s->decoder) {
     CD_ERROR("out of memory at startup", NULL);
     return -1;
   }
@@ -268,6 +276,9 @@ size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
   metric(&o, "request_bytes_peak", "gauge", "highest request_bytes since the start", (double)s->request_bytes_peak);
   metric(&o, "input_waits_total", "counter", "times a connection's next frame waited for request_memory_bytes",
          (double)st->input_waits);
+  metric(&o, "decoded_off_loop_total", "counter",
+         "request bodies large enough to be decoded on the decode thread, not the loop",
+         (double)st->decoded_off_loop);
   metric(&o, "streams", "gauge", "open streams", (double)st->streams);
   metric(&o, "cache_entries", "gauge", "geometries in the cache", (double)cs.entries);
   metric(&o, "cache_bytes", "gauge", "bytes held by cached geometries", (double)cs.bytes);

@@ -4,6 +4,7 @@
  * cached geometry (one build, visible in stats). */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
 #include <time.h>
 #include <math.h>
 #include <stdio.h>
@@ -584,8 +585,20 @@ Test(daemon_api, request_memory_bytes_bounds_pipelined_input, .timeout = 300) {
   cr_expect_lt(peak, 6291456 + 6.0 * 1048576, "held %.0f bytes: the limit plus at most one decoded query", peak);
 }
 
-/* A Hello whose client name pads it to about `size` bytes, framed
- * (varint length, then the Envelope) into a malloc'd buffer. */
+/* e framed (varint length, then the Envelope) into a malloc'd buffer. */
+static uint8_t *framed(const Env *e, size_t *len) {
+  size_t body = contactd__v1__envelope__get_packed_size(e), k = 0;
+  uint8_t *out = malloc(body + 10);
+  for (uint64_t v = body; ; v >>= 7) {
+    out[k++] = (uint8_t)(v & 0x7F) | (v >= 0x80 ? 0x80 : 0);
+    if (v < 0x80) break;
+  }
+  contactd__v1__envelope__pack(e, out + k);
+  *len = k + body;
+  return out;
+}
+
+/* A Hello whose client name pads it to about `size` bytes, framed. */
 static uint8_t *padded_hello(uint64_t request_id, size_t size, size_t *len) {
   char *name = malloc(size + 1);
   memset(name, 'x', size);
@@ -596,15 +609,8 @@ static uint8_t *padded_hello(uint64_t request_id, size_t size, size_t *len) {
   e.request_id = request_id;
   e.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
   e.hello = &h;
-  size_t body = contactd__v1__envelope__get_packed_size(&e), k = 0;
-  uint8_t *out = malloc(body + 10);
-  for (uint64_t v = body; ; v >>= 7) {
-    out[k++] = (uint8_t)(v & 0x7F) | (v >= 0x80 ? 0x80 : 0);
-    if (v < 0x80) break;
-  }
-  contactd__v1__envelope__pack(&e, out + k);
+  uint8_t *out = framed(&e, len);
   free(name);
-  *len = k + body;
   return out;
 }
 
@@ -709,6 +715,194 @@ Test(daemon_api, stalled_frame_is_closed_while_others_wait, .timeout = 120) {
   close(fu);
   close(fw);
   cr_expect_eq(tc_stop(&D), 0);
+}
+
+/* ---- large bodies: decoded off the loop ---------------------------------- */
+
+#define HF_N 400 /* 160,000 heights: a 1.28 MB frame, over CD_DECODE_OFF_LOOP_BYTES */
+
+/* A RegisterGeometry of the rigid plane z = 0.01 x sampled HF_N x HF_N
+ * (heights must hold HF_N^2 values), framed; name and nx as given. */
+static uint8_t *terrain_frame(uint64_t request_id, double *heights, const char *name, uint32_t nx, size_t *len) {
+  for (int j = 0; j < HF_N; j++)
+    for (int i = 0; i < HF_N; i++) heights[j * HF_N + i] = 0.01 * i;
+  Contactd__V1__HeightField h = CONTACTD__V1__HEIGHT_FIELD__INIT;
+  h.heights = heights;
+  h.n_heights = (size_t)HF_N * HF_N;
+  h.nx = nx;
+  h.ny = HF_N;
+  h.dx = h.dy = 0.01;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD;
+  rg.height_field = &h;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  rg.name = (char *)name;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = request_id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  e.register_geometry = &rg;
+  return framed(&e, len);
+}
+
+/* The next reply on fd: request id and kind, or the error's field. */
+static void expect_reply(int fd, uint64_t request_id, int msg_case, const char *error_field) {
+  Env *r = tc_recv(fd, 30000);
+  cr_assert(r, "request %llu is answered", (unsigned long long)request_id);
+  cr_expect_eq(r->request_id, request_id);
+  cr_expect_eq(r->msg_case, msg_case, "request %llu: %s", (unsigned long long)request_id,
+               r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? r->error->message : "not the expected reply");
+  if (error_field && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR)
+    cr_expect_str_eq(r->error->field, error_field, "request %llu: %s", (unsigned long long)request_id,
+                     r->error->message);
+  if (r->msg_case == CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY)
+    cr_expect_eq(r->register_reply->stats->vertices, (uint64_t)HF_N * HF_N);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+}
+
+/* Bodies of 1 MiB or more are decoded on the decode thread (one upload
+ * does not hold up every other connection; see bench_daemon). Pipelined
+ * with small ones in one write, over both wires, each is answered in
+ * order: valid ones as usual, broken ones (bytes that are no Envelope,
+ * invalid UTF-8, a grid of the wrong size) with their error; the decode
+ * thread took exactly the large ones, and nothing stays charged. */
+Test(daemon_api, large_bodies_are_decoded_off_the_loop_in_order, .timeout = 120) {
+  const char *extra[] = {"--metrics-port", "0", NULL};
+  tc_start(&D, extra);
+  double *z = malloc(sizeof(double) * HF_N * HF_N);
+  uint8_t *part[7];
+  size_t len[7], total = 0;
+  part[0] = padded_hello(1, 10, &len[0]);
+  part[1] = padded_hello(2, 1500000, &len[1]);
+  part[2] = terrain_frame(3, z, "plane", HF_N, &len[2]);
+  part[3] = terrain_frame(4, z, "bad \xff name", HF_N, &len[3]);
+  part[4] = terrain_frame(5, z, "short", HF_N - 1, &len[4]);
+  /* 1.2 MB that are no Envelope: field 1 with wire type 7 at byte 0 */
+  len[5] = 3 + 1200000;
+  part[5] = malloc(len[5]);
+  part[5][0] = 0x80, part[5][1] = 0x9F, part[5][2] = 0x49; /* varint 1,200,000 */
+  memset(part[5] + 3, 0x0F, 1200000);
+  part[6] = padded_hello(7, 10, &len[6]);
+  for (int k = 0; k < 7; k++) total += len[k];
+  uint8_t *all = malloc(total), *p = all;
+  for (int k = 0; k < 7; k++) {
+    memcpy(p, part[k], len[k]);
+    p += len[k];
+    free(part[k]);
+  }
+  int fd = tc_connect_tcp(D.port);
+  cr_assert_eq(tc_send_raw(fd, all, total), 0);
+  free(all);
+  expect_reply(fd, 1, CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY, NULL);
+  expect_reply(fd, 2, CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY, NULL);
+  expect_reply(fd, 3, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, NULL);
+  expect_reply(fd, 4, CONTACTD__V1__ENVELOPE__MSG_ERROR, "registerGeometry.name");
+  expect_reply(fd, 5, CONTACTD__V1__ENVELOPE__MSG_ERROR, "registerGeometry.heightField.heights");
+  Env *r = tc_recv(fd, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR, "the bytes that are no Envelope get an error");
+  cr_expect(strstr(r->error->message, "the 1200000-byte frame is not a valid") &&
+                strstr(r->error->message, "wire type 7 at byte 0"),
+            "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  expect_reply(fd, 7, CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY, NULL);
+
+  /* JSON lines: a small one, a large valid one, a large one with a NUL, a
+   * small one */
+  size_t cap = (size_t)HF_N * HF_N * 2 * 12 + 1000, n = 0;
+  char *lines = malloc(cap);
+  for (int bad = 0; bad < 2; bad++) {
+    if (!bad) n += (size_t)snprintf(lines + n, cap - n, "{\"requestId\":\"11\",\"hello\":{}}\n");
+    n += (size_t)snprintf(lines + n, cap - n,
+                          "{\"requestId\":\"%d\",\"registerGeometry\":{\"name\":\"%s\",\"compliance\":"
+                          "\"COMPLIANCE_RIGID\",\"heightField\":{\"nx\":%d,\"ny\":%d,\"dx\":0.01,\"dy\":0.01,"
+                          "\"heights\":[",
+                          12 + bad, bad ? "a\\u0000b" : "json plane", HF_N, HF_N);
+    for (int k = 0; k < HF_N * HF_N; k++)
+      n += (size_t)snprintf(lines + n, cap - n, "%s%.6f", k ? "," : "", 0.01 * (k % HF_N) + 0.5 * bad);
+    n += (size_t)snprintf(lines + n, cap - n, "]}}}\n");
+  }
+  n += (size_t)snprintf(lines + n, cap - n, "{\"requestId\":\"14\",\"hello\":{}}\n");
+  cr_assert_gt(n / 2, 1048576, "each large line is over 1 MiB");
+  int fj = tc_connect_tcp(D.port);
+  cr_assert_eq(tc_send_raw(fj, lines, n), 0);
+  free(lines);
+  const char *want[4][2] = {{"\"requestId\":\"11\"", "helloReply"},
+                            {"\"requestId\":\"12\"", "registerReply"},
+                            {"\"requestId\":\"13\"", "a string holds a NUL character"},
+                            {"\"requestId\":\"14\"", "helloReply"}};
+  for (int k = 0; k < 4; k++) {
+    char *l = tc_recv_line(fj, 30000);
+    cr_assert(l, "JSON reply %d", k);
+    cr_expect(strstr(l, want[k][0]) && strstr(l, want[k][1]), "JSON reply %d: %.300s", k, l);
+    free(l);
+  }
+  char buf[32768];
+  http_get(D.metrics_port, "/metrics", buf, sizeof buf);
+  cr_expect_eq(metric_value(buf, "decoded_off_loop_total"), 7, "the large bodies, and only they");
+  cr_expect_eq(metric_value(buf, "request_bytes"), 0, "nothing is held once everything is answered");
+  free(z);
+  close(fd);
+  close(fj);
+  cr_expect_eq(tc_stop(&D), 0);
+}
+
+/* A shutdown while a large body is on the decode thread (SIGTERM as soon
+ * as the server has taken the whole frame): with the default grace the
+ * request is still answered (registered, or UNAVAILABLE: no new builds
+ * once stopping) before the connection closes; with shutdown_grace_s 0 the
+ * connection is closed at once and the decoded request is dropped. The
+ * server exits 0 either way (and, under the sanitizers, touches nothing
+ * freed). */
+Test(daemon_api, shutdown_while_a_large_body_decodes, .timeout = 120) {
+  const size_t side = 2600, nh = side * side; /* 54 MB: ~40 ms to decode */
+  double *z = calloc(nh, sizeof *z);
+  Contactd__V1__HeightField h = CONTACTD__V1__HEIGHT_FIELD__INIT;
+  h.heights = z;
+  h.n_heights = nh;
+  h.nx = h.ny = (uint32_t)side;
+  h.dx = h.dy = 0.01;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD;
+  rg.height_field = &h;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 1;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  e.register_geometry = &rg;
+  size_t n;
+  uint8_t *f = framed(&e, &n);
+  const char *path = "/tmp/contactd-test-no-grace.json";
+  FILE *cf = fopen(path, "w");
+  fprintf(cf, "{\"shutdown_grace_s\": 0}\n");
+  fclose(cf);
+  for (int grace = 1; grace >= 0; grace--) {
+    const char *with[] = {"--metrics-port", "0", NULL}, *without[] = {"--metrics-port", "0", "--config", path, NULL};
+    tc_start(&D, grace ? with : without);
+    int fd = tc_connect_tcp(D.port);
+    cr_assert_eq(tc_send_raw(fd, f, n), 0);
+    char buf[32768];
+    for (int k = 0; k < 2000; k++) { /* until the frame is on the decode thread */
+      http_get(D.metrics_port, "/metrics", buf, sizeof buf);
+      if (metric_value(buf, "decoded_off_loop_total") == 1) break;
+      usleep(1000);
+    }
+    cr_assert_eq(metric_value(buf, "decoded_off_loop_total"), 1);
+    kill(D.pid, SIGTERM);
+    Env *r = tc_recv(fd, 60000);
+    if (grace) {
+      cr_assert(r, "the request is answered");
+      cr_expect_eq(r->request_id, 1);
+      cr_expect(r->msg_case == CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY ||
+                    (r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR &&
+                     r->error->code == CONTACTD__V1__ERROR_CODE__UNAVAILABLE),
+                "%s", r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? r->error->message : "");
+    }
+    if (r) contactd__v1__envelope__free_unpacked(r, NULL);
+    cr_expect(tc_wait_closed(fd, 30000));
+    cr_expect_eq(tc_stop(&D), 0, "exits 0 (grace %d)", grace);
+    close(fd);
+  }
+  free(f);
+  free(z);
 }
 
 Test(daemon_api, rigid_pairs_fall_back_to_point_contact, .init = up, .fini = down) {

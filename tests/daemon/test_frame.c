@@ -252,6 +252,39 @@ Test(frame, truncated_frame_is_pending) {
   free(f);
 }
 
+/* A reassembled frame's buffer can be handed over (the caller frees it)
+ * and the next frame is reassembled in a new one; a frame returned in
+ * place cannot. */
+Test(frame, reassembled_buffer_is_taken) {
+  size_t n1, n2;
+  uint8_t *f1 = make_frame(1, 3000, &n1), *f2 = make_frame(2, 40, &n2);
+  uint8_t *all = malloc(n1 + n2);
+  memcpy(all, f1, n1);
+  memcpy(all + n1, f2, n2);
+  cd_frame_decoder d;
+  cd_frame_decoder_init(&d, 0);
+  size_t used;
+  const uint8_t *body;
+  size_t blen;
+  cr_assert_eq(cd_frame_decoder_feed(&d, all, 100, &used, &body, &blen), CD_FRAME_NEED_MORE);
+  cr_assert_eq(cd_frame_decoder_feed(&d, all + 100, n1 + n2 - 100, &used, &body, &blen), CD_FRAME_OK);
+  cr_assert_eq(body, d.buf, "split across feeds: reassembled");
+  uint8_t *taken = cd_frame_decoder_take(&d, body);
+  cr_assert_eq(taken, body);
+  cr_assert_null(d.buf);
+  size_t off = 100 + used;
+  cr_assert_eq(cd_frame_decoder_feed(&d, all + off, n1 + n2 - off, &used, &body, &blen), CD_FRAME_OK);
+  cr_assert_eq(body, all + off + 1, "the next frame is returned in place");
+  cr_assert_null(cd_frame_decoder_take(&d, body), "a frame in the caller's data is not the decoder's");
+  check_body(body, blen, 2, 40);
+  check_body(taken, n1 - 2, 1, 3000); /* still valid: the caller's now */
+  free(taken);
+  cd_frame_decoder_free(&d);
+  free(all);
+  free(f1);
+  free(f2);
+}
+
 Test(frame, reassembly_grows_with_arrived_bytes) {
   cd_frame_decoder d;
   cd_frame_decoder_init(&d, 0);
