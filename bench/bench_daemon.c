@@ -5,9 +5,11 @@
  *  2. pairs per second for a 500-body scene (10 x 10 x 5 lattice of
  *     compliant spheres, each touching its lattice neighbours: 1300 pairs
  *     from the broad phase) with 1 and with 2 workers;
- *  3. the same round trip as 1 while a second client registers a 4096^2
- *     heightfield (a 134 MB frame): how long one large upload holds up
- *     everybody else's small requests (p50, p99 and the longest wait).
+ *  3. the same round trip as 1 while a second client registers 4096^2
+ *     heightfields (134 MB frames), and while it asks for the contact
+ *     surfaces of the 500-body scene (a reply of several MB): how long one
+ *     large request holds up everybody else's small ones (p50, p99 and the
+ *     longest wait).
  *
  * Starts the real daemon (argv[1], or ../server/daemon/contactd next to this
  * binary's directory) on an ephemeral port and talks to it through the C
@@ -185,24 +187,26 @@ static void bench_scene(int workers) {
   stop_daemon(&d);
 }
 
-/* ---- 3. small requests during a large upload ---------------------------- */
+/* ---- 3. small requests during large ones --------------------------------- */
 
-typedef struct upload {
+typedef struct loader {
   const daemon_t *d;
   int rounds;
-  double seconds; /* per registration, mean */
+  double seconds; /* per large request, mean */
+  double mbytes;  /* size of one, MB on the wire */
   volatile int done;
-} upload_t;
+} loader_t;
 
+/* Registers a new 4096^2 heightfield each round (a cache hit would skip the
+ * build, not the decode). */
 static void *upload_main(void *arg) {
-  upload_t *u = arg;
+  loader_t *u = arg;
   cc_client *c = connect_daemon(u->d);
   enum { N = 4096 };
   double *z = malloc(sizeof(double) * N * N);
   if (!z) { fprintf(stderr, "bench: out of memory\n"); exit(1); }
   double t = 0;
   for (int r = 0; r < u->rounds; r++) {
-    /* new content each round (a cache hit would skip the build, not the decode) */
     for (size_t k = 0; k < (size_t)N * N; k++) z[k] = 1e-3 * (double)((k * 2654435761u + (size_t)r) % 97);
     cc_shape s = {.kind = CC_SHAPE_HEIGHT_FIELD, .rigid = 1, .heights = z, .nx = N, .ny = N, .dx = 0.01, .dy = 0.01};
     char id[CC_ID_MAX];
@@ -211,13 +215,49 @@ static void *upload_main(void *arg) {
     t += now_s() - t0;
   }
   u->seconds = t / u->rounds;
+  u->mbytes = 8.0 * N * N / 1e6;
   free(z);
   cc_close(c);
   u->done = 1;
   return NULL;
 }
 
-static void bench_stall(void) {
+/* Asks for the full contact surfaces of the 500-body lattice of
+ * bench_scene (hint 0.02) each round. */
+static void *surfaces_main(void *arg) {
+  loader_t *u = arg;
+  cc_client *c = connect_daemon(u->d);
+  char sphere[CC_ID_MAX];
+  cc_shape fine = SPHERE;
+  fine.hint = 0.02;
+  register_or_die(c, &fine, sphere);
+  enum { NX = 10, NY = 10, NZ = 5, N = NX * NY * NZ };
+  cc_body *b = calloc(N, sizeof *b);
+  for (int k = 0; k < N; k++) {
+    b[k].id = (uint32_t)k + 1;
+    b[k].geometry_id = sphere;
+    b[k].p[0] = 0.19 * (k / (NY * NZ));
+    b[k].p[1] = 0.19 * (k / NZ % NY);
+    b[k].p[2] = 0.19 * (k % NZ);
+  }
+  Contactd__V1__QueryOptions opt = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  opt.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
+  double t = 0;
+  for (int r = 0; r < u->rounds; r++) {
+    double t0 = now_s();
+    Contactd__V1__ContactReply *rep = query_or_die(c, b, N, NULL, 0, &opt);
+    t += now_s() - t0;
+    u->mbytes = (double)contactd__v1__contact_reply__get_packed_size(rep) / 1e6;
+    cc_free(rep);
+  }
+  u->seconds = t / u->rounds;
+  free(b);
+  cc_close(c);
+  u->done = 1;
+  return NULL;
+}
+
+static void bench_stall(void *(*load)(void *), const char *what) {
   daemon_t d;
   start_daemon(&d, 2);
   cc_client *c = connect_daemon(&d);
@@ -230,9 +270,9 @@ static void bench_stall(void) {
   Contactd__V1__QueryOptions opt = CONTACTD__V1__QUERY_OPTIONS__INIT;
   opt.detail = CONTACTD__V1__DETAIL__DETAIL_WRENCH;
   for (int i = 0; i < 300; i++) cc_free(query_or_die(c, b, 2, pair, 1, &opt));
-  upload_t u = {.d = &d, .rounds = 3};
+  loader_t u = {.d = &d, .rounds = 3};
   pthread_t th;
-  pthread_create(&th, NULL, upload_main, &u);
+  pthread_create(&th, NULL, load, &u);
   size_t cap = 1 << 20, n = 0;
   double *t = malloc(sizeof(double) * cap);
   while (!u.done && n < cap) {
@@ -244,9 +284,10 @@ static void bench_stall(void) {
   qsort(t, n, sizeof *t, cmp_d);
   size_t over = 0;
   while (over < n && t[n - 1 - over] > 0.010) over++;
-  printf("rtt  the same query while another client registers 4096^2 heightfields (%.0f ms each, %d rounds): "
+  printf("rtt  the same query while another client %s (%.0f MB, %.0f ms each, %d rounds): "
          "p50 %.1f us  p99 %.1f us  max %.1f ms  over 10 ms: %zu  (n=%zu)\n",
-         u.seconds * 1e3, u.rounds, t[n / 2] * 1e6, t[(size_t)((double)n * 0.99)] * 1e6, t[n - 1] * 1e3, over, n);
+         what, u.mbytes, u.seconds * 1e3, u.rounds, t[n / 2] * 1e6, t[(size_t)((double)n * 0.99)] * 1e6,
+         t[n - 1] * 1e3, over, n);
   free(t);
   cc_close(c);
   stop_daemon(&d);
@@ -268,6 +309,7 @@ int main(int argc, char **argv) {
   bench_rtt();
   bench_scene(1);
   bench_scene(2);
-  bench_stall();
+  bench_stall(upload_main, "registers 4096^2 heightfields");
+  bench_stall(surfaces_main, "asks for 1300 contact surfaces");
   return 0;
 }

@@ -270,18 +270,25 @@ static void set_slot(cd_conn *c, uint64_t seq, char *data, size_t len, cd_slot_s
  * allocated: the frame size is computed first, and JSON encodes in the
  * connection's scratch budget, capped at the limit). Error envelopes are
  * exempt: they are small, and the over-limit answer is one. */
-static int encode_env(cd_conn *c, Contactd__V1__Envelope *env, char **out_p, size_t *out_len, cd_status *st) {
-  uint64_t limit = env->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? 0 : lim(c)->max_reply_bytes;
+/* env encoded for the wire (json: a JSON line, else a delimited frame)
+ * into *out_p (malloc'd): 0; 1 when a reply (not an Error) would pass
+ * max_reply (0 = none; *st says so); -1 when out of memory or the JSON
+ * encoder failed (*why says what). scratch holds the JSON encoder's tree
+ * and is reset. Touches nothing else: any thread. */
+static int encode_env(int json, uint64_t max_reply, cd_budget *scratch, Contactd__V1__Envelope *env, char **out_p,
+                      size_t *out_len, cd_status *st, char why[200]) {
+  uint64_t limit = env->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? 0 : max_reply;
   char *out = NULL;
   size_t len = 0;
   char b1[32], b2[32];
   *out_p = NULL;
   *out_len = 0;
-  if (c->wire == CD_WIRE_JSON) {
+  snprintf(why, 200, "out of memory");
+  if (json) {
     cd_wire_error we;
     size_t n;
-    cd_budget_set_limit(&c->scratch, (size_t)limit);
-    char *j = cd_json_encode(&env->base, &c->scratch, &n, &we);
+    cd_budget_set_limit(scratch, (size_t)limit);
+    char *j = cd_json_encode(&env->base, scratch, &n, &we);
     if (j) {
       out = malloc(n + 1);
       if (out) {
@@ -291,7 +298,7 @@ static int encode_env(cd_conn *c, Contactd__V1__Envelope *env, char **out_p, siz
       }
     }
     int over = !j && limit && we.code == CD_WIRE_RESOURCE_EXHAUSTED;
-    cd_budget_reset(&c->scratch);
+    cd_budget_reset(scratch);
     if (over) {
       cd_status_set(st, CD_EXHAUSTED, "",
                     "reply would be over max_reply_bytes %s as JSON (encoding it needs more); ask for fewer pairs "
@@ -299,7 +306,7 @@ static int encode_env(cd_conn *c, Contactd__V1__Envelope *env, char **out_p, siz
                     cd_fmt_bytes(b1, sizeof b1, limit));
       return 1;
     }
-    if (!j) CD_ERROR("cannot encode a JSON reply", "conn=%llu error=\"%s\"", (unsigned long long)c->id, we.message);
+    if (!j) snprintf(why, 200, "cannot encode a JSON reply: %.160s", we.message);
   } else {
     size_t body;
     size_t total = cd_frame_size(&env->base, &body);
@@ -319,30 +326,107 @@ static int encode_env(cd_conn *c, Contactd__V1__Envelope *env, char **out_p, siz
   return 0;
 }
 
-void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
-  if (c->closing) return;
-  size_t len = 0;
-  char *out = NULL;
-  cd_status st;
-  int rc = encode_env(c, env, &out, &len, &st);
+/* The reply of slot seq, encoded (encode_env's rc, out, len, st, why). */
+static void reply_encoded(cd_conn *c, uint64_t seq, uint64_t request_id, int rc, char *out, size_t len,
+                          cd_status *st, const char *why) {
+  if (c->closing) {
+    free(out);
+    return;
+  }
   if (rc > 0) { /* too large: this request fails, the connection goes on */
     CD_INFO("reply over max_reply_bytes", "conn=%llu peer=%s request_id=%llu", (unsigned long long)c->id, c->peer,
-            (unsigned long long)env->request_id);
+            (unsigned long long)request_id);
     c->srv->stats.replies_over_limit++;
-    cd_conn_reply_error(c, seq, env->request_id, &st);
+    cd_conn_reply_error(c, seq, request_id, st);
     return;
   }
   if (rc < 0) {
+    CD_ERROR("cannot encode a reply", "conn=%llu error=\"%s\"", (unsigned long long)c->id, why);
     cd_conn_close(c, "out of memory encoding a reply");
     return;
   }
   if (len >= UINT_MAX) { /* one uv_buf_t holds < 4 GiB */
     free(out);
-    cd_status_set(&st, CD_EXHAUSTED, "", "the reply is %zu bytes, a single reply must be under 4 GiB", len);
-    cd_conn_reply_error(c, seq, env->request_id, &st);
+    cd_status_set(st, CD_EXHAUSTED, "", "the reply is %zu bytes, a single reply must be under 4 GiB", len);
+    cd_conn_reply_error(c, seq, request_id, st);
     return;
   }
   set_slot(c, seq, out, len, CD_SLOT_READY);
+}
+
+void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
+  if (c->closing) return;
+  size_t len = 0;
+  char *out = NULL;
+  cd_status st;
+  char why[200];
+  int rc = encode_env(c->wire == CD_WIRE_JSON, lim(c)->max_reply_bytes, &c->scratch, env, &out, &len, &st, why);
+  reply_encoded(c, seq, env->request_id, rc, out, len, &st, why);
+}
+
+/* ---- large replies: encoded on the codec thread ----------------------------
+ * A reply whose converted results reach CD_ENCODE_OFF_LOOP_BYTES is encoded
+ * on the server's codec thread (which also decodes large bodies): JSON
+ * takes ~60 ms per MB, which on the loop would hold up every connection.
+ * Its slot waits meanwhile, so replies still leave in request order. */
+
+typedef struct encode_job {
+  cd_job job;
+  cd_conn *c; /* referenced */
+  uint64_t seq, request_id;
+  Contactd__V1__Envelope *env;
+  void (*release)(void *);
+  void *arg;
+  int json;
+  uint64_t max_reply;
+  int rc;
+  char *out;
+  size_t len;
+  cd_status st;
+  char why[200];
+} encode_job;
+
+static void encode_run(cd_job *job, cd_worker *w) {
+  (void)w;
+  encode_job *j = (encode_job *)job;
+  cd_budget scratch;
+  cd_budget_init(&scratch, 0);
+  j->rc = encode_env(j->json, j->max_reply, &scratch, j->env, &j->out, &j->len, &j->st, j->why);
+  cd_budget_destroy(&scratch);
+}
+
+static void encode_done(cd_job *job) {
+  encode_job *j = (encode_job *)job;
+  cd_conn *c = j->c;
+  j->release(j->arg);
+  reply_encoded(c, j->seq, j->request_id, j->rc, j->out, j->len, &j->st, j->why);
+  free(j);
+  cd_conn_unref(c);
+}
+
+void cd_conn_reply_large(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, uint64_t size_hint,
+                         void (*release)(void *arg), void *arg) {
+  cd_server *s = c->srv;
+  encode_job *j = NULL;
+  if (!c->closing && s->codec && size_hint >= CD_ENCODE_OFF_LOOP_BYTES) j = calloc(1, sizeof *j);
+  if (!j) {
+    cd_conn_reply(c, seq, env);
+    release(arg);
+    return;
+  }
+  j->job.run = encode_run;
+  j->job.done = encode_done;
+  j->c = c;
+  cd_conn_ref(c);
+  j->seq = seq;
+  j->request_id = env->request_id;
+  j->env = env;
+  j->release = release;
+  j->arg = arg;
+  j->json = c->wire == CD_WIRE_JSON;
+  j->max_reply = lim(c)->max_reply_bytes;
+  s->stats.encoded_off_loop++;
+  cd_pool_submit(s->codec, &j->job);
 }
 
 void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
@@ -353,7 +437,9 @@ void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   size_t len = 0;
   char *out = NULL;
   cd_status st;
-  if (encode_env(c, env, &out, &len, &st) != 0) return; /* advisory: dropped */
+  char why[200];
+  if (encode_env(c->wire == CD_WIRE_JSON, lim(c)->max_reply_bytes, &c->scratch, env, &out, &len, &st, why) != 0)
+    return; /* advisory: dropped */
   if (len >= UINT_MAX) free(out);
   else write_out(c, out, len);
 }
@@ -438,7 +524,7 @@ static uint64_t json_request_id(const char *s, size_t n) {
 /* ---- decoding ------------------------------------------------------------
  * A request body is decoded (protobuf-c or cJSON, then the string checks)
  * on the loop when it is small. A body of CD_DECODE_OFF_LOOP_BYTES or more
- * goes to the server's decode thread with its bytes (the frame decoder's
+ * goes to the server's codec thread with its bytes (the frame decoder's
  * buffer or the JSON line buffer, handed over, not copied) and their share
  * of request_bytes: its connection stops reading until it is decoded (so
  * its requests are still handled in order), every other connection goes
@@ -523,10 +609,10 @@ static void decode_done(cd_job *job) {
   cd_conn_unref(c);
 }
 
-/* Hand r's body to the decode thread: 1 if it went, 0 to decode it here. */
+/* Hand r's body to the codec thread: 1 if it went, 0 to decode it here. */
 static int decode_off_loop(cd_conn *c, cd_req *r, const uint8_t *body, size_t len, int json) {
   cd_server *s = c->srv;
-  if (!s->decoder || len < CD_DECODE_OFF_LOOP_BYTES) return 0;
+  if (!s->codec || len < CD_DECODE_OFF_LOOP_BYTES) return 0;
   decode_job *j = calloc(1, sizeof *j);
   if (!j) return 0;
   if (json && body == (const uint8_t *)c->line) { /* the line buffer, with its charge */
@@ -555,7 +641,7 @@ static int decode_off_loop(cd_conn *c, cd_req *r, const uint8_t *body, size_t le
     uv_read_stop((uv_stream_t *)&c->h);
     c->reading = 0;
   }
-  cd_pool_submit(s->decoder, &j->job);
+  cd_pool_submit(s->codec, &j->job);
   return 1;
 }
 

@@ -53,7 +53,7 @@ struct cd_conn {
   const char *fatal_why; /* why, for the log: "framing error" or "slow sender" */
   int reading;
   int processing;     /* inside process(): flush must not resume input */
-  int decoding;       /* a body is on the decode thread: input waits for it */
+  int decoding;       /* a body is on the codec thread: input waits for it */
   cd_wire wire;
   cd_frame_decoder dec;
   /* JSON line assembly */
@@ -97,6 +97,12 @@ void cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp);
 uint64_t cd_conn_reserve(cd_conn *c, uint64_t t0_ns);
 /* Fill a slot with the reply envelope (encoded now) / an error / nothing. */
 void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env);
+/* A reply that may be large: size_hint (bytes of its converted results) of
+ * CD_ENCODE_OFF_LOOP_BYTES or more has it encoded on the codec thread.
+ * env and all it points to stay valid until release(arg) runs on the loop:
+ * at once when the reply is encoded here, else once it is encoded. */
+void cd_conn_reply_large(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, uint64_t size_hint,
+                         void (*release)(void *arg), void *arg);
 void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st);
 /* The error of a stream's computation: also names the stream and the
  * update's sequence number (request_id is the OpenStream's). */

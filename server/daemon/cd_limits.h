@@ -94,13 +94,15 @@ static inline void cd_limits_default(cd_limits *l) {
  * Non-finite pose or velocity components are INVALID_ARGUMENT. */
 #define CD_QUAT_TOLERANCE 1e-3
 
-/* Request bodies (frames or JSON lines) of at least this many bytes are
- * decoded on the server's decode thread rather than on the loop, so one
- * large upload (a 4096^2 heightfield decodes for ~100 ms) does not hold up
- * every other connection; its own connection reads nothing more until the
- * body is decoded, so its requests are still handled in order. Not a limit:
- * where work runs. */
+/* Where work runs, not limits. Request bodies (frames or JSON lines) of at
+ * least CD_DECODE_OFF_LOOP_BYTES are decoded on the server's codec thread
+ * rather than on the loop, so one large upload (a 4096^2 heightfield
+ * decodes for ~100 ms) does not hold up every other connection; its own
+ * connection reads nothing more until the body is decoded, so its requests
+ * are still taken in order. Replies whose converted results reach
+ * CD_ENCODE_OFF_LOOP_BYTES are encoded there too (JSON: ~60 ms per MB). */
 #define CD_DECODE_OFF_LOOP_BYTES (UINT64_C(1) << 20)
+#define CD_ENCODE_OFF_LOOP_BYTES (UINT64_C(256) << 10)
 
 #define CD_PROTOCOL_VERSION 1
 

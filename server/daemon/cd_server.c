@@ -47,9 +47,9 @@ static void on_signal(uv_signal_t *h, int signum) {
 
 static void finish(cd_server *s) {
   /* first: a decoded request's done() may still hand work to the pool */
-  if (s->decoder) {
-    cd_pool_destroy(s->decoder);
-    s->decoder = NULL;
+  if (s->codec) {
+    cd_pool_destroy(s->codec);
+    s->codec = NULL;
   }
   if (s->pool) {
     cd_pool_destroy(s->pool); /* runs what is queued, then closes its handle */
@@ -182,9 +182,9 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   s->cache = cd_cache_create(cfg->limits.cache_bytes);
   s->pool = cd_pool_create(loop, cfg->workers, cfg->limits.worker_arena_bytes);
   /* (its scratch arena is never used: decoding allocates from each
-   * request's own budget) */
-  s->decoder = cd_pool_create(loop, 1, 1 << 20);
-  if (!s->cache || !s->pool || !s->decoder) {
+   * request's budget, encoding from its own) */
+  s->codec = cd_pool_create(loop, 1, 1 << 20);
+  if (!s->cache || !s->pool || !s->codec) {
     CD_ERROR("out of memory at startup", NULL);
     return -1;
   }
@@ -277,8 +277,10 @@ size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
   metric(&o, "input_waits_total", "counter", "times a connection's next frame waited for request_memory_bytes",
          (double)st->input_waits);
   metric(&o, "decoded_off_loop_total", "counter",
-         "request bodies large enough to be decoded on the decode thread, not the loop",
+         "request bodies large enough to be decoded on the codec thread, not the loop",
          (double)st->decoded_off_loop);
+  metric(&o, "encoded_off_loop_total", "counter", "replies large enough to be encoded on the codec thread",
+         (double)st->encoded_off_loop);
   metric(&o, "streams", "gauge", "open streams", (double)st->streams);
   metric(&o, "cache_entries", "gauge", "geometries in the cache", (double)cs.entries);
   metric(&o, "cache_bytes", "gauge", "bytes held by cached geometries", (double)cs.bytes);

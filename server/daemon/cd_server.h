@@ -20,7 +20,7 @@ typedef struct cd_server {
   uv_loop_t *loop;
   cd_config cfg;
   cd_pool *pool;
-  cd_pool *decoder;    /* one thread decoding large request bodies (cd_conn.c) */
+  cd_pool *codec;      /* one thread decoding large requests, encoding large replies (cd_conn.c) */
   cd_cache *cache;
   cd_stats stats;
   cd_metrics *metrics;

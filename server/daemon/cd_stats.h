@@ -17,7 +17,8 @@ typedef struct cd_stats {
   uint64_t disconnects_slow_reader, disconnects_idle, disconnects_framing;
   uint64_t disconnects_slow_sender; /* a frame held request memory, arriving too slowly */
   uint64_t input_waits; /* a frame waited for request_memory_bytes */
-  uint64_t decoded_off_loop; /* request bodies decoded on the decode thread */
+  uint64_t decoded_off_loop; /* request bodies decoded on the codec thread */
+  uint64_t encoded_off_loop; /* replies encoded on the codec thread */
   uint64_t latency[CD_LATENCY_BUCKETS];
   double latency_sum_us;
   uint64_t start_ns;

@@ -905,6 +905,104 @@ Test(daemon_api, shutdown_while_a_large_body_decodes, .timeout = 120) {
   free(z);
 }
 
+/* ---- large replies: encoded off the loop --------------------------------- */
+
+/* A fine sphere (hint 0.01) half sunk in a rigid half space with its full
+ * triangle surface: ~9,500 faces, ~0.9 MiB of converted results, over
+ * CD_ENCODE_OFF_LOOP_BYTES; the same pair wrench-only is a few hundred bytes.
+ * Pipelined between Hellos over both wires, the large replies come in their
+ * place with their whole surface and the same wrench as the small one;
+ * the codec thread encoded exactly the large ones; clients that close while
+ * their large reply is being built or encoded cost nothing; nothing stays
+ * charged. */
+Test(daemon_api, large_replies_are_encoded_off_the_loop_in_order, .timeout = 180) {
+  const char *extra[] = {"--metrics-port", "0", NULL};
+  tc_start(&D, extra);
+  int fd = tc_connect_tcp(D.port);
+  char *fine = tc_register_sphere(fd, 1, 0.1, 1e6, 0.01), *half = tc_register_halfspace(fd, 2, 0, 0);
+  cr_assert(fine && half);
+  tc_pair_query big, small;
+  tc_pair_query_init(&big, 4, fine, 0.05, half, 0, CONTACTD__V1__DETAIL__DETAIL_SURFACE);
+  big.options.representation = CONTACTD__V1__REPRESENTATION__REPRESENTATION_TRIANGLE;
+  tc_pair_query_init(&small, 5, fine, 0.05, half, 0, CONTACTD__V1__DETAIL__DETAIL_WRENCH);
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  Env e[4];
+  for (int k = 0; k < 4; k += 3) {
+    contactd__v1__envelope__init(&e[k]);
+    e[k].request_id = 3 + (uint64_t)k;
+    e[k].msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
+    e[k].hello = &h;
+  }
+  e[1] = big.env;
+  e[2] = small.env;
+  cr_assert_eq(tc_send_burst(fd, e, 4), 0);
+  Env *r[4];
+  for (int k = 0; k < 4; k++) {
+    r[k] = tc_recv(fd, 60000);
+    cr_assert(r[k], "reply %d", k);
+    cr_expect_eq(r[k]->request_id, 3 + (uint64_t)k, "in request order");
+  }
+  cr_expect_eq(r[0]->msg_case, CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY);
+  cr_expect_eq(r[3]->msg_case, CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY);
+  cr_assert_eq(r[1]->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  cr_assert_eq(r[2]->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  const Contactd__V1__PairResult *pb = r[1]->contact_reply->results[0], *ps = r[2]->contact_reply->results[0];
+  cr_assert(pb->surface);
+  cr_expect_gt(pb->surface->n_areas, 5000, "%zu faces", pb->surface->n_areas);
+  cr_expect_eq(pb->surface->n_pressure * 3, pb->surface->n_vertices);
+  cr_expect_gt(ps->wrench_a->force->z, 0.0);
+  cr_expect_float_eq(pb->wrench_a->force->z, ps->wrench_a->force->z, 1e-12 * ps->wrench_a->force->z);
+  for (int k = 0; k < 4; k++) contactd__v1__envelope__free_unpacked(r[k], NULL);
+
+  /* JSON: the same surface between two Hellos */
+  int fj = tc_connect_tcp(D.port);
+  char line[1024];
+  snprintf(line, sizeof line,
+           "{\"requestId\":\"11\",\"hello\":{}}\n"
+           "{\"requestId\":\"12\",\"contactQuery\":{\"bodies\":[{\"bodyId\":1,\"geometryId\":\"%s\",\"pose\":"
+           "{\"position\":{\"z\":0.05}}},{\"bodyId\":2,\"geometryId\":\"%s\"}],\"pairs\":[{\"a\":1,\"b\":2}],"
+           "\"options\":{\"detail\":\"DETAIL_SURFACE\",\"representation\":\"REPRESENTATION_TRIANGLE\"}}}\n"
+           "{\"requestId\":\"13\",\"hello\":{}}\n",
+           fine, half);
+  cr_assert_eq(tc_send_raw(fj, line, strlen(line)), 0);
+  const char *want[3][2] = {{"\"requestId\":\"11\"", "helloReply"},
+                            {"\"requestId\":\"12\"", "\"surface\""},
+                            {"\"requestId\":\"13\"", "helloReply"}};
+  for (int k = 0; k < 3; k++) {
+    char *l = tc_recv_line(fj, 60000);
+    cr_assert(l, "JSON reply %d", k);
+    cr_expect(strstr(l, want[k][0]) && strstr(l, want[k][1]), "JSON reply %d: %.300s", k, l);
+    if (k == 1) cr_expect_gt(strlen(l), 1000000, "the whole surface: %zu bytes", strlen(l));
+    free(l);
+  }
+  char buf[32768];
+  http_get(D.metrics_port, "/metrics", buf, sizeof buf);
+  cr_expect_eq(metric_value(buf, "encoded_off_loop_total"), 2, "the large replies, and only they");
+
+  /* clients that ask for the surface and leave at once */
+  for (int k = 0; k < 10; k++) {
+    int fx = tc_connect_tcp(D.port);
+    cr_assert_eq(tc_send_raw(fx, line, strlen(line)), 0);
+    if (k % 2) usleep(20000 * (k / 2)); /* some while the reply is computed or encoded */
+    close(fx);
+  }
+  Env *hr = tc_call(fd, &e[0], 60000);
+  cr_assert(hr && hr->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY, "the server goes on");
+  contactd__v1__envelope__free_unpacked(hr, NULL);
+  for (int k = 0; k < 500; k++) { /* the abandoned queries finish */
+    http_get(D.metrics_port, "/metrics", buf, sizeof buf);
+    if (metric_value(buf, "reply_bytes") == 0 && metric_value(buf, "request_bytes") == 0) break;
+    usleep(20000);
+  }
+  cr_expect_eq(metric_value(buf, "reply_bytes"), 0, "no results held");
+  cr_expect_eq(metric_value(buf, "request_bytes"), 0, "no requests held");
+  free(fine);
+  free(half);
+  close(fd);
+  close(fj);
+  cr_expect_eq(tc_stop(&D), 0);
+}
+
 Test(daemon_api, rigid_pairs_fall_back_to_point_contact, .init = up, .fini = down) {
   int fd = tc_connect_tcp(D.port);
   Contactd__V1__Sphere s = CONTACTD__V1__SPHERE__INIT;
