@@ -120,33 +120,54 @@ static Contactd__V1__ContactReply *query_or_die(cc_client *c, const cc_body *b, 
   return r;
 }
 
+/* The small request of 1 and 3: a compliant sphere on a rigid half space,
+ * wrench only, on its own connection. */
+typedef struct probe {
+  cc_client *c;
+  char sphere[CC_ID_MAX], plane[CC_ID_MAX];
+  cc_body b[2];
+  uint32_t pair[1][2];
+  Contactd__V1__QueryOptions opt;
+} probe_t;
+
+static void probe_open(probe_t *p, const daemon_t *d) {
+  p->c = connect_daemon(d);
+  register_or_die(p->c, &SPHERE, p->sphere);
+  register_or_die(p->c, &PLANE, p->plane);
+  p->b[0] = (cc_body){.id = 1, .geometry_id = p->sphere, .p = {0, 0, 0.09}};
+  p->b[1] = (cc_body){.id = 2, .geometry_id = p->plane};
+  p->pair[0][0] = 1;
+  p->pair[0][1] = 2;
+  contactd__v1__query_options__init(&p->opt);
+  p->opt.detail = CONTACTD__V1__DETAIL__DETAIL_WRENCH;
+}
+
+/* One round trip, seconds. */
+static double probe_once(probe_t *p) {
+  double t0 = now_s();
+  Contactd__V1__ContactReply *r = query_or_die(p->c, p->b, 2, (const uint32_t(*)[2])p->pair, 1, &p->opt);
+  double dt = now_s() - t0;
+  if (r->n_results != 1) { fprintf(stderr, "bench: expected one pair result\n"); exit(1); }
+  cc_free(r);
+  return dt;
+}
+
 static void bench_rtt(void) {
   daemon_t d;
   start_daemon(&d, 2);
-  cc_client *c = connect_daemon(&d);
-  char sphere[CC_ID_MAX], plane[CC_ID_MAX];
-  register_or_die(c, &SPHERE, sphere);
-  register_or_die(c, &PLANE, plane);
-  cc_body b[2] = {{.id = 1, .geometry_id = sphere, .p = {0, 0, 0.09}},
-                  {.id = 2, .geometry_id = plane}};
-  const uint32_t pair[1][2] = {{1, 2}};
-  Contactd__V1__QueryOptions opt = CONTACTD__V1__QUERY_OPTIONS__INIT;
-  opt.detail = CONTACTD__V1__DETAIL__DETAIL_WRENCH;
+  probe_t p;
+  probe_open(&p, &d);
   const int warm = 300, n = 5000;
   double *t = malloc(sizeof(double) * n);
   for (int i = 0; i < warm + n; i++) {
-    double t0 = now_s();
-    Contactd__V1__ContactReply *r = query_or_die(c, b, 2, pair, 1, &opt);
-    double dt = now_s() - t0;
-    if (r->n_results != 1) { fprintf(stderr, "bench: expected one pair result\n"); exit(1); }
-    cc_free(r);
+    double dt = probe_once(&p);
     if (i >= warm) t[i - warm] = dt;
   }
   qsort(t, (size_t)n, sizeof *t, cmp_d);
   printf("rtt  2-body wrench-only query, loopback TCP, 1 client: p50 %.1f us  p99 %.1f us  (n=%d)\n",
          t[n / 2] * 1e6, t[(int)(n * 0.99)] * 1e6, n);
   free(t);
-  cc_close(c);
+  cc_close(p.c);
   stop_daemon(&d);
 }
 
@@ -260,26 +281,15 @@ static void *surfaces_main(void *arg) {
 static void bench_stall(void *(*load)(void *), const char *what) {
   daemon_t d;
   start_daemon(&d, 2);
-  cc_client *c = connect_daemon(&d);
-  char sphere[CC_ID_MAX], plane[CC_ID_MAX];
-  register_or_die(c, &SPHERE, sphere);
-  register_or_die(c, &PLANE, plane);
-  cc_body b[2] = {{.id = 1, .geometry_id = sphere, .p = {0, 0, 0.09}},
-                  {.id = 2, .geometry_id = plane}};
-  const uint32_t pair[1][2] = {{1, 2}};
-  Contactd__V1__QueryOptions opt = CONTACTD__V1__QUERY_OPTIONS__INIT;
-  opt.detail = CONTACTD__V1__DETAIL__DETAIL_WRENCH;
-  for (int i = 0; i < 300; i++) cc_free(query_or_die(c, b, 2, pair, 1, &opt));
+  probe_t p;
+  probe_open(&p, &d);
+  for (int i = 0; i < 300; i++) probe_once(&p);
   loader_t u = {.d = &d, .rounds = 3};
   pthread_t th;
   pthread_create(&th, NULL, load, &u);
   size_t cap = 1 << 20, n = 0;
   double *t = malloc(sizeof(double) * cap);
-  while (!u.done && n < cap) {
-    double t0 = now_s();
-    cc_free(query_or_die(c, b, 2, pair, 1, &opt));
-    t[n++] = now_s() - t0;
-  }
+  while (!u.done && n < cap) t[n++] = probe_once(&p);
   pthread_join(th, NULL);
   qsort(t, n, sizeof *t, cmp_d);
   size_t over = 0;
@@ -289,7 +299,7 @@ static void bench_stall(void *(*load)(void *), const char *what) {
          what, u.mbytes, u.seconds * 1e3, u.rounds, t[n / 2] * 1e6, t[(size_t)((double)n * 0.99)] * 1e6,
          t[n - 1] * 1e3, over, n);
   free(t);
-  cc_close(c);
+  cc_close(p.c);
   stop_daemon(&d);
 }
 

@@ -447,23 +447,9 @@ static void on_release(cd_req *r) {
 
 /* ---- query ---------------------------------------------------------------- */
 
-/* A query's reply and what it points to (the query's results), kept until
- * it is encoded (cd_conn_reply_large). */
-typedef struct query_reply {
-  Envelope env;
-  Contactd__V1__ContactReply cr;
-  cd_query *q;
-} query_reply;
-
-static void query_reply_release(void *arg) {
-  query_reply *x = arg;
-  cd_query_free(x->q);
-  free(x);
-}
-
 static void query_done(cd_query *q) {
   cd_req *r = q->user;
-  query_reply *x = q->err_pair >= 0 ? NULL : malloc(sizeof *x);
+  cd_query_reply *x = q->err_pair >= 0 ? NULL : malloc(sizeof *x);
   if (!x) {
     if (q->err_pair >= 0) cd_req_fail(r, &q->err);
     else fail(r, CD_EXHAUSTED, "contactQuery", "%s", "out of memory");
@@ -471,17 +457,18 @@ static void query_done(cd_query *q) {
     return;
   }
   x->q = q;
-  contactd__v1__contact_reply__init(&x->cr);
-  x->cr.n_results = (size_t)q->npairs;
-  x->cr.results = q->results;
-  x->cr.compute_time_us = q->wall_us;
-  x->cr.candidate_pairs = q->candidate_pairs;
+  Contactd__V1__ContactReply *cr = &x->msg.contact;
+  contactd__v1__contact_reply__init(cr);
+  cr->n_results = (size_t)q->npairs;
+  cr->results = q->results;
+  cr->compute_time_us = q->wall_us;
+  cr->candidate_pairs = q->candidate_pairs;
   contactd__v1__envelope__init(&x->env);
   x->env.request_id = r->request_id;
   x->env.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY;
-  x->env.contact_reply = &x->cr;
+  x->env.contact_reply = cr;
   cd_conn_reply_large(r->conn, r->seq, &x->env, atomic_load_explicit(&q->reply_bytes, memory_order_relaxed),
-                      query_reply_release, x);
+                      cd_query_reply_release, x);
   cd_req_free(r);
 }
 

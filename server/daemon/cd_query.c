@@ -655,6 +655,12 @@ void cd_query_run(cd_query *q) {
   }
 }
 
+void cd_query_reply_release(void *holder) {
+  cd_query_reply *x = holder;
+  cd_query_free(x->q);
+  free(x);
+}
+
 void cd_query_free(cd_query *q) {
   if (!q) return;
   /* the results go with the query: give their bytes back to the server */

@@ -116,6 +116,18 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
                       const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qpair **out,
                       int64_t *nout, cd_status *st);
 
+/* A query's reply (a ContactReply or a StreamResult carrying q->results),
+ * kept with the query until the reply is encoded (cd_conn_reply_large);
+ * cd_query_reply_release(holder) then frees both. */
+typedef struct cd_query_reply {
+  Contactd__V1__Envelope env;
+  union {
+    Contactd__V1__ContactReply contact;
+    Contactd__V1__StreamResult stream;
+  } msg;
+  cd_query *q;
+} cd_query_reply;
+void cd_query_reply_release(void *holder);
 /* Run q on the pool (q->done runs on the loop when finished). */
 void cd_query_run(cd_query *q);
 void cd_query_free(cd_query *q);

@@ -126,20 +126,6 @@ typedef struct sq {
 
 static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0);
 
-/* A stream result and the query whose results it carries, kept until it
- * is encoded (cd_conn_reply_large). */
-typedef struct sq_reply {
-  Envelope env;
-  Contactd__V1__StreamResult res;
-  cd_query *q;
-} sq_reply;
-
-static void sq_reply_release(void *arg) {
-  sq_reply *y = arg;
-  cd_query_free(y->q);
-  free(y);
-}
-
 static void sq_done(cd_query *q) {
   sq *x = q->user;
   cd_stream *s = x->s;
@@ -151,7 +137,7 @@ static void sq_done(cd_query *q) {
   if (q->err_pair >= 0) {
     cd_conn_reply_stream_error(c, x->slot, s->open_request_id, s->id, x->sequence, &q->err);
   } else {
-    sq_reply *y = malloc(sizeof *y);
+    cd_query_reply *y = malloc(sizeof *y);
     if (!y) {
       cd_status st;
       cd_status_set(&st, CD_EXHAUSTED, "streamUpdate", "out of memory");
@@ -159,20 +145,21 @@ static void sq_done(cd_query *q) {
       cd_query_free(q);
     } else {
       y->q = q;
-      contactd__v1__stream_result__init(&y->res);
-      y->res.stream_id = s->id;
-      y->res.sequence = x->sequence;
-      y->res.dropped_updates = s->dropped_since_result;
+      Contactd__V1__StreamResult *res = &y->msg.stream;
+      contactd__v1__stream_result__init(res);
+      res->stream_id = s->id;
+      res->sequence = x->sequence;
+      res->dropped_updates = s->dropped_since_result;
       s->dropped_since_result = 0;
-      y->res.n_results = (size_t)q->npairs;
-      y->res.results = q->results;
-      y->res.compute_time_us = q->wall_us;
+      res->n_results = (size_t)q->npairs;
+      res->results = q->results;
+      res->compute_time_us = q->wall_us;
       contactd__v1__envelope__init(&y->env);
       y->env.request_id = s->open_request_id;
       y->env.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT;
-      y->env.stream_result = &y->res;
+      y->env.stream_result = res;
       cd_conn_reply_large(c, x->slot, &y->env, atomic_load_explicit(&q->reply_bytes, memory_order_relaxed),
-                          sq_reply_release, y);
+                          cd_query_reply_release, y);
       s->results++; /* (after: a close read inside the reply counts this one as running) */
     }
     q = NULL;
