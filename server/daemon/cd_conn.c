@@ -2,6 +2,7 @@
  * write queue with an output-bytes limit, idle timeout, session state. */
 #include "cd_conn.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,8 @@ static void maybe_finish(cd_conn *c);
 void cd_conn_ref(cd_conn *c) { c->refs++; }
 
 static void conn_free(cd_conn *c) {
+  /* every job holds a reference (through its request or stream) until its done() */
+  assert(!c->jobs.queued);
   for (uint64_t i = 0; i < c->ring_cap; i++) free(c->ring[i].data);
   free(c->ring);
   free(c->line);
@@ -426,7 +429,7 @@ void cd_conn_reply_large(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, 
   j->json = c->wire == CD_WIRE_JSON;
   j->max_reply = lim(c)->max_reply_bytes;
   s->stats.encoded_off_loop++;
-  cd_pool_submit(s->codec, &j->job);
+  cd_pool_submit(s->codec, NULL, &j->job);
 }
 
 void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
@@ -641,7 +644,7 @@ static int decode_off_loop(cd_conn *c, cd_req *r, const uint8_t *body, size_t le
     uv_read_stop((uv_stream_t *)&c->h);
     c->reading = 0;
   }
-  cd_pool_submit(s->codec, &j->job);
+  cd_pool_submit(s->codec, NULL, &j->job);
   return 1;
 }
 

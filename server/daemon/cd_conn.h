@@ -13,6 +13,7 @@
 #include "cd_budget.h"
 #include "cd_cache.h"
 #include "cd_frame.h"
+#include "cd_pool.h"
 #include "cd_status.h"
 
 typedef struct cd_server cd_server;
@@ -82,6 +83,7 @@ struct cd_conn {
   struct cd_wreq *wq_head, *wq_tail; /* pending writes, oldest first (they complete in order) */
   uint64_t requests;
   cd_budget scratch;  /* JSON encoding */
+  cd_jobq jobs;       /* this client's jobs on the worker pool (served in turn with other clients') */
   /* session */
   cd_cache_entry **geoms;
   size_t ngeoms, geoms_cap;

@@ -364,7 +364,7 @@ static void reg_done(cd_job *job) {
     e->build = j;
     j->entry = e;
     j->stage = 1;
-    cd_pool_submit(s->pool, &j->job);
+    cd_pool_submit(s->pool, &r->conn->jobs, &j->job);
     return;
   }
   cd_cache_entry *e = j->entry;
@@ -393,7 +393,7 @@ static void on_register(cd_req *r) {
   j->job.run = reg_run;
   j->job.done = reg_done;
   j->req = r;
-  cd_pool_submit(r->conn->srv->pool, &j->job);
+  cd_pool_submit(r->conn->srv->pool, &r->conn->jobs, &j->job);
 }
 
 /* ---- has / release ---------------------------------------------------- */
@@ -486,6 +486,7 @@ static void on_query(cd_req *r) {
   q->user = r;
   q->done = query_done;
   q->cancelled = &r->conn->cancelled;
+  q->jobq = &r->conn->jobs;
   if (cd_qopts_parse(m->options, "contactQuery.options", &q->opt, &st) ||
       cd_qbodies_parse(s, m->bodies, m->n_bodies, "contactQuery.bodies", &q->bodies, &st)) {
     cd_query_free(q);

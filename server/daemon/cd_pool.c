@@ -1,5 +1,6 @@
-/* cd_pool.c — worker threads, job queue (mutex + condition variable) and a
- * completion queue drained on the loop after uv_async_send. */
+/* cd_pool.c — worker threads, job queues served in turn (mutex + condition
+ * variable) and a completion queue drained on the loop after
+ * uv_async_send. */
 #include "cd_pool.h"
 
 #include <pthread.h>
@@ -21,7 +22,8 @@ struct cd_pool {
   uv_async_t async;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  cd_job *head, *tail; /* pending jobs, FIFO */
+  cd_jobq own;                 /* jobs submitted without a queue */
+  cd_jobq *turn_head, *turn_tail; /* queues holding jobs, next to serve first */
   int stopping;
   atomic_int cancelled; /* cd_pool_cancel: read by workers at any time */
   pthread_mutex_t done_mu;
@@ -50,20 +52,36 @@ static void done_push(cd_pool *p, cd_job *job) {
   uv_async_send(&p->async);
 }
 
+/* The next job to start (p->mu held): the first job of the queue whose
+ * turn it is; that queue then goes to the back of the turn list, or leaves
+ * it when empty. NULL when nothing is queued. */
+static cd_job *take(cd_pool *p) {
+  cd_jobq *q = p->turn_head;
+  if (!q) return NULL;
+  cd_job *job = q->head;
+  q->head = job->next;
+  if (!q->head) q->tail = NULL;
+  p->turn_head = q->next;
+  if (!p->turn_head) p->turn_tail = NULL;
+  q->next = NULL;
+  q->queued = q->head != NULL;
+  if (q->queued) {
+    if (p->turn_tail) p->turn_tail->next = q;
+    else p->turn_head = q;
+    p->turn_tail = q;
+  }
+  return job;
+}
+
 static void *worker_main(void *arg) {
   worker_slot *s = arg;
   cd_pool *p = s->pool;
   for (;;) {
     pthread_mutex_lock(&p->mu);
-    while (!p->head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
-    cd_job *job = p->head;
-    if (!job) { /* stopping and drained */
-      pthread_mutex_unlock(&p->mu);
-      break;
-    }
-    p->head = job->next;
-    if (!p->head) p->tail = NULL;
+    while (!p->turn_head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
+    cd_job *job = take(p);
     pthread_mutex_unlock(&p->mu);
+    if (!job) break; /* stopping and drained */
 
     uint64_t t0 = now_ns();
     ce_arena_reset(s->w.arena);
@@ -120,16 +138,25 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
   return p;
 }
 
-void cd_pool_submit(cd_pool *p, cd_job *job) {
+void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job) {
+  if (!q) q = &p->own;
   job->next = NULL;
   p->pending++;
   pthread_mutex_lock(&p->mu);
-  if (p->tail) p->tail->next = job;
-  else p->head = job;
-  p->tail = job;
+  if (q->tail) q->tail->next = job;
+  else q->head = job;
+  q->tail = job;
+  if (!q->queued) { /* its first turn comes after the queues already waiting */
+    q->queued = 1;
+    q->next = NULL;
+    if (p->turn_tail) p->turn_tail->next = q;
+    else p->turn_head = q;
+    p->turn_tail = q;
+  }
   pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
 }
+
 
 void cd_pool_post(cd_pool *p, cd_job *job) {
   job->run = NULL;

@@ -4,7 +4,13 @@
  * A job's run() executes on a worker; its done() then executes on the loop
  * thread. Workers hand finished jobs back through a completion queue and
  * uv_async_send (which coalesces wake-ups, so the loop drains the whole
- * queue each time). */
+ * queue each time).
+ *
+ * Jobs wait in job queues (cd_jobq), one per client: the workers serve the
+ * queues that hold jobs in turn, one job from each (round robin), so a
+ * client with hundreds of jobs queued delays another client's next job by
+ * at most the jobs already running, not by its whole backlog. Within one
+ * queue jobs start in the order they were submitted. */
 #ifndef CD_POOL_H
 #define CD_POOL_H
 
@@ -25,12 +31,23 @@ struct cd_job {
   cd_job *next;                           /* pool-private */
 };
 
+/* One client's job queue, owned by the caller (embedded in its connection)
+ * and zeroed before first use; it must stay in place until its last job has
+ * started. The fields are the pool's, under its lock. */
+typedef struct cd_jobq cd_jobq;
+struct cd_jobq {
+  cd_job *head, *tail; /* queued jobs, FIFO */
+  cd_jobq *next;       /* in the pool's turn list while it holds jobs */
+  int queued;          /* in the turn list */
+};
+
 typedef struct cd_pool cd_pool;
 
 /* Start n workers; each arena may grow to arena_budget bytes (0 = no cap). */
 cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget);
-/* Queue a job (loop thread). */
-void cd_pool_submit(cd_pool *p, cd_job *job);
+/* Queue a job on q (loop thread); q NULL = the pool's own queue, which
+ * takes its turns like any client's. */
+void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job);
 /* Hand a job straight to the completion queue (any thread, typically a
  * worker inside run()): its done() runs on the loop, in FIFO order with the
  * jobs that finish after it; run is set to NULL and never called. Not

@@ -651,7 +651,7 @@ void cd_query_run(cd_query *q) {
     j->first = k * (int64_t)per;
     j->count = q->npairs - j->first < (int64_t)per ? q->npairs - j->first : (int64_t)per;
     j->err_pair = -1;
-    cd_pool_submit(q->srv->pool, &j->job);
+    cd_pool_submit(q->srv->pool, q->jobq, &j->job);
   }
 }
 

@@ -52,6 +52,7 @@ struct cd_query {
   uint64_t t0_ns, wall_us;
   cd_query_done_fn done; /* on the loop once every job finished */
   const atomic_int *cancelled; /* NULL, or set once nobody wants the answer (the connection closed) */
+  struct cd_jobq *jobq;        /* the client's job queue (NULL = the pool's own) */
   void *user;
   /* Memory the converted results may take together (max_reply_bytes, 0 =
    * unlimited): each job reserves a pair's estimate (cd_reply_estimate)

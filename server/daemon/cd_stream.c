@@ -203,6 +203,7 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
   q->user = x;
   q->done = sq_done;
   q->cancelled = &s->conn->cancelled;
+  q->jobq = &s->conn->jobs;
   int rc;
   if (s->all_pairs) {
     rc = cd_broadphase(q->bodies, q->nbodies, s->margin, s->exclude, s->nexclude,

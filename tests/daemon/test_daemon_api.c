@@ -3,6 +3,7 @@
  * TCP and the Unix socket, in protobuf and in JSON; two clients share one
  * cached geometry (one build, visible in stats). */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -1000,6 +1001,80 @@ Test(daemon_api, large_replies_are_encoded_off_the_loop_in_order, .timeout = 180
   free(half);
   close(fd);
   close(fj);
+  cr_expect_eq(tc_stop(&D), 0);
+}
+
+/* One worker, and a client whose query is split into many jobs (64 pairs,
+ * one per job): another client's one-pair query sent just after it is not
+ * held up by that backlog. The workers serve the clients' job queues in
+ * turn, so the small query's job runs after at most the job already
+ * running, and its reply arrives while the large query is still being
+ * computed; first come first served, it waited for all 64 jobs. */
+Test(daemon_api, one_client_backlog_does_not_delay_another, .timeout = 120) {
+  const char *path = "/tmp/contactd-test-turns.json";
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"limits\": {\"pairs_per_job\": 1}}\n");
+  fclose(f);
+  const char *extra[] = {"--config", path, "--workers", "1", NULL};
+  tc_start(&D, extra);
+  int fa = tc_connect_tcp(D.port), fb = tc_connect_tcp(D.port);
+  char *sphere = tc_register_sphere(fa, 1, 0.1, 1e6, 0.01), *plane = tc_register_halfspace(fa, 2, 0, 0);
+  cr_assert(sphere && plane);
+  enum { N = 64 };
+  Contactd__V1__Body b[N + 1], *bodies[N + 1];
+  Contactd__V1__Pose pose[N + 1];
+  Contactd__V1__Vec3 pos[N + 1];
+  Contactd__V1__Pair pr[N], *prs[N];
+  for (int k = 0; k < N; k++) {
+    tc_body(&b[k], &pose[k], &pos[k], (uint32_t)k + 1, sphere, 0.3 * k, 0, 0.05);
+    contactd__v1__pair__init(&pr[k]);
+    pr[k].a = (uint32_t)k + 1;
+    pr[k].b = 1000;
+    prs[k] = &pr[k];
+  }
+  tc_body(&b[N], &pose[N], &pos[N], 1000, plane, 0, 0, 0);
+  for (int k = 0; k <= N; k++) bodies[k] = &b[k];
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = N + 1;
+  q.bodies = bodies;
+  q.n_pairs = N;
+  q.pairs = prs;
+  Env big = CONTACTD__V1__ENVELOPE__INIT;
+  big.request_id = 3;
+  big.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  big.contact_query = &q;
+  tc_pair_query small;
+  tc_pair_query_init(&small, 4, sphere, 0.05, plane, 0, CONTACTD__V1__DETAIL__DETAIL_WRENCH);
+
+  cr_assert_eq(tc_send(fa, &big), 0);
+  usleep(5000); /* the large query's jobs are queued */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cr_assert_eq(tc_send(fb, &small.env), 0);
+  Env *rs = tc_recv(fb, 60000);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  cr_assert(rs && rs->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "the small query is answered");
+  struct pollfd pa = {.fd = fa, .events = POLLIN};
+  cr_expect_eq(poll(&pa, 1, 0), 0, "the small query is answered before the large one");
+  Env *rb = tc_recv(fa, 60000);
+  struct timespec t2;
+  clock_gettime(CLOCK_MONOTONIC, &t2);
+  cr_assert(rb && rb->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "the large query is answered");
+  cr_assert_eq(rb->contact_reply->n_results, N);
+  /* every sphere sits on the plane alike: the same force as the small query's */
+  for (int k = 0; k < N; k++)
+    cr_expect_float_eq(rb->contact_reply->results[k]->wrench_a->force->z,
+                       rs->contact_reply->results[0]->wrench_a->force->z,
+                       1e-9 * rs->contact_reply->results[0]->wrench_a->force->z, "pair %d", k);
+  cr_log_info("small query answered in %.1f ms, the large one %.1f ms later",
+              (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+              (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (double)(t2.tv_nsec - t1.tv_nsec) / 1e6);
+  contactd__v1__envelope__free_unpacked(rs, NULL);
+  contactd__v1__envelope__free_unpacked(rb, NULL);
+  free(sphere);
+  free(plane);
+  close(fa);
+  close(fb);
   cr_expect_eq(tc_stop(&D), 0);
 }
 
