@@ -364,6 +364,11 @@ static void reg_done(cd_job *job) {
     e->build = j;
     j->entry = e;
     j->stage = 1;
+    /* A build takes seconds: at most build_workers of them run at once. The
+     * checks and the hash before it (stage 0) are not limited, so that a
+     * registration of geometry already cached or being built is answered
+     * without waiting for other builds. */
+    j->job.heavy = 1;
     cd_pool_submit(s->pool, &r->conn->jobs, &j->job);
     return;
   }

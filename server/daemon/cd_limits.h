@@ -71,6 +71,9 @@
      "vertices, tets or triangles in one geometry (estimated for primitives)")            \
   XX(worker_arena_bytes, 1024 * CD_MIB, "bytes", "scratch one worker may use for a query") \
   XX(pairs_per_job, 8, "pairs", "a query with more pairs is split into jobs of this size") \
+  XX(build_workers, 0, "workers",                                                          \
+     "workers that may build registered geometry at once; 0 = all but one, so that "       \
+     "queries always find a worker while geometry builds")                                \
   XX(max_metrics_connections, 16, "connections", "open connections to the metrics port")  \
   XX(metrics_timeout_ms, 10000, "ms",                                                      \
      "a metrics connection is closed this long after it opened, answered or not")

@@ -24,6 +24,7 @@ struct cd_pool {
   pthread_cond_t cv;
   cd_jobq own;                 /* jobs submitted without a queue */
   cd_jobq *turn_head, *turn_tail; /* queues holding jobs, next to serve first */
+  int heavy_max, heavy_running;   /* heavy jobs allowed at once, running now */
   int stopping;
   atomic_int cancelled; /* cd_pool_cancel: read by workers at any time */
   pthread_mutex_t done_mu;
@@ -52,17 +53,25 @@ static void done_push(cd_pool *p, cd_job *job) {
   uv_async_send(&p->async);
 }
 
-/* The next job to start (p->mu held): the first job of the queue whose
- * turn it is; that queue then goes to the back of the turn list, or leaves
- * it when empty. NULL when nothing is queued. */
+/* The next job to start (p->mu held): the first job of the first queue in
+ * the turn list whose first job may run now (a heavy one only below the
+ * heavy limit); that queue then goes to the back of the list, or leaves it
+ * when empty, and the queues it passed keep their places. NULL when no
+ * queued job may run. */
 static cd_job *take(cd_pool *p) {
-  cd_jobq *q = p->turn_head;
+  cd_jobq *prev = NULL, *q = p->turn_head;
+  while (q && q->head->heavy && p->heavy_running >= p->heavy_max) {
+    prev = q;
+    q = q->next;
+  }
   if (!q) return NULL;
   cd_job *job = q->head;
+  if (job->heavy) p->heavy_running++;
   q->head = job->next;
   if (!q->head) q->tail = NULL;
-  p->turn_head = q->next;
-  if (!p->turn_head) p->turn_tail = NULL;
+  if (prev) prev->next = q->next;
+  else p->turn_head = q->next;
+  if (p->turn_tail == q) p->turn_tail = prev;
   q->next = NULL;
   q->queued = q->head != NULL;
   if (q->queued) {
@@ -78,10 +87,12 @@ static void *worker_main(void *arg) {
   cd_pool *p = s->pool;
   for (;;) {
     pthread_mutex_lock(&p->mu);
-    while (!p->turn_head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
-    cd_job *job = take(p);
+    cd_job *job;
+    /* a stopping pool still drains its queues, heavy jobs included */
+    while (!(job = take(p)) && !(p->stopping && !p->turn_head)) pthread_cond_wait(&p->cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
     if (!job) break; /* stopping and drained */
+    const int heavy = job->heavy; /* job is not ours once done_push has it */
 
     uint64_t t0 = now_ns();
     ce_arena_reset(s->w.arena);
@@ -90,6 +101,12 @@ static void *worker_main(void *arg) {
     atomic_fetch_add(&s->busy_ns, now_ns() - t0);
 
     done_push(p, job);
+    if (heavy) { /* a heavy job that waited for this one may start */
+      pthread_mutex_lock(&p->mu);
+      p->heavy_running--;
+      if (p->turn_head) pthread_cond_signal(&p->cv);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
   return NULL;
 }
@@ -117,6 +134,7 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
   if (!p) return NULL;
   p->loop = loop;
   p->n = n;
+  p->heavy_max = n;
   p->slots = calloc((size_t)n, sizeof *p->slots);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
@@ -137,6 +155,8 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
   }
   return p;
 }
+
+void cd_pool_limit_heavy(cd_pool *p, int k) { p->heavy_max = k < 1 ? 1 : k; }
 
 void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job) {
   if (!q) q = &p->own;

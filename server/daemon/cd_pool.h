@@ -10,7 +10,14 @@
  * queues that hold jobs in turn, one job from each (round robin), so a
  * client with hundreds of jobs queued delays another client's next job by
  * at most the jobs already running, not by its whole backlog. Within one
- * queue jobs start in the order they were submitted. */
+ * queue jobs start in the order they were submitted.
+ *
+ * Heavy jobs (geometry builds, seconds each)
+ * may be limited to fewer workers than the pool has, so that queries still
+ * find a worker while builds run: a queue whose next job is heavy loses its
+ * turn while the limit is reached, and the jobs behind it wait with it
+ * (their replies would wait for its reply anyway: a connection's replies
+ * leave in request order). */
 #ifndef CD_POOL_H
 #define CD_POOL_H
 
@@ -28,6 +35,7 @@ typedef struct cd_job cd_job;
 struct cd_job {
   void (*run)(cd_job *job, cd_worker *w); /* on a worker thread */
   void (*done)(cd_job *job);              /* on the loop thread */
+  int heavy;                              /* counts against cd_pool_limit_heavy */
   cd_job *next;                           /* pool-private */
 };
 
@@ -45,6 +53,9 @@ typedef struct cd_pool cd_pool;
 
 /* Start n workers; each arena may grow to arena_budget bytes (0 = no cap). */
 cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget);
+/* At most k heavy jobs run at once (k >= 1; default: the pool's size).
+ * Before the first submit. */
+void cd_pool_limit_heavy(cd_pool *p, int k);
 /* Queue a job on q (loop thread); q NULL = the pool's own queue, which
  * takes its turns like any client's. */
 void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job);

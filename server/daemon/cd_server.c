@@ -188,6 +188,9 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
     CD_ERROR("out of memory at startup", NULL);
     return -1;
   }
+  uint64_t bw = cfg->limits.build_workers;
+  if (bw == 0) bw = cfg->workers > 1 ? (uint64_t)cfg->workers - 1 : 1;
+  cd_pool_limit_heavy(s->pool, bw < (uint64_t)cfg->workers ? (int)bw : cfg->workers);
   uv_timer_init(loop, &s->drain_timer);
   s->drain_timer.data = s;
   uv_idle_init(loop, &s->mem_pump);

@@ -1078,6 +1078,66 @@ Test(daemon_api, one_client_backlog_does_not_delay_another, .timeout = 120) {
   cr_expect_eq(tc_stop(&D), 0);
 }
 
+/* Two workers, and one client registering two large spheres at once (each
+ * a build of ~0.3 s, seconds under the sanitizers): registrations may use
+ * all workers but one (build_workers 0), so another client's query is
+ * answered while the builds run; with both workers building it waited for
+ * the first build to end. With build_workers 2 both builds run at once and
+ * the query waits: the control. */
+static void builds_leave_a_worker(const char *limits, int query_first) {
+  const char *path = "/tmp/contactd-test-build-workers.json";
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"limits\": {%s}}\n", limits);
+  fclose(f);
+  const char *extra[] = {"--config", path, "--workers", "2", NULL};
+  tc_start(&D, extra);
+  int fa = tc_connect_tcp(D.port), fb = tc_connect_tcp(D.port);
+  char *sphere = tc_register_sphere(fb, 1, 0.1, 1e6, 0.05), *plane = tc_register_halfspace(fb, 2, 0, 0);
+  cr_assert(sphere && plane);
+  Contactd__V1__Sphere sp[2] = {CONTACTD__V1__SPHERE__INIT, CONTACTD__V1__SPHERE__INIT};
+  Contactd__V1__RegisterGeometry rg[2];
+  Env reg[2];
+  for (int k = 0; k < 2; k++) {
+    sp[k].radius = 0.1 + 0.01 * k;
+    contactd__v1__register_geometry__init(&rg[k]);
+    rg[k].shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
+    rg[k].sphere = &sp[k];
+    rg[k].compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+    rg[k].modulus = 1e6;
+    rg[k].resolution_hint = 0.0066;
+    contactd__v1__envelope__init(&reg[k]);
+    reg[k].request_id = 10 + (uint64_t)k;
+    reg[k].msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+    reg[k].register_geometry = &rg[k];
+  }
+  cr_assert_eq(tc_send_burst(fa, reg, 2), 0);
+  usleep(50000); /* the builds are under way (or waiting for a worker) */
+  tc_pair_query q;
+  tc_pair_query_init(&q, 20, sphere, 0.05, plane, 0, CONTACTD__V1__DETAIL__DETAIL_WRENCH);
+  cr_assert_eq(tc_send(fb, &q.env), 0);
+  Env *r = tc_recv(fb, 120000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "the query is answered");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  struct pollfd pa = {.fd = fa, .events = POLLIN};
+  if (query_first) cr_expect_eq(poll(&pa, 1, 0), 0, "%s: the query is answered before either build ends", limits);
+  else cr_expect_eq(poll(&pa, 1, 0), 1, "%s: the query waited for a build", limits);
+  for (int k = 0; k < 2; k++) {
+    r = tc_recv(fa, 120000);
+    cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "registration %d is answered", k);
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  free(sphere);
+  free(plane);
+  close(fa);
+  close(fb);
+  cr_expect_eq(tc_stop(&D), 0);
+}
+
+Test(daemon_api, builds_leave_a_worker_for_queries, .timeout = 300) {
+  builds_leave_a_worker("", 1);
+  builds_leave_a_worker("\"build_workers\": 2", 0);
+}
+
 Test(daemon_api, rigid_pairs_fall_back_to_point_contact, .init = up, .fini = down) {
   int fd = tc_connect_tcp(D.port);
   Contactd__V1__Sphere s = CONTACTD__V1__SPHERE__INIT;
