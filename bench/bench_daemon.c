@@ -7,9 +7,11 @@
  *     from the broad phase) with 1 and with 2 workers;
  *  3. the same round trip as 1 while a second client registers 4096^2
  *     heightfields (134 MB frames), and while it asks for the contact
- *     surfaces of the 500-body scene (a reply of several MB): how long one
- *     large request holds up everybody else's small ones (p50, p99 and the
- *     longest wait).
+ *     surfaces of the 500-body scene (a reply of several MB), and while
+ *     two clients register fine spheres (geometry builds of ~1 s; with the
+ *     default build_workers, and with builds allowed on both workers): how
+ *     long large requests hold up everybody else's small ones (p50, p99
+ *     and the longest wait).
  *
  * Starts the real daemon (argv[1], or ../server/daemon/contactd next to this
  * binary's directory) on an ephemeral port and talks to it through the C
@@ -46,7 +48,8 @@ static double now_s(void) {
 
 typedef struct daemon { pid_t pid; int port; char log[256]; } daemon_t;
 
-static void start_daemon(daemon_t *d, int workers) {
+/* config: a config file, or NULL for the defaults. */
+static void start_daemon(daemon_t *d, int workers, const char *config) {
   snprintf(d->log, sizeof d->log, "/tmp/bench_daemon_%d.log", (int)getpid());
   char w[16];
   snprintf(w, sizeof w, "%d", workers);
@@ -55,7 +58,10 @@ static void start_daemon(daemon_t *d, int workers) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 2);
-    execl(daemon_path, daemon_path, "--listen", "127.0.0.1:0", "--workers", w, (char *)NULL);
+    if (config)
+      execl(daemon_path, daemon_path, "--listen", "127.0.0.1:0", "--workers", w, "--config", config, (char *)NULL);
+    else
+      execl(daemon_path, daemon_path, "--listen", "127.0.0.1:0", "--workers", w, (char *)NULL);
     _exit(127);
   }
   /* the daemon logs its bound port: "msg=\"listening\" tcp=127.0.0.1 port=N" */
@@ -154,7 +160,7 @@ static double probe_once(probe_t *p) {
 
 static void bench_rtt(void) {
   daemon_t d;
-  start_daemon(&d, 2);
+  start_daemon(&d, 2, NULL);
   probe_t p;
   probe_open(&p, &d);
   const int warm = 300, n = 5000;
@@ -173,7 +179,7 @@ static void bench_rtt(void) {
 
 static void bench_scene(int workers) {
   daemon_t d;
-  start_daemon(&d, workers);
+  start_daemon(&d, workers, NULL);
   cc_client *c = connect_daemon(&d);
   char sphere[CC_ID_MAX];
   register_or_die(c, &SPHERE, sphere);
@@ -278,9 +284,40 @@ static void *surfaces_main(void *arg) {
   return NULL;
 }
 
-static void bench_stall(void *(*load)(void *), const char *what) {
+/* Two clients at once each register a new compliant sphere of hint 0.005
+ * each round (radii differ, so every one is built). */
+typedef struct builder_arg { loader_t *u; int k; double t; } builder_arg;
+
+static void *builder_main(void *arg) {
+  builder_arg *a = arg;
+  cc_client *c = connect_daemon(a->u->d);
+  for (int r = 0; r < a->u->rounds; r++) {
+    cc_shape s = SPHERE;
+    s.a = 0.1 + 0.0001 * (a->k * 10 + r);
+    s.hint = 0.005;
+    char id[CC_ID_MAX];
+    double t0 = now_s();
+    register_or_die(c, &s, id);
+    a->t += now_s() - t0;
+  }
+  cc_close(c);
+  return NULL;
+}
+
+static void *builds_main(void *arg) {
+  loader_t *u = arg;
+  builder_arg a[2] = {{u, 0, 0}, {u, 1, 0}};
+  pthread_t th[2];
+  for (int k = 0; k < 2; k++) pthread_create(&th[k], NULL, builder_main, &a[k]);
+  for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+  u->seconds = (a[0].t + a[1].t) / (2 * u->rounds);
+  u->done = 1;
+  return NULL;
+}
+
+static void bench_stall(void *(*load)(void *), const char *what, const char *config) {
   daemon_t d;
-  start_daemon(&d, 2);
+  start_daemon(&d, 2, config);
   probe_t p;
   probe_open(&p, &d);
   for (int i = 0; i < 300; i++) probe_once(&p);
@@ -294,9 +331,11 @@ static void bench_stall(void *(*load)(void *), const char *what) {
   qsort(t, n, sizeof *t, cmp_d);
   size_t over = 0;
   while (over < n && t[n - 1 - over] > 0.010) over++;
-  printf("rtt  the same query while another client %s (%.0f MB, %.0f ms each, %d rounds): "
+  char size[32] = "";
+  if (u.mbytes > 0) snprintf(size, sizeof size, "%.0f MB, ", u.mbytes);
+  printf("rtt  the same query while %s (%s%.0f ms each, %d rounds): "
          "p50 %.1f us  p99 %.1f us  max %.1f ms  over 10 ms: %zu  (n=%zu)\n",
-         what, u.mbytes, u.seconds * 1e3, u.rounds, t[n / 2] * 1e6, t[(size_t)((double)n * 0.99)] * 1e6,
+         what, size, u.seconds * 1e3, u.rounds, t[n / 2] * 1e6, t[(size_t)((double)n * 0.99)] * 1e6,
          t[n - 1] * 1e3, over, n);
   free(t);
   cc_close(p.c);
@@ -319,7 +358,15 @@ int main(int argc, char **argv) {
   bench_rtt();
   bench_scene(1);
   bench_scene(2);
-  bench_stall(upload_main, "registers 4096^2 heightfields");
-  bench_stall(surfaces_main, "asks for 1300 contact surfaces");
+  bench_stall(upload_main, "another client registers 4096^2 heightfields", NULL);
+  bench_stall(surfaces_main, "another client asks for 1300 contact surfaces", NULL);
+  bench_stall(builds_main, "two clients register 0.005 m spheres, build_workers 0 (default: 1 of 2)", NULL);
+  const char *all = "/tmp/bench_daemon_build_workers.json";
+  FILE *f = fopen(all, "w");
+  if (!f) { fprintf(stderr, "bench: cannot write %s\n", all); return 1; }
+  fprintf(f, "{\"limits\": {\"build_workers\": 2}}\n");
+  fclose(f);
+  bench_stall(builds_main, "two clients register 0.005 m spheres, build_workers 2", all);
+  unlink(all);
   return 0;
 }
