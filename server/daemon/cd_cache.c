@@ -177,7 +177,8 @@ void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t 
     evict(c, e);
     if (c->st.bytes > c->budget) {
       snprintf(msg, sizeof msg,
-               "geometry needs %zu bytes but the cache budget is %llu bytes and the rest is in use",
+               "geometry needs %zu bytes but cache_bytes is %llu and the rest is held by geometries in use "
+               "(registered by open sessions or pinned by queries)",
                e->info.bytes, (unsigned long long)c->budget);
       code = CD_EXHAUSTED;
       message = msg;

@@ -490,6 +490,9 @@ int cd_geomspec_build_progress(const R *r, const cd_limits *l, ce_progress_fn pr
   /* every build reports, and stops, through the caller's callback */
   p.progress = progress;
   p.progress_user = user;
+  /* a mesh larger than the whole cache could never be kept: refuse it as
+   * soon as its counts show it rather than after building it */
+  p.max_bytes = (size_t)l->cache_bytes;
   ce_error err;
   memset(&err, 0, sizeof err);
   ce_errno e;
@@ -592,6 +595,11 @@ int cd_geomspec_build_progress(const R *r, const cd_limits *l, ce_progress_fn pr
   if (e != CE_OK) {
     if (*out) ce_geometry_free(*out);
     *out = NULL;
+    if (e == CE_EBYTES)
+      return cd_status_set(st, CD_EXHAUSTED, f,
+                           "%s (cache_bytes: a geometry larger than the whole cache cannot be kept; use a coarser "
+                           "resolution or raise cache_bytes)",
+                           err.message);
     return from_ce(st, f, e, &err);
   }
   return 0;

@@ -23,7 +23,8 @@ int cd_status_from_ce(int ce_code) {
   switch ((ce_errno)ce_code) {
     case CE_OK: return 0;
     case CE_ENOMEM:
-    case CE_ELIMIT: return CD_EXHAUSTED;
+    case CE_ELIMIT:
+    case CE_EBYTES: return CD_EXHAUSTED;
     case CE_EUNSUPPORTED: return CD_UNIMPLEMENTED;
     default: return CD_INVALID;
   }

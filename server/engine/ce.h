@@ -44,7 +44,8 @@ extern "C" {
   XX(ENOMEM, "out of memory")                                                \
   XX(EUNSUPPORTED, "unsupported geometry pair")                              \
   XX(ELIMIT, "size limit exceeded")                                          \
-  XX(ECANCELED, "build cancelled")
+  XX(ECANCELED, "build cancelled")                                           \
+  XX(EBYTES, "geometry larger than its memory limit")
 
 typedef enum {
 #define CE_XX_ENUM(name, msg) CE_##name,
@@ -108,6 +109,11 @@ typedef struct ce_props {
    * that takes these props. */
   ce_progress_fn progress;
   void *progress_user;
+  /* > 0: a tet or triangle mesh build fails with CE_EBYTES as soon as its
+   * element counts show that the geometry would hold more heap bytes than
+   * this (a lower bound is compared: the arrays and hierarchy nodes every
+   * such geometry has), before the expensive part (0: no limit). */
+  size_t max_bytes;
 } ce_props;
 
 /* ---- shapes ----------------------------------------------------------- */

@@ -31,7 +31,6 @@
 
 #include "ce_internal.h"
 
-#define CE_BVH_TRI_LEAF 2
 /* A build reports its progress (ce_buildprog) once this many elements
  * have been fitted and split since its last report: ~20 ms of work (a node
  * costs about its element count; the nodes near the root are the big

@@ -568,6 +568,30 @@ done:
  * given, props valid and of the compliance the mesh kind needs, counts in
  * range, arrays given (have_arrays); then a zeroed geometry with the
  * common fields (*g). `what` and `elem` name the kind in messages. */
+/* Heap bytes a tet mesh (compliant) or triangle mesh (rigid) of nv
+ * vertices and ne elements holds at least once built: the per-vertex and
+ * per-element arrays it always has and its hierarchy's nodes (one element
+ * per tet leaf, at most CE_BVH_TRI_LEAF per triangle leaf; a triangle
+ * hierarchy's seed data), leaving out what depends on the mesh's shape (a
+ * tet mesh's boundary and components). What tet_build and tri_build count
+ * in g->bytes is at least this. */
+static size_t mesh_bytes_at_least(ce_compliance kind, int32_t nv, int32_t ne) {
+  const size_t v = (size_t)nv, n = (size_t)ne;
+  if (kind == CE_COMPLIANT) {
+    const ce_tetmesh *m = NULL;
+    return sizeof(ce_geometry) + v * (sizeof *m->v + sizeof *m->p) +
+           n * (sizeof *m->tet + sizeof *m->grad + sizeof *m->offset + sizeof *m->prange + sizeof *m->adj +
+                sizeof *m->fplane + sizeof(int32_t)) +
+           (2 * n - 1) * (sizeof(ce_bvh_node) + sizeof(double[5]));
+  }
+  const ce_trimesh *m = NULL;
+  const size_t leaves = (n + CE_BVH_TRI_LEAF - 1) / CE_BVH_TRI_LEAF;
+  return sizeof(ce_geometry) + v * sizeof *m->v +
+         n * (sizeof *m->tri + sizeof *m->normal + sizeof *m->area + sizeof *m->adj + sizeof *m->comp +
+              sizeof *m->comp_tris + sizeof(int32_t) + sizeof(ce_bvh_tri)) +
+         (2 * leaves - 1) * sizeof(ce_bvh_node) + leaves * sizeof(ce_bvh_disk);
+}
+
 static ce_errno mesh_start(ce_shape_type shape, const ce_props *props, ce_compliance want, const char *what,
                            const char *elem, int32_t nv, int32_t ne, int have_arrays, ce_geometry **out,
                            ce_geometry **g, ce_error *err) {
@@ -580,6 +604,10 @@ static ce_errno mesh_start(ce_shape_type shape, const ce_props *props, ce_compli
                    (int)props->compliance);
   if ((e = check_counts(what, nv, ne, elem, err)) != CE_OK) return e;
   if (!have_arrays) return ce_fail(err, CE_EINVAL, "%s: vertex or %s array is NULL", what, elem);
+  const size_t least = mesh_bytes_at_least(want, nv, ne);
+  if (props->max_bytes && least > props->max_bytes)
+    return ce_fail(err, CE_EBYTES, "%s: %d %ss and %d vertices take at least %.3g MB once built, over the limit of %.3g MB",
+                   what, (int)ne, elem, (int)nv, (double)least / 1e6, (double)props->max_bytes / 1e6);
   *g = calloc(1, sizeof **g);
   if (!*g) return ce_fail(err, CE_ENOMEM, "%s: out of memory", what);
   geometry_common(*g, shape, props);

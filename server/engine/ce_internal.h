@@ -97,6 +97,9 @@ typedef struct ce_trimesh {
 
 /* ---- bounding volume hierarchy (ce_bvh.c) ------------------------------ */
 
+/* Triangles per leaf of a triangle hierarchy at most (tets: one). */
+#define CE_BVH_TRI_LEAF 2
+
 /* One node: an oriented box in the geometry frame (centre, half extents
  * along the columns of `axes`), the range of pressure inside it (compliant
  * meshes; [0, 0] otherwise), and either two children or a run of elements. */

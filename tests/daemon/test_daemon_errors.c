@@ -431,6 +431,39 @@ Test(bad_input, inverted_tet_mesh) {
   close(fd);
 }
 
+static void small_cache(void) { start_with_limits("/tmp/contactd-test-cache.json", "\"cache_bytes\": 8388608"); }
+
+/* A geometry larger than the whole cache (cache_bytes 8 MiB; a sphere at
+ * hint 0.0066 takes 33 MB) is refused as soon as its mesh's counts show
+ * it, naming cache_bytes, instead of being built and then dropped; the
+ * cached geometry stays and the connection goes on. */
+Test(bad_input, geometry_larger_than_the_cache_is_refused, .init = small_cache) {
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__Sphere sp = CONTACTD__V1__SPHERE__INIT;
+  sp.radius = 0.1;
+  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
+  rg.sphere = &sp;
+  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  rg.modulus = 1e6;
+  rg.resolution_hint = 0.0066;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 40;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  e.register_geometry = &rg;
+  Env *r = tc_call(fd, &e, 60000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 40, "cache_bytes");
+  cr_expect(strstr(r->error->message, "51200 tets"), "%s", r->error->message);
+  cr_expect(strstr(r->error->message, "over the limit of 8.39 MB"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  r = tc_stats(fd, 41, 5000);
+  cr_assert(r);
+  cr_expect_eq(r->stats_reply->cache_entries, 2, "the bystander's geometry is kept, nothing else");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  expect_usable(fd, 42);
+  close(fd);
+}
+
 static void small_limits(void) { start_with_limits("/tmp/contactd-test-limits.json", "\"max_bodies_per_query\": 4"); }
 
 static void tiny_arena(void) { start_with_limits("/tmp/contactd-test-arena.json", "\"worker_arena_bytes\": 65536"); }

@@ -802,3 +802,38 @@ Test(geometry, a_callback_cancels_every_build_at_its_progress_points) {
   free(c[2].e);
   ce_mesh_data_free(&md);
 }
+
+/* ce_props.max_bytes: a mesh build whose counts already show more bytes
+ * than allowed fails with CE_EBYTES before building anything; the bound
+ * compared is a lower bound, so a limit of the geometry's own bytes
+ * passes. Compliant (tets) and rigid (triangles) spheres. */
+Test(geometry, max_bytes_fails_a_build_that_cannot_fit) {
+  for (int rigid_case = 0; rigid_case < 2; rigid_case++) {
+    ce_shape s;
+    memset(&s, 0, sizeof s);
+    s.type = CE_SHAPE_SPHERE;
+    s.radius = 0.1;
+    ce_props p = rigid_case ? ce_test_props(CE_RIGID, 0, 0.02) : ce_test_props(CE_COMPLIANT, 1e6, 0.02);
+    ce_geometry *g = NULL;
+    ce_error err;
+    cr_assert_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "%s", err.message);
+    ce_geometry_info info;
+    ce_geometry_get_info(g, &info);
+    ce_geometry_free(g);
+    const size_t bytes = info.bytes;
+
+    p.max_bytes = bytes; /* exactly its own size: allowed */
+    cr_expect_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "%s", err.message);
+    ce_geometry_get_info(g, &info);
+    cr_expect_eq(info.bytes, bytes);
+    ce_geometry_free(g);
+
+    /* the lower bound is most of the geometry: half of it is refused */
+    p.max_bytes = bytes / 2;
+    g = NULL;
+    cr_expect_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_EBYTES, "rigid=%d: %s", rigid_case, err.message);
+    cr_expect_null(g);
+    cr_expect(strstr(err.message, "over the limit of"), "%s", err.message);
+    cr_expect(strstr(err.message, rigid_case ? "triangles" : "tets"), "%s", err.message);
+  }
+}
