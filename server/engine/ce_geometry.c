@@ -606,8 +606,9 @@ static ce_errno mesh_start(ce_shape_type shape, const ce_props *props, ce_compli
   if (!have_arrays) return ce_fail(err, CE_EINVAL, "%s: vertex or %s array is NULL", what, elem);
   const size_t least = mesh_bytes_at_least(want, nv, ne);
   if (props->max_bytes && least > props->max_bytes)
-    return ce_fail(err, CE_EBYTES, "%s: %d %ss and %d vertices take at least %.3g MB once built, over the limit of %.3g MB",
-                   what, (int)ne, elem, (int)nv, (double)least / 1e6, (double)props->max_bytes / 1e6);
+    return ce_fail(err, CE_EBYTES,
+                   "%s: %d %ss and %d vertices take at least %.3g MB once built, over the limit of %.3g MB", what,
+                   (int)ne, elem, (int)nv, (double)least / 1e6, (double)props->max_bytes / 1e6);
   *g = calloc(1, sizeof **g);
   if (!*g) return ce_fail(err, CE_ENOMEM, "%s: out of memory", what);
   geometry_common(*g, shape, props);

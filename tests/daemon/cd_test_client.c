@@ -261,6 +261,17 @@ uint64_t tc_open_stream(int fd, Contactd__V1__OpenStream *os, uint64_t request_i
   return id;
 }
 
+const char *tc_limits_file(const char *path, const char *limits) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "tc: cannot write %s\n", path);
+    abort();
+  }
+  fprintf(f, "{\"limits\": {%s}}\n", limits);
+  fclose(f);
+  return path;
+}
+
 void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3 *pos, uint32_t id,
              const char *geometry_id, double x, double y, double z) {
   contactd__v1__body__init(b);

@@ -410,10 +410,8 @@ static long mono_ms(void) {
  * metrics_timeout_ms; connections over max_metrics_connections are closed at
  * once; the port still answers afterwards. */
 Test(daemon_api, silent_metrics_connections_time_out) {
-  const char *path = "/tmp/contactd-test-metrics.json";
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"limits\": {\"metrics_timeout_ms\": 300, \"max_metrics_connections\": 2}}\n");
-  fclose(f);
+  const char *path =
+      tc_limits_file("/tmp/contactd-test-metrics.json", "\"metrics_timeout_ms\": 300, \"max_metrics_connections\": 2");
   const char *extra[] = {"--config", path, "--metrics-port", "0", NULL};
   tc_start(&D, extra);
   cr_assert_gt(D.metrics_port, 0);
@@ -517,10 +515,7 @@ static void *mem_send(void *arg) {
  * object's body) and one worker; another client's Hello is answered too.
  * Returns the request_bytes high-water mark and the waits counted. */
 static void mem_run(const char *limits, double *peak, double *waits) {
-  const char *path = "/tmp/contactd-test-request-memory.json";
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"limits\": {%s}}\n", limits);
-  fclose(f);
+  const char *path = tc_limits_file("/tmp/contactd-test-request-memory.json", limits);
   const char *extra[] = {"--config", path, "--workers", "1", "--metrics-port", "0", NULL};
   tc_start(&D, extra);
   int f0 = tc_connect_tcp(D.port);
@@ -649,11 +644,9 @@ static void expect_hello(int fd, uint64_t request_id, const char *who) {
  * sending a large frame steadily is not cut, and without waiters a slow
  * frame costs nobody anything. */
 Test(daemon_api, stalled_frame_is_closed_while_others_wait, .timeout = 120) {
-  const char *path = "/tmp/contactd-test-frame-rate.json";
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"limits\": {\"max_frame_bytes\": 1048576, \"request_memory_bytes\": 1048576, "
-             "\"frame_grace_ms\": 300, \"frame_min_rate_bytes\": 65536}}\n");
-  fclose(f);
+  const char *path = tc_limits_file("/tmp/contactd-test-frame-rate.json",
+                                    "\"max_frame_bytes\": 1048576, \"request_memory_bytes\": 1048576, "
+                                    "\"frame_grace_ms\": 300, \"frame_min_rate_bytes\": 65536");
   const char *extra[] = {"--config", path, "--metrics-port", "0", NULL};
   tc_start(&D, extra);
   /* announces 1,000,000 bytes, sends 10 */
@@ -1011,10 +1004,7 @@ Test(daemon_api, large_replies_are_encoded_off_the_loop_in_order, .timeout = 180
  * running, and its reply arrives while the large query is still being
  * computed; first come first served, it waited for all 64 jobs. */
 Test(daemon_api, one_client_backlog_does_not_delay_another, .timeout = 120) {
-  const char *path = "/tmp/contactd-test-turns.json";
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"limits\": {\"pairs_per_job\": 1}}\n");
-  fclose(f);
+  const char *path = tc_limits_file("/tmp/contactd-test-turns.json", "\"pairs_per_job\": 1");
   const char *extra[] = {"--config", path, "--workers", "1", NULL};
   tc_start(&D, extra);
   int fa = tc_connect_tcp(D.port), fb = tc_connect_tcp(D.port);
@@ -1085,10 +1075,7 @@ Test(daemon_api, one_client_backlog_does_not_delay_another, .timeout = 120) {
  * the first build to end. With build_workers 2 both builds run at once and
  * the query waits: the control. */
 static void builds_leave_a_worker(const char *limits, int query_first) {
-  const char *path = "/tmp/contactd-test-build-workers.json";
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"limits\": {%s}}\n", limits);
-  fclose(f);
+  const char *path = tc_limits_file("/tmp/contactd-test-build-workers.json", limits);
   const char *extra[] = {"--config", path, "--workers", "2", NULL};
   tc_start(&D, extra);
   int fa = tc_connect_tcp(D.port), fb = tc_connect_tcp(D.port);

@@ -39,10 +39,7 @@ static void start_with(const char *const *extra) {
 static void up(void) { start_with(NULL); }
 /* Start with a config file at path whose "limits" object holds `limits`. */
 static void start_with_limits(const char *path, const char *limits) {
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"limits\": {%s}}\n", limits);
-  fclose(f);
-  const char *extra[] = {"--config", path, NULL};
+  const char *extra[] = {"--config", tc_limits_file(path, limits), NULL};
   start_with(extra);
 }
 

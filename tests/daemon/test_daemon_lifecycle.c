@@ -40,9 +40,7 @@ Test(lifecycle, help_version_and_bad_flags) {
   cr_expect(strstr(out, "unknown flag"), "%s", out);
   cr_expect_eq(run("--workers zero", out, sizeof out), 2);
   cr_expect_eq(run("--config /nonexistent.json", out, sizeof out), 2);
-  FILE *f = fopen("/tmp/contactd-test-bad.json", "w");
-  fprintf(f, "{\"limits\": {\"max_fram_bytes\": 5}}");
-  fclose(f);
+  tc_limits_file("/tmp/contactd-test-bad.json", "\"max_fram_bytes\": 5");
   cr_expect_eq(run("--config /tmp/contactd-test-bad.json", out, sizeof out), 2);
   cr_expect(strstr(out, "unknown key limits.max_fram_bytes"), "typos are caught: %s", out);
 }
@@ -383,9 +381,7 @@ Test(lifecycle, shutdown_grace_closes_every_busy_connection) {
 }
 
 Test(lifecycle, idle_connections_are_closed) {
-  FILE *f = fopen("/tmp/contactd-test-idle.json", "w");
-  fprintf(f, "{\"limits\": {\"idle_timeout_ms\": 200}}");
-  fclose(f);
+  tc_limits_file("/tmp/contactd-test-idle.json", "\"idle_timeout_ms\": 200");
   const char *extra[] = {"--config", "/tmp/contactd-test-idle.json", NULL};
   tc_daemon d;
   tc_start(&d, extra);
@@ -397,9 +393,7 @@ Test(lifecycle, idle_connections_are_closed) {
 }
 
 Test(lifecycle, connections_beyond_the_limit_get_unavailable) {
-  FILE *f = fopen("/tmp/contactd-test-maxconn.json", "w");
-  fprintf(f, "{\"limits\": {\"max_connections\": 2}}");
-  fclose(f);
+  tc_limits_file("/tmp/contactd-test-maxconn.json", "\"max_connections\": 2");
   const char *extra[] = {"--config", "/tmp/contactd-test-maxconn.json", NULL};
   tc_daemon d;
   tc_start(&d, extra);

@@ -219,10 +219,7 @@ Test(stream, bad_updates_are_rejected_and_change_nothing) {
  * that was still finishing (heap use after free, found by fuzzing). Now
  * every reply comes, in order, the close counting the one result. */
 Test(stream_held, close_held_behind_a_running_update) {
-  const char *path = "/tmp/contactd-test-stream-held.json";
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"limits\": {\"max_inflight_per_conn\": 4}}\n");
-  fclose(f);
+  const char *path = tc_limits_file("/tmp/contactd-test-stream-held.json", "\"max_inflight_per_conn\": 4");
   const char *extra[] = {"--config", path, NULL};
   tc_start(&D, extra);
   fd = tc_connect_tcp(D.port);
@@ -279,10 +276,8 @@ Test(stream_held, close_held_behind_a_running_update) {
  * 120,000 ids (~8 MB, ready at once but behind the updates), the close (held:
  * three requests are in flight). */
 Test(stream_held, reader_dropped_inside_a_close_counts_the_stream_once, .timeout = 300) {
-  const char *path = "/tmp/contactd-test-stream-drop.json";
-  FILE *f = fopen(path, "w");
-  fprintf(f, "{\"limits\": {\"max_inflight_per_conn\": 3, \"max_output_bytes\": 1024}}\n");
-  fclose(f);
+  const char *path =
+      tc_limits_file("/tmp/contactd-test-stream-drop.json", "\"max_inflight_per_conn\": 3, \"max_output_bytes\": 1024");
   const char *extra[] = {"--config", path, "--workers", "1", NULL};
   tc_start(&D, extra);
   fd = tc_connect_tcp(D.port);
