@@ -177,7 +177,6 @@ void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job) {
   pthread_mutex_unlock(&p->mu);
 }
 
-
 void cd_pool_post(cd_pool *p, cd_job *job) {
   job->run = NULL;
   done_push(p, job);

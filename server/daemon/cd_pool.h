@@ -12,12 +12,12 @@
  * at most the jobs already running, not by its whole backlog. Within one
  * queue jobs start in the order they were submitted.
  *
- * Heavy jobs (geometry builds, seconds each)
- * may be limited to fewer workers than the pool has, so that queries still
- * find a worker while builds run: a queue whose next job is heavy loses its
- * turn while the limit is reached, and the jobs behind it wait with it
- * (their replies would wait for its reply anyway: a connection's replies
- * leave in request order). */
+ * Heavy jobs (geometry builds, seconds each) may be limited to fewer
+ * workers than the pool has, so that queries still find a worker while
+ * builds run: a queue whose next job is heavy loses its turn while the
+ * limit is reached, and the jobs behind it wait with it (their replies
+ * would wait for its reply anyway: a connection's replies leave in request
+ * order). */
 #ifndef CD_POOL_H
 #define CD_POOL_H
 

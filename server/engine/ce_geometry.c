@@ -564,10 +564,6 @@ done:
   return e;
 }
 
-/* The checks and the allocation both mesh finishers start with: out
- * given, props valid and of the compliance the mesh kind needs, counts in
- * range, arrays given (have_arrays); then a zeroed geometry with the
- * common fields (*g). `what` and `elem` name the kind in messages. */
 /* Heap bytes a tet mesh (compliant) or triangle mesh (rigid) of nv
  * vertices and ne elements holds at least once built: the per-vertex and
  * per-element arrays it always has and its hierarchy's nodes (one element
@@ -592,6 +588,10 @@ static size_t mesh_bytes_at_least(ce_compliance kind, int32_t nv, int32_t ne) {
          (2 * leaves - 1) * sizeof(ce_bvh_node) + leaves * sizeof(ce_bvh_disk);
 }
 
+/* The checks and the allocation both mesh finishers start with: out
+ * given, props valid and of the compliance the mesh kind needs, counts in
+ * range, arrays given (have_arrays); then a zeroed geometry with the
+ * common fields (*g). `what` and `elem` name the kind in messages. */
 static ce_errno mesh_start(ce_shape_type shape, const ce_props *props, ce_compliance want, const char *what,
                            const char *elem, int32_t nv, int32_t ne, int have_arrays, ce_geometry **out,
                            ce_geometry **g, ce_error *err) {

@@ -837,3 +837,30 @@ Test(geometry, max_bytes_fails_a_build_that_cannot_fit) {
     cr_expect(strstr(err.message, rigid_case ? "triangles" : "tets"), "%s", err.message);
   }
 }
+
+/* The bound compared with max_bytes is a lower bound for every primitive
+ * mesh, compliant and rigid: a limit of the geometry's own size passes. */
+Test(geometry, max_bytes_of_its_own_size_passes_for_every_primitive) {
+  const ce_shape_type types[] = {CE_SHAPE_SPHERE, CE_SHAPE_BOX, CE_SHAPE_CYLINDER, CE_SHAPE_CAPSULE,
+                                 CE_SHAPE_ELLIPSOID};
+  for (size_t k = 0; k < sizeof types / sizeof *types; k++)
+    for (int rigid_case = 0; rigid_case < 2; rigid_case++) {
+      ce_shape s;
+      memset(&s, 0, sizeof s);
+      s.type = types[k];
+      s.radius = 0.05;
+      s.length = 0.12;
+      s.size = ce_v3(0.1, 0.07, 0.05);
+      ce_props p = rigid_case ? ce_test_props(CE_RIGID, 0, 0.02) : ce_test_props(CE_COMPLIANT, 1e6, 0.02);
+      ce_geometry *g = NULL;
+      ce_error err;
+      cr_assert_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "shape %d: %s", (int)types[k], err.message);
+      ce_geometry_info info;
+      ce_geometry_get_info(g, &info);
+      ce_geometry_free(g);
+      p.max_bytes = info.bytes;
+      cr_expect_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "shape %d rigid=%d: %s", (int)types[k],
+                   rigid_case, err.message);
+      ce_geometry_free(g);
+    }
+}
