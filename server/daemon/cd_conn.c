@@ -286,7 +286,7 @@ static int encode_env(int json, uint64_t max_reply, cd_budget *scratch, Contactd
   char b1[32], b2[32];
   *out_p = NULL;
   *out_len = 0;
-  snprintf(why, 200, "out of memory");
+  int encoder_failed = 0;
   if (json) {
     cd_wire_error we;
     size_t n;
@@ -309,7 +309,10 @@ static int encode_env(int json, uint64_t max_reply, cd_budget *scratch, Contactd
                     cd_fmt_bytes(b1, sizeof b1, limit));
       return 1;
     }
-    if (!j) snprintf(why, 200, "cannot encode a JSON reply: %.160s", we.message);
+    if (!j) {
+      encoder_failed = 1;
+      snprintf(why, 200, "cannot encode a JSON reply: %.160s", we.message);
+    }
   } else {
     size_t body;
     size_t total = cd_frame_size(&env->base, &body);
@@ -323,7 +326,10 @@ static int encode_env(int json, uint64_t max_reply, cd_budget *scratch, Contactd
     out = malloc(total ? total : 1);
     if (out) len = cd_frame_write(&env->base, body, (uint8_t *)out);
   }
-  if (!out) return -1;
+  if (!out) {
+    if (!encoder_failed) snprintf(why, 200, "out of memory");
+    return -1;
+  }
   *out_p = out;
   *out_len = len;
   return 0;

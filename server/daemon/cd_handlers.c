@@ -454,26 +454,22 @@ static void on_release(cd_req *r) {
 
 static void query_done(cd_query *q) {
   cd_req *r = q->user;
-  cd_query_reply *x = q->err_pair >= 0 ? NULL : malloc(sizeof *x);
+  cd_query_reply *x = q->err_pair >= 0 ? NULL : cd_query_reply_new(q, r->request_id);
   if (!x) {
     if (q->err_pair >= 0) cd_req_fail(r, &q->err);
     else fail(r, CD_EXHAUSTED, "contactQuery", "%s", "out of memory");
     cd_query_free(q);
     return;
   }
-  x->q = q;
   Contactd__V1__ContactReply *cr = &x->msg.contact;
   contactd__v1__contact_reply__init(cr);
   cr->n_results = (size_t)q->npairs;
   cr->results = q->results;
   cr->compute_time_us = q->wall_us;
   cr->candidate_pairs = q->candidate_pairs;
-  contactd__v1__envelope__init(&x->env);
-  x->env.request_id = r->request_id;
   x->env.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY;
   x->env.contact_reply = cr;
-  cd_conn_reply_large(r->conn, r->seq, &x->env, atomic_load_explicit(&q->reply_bytes, memory_order_relaxed),
-                      cd_query_reply_release, x);
+  cd_query_reply_send(x, r->conn, r->seq);
   cd_req_free(r);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cd_broadphase.h"
+#include "cd_conn.h"
 #include "cd_pool.h"
 #include "cd_server.h"
 #include "ce_math.h"
@@ -655,10 +656,24 @@ void cd_query_run(cd_query *q) {
   }
 }
 
-void cd_query_reply_release(void *holder) {
+cd_query_reply *cd_query_reply_new(cd_query *q, uint64_t request_id) {
+  cd_query_reply *x = malloc(sizeof *x);
+  if (!x) return NULL;
+  x->q = q;
+  contactd__v1__envelope__init(&x->env);
+  x->env.request_id = request_id;
+  return x;
+}
+
+static void reply_release(void *holder) {
   cd_query_reply *x = holder;
   cd_query_free(x->q);
   free(x);
+}
+
+void cd_query_reply_send(cd_query_reply *x, cd_conn *c, uint64_t seq) {
+  cd_conn_reply_large(c, seq, &x->env, atomic_load_explicit(&x->q->reply_bytes, memory_order_relaxed), reply_release,
+                      x);
 }
 
 void cd_query_free(cd_query *q) {

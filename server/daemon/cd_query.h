@@ -15,6 +15,7 @@
 #include "ce.h"
 
 typedef struct cd_server cd_server;
+typedef struct cd_conn cd_conn;
 
 typedef struct cd_qbody {
   uint32_t id;            /* client body id */
@@ -118,8 +119,7 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
                       int64_t *nout, cd_status *st);
 
 /* A query's reply (a ContactReply or a StreamResult carrying q->results),
- * kept with the query until the reply is encoded (cd_conn_reply_large);
- * cd_query_reply_release(holder) then frees both. */
+ * kept with the query until the reply is encoded. */
 typedef struct cd_query_reply {
   Contactd__V1__Envelope env;
   union {
@@ -128,7 +128,13 @@ typedef struct cd_query_reply {
   } msg;
   cd_query *q;
 } cd_query_reply;
-void cd_query_reply_release(void *holder);
+/* A reply holder for q, its envelope initialised with request_id (the
+ * caller sets the message and its case); NULL when out of memory. */
+cd_query_reply *cd_query_reply_new(cd_query *q, uint64_t request_id);
+/* Send x->env as the reply of slot seq on c (cd_conn_reply_large: encoded
+ * off the loop when q's results are large); x and its query are freed once
+ * the reply is encoded. */
+void cd_query_reply_send(cd_query_reply *x, cd_conn *c, uint64_t seq);
 /* Run q on the pool (q->done runs on the loop when finished). */
 void cd_query_run(cd_query *q);
 void cd_query_free(cd_query *q);

@@ -137,14 +137,13 @@ static void sq_done(cd_query *q) {
   if (q->err_pair >= 0) {
     cd_conn_reply_stream_error(c, x->slot, s->open_request_id, s->id, x->sequence, &q->err);
   } else {
-    cd_query_reply *y = malloc(sizeof *y);
+    cd_query_reply *y = cd_query_reply_new(q, s->open_request_id);
     if (!y) {
       cd_status st;
       cd_status_set(&st, CD_EXHAUSTED, "streamUpdate", "out of memory");
       cd_conn_reply_stream_error(c, x->slot, s->open_request_id, s->id, x->sequence, &st);
       cd_query_free(q);
     } else {
-      y->q = q;
       Contactd__V1__StreamResult *res = &y->msg.stream;
       contactd__v1__stream_result__init(res);
       res->stream_id = s->id;
@@ -154,12 +153,9 @@ static void sq_done(cd_query *q) {
       res->n_results = (size_t)q->npairs;
       res->results = q->results;
       res->compute_time_us = q->wall_us;
-      contactd__v1__envelope__init(&y->env);
-      y->env.request_id = s->open_request_id;
       y->env.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT;
       y->env.stream_result = res;
-      cd_conn_reply_large(c, x->slot, &y->env, atomic_load_explicit(&q->reply_bytes, memory_order_relaxed),
-                          cd_query_reply_release, y);
+      cd_query_reply_send(y, c, x->slot);
       s->results++; /* (after: a close read inside the reply counts this one as running) */
     }
     q = NULL;
