@@ -22,7 +22,7 @@
  * Candidates come from the BVHs with pressure-range pruning; per pair the
  * kernel does the cheap rejections first (pressure ranges, the plane missing
  * tet M), then tests the slice against all four of N's face planes at once
- * (ce_tetmesh.fplane, placed in M's frame once per query per tet of N), and
+ * (ce_tetmesh.fplane, placed in M's frame by the pair that needs them), and
  * uses only fixed-size stack arrays.
  *
  * Shared vertices: a polygon vertex is where the pair's plane meets a
@@ -108,14 +108,11 @@ static inline int v4_near(const v4d *v, double t) {
 }
 #endif
 
-/* Tet j of N in M's frame, computed once per query the first time a pair
- * needs it from N's face planes (ce_tetmesh.fplane), lane k = face k: the
- * outward unit normals and offsets (inside face k when
- * nx.x + ny.y + nz.z - d <= 0), and the field p_N(x) = g . x + c. */
+/* Tet j of N's face planes in M's frame (from ce_tetmesh.fplane), lane k
+ * = face k: the outward unit normals and offsets (inside face k when
+ * nx.x + ny.y + nz.z - d <= 0). */
 typedef struct ntet {
   v4d nx, ny, nz, d;
-  ce_vec3 g;
-  double c;
 } ntet;
 
 /* One query's constants. */
@@ -129,7 +126,6 @@ typedef struct cc_query {
   ce_builder *b;
   ce_counters *c;
   int identical;   /* set when a pair's two fields coincide (see below) */
-  ce_elemcache ntets; /* tets of N placed so far (ntet entries) */
   ce_vcache verts;    /* shared polygon vertices (see the top) */
 } cc_query;
 
@@ -216,24 +212,18 @@ static ce_errno polygon_ids(cc_query *q, int32_t i, int32_t j, const ce_vec3 *x,
   return CE_OK;
 }
 
-/* Tet j of N in M's frame (placed the first time a pair needs it); NULL
- * when the arena is exhausted. */
-static const ntet *ntet_get(cc_query *q, int32_t j) {
-  int fresh;
-  ntet *t = ce_elemcache_get(q->b->arena, &q->ntets, j, sizeof *t, &fresh);
-  if (!t || !fresh) return t;
-  const ce_tetmesh *TN = q->TN;
+/* Tet j of N's face planes placed in M's frame. Placing them per pair is
+ * cheaper than looking a tet up in a cache of placed ones: the walk meets
+ * most tets of N in one or two pairs only. */
+static void ntet_place(const cc_query *q, int32_t j, ntet *t) {
   v4d in[4];
-  memcpy(in, TN->fplane[j], sizeof in);
+  memcpy(in, q->TN->fplane[j], sizeof in);
   const ce_mat3 *R = &q->R;
   t->nx = v4_splat(R->m[0][0]) * in[0] + v4_splat(R->m[0][1]) * in[1] + v4_splat(R->m[0][2]) * in[2];
   t->ny = v4_splat(R->m[1][0]) * in[0] + v4_splat(R->m[1][1]) * in[1] + v4_splat(R->m[1][2]) * in[2];
   t->nz = v4_splat(R->m[2][0]) * in[0] + v4_splat(R->m[2][1]) * in[1] + v4_splat(R->m[2][2]) * in[2];
   /* a point x_N maps to R x_N + t, so n'.x' = n.x_N + n'.t */
   t->d = in[3] + t->nx * v4_splat(q->t.x) + t->ny * v4_splat(q->t.y) + t->nz * v4_splat(q->t.z);
-  t->g = ce_mat3_mul_vec(R, TN->grad[j]);
-  t->c = TN->offset[j] - ce_dot(t->g, q->t);
-  return t;
 }
 
 /* What one pair's intersection with its equal-pressure plane is, for the
@@ -289,10 +279,9 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
   h->nonempty = h->proper = 0;
   h->nedge = 0;
   if (TM->prange[i][1] < q->TN->prange[j][0] || q->TN->prange[j][1] < TM->prange[i][0]) return CE_OK;
-  const ntet *nt = ntet_get(q, j);
-  if (!nt) return CE_ENOMEM;
-  const ce_vec3 gM = TM->grad[i], gN = nt->g;
-  const double cM = TM->offset[i], cN = nt->c;
+  /* N's field p_N(x) = gN . x + cN in M's frame */
+  const ce_vec3 gM = TM->grad[i], gN = ce_mat3_mul_vec(&q->R, q->TN->grad[j]);
+  const double cM = TM->offset[i], cN = q->TN->offset[j] - ce_dot(gN, q->t);
   const ce_vec3 g = ce_sub(gM, gN);
   const double c0 = cM - cN;
   const double gg = ce_norm2(g);
@@ -318,6 +307,9 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
     mask ^= near;
   }
   const double tol = q->tol;
+  ntet ntj;
+  ntet_place(q, j, &ntj);
+  const ntet *nt = &ntj;
   int n = slice_n[mask];
   cvert A[CC_MAXV], B[CC_MAXV];
   int out_all = 15, out_any = 0;
@@ -553,9 +545,9 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
    * other, 160 for 4,275 at a generic pose: the surface's area grows with
    * the square of its rim, so the pairs with the square of the seeds
    * (s^2 / 4 covers both poses), capped at 32 per seed. The builder's
-   * arrays, the queue and N's tets get that room up front (arena bumps,
-   * untouched until used: growing them later copies every array); the
-   * visited set and the tet map, which are zeroed, get 8 per seed. All of
+   * arrays and the queue get that room up front (arena bumps, untouched
+   * until used: growing them later copies every array); the visited set
+   * and the shared vertices, which are zeroed, get 8 per seed. All of
    * them grow if needed. Both guesses are capped (2^18 polygons, about 60
    * MB of builder arrays; 2^20 visited pairs, 16 MB zeroed) so that a guess
    * never exhausts a worker's arena that the actual surface would fit in. */
@@ -567,7 +559,6 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
   ce_buf_init(&queue, sizeof(ce_pair));
   if (ce_buf_reserve(a, &queue, 256 + 2 * room) != CE_OK) return CE_ENOMEM;
   if (ce_builder_reserve(q->b, 4 * room, room, 4 * room) != CE_OK) return CE_ENOMEM;
-  if (ce_elemcache_reserve(a, &q->ntets, per, room) != CE_OK) return CE_ENOMEM;
   if (ce_vcache_reserve(&q->verts, per) != CE_OK) return CE_ENOMEM;
   const ce_pair *fp = faces.data;
   const int32_t(*adjM)[4] = (const int32_t(*)[4])q->TM->adj, (*adjN)[4] = (const int32_t(*)[4])q->TN->adj;
@@ -637,7 +628,6 @@ static ce_errno query_init(cc_query *q, const ce_geometry *m, const ce_geometry 
   q->b = b;
   q->c = c;
   q->identical = 0;
-  if (ce_elemcache_init(b->arena, &q->ntets, sizeof(ntet), 9, 256) != CE_OK) return CE_ENOMEM;
   if (ce_vcache_init(&q->verts, b->arena, 256) != CE_OK) return CE_ENOMEM;
   return CE_OK;
 }
