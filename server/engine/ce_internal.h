@@ -299,12 +299,12 @@ static inline void ce_vcache_set(ce_vcache *c, ce_vslot *s, ce_vkey k, int32_t i
   c->count++;
 }
 
-/* Per-query data derived from elements of N (a tet placed in M's frame, a
- * rigid triangle placed), made the first time a pair needs it: entries in
- * `items` (a ce_buf of the caller's struct), found by element id through
- * an open-addressing map (keys id + 1, 0 empty; 2^bits slots, at most
- * half full). A map rather than an array over N keeps a query's cost
- * independent of N's size. Arena memory. */
+/* Per-query data derived from elements of N (a rigid triangle placed in
+ * M's frame, which meets several tets), made the first time a pair needs
+ * it: entries in `items` (a ce_buf of the caller's struct), found by
+ * element id through an open-addressing map (keys id + 1, 0 empty; 2^bits
+ * slots, at most half full). A map rather than an array over N keeps a
+ * query's cost independent of N's size. Arena memory. */
 typedef struct ce_elemcache {
   int32_t *key, *val;
   int bits;

@@ -547,7 +547,7 @@ static ce_errno trace_surface(const ce_geometry *m, const ce_geometry *n, const 
    * (s^2 / 4 covers both poses), capped at 32 per seed. The builder's
    * arrays and the queue get that room up front (arena bumps, untouched
    * until used: growing them later copies every array); the visited set
-   * and the shared vertices, which are zeroed, get 8 per seed. All of
+   * and the shared vertices, which are cleared, get 8 per seed. All of
    * them grow if needed. Both guesses are capped (2^18 polygons, about 60
    * MB of builder arrays; 2^20 visited pairs, 16 MB zeroed) so that a guess
    * never exhausts a worker's arena that the actual surface would fit in. */

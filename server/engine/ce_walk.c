@@ -5,9 +5,8 @@
  *  - ce_pairset: the visited set of element pairs, open addressing on the
  *    pair key in the query's arena (the inline lookups are in
  *    ce_internal.h);
- *  - ce_elemcache: per-query data of N's elements (placed tets or
- *    triangles), made once per element (the inline lookup is in
- *    ce_internal.h);
+ *  - ce_elemcache: per-query data of N's elements (placed triangles),
+ *    made once per element (the inline lookup is in ce_internal.h);
  *  - ce_triangles_meet: whether two triangles meet (the seed test: where a
  *    boundary triangle of M meets a triangle of N, the surface starts);
  *  - ce_vcache: shared surface vertices, found by the mesh features a
