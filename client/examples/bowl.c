@@ -179,7 +179,7 @@ static int step(cc_client *c, const char *ball, const char *bowl, state *s, doub
 }
 
 int main(int argc, char **argv) {
-  const char *addr = "unix:/tmp/contactd.sock";
+  const char *addr = NULL; /* cc_connect: $CONTACTD_ADDR, else the default */
   double T = 25, fine = 0.05, check = -1;
   int trace = 0;
   for (int i = 1; i < argc; i++) {

@@ -56,7 +56,7 @@ static int reg(cc_client *c, int box, char id[CC_ID_MAX], cc_error *err) {
 }
 
 int main(int argc, char **argv) {
-  const char *addr = "unix:/tmp/contactd.sock";
+  const char *addr = NULL; /* cc_connect: $CONTACTD_ADDR, else the default */
   double T = 0.5, check = -1;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--addr") && i + 1 < argc) addr = argv[++i];
