@@ -826,12 +826,15 @@ static void mem_pause(cd_conn *c, const uint8_t *data, size_t n) {
   }
 }
 
-/* A JSON line is answered (or skipped): its admission ends, and a line
- * buffer grown past a read's size is let go (a 60 MB line would otherwise
- * keep its 64 MB buffer, and its charge, for the connection's life). */
+/* A JSON line is answered (or skipped): its admission ends, and the
+ * buffer that assembled it across reads is let go with its charge. Kept,
+ * it would hold request_memory_bytes for the connection's life: a 60 MB
+ * line its 64 MB, and even a line of a few KB split over two reads its 4-64
+ * KB, which idle JSON connections together could keep until no other
+ * frame fits. */
 static void json_line_done(cd_conn *c) {
   mem_frame_done(c);
-  if (c->line_cap > READ_CHUNK) {
+  if (c->line_cap) {
     free(c->line);
     c->line = NULL;
     c->line_cap = 0;

@@ -711,6 +711,52 @@ Test(daemon_api, stalled_frame_is_closed_while_others_wait, .timeout = 120) {
   cr_expect_eq(tc_stop(&D), 0);
 }
 
+/* A JSON line that spans reads is assembled in a buffer charged to
+ * request_memory_bytes. Once the line is answered, the buffer and its charge
+ * go: two idle JSON connections that each once sent a 40 KB Hello in two
+ * parts hold nothing, and a protobuf client that needs room next to them
+ * is answered at once. Kept buffers (64 KB each) held the whole 128 KiB
+ * limit until those connections closed. */
+Test(daemon_api, idle_json_connections_hold_no_request_memory, .timeout = 120) {
+  const char *path = tc_limits_file("/tmp/contactd-test-json-lines.json", "\"max_frame_bytes\": 131072, \"request_memory_bytes\": 131072");
+  const char *extra[] = {"--config", path, "--metrics-port", "0", NULL};
+  tc_start(&D, extra);
+  enum { NAME = 40000 };
+  char *line = malloc(NAME + 100);
+  int n = snprintf(line, NAME + 100, "{\"requestId\":\"1\",\"hello\":{\"clientName\":\"");
+  memset(line + n, 'j', NAME);
+  n += NAME;
+  n += snprintf(line + n, 100, "\"}}\n");
+  int fj[2];
+  for (int k = 0; k < 2; k++) {
+    fj[k] = tc_connect_tcp(D.port);
+    /* two writes apart: the server reads the line in two pieces */
+    cr_assert_eq(tc_send_raw(fj[k], line, 20000), 0);
+    usleep(100000);
+    cr_assert_eq(tc_send_raw(fj[k], line + 20000, (size_t)n - 20000), 0);
+    char *l = tc_recv_line(fj[k], 20000);
+    cr_assert(l && strstr(l, "\"helloReply\""), "JSON client %d is answered: %s", k, l ? l : "(nothing)");
+    free(l);
+  }
+  char buf[32768];
+  http_get(D.metrics_port, "/metrics", buf, sizeof buf);
+  cr_expect_eq(metric_value(buf, "request_bytes"), 0, "answered lines hold nothing (%.0f bytes held)",
+               metric_value(buf, "request_bytes"));
+  cr_expect_gt(metric_value(buf, "request_bytes_peak"), 40000, "the lines were assembled in charged buffers");
+  /* 100 KB fits only if the idle connections hold less than 31 KB */
+  size_t nh;
+  uint8_t *big = padded_hello(9, 100000, &nh);
+  int fp = tc_connect_tcp(D.port);
+  cr_assert_eq(tc_send_raw(fp, big, nh), 0);
+  expect_hello(fp, 9, "a protobuf client next to the idle JSON ones");
+  free(big);
+  free(line);
+  close(fp);
+  close(fj[0]);
+  close(fj[1]);
+  cr_expect_eq(tc_stop(&D), 0);
+}
+
 /* ---- large bodies: decoded off the loop ---------------------------------- */
 
 #define HF_N 400 /* 160,000 heights: a 1.28 MB frame, over CD_DECODE_OFF_LOOP_BYTES */
