@@ -931,6 +931,7 @@ static void process(cd_conn *c, const uint8_t *data, size_t n) {
       if (fs == CD_FRAME_OK) {
         handle_body(c, frame, flen, 0);
         mem_frame_done(c);
+        cd_frame_decoder_done(&c->dec);
       } else if (fs == CD_FRAME_NEED_MORE) {
         break;
       } else {

@@ -7,8 +7,9 @@
 
 #include "cd_wirecheck.h"
 
-/* A reassembly buffer larger than this is released between frames. */
-#define CD_FRAME_KEEP_BYTES ((size_t)1 << 20)
+/* A reassembly buffer larger than this is released between frames (a
+ * socket read's size: smaller ones are kept for the next split frame). */
+#define CD_FRAME_KEEP_BYTES ((size_t)64 << 10)
 
 size_t cd_varint_size(uint64_t v) {
   size_t n = 1;
@@ -86,6 +87,10 @@ static int reserve(cd_frame_decoder *d, size_t want) {
   return 0;
 }
 
+void cd_frame_decoder_done(cd_frame_decoder *d) {
+  if (!d->have_len && d->buf_cap > CD_FRAME_KEEP_BYTES) cd_frame_decoder_free(d);
+}
+
 uint8_t *cd_frame_decoder_take(cd_frame_decoder *d, const uint8_t *frame) {
   if (!frame || frame != d->buf) return NULL;
   uint8_t *b = d->buf;
@@ -99,11 +104,8 @@ cd_frame_status cd_frame_decoder_header(cd_frame_decoder *d, const uint8_t *data
   *consumed = 0;
   if (d->error) return (cd_frame_status)d->error;
   if (d->have_len) return CD_FRAME_OK;
-  if (d->buf_cap > CD_FRAME_KEEP_BYTES) {
-    /* The previous (large) frame has been handed out and its lifetime ended
-     * with this call: do not keep its buffer around. */
-    cd_frame_decoder_free(d);
-  }
+  /* The previous frame's lifetime ended with this call. */
+  cd_frame_decoder_done(d);
   uint64_t len = 0;
   int r;
   if (d->hdr_len == 0) {

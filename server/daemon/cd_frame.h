@@ -92,6 +92,12 @@ cd_frame_status cd_frame_decoder_feed(cd_frame_decoder *d, const uint8_t *data, 
  * the frame was returned in place (it then lies in the caller's data). */
 uint8_t *cd_frame_decoder_take(cd_frame_decoder *d, const uint8_t *frame);
 
+/* The frame last returned by cd_frame_decoder_feed is done with: a
+ * reassembly buffer larger than a socket read (64 KiB) is given back now,
+ * so that a connection that goes quiet after a large frame keeps at most
+ * that much. No-op while a frame is in progress. */
+void cd_frame_decoder_done(cd_frame_decoder *d);
+
 /* Only the length prefix of the next frame: CD_FRAME_OK once d->body_len
  * holds it (at once when it is already known; nothing of the body is
  * consumed), CD_FRAME_NEED_MORE when data ended inside the prefix (all of

@@ -285,6 +285,40 @@ Test(frame, reassembled_buffer_is_taken) {
   free(f2);
 }
 
+/* Once a reassembled frame is done with, a buffer larger than a socket
+ * read goes at once (an idle connection keeps nothing of a 200 KB frame);
+ * a small one stays for the next split frame; a frame still arriving keeps
+ * its buffer. */
+Test(frame, done_gives_back_a_large_buffer_only) {
+  size_t n1, n2;
+  uint8_t *f1 = make_frame(1, 200000, &n1), *f2 = make_frame(2, 10000, &n2);
+  cd_frame_decoder d;
+  cd_frame_decoder_init(&d, 0);
+  size_t used;
+  const uint8_t *body;
+  size_t blen;
+  cr_assert_eq(cd_frame_decoder_feed(&d, f1, n1 / 2, &used, &body, &blen), CD_FRAME_NEED_MORE);
+  const size_t mid = d.buf_cap;
+  cd_frame_decoder_done(&d);
+  cr_assert_eq(d.buf_cap, mid, "mid-frame: kept");
+  cr_assert_eq(cd_frame_decoder_feed(&d, f1 + n1 / 2, n1 - n1 / 2, &used, &body, &blen), CD_FRAME_OK);
+  cr_assert_eq(body, d.buf);
+  check_body(body, blen, 1, 200000);
+  cd_frame_decoder_done(&d);
+  cr_assert_null(d.buf, "a 200 KB buffer is given back");
+  cr_assert_eq(d.buf_cap, 0);
+  cr_assert_eq(cd_frame_decoder_feed(&d, f2, 100, &used, &body, &blen), CD_FRAME_NEED_MORE);
+  cr_assert_eq(cd_frame_decoder_feed(&d, f2 + 100, n2 - 100, &used, &body, &blen), CD_FRAME_OK);
+  check_body(body, blen, 2, 10000);
+  const uint8_t *small = d.buf;
+  cd_frame_decoder_done(&d);
+  cr_assert_eq(d.buf, small, "a 10 KB buffer is kept for the next split frame");
+  cr_assert_eq(cd_frame_decoder_pending(&d), 0);
+  cd_frame_decoder_free(&d);
+  free(f1);
+  free(f2);
+}
+
 Test(frame, reassembly_grows_with_arrived_bytes) {
   cd_frame_decoder d;
   cd_frame_decoder_init(&d, 0);
