@@ -23,6 +23,13 @@ cc_shape_kind cc_shape_kind_parse(const char *s) {
   return (cc_shape_kind)0;
 }
 
+int cc_mesh_format_parse(const char *s) {
+  static const char *const names[] = {"auto", "obj", "stl", "ply", "vtk", "msh"}; /* by MeshFormat value */
+  for (int k = 0; s && k < (int)(sizeof names / sizeof names[0]); k++)
+    if (strcmp(s, names[k]) == 0) return k;
+  return -1;
+}
+
 static int bad(cc_error *err, const char *msg) {
   if (err) {
     err->code = CC_EINVALID_ARGUMENT;

@@ -206,6 +206,9 @@ int cc_register_shape(cc_client *c, const cc_shape *s, char id[CC_ID_MAX],
  * "mesh"); cc_shape_kind_parse is the inverse (0 if unknown). */
 const char *cc_shape_kind_name(cc_shape_kind k);
 cc_shape_kind cc_shape_kind_parse(const char *s);
+/* The MeshFormat value for "auto", "obj", "stl", "ply", "vtk" or "msh"
+ * (-1 if unknown). The server refuses PLY (UNIMPLEMENTED). */
+int cc_mesh_format_parse(const char *s);
 
 typedef struct cc_body {
   uint32_t id;

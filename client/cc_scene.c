@@ -168,11 +168,8 @@ static int parse_geom(const cJSON *g, const char *base_dir, cc_scene_geom *sg, c
       s->name = sg->file_path;
       const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(g, "format");
       if (fmt) {
-        static const char *const names[] = {"auto", "obj", "stl", "ply", "vtk", "msh"};
-        s->format = -1;
-        for (int i = 0; cJSON_IsString(fmt) && i < 6; i++)
-          if (strcmp(fmt->valuestring, names[i]) == 0) s->format = i;
-        if (s->format < 0) return err_at(err, errlen, "%s.format: expected auto, obj, stl, ply, vtk or msh", path);
+        s->format = cJSON_IsString(fmt) ? cc_mesh_format_parse(fmt->valuestring) : -1;
+        if (s->format < 0) return err_at(err, errlen, "%s.format: expected auto, obj, stl, vtk or msh", path);
       }
       break;
     }

@@ -73,7 +73,7 @@ static const char *const REGISTER_HELP =
     "  capsule    --radius R --length L  (L = medial segment)\n"
     "  ellipsoid  --semi-axes A,B,C\n"
     "  half-space                      (z <= 0 of the body frame)\n"
-    "  mesh FILE  [--format auto|obj|stl|ply|vtk|msh]  (the file's bytes are sent)\n"
+    "  mesh FILE  [--format auto|obj|stl|vtk|msh]  (the file's bytes are sent)\n"
     "  heightfield FILE  [--c2]        rigid terrain (implies --rigid); FILE is text:\n"
     "             \"nx ny dx dy [ox oy oz]\" then nx*ny heights, x fastest (m)\n"
     "\n"
@@ -659,11 +659,8 @@ static int cmd_register(int argc, char **argv, common *co) {
       continue;
     }
     if (strcmp(f, "--format") == 0) {
-      static const char *const names[] = {"auto", "obj", "stl", "ply", "vtk", "msh"};
-      s.format = -1;
-      for (int k = 0; k < 6; k++)
-        if (strcmp(v, names[k]) == 0) s.format = k;
-      if (s.format < 0) return usage("register: --format \"%s\" is not auto, obj, stl, ply, vtk or msh", v);
+      s.format = cc_mesh_format_parse(v); /* "ply" is passed on: the server says it is not supported */
+      if (s.format < 0) return usage("register: --format \"%s\" is not auto, obj, stl, vtk or msh", v);
       continue;
     }
     if (parse_double(v, &d)) return usage("register: \"%s\" is not a number", v);

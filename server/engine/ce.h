@@ -42,7 +42,7 @@ extern "C" {
   XX(ERANGE, "index out of range")                                           \
   XX(EFIELD, "invalid pressure field")                                       \
   XX(ENOMEM, "out of memory")                                                \
-  XX(EUNSUPPORTED, "unsupported geometry pair")                              \
+  XX(EUNSUPPORTED, "unsupported geometry pair or file format")             \
   XX(ELIMIT, "size limit exceeded")                                          \
   XX(ECANCELED, "build cancelled")                                           \
   XX(EBYTES, "geometry larger than its memory limit")
@@ -427,7 +427,7 @@ double ce_combine_friction(double mua, double mub);
 /* Mesh file formats (ce_meshio.c). Parsing works on bytes in memory; the
  * engine never opens files. */
 typedef enum {
-  CE_MESH_AUTO = 0, /* sniff: "# vtk", "$MeshFormat", binary/ASCII STL, else OBJ */
+  CE_MESH_AUTO = 0, /* sniff: "# vtk", "$MeshFormat", binary/ASCII STL, else OBJ (PLY: CE_EUNSUPPORTED) */
   CE_MESH_VTK = 1,  /* VTK legacy UNSTRUCTURED_GRID 4.2 or 5.1, ASCII or BINARY (big-endian) */
   CE_MESH_MSH = 2,  /* Gmsh MSH 2.2 or 4.1, ASCII or binary */
   CE_MESH_OBJ = 3,  /* Wavefront OBJ (v, f; polygons fanned) */

@@ -1186,6 +1186,9 @@ ce_errno ce_mesh_parse(const void *bytes, size_t len, ce_mesh_format format, dou
   if (format == CE_MESH_AUTO) {
     if (len - skip >= 5 && memcmp(b + skip, "# vtk", 5) == 0) format = CE_MESH_VTK;
     else if (len - skip >= 11 && memcmp(b + skip, "$MeshFormat", 11) == 0) format = CE_MESH_MSH;
+    /* PLY's magic line: said so, rather than an OBJ error about its lines */
+    else if (len - skip >= 4 && memcmp(b + skip, "ply", 3) == 0 && is_space((char)b[skip + 3]))
+      return ce_fail(err, CE_EUNSUPPORTED, "PLY files are not supported (use OBJ, STL, VTK or MSH)");
     else if (stl_size_matches(b, len) || (len - skip >= 6 && memcmp(b + skip, "solid", 5) == 0 && is_space((char)b[skip + 5])))
       format = CE_MESH_STL;
     else format = CE_MESH_OBJ;

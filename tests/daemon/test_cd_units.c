@@ -442,6 +442,14 @@ Test(meshfile, obj_stl_vtk) {
   const char *bad = "v 0 0 0\nf 1 2 3\n";
   cr_expect_eq(cd_meshfile_parse((const uint8_t *)bad, strlen(bad), 1, "bad.obj", 1000, &m, &st), CD_INVALID);
   cr_expect(strstr(st.message, "bad.obj: OBJ line 2"), "%s", st.message);
+  /* PLY, named or found by its magic line: UNIMPLEMENTED, said in words */
+  const char *ply = "ply\nformat ascii 1.0\nelement vertex 3\n";
+  cr_expect_eq(cd_meshfile_parse((const uint8_t *)ply, strlen(ply), CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_PLY, "m.ply",
+                                 1000, &m, &st),
+               CD_UNIMPLEMENTED);
+  cr_expect(strstr(st.message, "m.ply: PLY files are not supported"), "%s", st.message);
+  cr_expect_eq(cd_meshfile_parse((const uint8_t *)ply, strlen(ply), 0, "m.ply", 1000, &m, &st), CD_UNIMPLEMENTED);
+  cr_expect(strstr(st.message, "m.ply: PLY files are not supported"), "%s", st.message);
 }
 
 /* ---- config ------------------------------------------------------------ */

@@ -435,6 +435,10 @@ Test(meshio, errors_name_positions) {
   parse_err("v 0 0 nan\n", CE_MESH_OBJ, CE_ENONFINITE, "line 1");
   parse_err("v 0 0 0\nf 1 1\n", CE_MESH_OBJ, CE_EINVAL, "at least 3");
   parse_err("# nothing\n", CE_MESH_OBJ, CE_EEMPTY, "expected vertices");
+  /* a PLY file (ASCII or binary) is named as such when the format is sniffed */
+  parse_err("ply\nformat ascii 1.0\nelement vertex 3\nend_header\n", CE_MESH_AUTO, CE_EUNSUPPORTED,
+            "PLY files are not supported");
+  parse_err("ply\r\nformat binary_little_endian 1.0\r\n", CE_MESH_AUTO, CE_EUNSUPPORTED, "use OBJ, STL, VTK or MSH");
   parse_err("solid x\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nendloop\n", CE_MESH_STL, CE_EINVAL,
             "STL line 6: expected 'vertex'");
   parse_err("# vtk DataFile Version 3.0\nt\nASCII\nDATASET POLYDATA\n", CE_MESH_VTK, CE_EINVAL,
