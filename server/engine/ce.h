@@ -157,8 +157,10 @@ typedef struct ce_geometry_info {
   size_t bytes;         /* heap bytes held by the geometry */
 } ce_geometry_info;
 
-/* Build a primitive. On failure returns the error code, fills *err (may be
- * NULL) and leaves *out NULL. */
+/* Build a primitive. Its dimensions must lie in [1e-9, 1e9] m
+ * (CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH in ce_primitive.h). On
+ * failure returns the error code, fills *err (may be NULL) and leaves *out
+ * NULL. */
 ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
                                 ce_geometry **out, ce_error *err);
 

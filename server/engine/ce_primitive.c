@@ -1252,6 +1252,14 @@ static ce_errno check_dim(const char *shape, const char *field, double x, ce_err
   return ce_fail(err, CE_EINVAL, "%s %s must be finite and > 0 (got %g)", shape, field, x);
 }
 
+/* A dimension of the shape itself: positive and within the primitive range. */
+static ce_errno check_length(const char *shape, const char *field, double x, ce_error *err) {
+  ce_errno e = check_dim(shape, field, x, err);
+  if (e || (x >= CE_PRIMITIVE_MIN_LENGTH && x <= CE_PRIMITIVE_MAX_LENGTH)) return e;
+  return ce_fail(err, CE_EINVAL, "%s %s %g m is outside the range of primitive dimensions [%g, %g] m", shape,
+                 field, x, CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH);
+}
+
 static const char *shape_name(ce_shape_type t) {
   switch (t) {
     case CE_SHAPE_SPHERE: return "sphere";
@@ -1278,22 +1286,22 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
   int compliant = compliance == CE_COMPLIANT;
   switch (shape->type) {
     case CE_SHAPE_SPHERE: {
-      if ((e = check_dim(nm, "radius", shape->radius, err))) return e;
+      if ((e = check_length(nm, "radius", shape->radius, err))) return e;
       double R = shape->radius;
       return ellipsoid_mesh(ce_v3(R, R, R), hint / R, compliant, E, "sphere", m, err);
     }
     case CE_SHAPE_ELLIPSOID: {
-      if ((e = check_dim(nm, "semi-axis a (size.x)", shape->size.x, err)) ||
-          (e = check_dim(nm, "semi-axis b (size.y)", shape->size.y, err)) ||
-          (e = check_dim(nm, "semi-axis c (size.z)", shape->size.z, err)))
+      if ((e = check_length(nm, "semi-axis a (size.x)", shape->size.x, err)) ||
+          (e = check_length(nm, "semi-axis b (size.y)", shape->size.y, err)) ||
+          (e = check_length(nm, "semi-axis c (size.z)", shape->size.z, err)))
         return e;
       double mx = fmax(shape->size.x, fmax(shape->size.y, shape->size.z));
       return ellipsoid_mesh(shape->size, hint / mx, compliant, E, "ellipsoid", m, err);
     }
     case CE_SHAPE_BOX: {
-      if ((e = check_dim(nm, "size.x", shape->size.x, err)) ||
-          (e = check_dim(nm, "size.y", shape->size.y, err)) ||
-          (e = check_dim(nm, "size.z", shape->size.z, err)))
+      if ((e = check_length(nm, "size.x", shape->size.x, err)) ||
+          (e = check_length(nm, "size.y", shape->size.y, err)) ||
+          (e = check_length(nm, "size.z", shape->size.z, err)))
         return e;
       double hs[3] = {0.5 * shape->size.x, 0.5 * shape->size.y, 0.5 * shape->size.z};
       /* The compliant box's field is exact at any resolution; the hint
@@ -1303,8 +1311,8 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       return compliant ? box_compliant(hs, E, hint, m, err) : box_surface(hs, hint, m, err);
     }
     case CE_SHAPE_CYLINDER: {
-      if ((e = check_dim(nm, "radius", shape->radius, err)) ||
-          (e = check_dim(nm, "length", shape->length, err)))
+      if ((e = check_length(nm, "radius", shape->radius, err)) ||
+          (e = check_length(nm, "length", shape->length, err)))
         return e;
       double R = shape->radius, L = shape->length;
       double nd = fmax(8.0, ceil(2.0 * M_PI * R / hint));
@@ -1333,8 +1341,8 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
                        : cylinder_surface(R, L, hint, (int32_t)nd, m, err);
     }
     case CE_SHAPE_CAPSULE: {
-      if ((e = check_dim(nm, "radius", shape->radius, err)) ||
-          (e = check_dim(nm, "length", shape->length, err)))
+      if ((e = check_length(nm, "radius", shape->radius, err)) ||
+          (e = check_length(nm, "length", shape->length, err)))
         return e;
       return capsule_mesh(shape->radius, shape->length, hint, compliant, E, m, err);
     }

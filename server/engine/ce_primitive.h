@@ -13,6 +13,15 @@
  * produce; a finer hint fails with CE_ELIMIT before any big allocation. */
 #define CE_PRIMITIVE_MAX_ELEMENTS 2000000
 
+/* The range of a primitive's dimensions (radius, length, sizes, semi-axes),
+ * in metres: a nanometre to a million kilometres. Far outside it the cubes
+ * and products of lengths in a mesh's volumes and fields leave double
+ * precision (a sphere of radius 1e-110 or 1e200 has tets of zero or
+ * infinite volume), so such a shape fails with CE_EINVAL naming the
+ * dimension rather than an element of a mesh the caller never made. */
+#define CE_PRIMITIVE_MIN_LENGTH 1e-9
+#define CE_PRIMITIVE_MAX_LENGTH 1e9
+
 /* A malloc'd mesh. Compliant: v, p (per vertex, Pa), tet (positively
  * oriented). Rigid: v, tri (counter-clockwise seen from outside); p = NULL. */
 typedef struct ce_rawmesh {

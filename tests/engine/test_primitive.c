@@ -562,6 +562,38 @@ Test(primitive, bad_dimensions_name_the_field) {
   cr_assert_eq(try_mesh(s, CE_COMPLIANT, 0.01, &err), CE_EINVAL);
 }
 
+/* Dimensions far outside [CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH]
+ * used to fail on a tet of zero or NaN volume; they now name the dimension.
+ * The range's ends build, compliant and rigid. */
+Test(primitive, dimensions_outside_the_range_name_it) {
+  ce_error err = {0};
+  cr_assert_eq(try_mesh(shape_sphere(1e-200), CE_COMPLIANT, 1e-201, &err), CE_EINVAL);
+  cr_assert_str_eq(err.message, "sphere radius 1e-200 m is outside the range of primitive dimensions [1e-09, 1e+09] m");
+  cr_assert_eq(try_mesh(shape_sphere(1e200), CE_RIGID, 1e200, &err), CE_EINVAL);
+  cr_assert_not_null(strstr(err.message, "sphere radius 1e+200 m is outside"), "%s", err.message);
+  cr_assert_eq(try_mesh(shape_box(0.1, 0.1, 1e-12), CE_COMPLIANT, 0.01, &err), CE_EINVAL);
+  cr_assert_not_null(strstr(err.message, "box size.z 1e-12 m"), "%s", err.message);
+  cr_assert_eq(try_mesh(shape_rl(CE_SHAPE_CYLINDER, 0.1, 2e9), CE_COMPLIANT, 0.01, &err), CE_EINVAL);
+  cr_assert_not_null(strstr(err.message, "cylinder length 2e+09 m"), "%s", err.message);
+  cr_assert_eq(try_mesh(shape_rl(CE_SHAPE_CAPSULE, 1e-10, 0.1), CE_RIGID, 0.01, &err), CE_EINVAL);
+  cr_assert_not_null(strstr(err.message, "capsule radius 1e-10 m"), "%s", err.message);
+  cr_assert_eq(try_mesh(shape_ellipsoid(0.1, 1e100, 0.1), CE_COMPLIANT, 0.01, &err), CE_EINVAL);
+  cr_assert_not_null(strstr(err.message, "(size.y) 1e+100 m"), "%s", err.message);
+  const double ends[2] = {CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH};
+  for (int k = 0; k < 2; k++) {
+    const double d = ends[k];
+    const ce_shape shapes[5] = {shape_sphere(d), shape_box(d, d, d), shape_rl(CE_SHAPE_CYLINDER, d, d),
+                                shape_rl(CE_SHAPE_CAPSULE, d, d), shape_ellipsoid(d, d, d)};
+    for (int i = 0; i < 10; i++) {
+      ce_rawmesh m;
+      ce_errno e = ce_primitive_mesh(&shapes[i / 2], i % 2 ? CE_RIGID : CE_COMPLIANT, E0, d / 2, &m, &err);
+      cr_assert_eq(e, CE_OK, "shape %d at %g m: %s", i / 2, d, err.message);
+      cr_assert_gt(i % 2 ? m.nf : m.nt, 0);
+      ce_rawmesh_free(&m);
+    }
+  }
+}
+
 Test(primitive, hostile_hints_hit_the_limit) {
   ce_error err = {0};
   const double h = 1e-6;
