@@ -1260,6 +1260,23 @@ static ce_errno check_length(const char *shape, const char *field, double x, ce_
                  field, x, CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH);
 }
 
+/* The shape's n dimensions (named) within a factor `limit` of each other. */
+static ce_errno check_aspect(const char *shape, const char *const *names, const double *d, int n, double limit,
+                             ce_error *err) {
+  int lo = 0, hi = 0;
+  for (int i = 1; i < n; i++) {
+    if (d[i] < d[lo]) lo = i;
+    if (d[i] > d[hi]) hi = i;
+  }
+  if (d[hi] <= limit * d[lo]) return CE_OK;
+  return ce_fail(err, CE_EINVAL,
+                 "%s %s %g m and %s %g m differ by a factor %.3g, over the limit of %g: its elements would be "
+                 "too thin to tell from flat",
+                 shape, names[lo], d[lo], names[hi], d[hi], d[hi] / d[lo], limit);
+}
+
+static const char *const radius_length[2] = {"radius", "length"};
+
 static const char *shape_name(ce_shape_type t) {
   switch (t) {
     case CE_SHAPE_SPHERE: return "sphere";
@@ -1295,6 +1312,9 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
           (e = check_length(nm, "semi-axis b (size.y)", shape->size.y, err)) ||
           (e = check_length(nm, "semi-axis c (size.z)", shape->size.z, err)))
         return e;
+      static const char *const axes[3] = {"semi-axis a", "semi-axis b", "semi-axis c"};
+      const double d[3] = {shape->size.x, shape->size.y, shape->size.z};
+      if ((e = check_aspect(nm, axes, d, 3, CE_ELLIPSOID_MAX_ASPECT, err))) return e;
       double mx = fmax(shape->size.x, fmax(shape->size.y, shape->size.z));
       return ellipsoid_mesh(shape->size, hint / mx, compliant, E, "ellipsoid", m, err);
     }
@@ -1303,6 +1323,9 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
           (e = check_length(nm, "size.y", shape->size.y, err)) ||
           (e = check_length(nm, "size.z", shape->size.z, err)))
         return e;
+      static const char *const sides[3] = {"size.x", "size.y", "size.z"};
+      const double d[3] = {shape->size.x, shape->size.y, shape->size.z};
+      if ((e = check_aspect(nm, sides, d, 3, CE_PRIMITIVE_MAX_ASPECT, err))) return e;
       double hs[3] = {0.5 * shape->size.x, 0.5 * shape->size.y, 0.5 * shape->size.z};
       /* The compliant box's field is exact at any resolution; the hint
        * refines it along its medial rectangle only (slices ~h along the two
@@ -1312,7 +1335,9 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
     }
     case CE_SHAPE_CYLINDER: {
       if ((e = check_length(nm, "radius", shape->radius, err)) ||
-          (e = check_length(nm, "length", shape->length, err)))
+          (e = check_length(nm, "length", shape->length, err)) ||
+          (e = check_aspect(nm, radius_length, (const double[2]){shape->radius, shape->length}, 2,
+                                CE_PRIMITIVE_MAX_ASPECT, err)))
         return e;
       double R = shape->radius, L = shape->length;
       double nd = fmax(8.0, ceil(2.0 * M_PI * R / hint));
@@ -1342,7 +1367,9 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
     }
     case CE_SHAPE_CAPSULE: {
       if ((e = check_length(nm, "radius", shape->radius, err)) ||
-          (e = check_length(nm, "length", shape->length, err)))
+          (e = check_length(nm, "length", shape->length, err)) ||
+          (e = check_aspect(nm, radius_length, (const double[2]){shape->radius, shape->length}, 2,
+                                CE_PRIMITIVE_MAX_ASPECT, err)))
         return e;
       return capsule_mesh(shape->radius, shape->length, hint, compliant, E, m, err);
     }

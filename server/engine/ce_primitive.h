@@ -22,6 +22,14 @@
 #define CE_PRIMITIVE_MIN_LENGTH 1e-9
 #define CE_PRIMITIVE_MAX_LENGTH 1e9
 
+/* The largest ratio between two dimensions of one primitive (box sides,
+ * cylinder or capsule radius and length, ellipsoid semi-axes): beyond it the
+ * elements are too thin to tell from flat. Boxes, cylinders and capsules
+ * first fail at 1e12; an ellipsoid, whose tets are an icosphere's stretched
+ * along its axes, at 1e6. */
+#define CE_PRIMITIVE_MAX_ASPECT 1e9
+#define CE_ELLIPSOID_MAX_ASPECT 1e4
+
 /* A malloc'd mesh. Compliant: v, p (per vertex, Pa), tet (positively
  * oriented). Rigid: v, tri (counter-clockwise seen from outside); p = NULL. */
 typedef struct ce_rawmesh {

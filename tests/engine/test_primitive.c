@@ -562,9 +562,10 @@ Test(primitive, bad_dimensions_name_the_field) {
   cr_assert_eq(try_mesh(s, CE_COMPLIANT, 0.01, &err), CE_EINVAL);
 }
 
-/* Dimensions far outside [CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH]
- * used to fail on a tet of zero or NaN volume; they now name the dimension.
- * The range's ends build, compliant and rigid. */
+/* Dimensions far outside [CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH],
+ * or too far from each other, used to fail on a tet of zero or NaN volume;
+ * they now name the dimensions. The limits themselves build, compliant and
+ * rigid. */
 Test(primitive, dimensions_outside_the_range_name_it) {
   ce_error err = {0};
   cr_assert_eq(try_mesh(shape_sphere(1e-200), CE_COMPLIANT, 1e-201, &err), CE_EINVAL);
@@ -579,6 +580,23 @@ Test(primitive, dimensions_outside_the_range_name_it) {
   cr_assert_not_null(strstr(err.message, "capsule radius 1e-10 m"), "%s", err.message);
   cr_assert_eq(try_mesh(shape_ellipsoid(0.1, 1e100, 0.1), CE_COMPLIANT, 0.01, &err), CE_EINVAL);
   cr_assert_not_null(strstr(err.message, "(size.y) 1e+100 m"), "%s", err.message);
+  /* and within a factor of each other: 1e9 (an ellipsoid 1e4) */
+  cr_assert_eq(try_mesh(shape_ellipsoid(1e-5, 1, 1), CE_COMPLIANT, 0.125, &err), CE_EINVAL);
+  cr_assert_str_eq(err.message, "ellipsoid semi-axis a 1e-05 m and semi-axis b 1 m differ by a factor 1e+05, over the "
+                                "limit of 10000: its elements would be too thin to tell from flat");
+  cr_assert_eq(try_mesh(shape_box(1e-9, 1.1, 1), CE_RIGID, 0.125, &err), CE_EINVAL);
+  cr_assert_not_null(strstr(err.message, "box size.x 1e-09 m and size.y 1.1 m differ by a factor 1.1e+09"), "%s",
+                     err.message);
+  cr_assert_eq(try_mesh(shape_rl(CE_SHAPE_CAPSULE, 10, 1e-9), CE_COMPLIANT, 1, &err), CE_EINVAL);
+  cr_assert_not_null(strstr(err.message, "capsule length 1e-09 m and radius 10 m"), "%s", err.message);
+  const ce_shape at_limit[4] = {shape_ellipsoid(1e-4, 1, 1), shape_box(1e-9, 1, 1), shape_rl(CE_SHAPE_CYLINDER, 1e-9, 1),
+                                shape_rl(CE_SHAPE_CAPSULE, 1, 1e-9)};
+  for (int i = 0; i < 8; i++) {
+    ce_rawmesh m;
+    ce_errno e = ce_primitive_mesh(&at_limit[i / 2], i % 2 ? CE_RIGID : CE_COMPLIANT, E0, 0.125, &m, &err);
+    cr_assert_eq(e, CE_OK, "shape %d at its aspect limit: %s", i / 2, err.message);
+    ce_rawmesh_free(&m);
+  }
   const double ends[2] = {CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH};
   for (int k = 0; k < 2; k++) {
     const double d = ends[k];
