@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cd_utf8.h"
+
 static atomic_int g_level = CD_LOG_INFO;
 static const char *const kNames[] = {"debug", "info", "warn", "error"};
 
@@ -39,6 +41,7 @@ const char *cd_log_quote(char *buf, unsigned size, const char *s) {
   }
   buf[n++] = '"';
   buf[n] = 0;
+  cd_utf8_repair(buf); /* client bytes (a mesh file's token), or a character cut at the end */
   return buf;
 }
 

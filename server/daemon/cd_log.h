@@ -17,7 +17,8 @@ int cd_log_parse_level(const char *s);
 void cd_log(cd_log_level level, const char *msg, const char *kv, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Quote s for a logfmt value into buf (always NUL-terminated); returns buf. */
+/* Quote s for a logfmt value into buf (always NUL-terminated and valid
+ * UTF-8: a byte that starts no valid sequence becomes '?'); returns buf. */
 const char *cd_log_quote(char *buf, unsigned size, const char *s);
 
 #define CD_INFO(msg, ...) cd_log(CD_LOG_INFO, msg, __VA_ARGS__)

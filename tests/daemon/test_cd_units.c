@@ -13,6 +13,7 @@
 #include "cd_config.h"
 #include "cd_geomspec.h"
 #include "cd_hash.h"
+#include "cd_log.h"
 #include "cd_meshfile.h"
 #include "cd_query.h"
 
@@ -450,6 +451,18 @@ Test(meshfile, obj_stl_vtk) {
   cr_expect(strstr(st.message, "m.ply: PLY files are not supported"), "%s", st.message);
   cr_expect_eq(cd_meshfile_parse((const uint8_t *)ply, strlen(ply), 0, "m.ply", 1000, &m, &st), CD_UNIMPLEMENTED);
   cr_expect(strstr(st.message, "m.ply: PLY files are not supported"), "%s", st.message);
+}
+
+/* ---- log ---------------------------------------------------------------- */
+
+/* A quoted value is valid UTF-8 whatever it quotes: client bytes (a binary
+ * mesh file's token in an error) and a character cut by the buffer's end
+ * become '?'; valid text passes unchanged. */
+Test(log, quote_is_valid_utf8) {
+  char q[64];
+  cr_expect_str_eq(cd_log_quote(q, sizeof q, "found '$Eo\xD7\x8E\xFF\x80x'"), "\"found '$Eo\xD7\x8E??x'\"");
+  cr_expect_str_eq(cd_log_quote(q, sizeof q, "caf\xC3\xA9 \"q\""), "\"caf\xC3\xA9 \\\"q\\\"\"");
+  cr_expect_str_eq(cd_log_quote(q, 9, "abcd\xC3\xA9"), "\"abcd?\"", "a character cut at the end");
 }
 
 /* ---- config ------------------------------------------------------------ */
