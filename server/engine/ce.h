@@ -42,7 +42,7 @@ extern "C" {
   XX(ERANGE, "index out of range")                                           \
   XX(EFIELD, "invalid pressure field")                                       \
   XX(ENOMEM, "out of memory")                                                \
-  XX(EUNSUPPORTED, "unsupported geometry pair or file format")             \
+  XX(EUNSUPPORTED, "unsupported geometry pair or file format")               \
   XX(ELIMIT, "size limit exceeded")                                          \
   XX(ECANCELED, "build cancelled")                                           \
   XX(EBYTES, "geometry larger than its memory limit")
@@ -157,10 +157,11 @@ typedef struct ce_geometry_info {
   size_t bytes;         /* heap bytes held by the geometry */
 } ce_geometry_info;
 
-/* Build a primitive. Its dimensions must lie in [1e-9, 1e9] m
- * (CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH in ce_primitive.h). On
- * failure returns the error code, fills *err (may be NULL) and leaves *out
- * NULL. */
+/* Build a primitive. Its dimensions must lie in [1e-9, 1e9] m and within
+ * a factor 1e9 of each other (an ellipsoid's 1e4): CE_PRIMITIVE_MIN_LENGTH,
+ * _MAX_LENGTH, _MAX_ASPECT and CE_ELLIPSOID_MAX_ASPECT in ce_primitive.h.
+ * On failure returns the error code, fills *err (may be NULL) and leaves
+ * *out NULL. */
 ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
                                 ce_geometry **out, ce_error *err);
 
