@@ -718,7 +718,8 @@ Test(daemon_api, stalled_frame_is_closed_while_others_wait, .timeout = 120) {
  * is answered at once. Kept buffers (64 KB each) held the whole 128 KiB
  * limit until those connections closed. */
 Test(daemon_api, idle_json_connections_hold_no_request_memory, .timeout = 120) {
-  const char *path = tc_limits_file("/tmp/contactd-test-json-lines.json", "\"max_frame_bytes\": 131072, \"request_memory_bytes\": 131072");
+  const char *path = tc_limits_file("/tmp/contactd-test-json-lines.json",
+                                    "\"max_frame_bytes\": 131072, \"request_memory_bytes\": 131072");
   const char *extra[] = {"--config", path, "--metrics-port", "0", NULL};
   tc_start(&D, extra);
   enum { NAME = 40000 };
