@@ -1277,6 +1277,10 @@ static ce_errno check_aspect(const char *shape, const char *const *names, const 
 
 static const char *const radius_length[2] = {"radius", "length"};
 
+/* The hint, taken as at most CE_PRIMITIVE_COARSEST_HINT times the shape's
+ * largest dimension. */
+static double coarsest(double hint, double largest) { return fmin(hint, CE_PRIMITIVE_COARSEST_HINT * largest); }
+
 static const char *shape_name(ce_shape_type t) {
   switch (t) {
     case CE_SHAPE_SPHERE: return "sphere";
@@ -1305,7 +1309,7 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
     case CE_SHAPE_SPHERE: {
       if ((e = check_length(nm, "radius", shape->radius, err))) return e;
       double R = shape->radius;
-      return ellipsoid_mesh(ce_v3(R, R, R), hint / R, compliant, E, "sphere", m, err);
+      return ellipsoid_mesh(ce_v3(R, R, R), coarsest(hint, R) / R, compliant, E, "sphere", m, err);
     }
     case CE_SHAPE_ELLIPSOID: {
       if ((e = check_length(nm, "semi-axis a (size.x)", shape->size.x, err)) ||
@@ -1316,7 +1320,7 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       const double d[3] = {shape->size.x, shape->size.y, shape->size.z};
       if ((e = check_aspect(nm, axes, d, 3, CE_ELLIPSOID_MAX_ASPECT, err))) return e;
       double mx = fmax(shape->size.x, fmax(shape->size.y, shape->size.z));
-      return ellipsoid_mesh(shape->size, hint / mx, compliant, E, "ellipsoid", m, err);
+      return ellipsoid_mesh(shape->size, coarsest(hint, mx) / mx, compliant, E, "ellipsoid", m, err);
     }
     case CE_SHAPE_BOX: {
       if ((e = check_length(nm, "size.x", shape->size.x, err)) ||
@@ -1327,6 +1331,7 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       const double d[3] = {shape->size.x, shape->size.y, shape->size.z};
       if ((e = check_aspect(nm, sides, d, 3, CE_PRIMITIVE_MAX_ASPECT, err))) return e;
       double hs[3] = {0.5 * shape->size.x, 0.5 * shape->size.y, 0.5 * shape->size.z};
+      hint = coarsest(hint, fmax(shape->size.x, fmax(shape->size.y, shape->size.z)));
       /* The compliant box's field is exact at any resolution; the hint
        * refines it along its medial rectangle only (slices ~h along the two
        * longer axes, none across the thickness). The rigid surface is a
@@ -1340,6 +1345,7 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
                                 CE_PRIMITIVE_MAX_ASPECT, err)))
         return e;
       double R = shape->radius, L = shape->length;
+      hint = coarsest(hint, fmax(R, L));
       double nd = fmax(8.0, ceil(2.0 * M_PI * R / hint));
       /* long: m slices of the axis segment |z| <= L/2 - apothem */
       double zo = 0.5 * L - R * cos(M_PI / fmin(nd, 1e9));
@@ -1371,7 +1377,8 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
           (e = check_aspect(nm, radius_length, (const double[2]){shape->radius, shape->length}, 2,
                                 CE_PRIMITIVE_MAX_ASPECT, err)))
         return e;
-      return capsule_mesh(shape->radius, shape->length, hint, compliant, E, m, err);
+      return capsule_mesh(shape->radius, shape->length, coarsest(hint, fmax(shape->radius, shape->length)), compliant,
+                          E, m, err);
     }
     default:
       return ce_fail(err, CE_EINVAL, "primitive mesh: shape type %d is not a primitive",

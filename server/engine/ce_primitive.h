@@ -30,6 +30,11 @@
 #define CE_PRIMITIVE_MAX_ASPECT 1e9
 #define CE_ELLIPSOID_MAX_ASPECT 1e4
 
+/* A hint above this many times a primitive's largest dimension gives the
+ * same (coarsest) mesh as this one, and is taken as this one, so that hint
+ * over size cannot overflow (a hint of 1e300 once gave NaN vertices). */
+#define CE_PRIMITIVE_COARSEST_HINT 1e3
+
 /* A malloc'd mesh. Compliant: v, p (per vertex, Pa), tet (positively
  * oriented). Rigid: v, tri (counter-clockwise seen from outside); p = NULL. */
 typedef struct ce_rawmesh {

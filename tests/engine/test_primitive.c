@@ -2,6 +2,7 @@
  * conformity, closed boundaries, pressure values, exact linearity of the
  * box and cylinder fields, volume convergence, errors and size limits. */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -609,6 +610,32 @@ Test(primitive, dimensions_outside_the_range_name_it) {
       cr_assert_gt(i % 2 ? m.nf : m.nt, 0);
       ce_rawmesh_free(&m);
     }
+  }
+}
+
+/* A hint far above the shape (1e300 on a 1 nm sphere) gives the coarsest
+ * mesh, the one of a hint 1e3 times the shape: finite, not NaN vertices
+ * from an overflowing hint / size. */
+Test(primitive, huge_hints_give_the_coarsest_mesh) {
+  const ce_shape shapes[5] = {shape_sphere(1e-9), shape_box(1e-9, 2e-9, 1e-9), shape_rl(CE_SHAPE_CYLINDER, 1e-9, 2e-9),
+                              shape_rl(CE_SHAPE_CAPSULE, 1e-9, 2e-9), shape_ellipsoid(1e-9, 2e-9, 1e-9)};
+  for (int i = 0; i < 10; i++) {
+    const ce_compliance c = i % 2 ? CE_RIGID : CE_COMPLIANT;
+    ce_rawmesh ref, m;
+    ce_error err = {0};
+    cr_assert_eq(ce_primitive_mesh(&shapes[i / 2], c, E0, 2e-6, &ref, &err), CE_OK, "%s", err.message);
+    for (int k = 0; k < 2; k++) {
+      const double h = k ? DBL_MAX : 1e300;
+      cr_assert_eq(ce_primitive_mesh(&shapes[i / 2], c, E0, h, &m, &err), CE_OK, "shape %d hint %g: %s", i / 2, h,
+                   err.message);
+      cr_assert_eq(m.nv, ref.nv);
+      cr_assert_eq(c == CE_RIGID ? m.nf : m.nt, c == CE_RIGID ? ref.nf : ref.nt);
+      for (int v = 0; v < m.nv; v++)
+        cr_assert(m.v[v].x == ref.v[v].x && m.v[v].y == ref.v[v].y && m.v[v].z == ref.v[v].z,
+                  "shape %d vertex %d", i / 2, v);
+      ce_rawmesh_free(&m);
+    }
+    ce_rawmesh_free(&ref);
   }
 }
 
