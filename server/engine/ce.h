@@ -102,7 +102,7 @@ typedef struct ce_props {
   ce_compliance compliance;
   double modulus;        /* hydroelastic modulus E, Pa (> 0 if compliant) */
   double hint;           /* resolution hint: target edge length, m (> 0) */
-  double slab_thickness; /* compliant half space only, m (> 0) */
+  double slab_thickness; /* compliant half space only, m, in [1e-9, 1e9] */
   ce_material material;
   /* Not part of the geometry: the build's progress callback and
    * cancellation point (stage "geometry"; NULL: none), for every builder

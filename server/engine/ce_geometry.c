@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "ce_internal.h"
+#include "ce_primitive.h"
 
 #define CE_MESH_MAX_COUNT (1 << 28)
 #define CE_TET_VOLUME_RTOL 1e-12
@@ -982,6 +983,11 @@ ce_errno ce_build_halfspace(const ce_props *props, ce_geometry **out, ce_error *
   if (!out) return ce_fail(err, CE_EINVAL, "half space: out is NULL");
   *out = NULL;
   if ((e = ce_props_check(props, 0, props && props->compliance == CE_COMPLIANT, err)) != CE_OK) return e;
+  /* a slab of 1e-300 m made the field's gradient's square overflow: no contact at all */
+  if (props->compliance == CE_COMPLIANT &&
+      !(props->slab_thickness >= CE_PRIMITIVE_MIN_LENGTH && props->slab_thickness <= CE_PRIMITIVE_MAX_LENGTH))
+    return ce_fail(err, CE_EINVAL, "half space slab thickness %g m is outside the range of primitive dimensions [%g, %g] m",
+                   props->slab_thickness, CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH);
   ce_geometry *g = calloc(1, sizeof *g);
   if (!g) return ce_fail(err, CE_ENOMEM, "half space: out of memory");
   geometry_common(g, CE_SHAPE_HALFSPACE, props);

@@ -13,8 +13,8 @@
  * produce; a finer hint fails with CE_ELIMIT before any big allocation. */
 #define CE_PRIMITIVE_MAX_ELEMENTS 2000000
 
-/* The range of a primitive's dimensions (radius, length, sizes, semi-axes),
- * in metres: a nanometre to a million kilometres. Far outside it the cubes
+/* The range of a primitive's dimensions (radius, length, sizes, semi-axes,
+ * a compliant half space's slab thickness), in metres: a nanometre to a million kilometres. Far outside it the cubes
  * and products of lengths in a mesh's volumes and fields leave double
  * precision (a sphere of radius 1e-110 or 1e200 has tets of zero or
  * infinite volume), so such a shape fails with CE_EINVAL naming the

@@ -573,6 +573,13 @@ Test(geometry, halfspace_rigid_and_compliant) {
   pr = compliant(3e6);
   EXPECT_ERR(CE_EINVAL, ce_build_halfspace(&pr, &g, &err), err, "slab thickness must be finite and > 0 (got 0)");
   cr_assert_null(g);
+  /* 1e-300 once gave no contact at all (the field's gradient squared overflowed) */
+  pr.slab_thickness = 1e-300;
+  EXPECT_ERR(CE_EINVAL, ce_build_halfspace(&pr, &g, &err), err,
+             "half space slab thickness 1e-300 m is outside the range of primitive dimensions [1e-09, 1e+09] m");
+  cr_assert_null(g);
+  pr.slab_thickness = 2e9;
+  EXPECT_ERR(CE_EINVAL, ce_build_halfspace(&pr, &g, &err), err, "slab thickness 2e+09 m is outside");
   pr.slab_thickness = 0.25;
   cr_assert_eq(ce_build_halfspace(&pr, &g, &err), CE_OK, "%s", err.message);
   cr_assert_eq(g->modulus, 3e6);
