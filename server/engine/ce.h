@@ -415,7 +415,9 @@ typedef struct ce_result {
 /* Compute the contact between bodies a and b. All result arrays live in
  * `arena`; they stay valid until the arena is reset. Returns CE_OK with
  * result->status CE_CONTACT_UNSUPPORTED for pairs without a hydroelastic
- * model; an error code only for bad input or arena exhaustion. */
+ * model; an error code only for bad input, arena exhaustion, or a wrench
+ * that overflows double precision (CE_ENONFINITE: extreme materials or
+ * speeds). */
 ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
                     ce_arena *arena, ce_result *result, ce_error *err);
 

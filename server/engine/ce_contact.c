@@ -87,8 +87,8 @@ static pair_kind classify(const ce_geometry *a, const ce_geometry *b, int *m_is_
   return PAIR_UNSUPPORTED;
 }
 
-ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
-                    ce_arena *arena, ce_result *r, ce_error *err) {
+static ce_errno contact(const ce_body *a, const ce_body *b, const ce_options *opt, ce_arena *arena, ce_result *r,
+                        ce_error *err) {
   ce_options defaults;
   if (!opt) {
     ce_options_default(&defaults);
@@ -173,4 +173,23 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
 fail:
   if (e == CE_ENOMEM) return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");
   return ce_fail(err, e, "contact query failed: %s", ce_strerror(e));
+}
+
+static int wrench_is_finite(const ce_wrench *w) { return ce_vec3_isfinite(w->force) && ce_vec3_isfinite(w->torque); }
+
+ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt, ce_arena *arena, ce_result *r,
+                    ce_error *err) {
+  ce_errno e = contact(a, b, opt, arena, r, err);
+  if (e != CE_OK) return e;
+  /* Finite inputs can still overflow: a dissipation of 1e300 s/m at 1e300
+   * m/s gave a force of (nan, nan, inf). Such a result is an error, not an
+   * answer. */
+  if (wrench_is_finite(&r->wrench_a) && wrench_is_finite(&r->wrench_b) && wrench_is_finite(&r->wrench_a_centroid))
+    return CE_OK;
+  const double d = r->combined_material.dissipation, mu = r->combined_material.friction;
+  memset(r, 0, sizeof *r);
+  return ce_fail(err, CE_ENONFINITE,
+                 "the contact wrench overflows double precision (combined modulus %g Pa, dissipation %g s/m, "
+                 "friction %g): the materials or the bodies' speeds are too large",
+                 ce_combine_modulus(a->geometry->modulus, b->geometry->modulus), d, mu);
 }

@@ -658,6 +658,16 @@ Test(physics, dissipation_and_friction_on_plane) {
             hypot(r.wrench_a.force.x, r.wrench_a.force.y) / (mu * F0));
   cr_assert(fabs(r.wrench_a.torque.z - tau) < 0.05 * fabs(tau), "spin torque %.6g vs %.6g", r.wrench_a.torque.z, tau);
   cr_assert(fabs(r.wrench_a.force.z - F0) <= 1e-12 * F0); /* a spin about n does not change vn */
+  /* finite but absurd speeds overflow the Hunt-Crossley factor: an error
+   * naming the materials, not a force of (nan, nan, inf) */
+  A.V_WB.w = ce_v3(0, 0, 0);
+  A.V_WB.v = ce_v3(1e308, 0, -1e308);
+  ce_error err;
+  memset(&err, 0, sizeof err);
+  cr_assert_eq(ce_contact(&A, &B, NULL, ar, &r, &err), CE_ENONFINITE);
+  cr_assert(strstr(err.message, "the contact wrench overflows double precision") && strstr(err.message, "0.5 s/m"),
+            "%s", err.message);
+  cr_assert_eq(r.status, 0, "the result is cleared");
   ce_geometry_free(sp);
   ce_geometry_free(hs);
   ce_arena_destroy(ar);
