@@ -202,7 +202,8 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv,
  * outward normal up. The surface is reconstructed on demand from local
  * patches: continuity 1 = bicubic (C1), 2 = biquintic (C2); nothing is
  * meshed (memory ~ 8 bytes per sample). Outside the grid's rectangle there
- * is no terrain. Needs >= 4 x 4 finite samples and finite spacings > 0;
+ * is no terrain. Needs >= 4 x 4 samples within +-1e9 m (with origin.z)
+ * and spacings in [1e-9, 1e9] m (the range of primitive dimensions);
  * props->compliance must be CE_RIGID. Compliant bodies touch it
  * hydroelastically; rigid bodies by point contact (ce_heightfield.c). */
 ce_errno ce_geometry_from_heightfield(const double *heights, int32_t nx, int32_t ny, double dx,

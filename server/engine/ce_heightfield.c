@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "ce_internal.h"
+#include "ce_primitive.h"
 
 #define CE_HF_BLOCK_SHIFT 4
 #define CE_HF_BLOCK (1 << CE_HF_BLOCK_SHIFT)
@@ -109,6 +110,12 @@ ce_errno ce_geometry_from_heightfield(const double *heights, int32_t nx, int32_t
   if (!isfinite(dy) || !(dy > 0))
     return ce_fail(err, isfinite(dy) ? CE_EINVAL : CE_ENONFINITE,
                    "heightfield: spacing dy = %g must be finite and > 0", dy);
+  /* the range of primitive dimensions: a spacing of 1e300 m once made a
+   * flat terrain answer no contact (tolerances scale with the terrain) */
+  if (!(dx >= CE_PRIMITIVE_MIN_LENGTH && dx <= CE_PRIMITIVE_MAX_LENGTH && dy >= CE_PRIMITIVE_MIN_LENGTH &&
+        dy <= CE_PRIMITIVE_MAX_LENGTH))
+    return ce_fail(err, CE_EINVAL, "heightfield: spacing dx = %g, dy = %g m is outside the range [%g, %g] m", dx, dy,
+                   CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH);
   if (!ce_vec3_isfinite(origin))
     return ce_fail(err, CE_ENONFINITE, "heightfield: origin (%g, %g, %g) is not finite", origin.x, origin.y,
                    origin.z);
@@ -144,21 +151,29 @@ ce_errno ce_geometry_from_heightfield(const double *heights, int32_t nx, int32_t
       double lo = INFINITY, hi = -INFINITY;
       int bad = 0;
       for (int32_t i = i0; i < i1; i++) {
-        double v = src[i];
-        bad |= !isfinite(v);
-        double w = v + origin.z;
+        double w = src[i] + origin.z;
+        bad |= !(fabs(w) <= CE_PRIMITIVE_MAX_LENGTH); /* NaN too */
         dst[i] = w;
         lo = w < lo ? w : lo;
         hi = w > hi ? w : hi;
       }
       if (bad || !isfinite(lo) || !isfinite(hi)) {
-        for (int32_t i = i0; i < i1; i++)
+        for (int32_t i = i0; i < i1; i++) {
           if (!isfinite(src[i]) || !isfinite(src[i] + origin.z)) {
             ce_heightfield_free(h);
             free(g);
             return ce_fail(err, CE_ENONFINITE, "heightfield: height at sample (i=%d, j=%d) (index %lld) is %g",
                            (int)i, (int)j, (long long)j * nx + i, src[i]);
           }
+          if (!(fabs(src[i] + origin.z) <= CE_PRIMITIVE_MAX_LENGTH)) {
+            ce_heightfield_free(h);
+            free(g);
+            return ce_fail(err, CE_EINVAL,
+                           "heightfield: height at sample (i=%d, j=%d) (index %lld) is %g m (with origin.z), "
+                           "beyond +-%g m",
+                           (int)i, (int)j, (long long)j * nx + i, src[i] + origin.z, CE_PRIMITIVE_MAX_LENGTH);
+          }
+        }
       }
       double *br = brow[i0 >> CE_HF_BLOCK_SHIFT];
       if (lo < br[0]) br[0] = lo;

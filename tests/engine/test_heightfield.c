@@ -248,7 +248,15 @@ Test(heightfield, bad_grids_are_rejected_with_messages) {
   expect_bad(z, 8, 8, 1, 1, o, 1, pr, CE_ENONFINITE, "sample (i=5, j=3)");
   z[3 * 8 + 5] = INFINITY;
   expect_bad(z, 8, 8, 1, 1, o, 2, pr, CE_ENONFINITE, "sample (i=5, j=3)");
+  /* the range of primitive dimensions: 1e300 m once gave a flat terrain no contact */
+  z[3 * 8 + 5] = 1e300;
+  expect_bad(z, 8, 8, 1, 1, o, 1, pr, CE_EINVAL,
+             "sample (i=5, j=3) (index 29) is 1e+300 m (with origin.z), beyond +-1e+09 m");
   z[3 * 8 + 5] = 0;
+  expect_bad(z, 8, 8, 1, 1, ce_v3(0, 0, -2e9), 1, pr, CE_EINVAL, "is -2e+09 m (with origin.z)");
+  expect_bad(z, 8, 8, 1e300, 1, o, 1, pr, CE_EINVAL,
+             "spacing dx = 1e+300, dy = 1 m is outside the range [1e-09, 1e+09] m");
+  expect_bad(z, 8, 8, 1, 1e-12, o, 1, pr, CE_EINVAL, "dy = 1e-12 m is outside");
   expect_bad(z, 3, 8, 1, 1, o, 1, pr, CE_EINVAL, "at least 4 x 4");
   expect_bad(z, 8, 2, 1, 1, o, 1, pr, CE_EINVAL, "8 x 2");
   expect_bad(z, 0, 8, 1, 1, o, 1, pr, CE_EEMPTY, "at least 4 x 4");
