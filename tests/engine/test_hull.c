@@ -335,6 +335,18 @@ Test(hull, degenerate_point_sets) {
   cr_assert(strstr(err.message, "coincide"), "%s", err.message);
   cr_assert_eq(hull_of(p, 3, &pr, &g, &err), CE_EINVAL);
   cr_assert(strstr(err.message, "at least 4 points (got 3)"), "%s", err.message);
+  /* a cube's corners at 1e200 m once welded into "all 1 points coincide", at
+   * 1e-200 m into "all 8 points coincide": the range of primitive dimensions */
+  double cube[24];
+  for (int k = 0; k < 2; k++) {
+    const double sc = k ? 1e200 : 1e-200;
+    for (int i = 0; i < 8; i++)
+      for (int a = 0; a < 3; a++) cube[3 * i + a] = (i >> a & 1) ? sc : -sc;
+    cr_assert_eq(hull_of(cube, 8, &pr, &g, &err), CE_EINVAL);
+    cr_assert(strstr(err.message, k ? "convex: point 0 (-1e+200, -1e+200, -1e+200) is beyond +-1e+09 m"
+                                    : "convex: the points span 2e-200 m, below the 1e-09 m of the smallest primitive"),
+              "%s", err.message);
+  }
   p[7] = NAN;
   cr_assert_eq(hull_of(p, 20, &pr, &g, &err), CE_ENONFINITE);
   cr_assert(strstr(err.message, "point 2 "), "%s", err.message);
