@@ -157,9 +157,11 @@ typedef struct ce_geometry_info {
   size_t bytes;         /* heap bytes held by the geometry */
 } ce_geometry_info;
 
-/* Build a primitive. Its dimensions must lie in [1e-9, 1e9] m and within
- * a factor 1e9 of each other (an ellipsoid's 1e4): CE_PRIMITIVE_MIN_LENGTH,
- * _MAX_LENGTH, _MAX_ASPECT and CE_ELLIPSOID_MAX_ASPECT in ce_primitive.h.
+/* Build a primitive. Its dimensions (a compliant half space's slab) must
+ * lie in [1e-9, 1e9] m and within a factor 1e9 of each other (an
+ * ellipsoid's 1e4); a convex point set's coordinates within +-1e9 m,
+ * spanning at least 1e-9 m: CE_PRIMITIVE_MIN_LENGTH, _MAX_LENGTH,
+ * _MAX_ASPECT and CE_ELLIPSOID_MAX_ASPECT in ce_primitive.h.
  * On failure returns the error code, fills *err (may be NULL) and leaves
  * *out NULL. */
 ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
