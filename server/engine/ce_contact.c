@@ -186,10 +186,10 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt, c
    * answer. */
   if (wrench_is_finite(&r->wrench_a) && wrench_is_finite(&r->wrench_b) && wrench_is_finite(&r->wrench_a_centroid))
     return CE_OK;
-  const double d = r->combined_material.dissipation, mu = r->combined_material.friction;
+  const double E = r->combined_modulus, d = r->combined_material.dissipation, mu = r->combined_material.friction;
   memset(r, 0, sizeof *r);
   return ce_fail(err, CE_ENONFINITE,
                  "the contact wrench overflows double precision (combined modulus %g Pa, dissipation %g s/m, "
                  "friction %g): the materials or the bodies' speeds are too large",
-                 ce_combine_modulus(a->geometry->modulus, b->geometry->modulus), d, mu);
+                 E, d, mu);
 }

@@ -985,10 +985,8 @@ ce_errno ce_build_halfspace(const ce_props *props, ce_geometry **out, ce_error *
   if ((e = ce_props_check(props, 0, props && props->compliance == CE_COMPLIANT, err)) != CE_OK) return e;
   /* a slab of 1e-300 m made the field's gradient's square overflow: no contact at all */
   if (props->compliance == CE_COMPLIANT &&
-      !(props->slab_thickness >= CE_PRIMITIVE_MIN_LENGTH && props->slab_thickness <= CE_PRIMITIVE_MAX_LENGTH))
-    return ce_fail(err, CE_EINVAL,
-                   "half space slab thickness %g m is outside the range of primitive dimensions [%g, %g] m",
-                   props->slab_thickness, CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH);
+      (e = ce_check_length("half space", "slab thickness", props->slab_thickness, err)) != CE_OK)
+    return e;
   ce_geometry *g = calloc(1, sizeof *g);
   if (!g) return ce_fail(err, CE_ENOMEM, "half space: out of memory");
   geometry_common(g, CE_SHAPE_HALFSPACE, props);

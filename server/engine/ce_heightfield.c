@@ -112,8 +112,7 @@ ce_errno ce_geometry_from_heightfield(const double *heights, int32_t nx, int32_t
                    "heightfield: spacing dy = %g must be finite and > 0", dy);
   /* the range of primitive dimensions: a spacing of 1e300 m once made a
    * flat terrain answer no contact (tolerances scale with the terrain) */
-  if (!(dx >= CE_PRIMITIVE_MIN_LENGTH && dx <= CE_PRIMITIVE_MAX_LENGTH && dy >= CE_PRIMITIVE_MIN_LENGTH &&
-        dy <= CE_PRIMITIVE_MAX_LENGTH))
+  if (!ce_length_in_range(dx) || !ce_length_in_range(dy))
     return ce_fail(err, CE_EINVAL, "heightfield: spacing dx = %g, dy = %g m is outside the range [%g, %g] m", dx, dy,
                    CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH);
   if (!ce_vec3_isfinite(origin))

@@ -417,15 +417,16 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
       e = ce_fail(err, CE_ENONFINITE, "convex: point %d has a non-finite coordinate", (int)i);
       goto done;
     }
-    /* the range of primitive dimensions (1e200 m once welded 8 corners into "all 1 points coincide") */
-    if (!(fmax(fabs(p[i].x), fmax(fabs(p[i].y), fabs(p[i].z))) <= CE_PRIMITIVE_MAX_LENGTH)) {
+    mx = fmax(mx, fabs(p[i].x));
+    my = fmax(my, fabs(p[i].y));
+    mz = fmax(mz, fabs(p[i].z));
+    /* the range of primitive dimensions (1e200 m once welded 8 corners into
+     * "all 1 points coincide"): the running maxima pass it first at point i */
+    if (fmax(mx, fmax(my, mz)) > CE_PRIMITIVE_MAX_LENGTH) {
       e = ce_fail(err, CE_EINVAL, "convex: point %d (%g, %g, %g) is beyond +-%g m", (int)i, p[i].x, p[i].y, p[i].z,
                   CE_PRIMITIVE_MAX_LENGTH);
       goto done;
     }
-    mx = fmax(mx, fabs(p[i].x));
-    my = fmax(my, fabs(p[i].y));
-    mz = fmax(mz, fabs(p[i].z));
     lo = ce_v3(fmin(lo.x, p[i].x), fmin(lo.y, p[i].y), fmin(lo.z, p[i].z));
     hi = ce_v3(fmax(hi.x, p[i].x), fmax(hi.y, p[i].y), fmax(hi.z, p[i].z));
   }

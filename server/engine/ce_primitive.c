@@ -1252,10 +1252,9 @@ static ce_errno check_dim(const char *shape, const char *field, double x, ce_err
   return ce_fail(err, CE_EINVAL, "%s %s must be finite and > 0 (got %g)", shape, field, x);
 }
 
-/* A dimension of the shape itself: positive and within the primitive range. */
-static ce_errno check_length(const char *shape, const char *field, double x, ce_error *err) {
+ce_errno ce_check_length(const char *shape, const char *field, double x, ce_error *err) {
   ce_errno e = check_dim(shape, field, x, err);
-  if (e || (x >= CE_PRIMITIVE_MIN_LENGTH && x <= CE_PRIMITIVE_MAX_LENGTH)) return e;
+  if (e || ce_length_in_range(x)) return e;
   return ce_fail(err, CE_EINVAL, "%s %s %g m is outside the range of primitive dimensions [%g, %g] m", shape,
                  field, x, CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH);
 }
@@ -1307,14 +1306,14 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
   int compliant = compliance == CE_COMPLIANT;
   switch (shape->type) {
     case CE_SHAPE_SPHERE: {
-      if ((e = check_length(nm, "radius", shape->radius, err))) return e;
+      if ((e = ce_check_length(nm, "radius", shape->radius, err))) return e;
       double R = shape->radius;
       return ellipsoid_mesh(ce_v3(R, R, R), coarsest(hint, R) / R, compliant, E, "sphere", m, err);
     }
     case CE_SHAPE_ELLIPSOID: {
-      if ((e = check_length(nm, "semi-axis a (size.x)", shape->size.x, err)) ||
-          (e = check_length(nm, "semi-axis b (size.y)", shape->size.y, err)) ||
-          (e = check_length(nm, "semi-axis c (size.z)", shape->size.z, err)))
+      if ((e = ce_check_length(nm, "semi-axis a (size.x)", shape->size.x, err)) ||
+          (e = ce_check_length(nm, "semi-axis b (size.y)", shape->size.y, err)) ||
+          (e = ce_check_length(nm, "semi-axis c (size.z)", shape->size.z, err)))
         return e;
       static const char *const axes[3] = {"semi-axis a", "semi-axis b", "semi-axis c"};
       const double d[3] = {shape->size.x, shape->size.y, shape->size.z};
@@ -1323,9 +1322,9 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       return ellipsoid_mesh(shape->size, coarsest(hint, mx) / mx, compliant, E, "ellipsoid", m, err);
     }
     case CE_SHAPE_BOX: {
-      if ((e = check_length(nm, "size.x", shape->size.x, err)) ||
-          (e = check_length(nm, "size.y", shape->size.y, err)) ||
-          (e = check_length(nm, "size.z", shape->size.z, err)))
+      if ((e = ce_check_length(nm, "size.x", shape->size.x, err)) ||
+          (e = ce_check_length(nm, "size.y", shape->size.y, err)) ||
+          (e = ce_check_length(nm, "size.z", shape->size.z, err)))
         return e;
       static const char *const sides[3] = {"size.x", "size.y", "size.z"};
       const double d[3] = {shape->size.x, shape->size.y, shape->size.z};
@@ -1339,8 +1338,8 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       return compliant ? box_compliant(hs, E, hint, m, err) : box_surface(hs, hint, m, err);
     }
     case CE_SHAPE_CYLINDER: {
-      if ((e = check_length(nm, "radius", shape->radius, err)) ||
-          (e = check_length(nm, "length", shape->length, err)) ||
+      if ((e = ce_check_length(nm, "radius", shape->radius, err)) ||
+          (e = ce_check_length(nm, "length", shape->length, err)) ||
           (e = check_aspect(nm, radius_length, (const double[2]){shape->radius, shape->length}, 2,
                                 CE_PRIMITIVE_MAX_ASPECT, err)))
         return e;
@@ -1372,8 +1371,8 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
                        : cylinder_surface(R, L, hint, (int32_t)nd, m, err);
     }
     case CE_SHAPE_CAPSULE: {
-      if ((e = check_length(nm, "radius", shape->radius, err)) ||
-          (e = check_length(nm, "length", shape->length, err)) ||
+      if ((e = ce_check_length(nm, "radius", shape->radius, err)) ||
+          (e = ce_check_length(nm, "length", shape->length, err)) ||
           (e = check_aspect(nm, radius_length, (const double[2]){shape->radius, shape->length}, 2,
                                 CE_PRIMITIVE_MAX_ASPECT, err)))
         return e;

@@ -22,6 +22,13 @@
 #define CE_PRIMITIVE_MIN_LENGTH 1e-9
 #define CE_PRIMITIVE_MAX_LENGTH 1e9
 
+/* Whether x lies in that range (NaN does not). */
+static inline int ce_length_in_range(double x) { return x >= CE_PRIMITIVE_MIN_LENGTH && x <= CE_PRIMITIVE_MAX_LENGTH; }
+
+/* CE_OK, or CE_EINVAL naming "<shape> <field>": not finite and > 0, or
+ * outside the range. */
+ce_errno ce_check_length(const char *shape, const char *field, double x, ce_error *err);
+
 /* The largest ratio between two dimensions of one primitive (box sides,
  * cylinder or capsule radius and length, ellipsoid semi-axes): beyond it the
  * elements are too thin to tell from flat. Boxes, cylinders and capsules
