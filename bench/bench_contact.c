@@ -16,7 +16,8 @@
  *       along x of its frame, the first wholly inside the compliant sphere
  *       (centred 0.06 from its centre), the second clear of both.
  * Per hint first the CPU time of one build of each sphere (what a client
- * waits for when it registers one). Prints per case: mesh sizes,
+ * waits for when it registers one) and the heap bytes it holds (what it
+ * takes of the daemon's cache). Prints per case: mesh sizes,
  * candidate pairs, polygons, candidates per polygon, median and p90
  * microseconds per query over >= 200 timed runs after a warm-up, and ns
  * per output polygon. Single thread; asserts nothing.
@@ -231,11 +232,12 @@ int main(int argc, char **argv) {
     if (c1) {
       ce_geometry_info ic;
       ce_geometry_get_info(c1, &ic);
-      printf("build hint %.4f  compliant sphere %6d tets %8.1f ms", hints[h], (int)ic.tetrahedra, (b1 - b0) / 1e3);
+      printf("build hint %.4f  compliant sphere %6d tets %8.1f ms %6.1f MB (%3.0f B/tet)", hints[h],
+             (int)ic.tetrahedra, (b1 - b0) / 1e3, ic.bytes / 1e6, (double)ic.bytes / (double)ic.tetrahedra);
       if (r1) {
         ce_geometry_info ir;
         ce_geometry_get_info(r1, &ir);
-        printf(" | rigid sphere %5d tris %6.1f ms", (int)ir.triangles, (b3 - b2) / 1e3);
+        printf(" | rigid sphere %5d tris %6.1f ms %5.2f MB", (int)ir.triangles, (b3 - b2) / 1e3, ir.bytes / 1e6);
       }
       printf("\n");
     }

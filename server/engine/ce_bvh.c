@@ -3,14 +3,14 @@
  * Built once in the geometry's own frame. Every node is an oriented box: the
  * principal axes of the node's element vertices (PCA) or the geometry frame's
  * axes, whichever encloses the vertices in the smaller volume, padded by a
- * tiny margin so rounding never loses a touching pair. Leaves hold one tet or
- * up to CE_BVH_TRI_LEAF triangles. Internal nodes split their elements at the
- * median centroid along the longest axis of the centroids' bounding box
- * (ties broken by element index, so builds are deterministic). The elements
- * are sorted along each axis once, and a split partitions those lists, so
- * no node sorts; a node's fits run over its vertices gathered into
- * contiguous arrays. Compliant meshes also store the pressure range [pmin,
- * pmax] of each node's vertices.
+ * tiny margin so rounding never loses a touching pair. Leaves hold up to
+ * CE_BVH_TET_LEAF tets or CE_BVH_TRI_LEAF triangles. Internal nodes split
+ * their elements at the median centroid along the longest axis of the
+ * centroids' bounding box (ties broken by element index, so builds are
+ * deterministic). The elements are sorted along each axis once, and a
+ * split partitions those lists, so no node sorts; a node's fits run over
+ * its vertices gathered into contiguous arrays. Compliant meshes also
+ * store the pressure range [pmin, pmax] of each node's vertices.
  *
  * Traversal (ce_bvh_collide) uses an explicit stack of node pairs in the
  * arena. A node pair is pruned when its pressure ranges are disjoint (with
@@ -560,6 +560,29 @@ static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, con
   return e;
 }
 
+/* How many nodes build_node makes for n elements with leaves of up to
+ * `leaf`: a node of s > leaf elements splits into s / 2 and s - s / 2, so
+ * the nodes of one depth have at most two sizes, a and a + 1, and the tree
+ * is counted a depth at a time (ca nodes of size a, cb of size a + 1). */
+static int64_t node_count(int64_t n, int leaf) {
+  int64_t total = 0, a = n, ca = 1, cb = 0;
+  while (ca + cb > 0) {
+    total += ca + cb;
+    const int64_t k = a / 2, sa = a > leaf ? ca : 0, sb = a + 1 > leaf ? cb : 0;
+    /* children: a = 2k gives k, k and a + 1 gives k, k + 1; a = 2k + 1
+     * gives k, k + 1 and a + 1 gives k + 1, k + 1 */
+    if (a % 2 == 0) {
+      ca = 2 * sa + sb;
+      cb = sb;
+    } else {
+      ca = sa;
+      cb = sa + 2 * sb;
+    }
+    a = k;
+  }
+  return total;
+}
+
 static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems, const ce_vec3 *v,
                           const double *pressure, const int32_t (*bfaces)[2], int64_t nb,
                           const ce_buildprog *prog, ce_error *err) {
@@ -573,7 +596,7 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
   c.elems = elems;
   c.v = v;
   c.p = pressure;
-  c.leaf_size = k == 4 ? 1 : CE_BVH_TRI_LEAF;
+  c.leaf_size = k == 4 ? CE_BVH_TET_LEAF : CE_BVH_TRI_LEAF;
   int32_t maxnodes = 2 * nelem; /* >= 2 * ceil(n / leaf) - 1 */
   /* the tree's share of the build; a tet mesh's boundary hierarchy the rest */
   const ce_buildprog tree = ce_buildprog_part(prog, 0, k == 4 ? 0.85 : 1.0);
@@ -581,7 +604,7 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
   c.prog = &tree;
   c.err = err;
   c.next_report = CE_BVH_PROGRESS_WORK;
-  c.expect = k == 4 ? 2.0 * nelem - 1 : (double)nelem; /* leaves of 1, or of 1-2 triangles */
+  c.expect = (double)node_count(nelem, c.leaf_size);
   c.centroid = malloc((size_t)nelem * sizeof *c.centroid);
   c.tmp = malloc((size_t)nelem * sizeof *c.tmp);
   c.order = malloc((size_t)nelem * sizeof *c.order);

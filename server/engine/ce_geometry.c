@@ -567,8 +567,8 @@ done:
 
 /* Heap bytes a tet mesh (compliant) or triangle mesh (rigid) of nv
  * vertices and ne elements holds at least once built: the per-vertex and
- * per-element arrays it always has and its hierarchy's nodes (one element
- * per tet leaf, at most CE_BVH_TRI_LEAF per triangle leaf; a triangle
+ * per-element arrays it always has and its hierarchy's nodes (at most
+ * CE_BVH_TET_LEAF tets or CE_BVH_TRI_LEAF triangles per leaf; a triangle
  * hierarchy's seed data), leaving out what depends on the mesh's shape (a
  * tet mesh's boundary and components). What tet_build and tri_build count
  * in g->bytes is at least this. */
@@ -576,10 +576,11 @@ static size_t mesh_bytes_at_least(ce_compliance kind, int32_t nv, int32_t ne) {
   const size_t v = (size_t)nv, n = (size_t)ne;
   if (kind == CE_COMPLIANT) {
     const ce_tetmesh *m = NULL;
+    const size_t leaves = (n + CE_BVH_TET_LEAF - 1) / CE_BVH_TET_LEAF;
     return sizeof(ce_geometry) + v * (sizeof *m->v + sizeof *m->p) +
            n * (sizeof *m->tet + sizeof *m->grad + sizeof *m->offset + sizeof *m->prange + sizeof *m->adj +
                 sizeof *m->fplane + sizeof(int32_t)) +
-           (2 * n - 1) * (sizeof(ce_bvh_node) + sizeof(double[5]));
+           (2 * leaves - 1) * (sizeof(ce_bvh_node) + sizeof(double[5]));
   }
   const ce_trimesh *m = NULL;
   const size_t leaves = (n + CE_BVH_TRI_LEAF - 1) / CE_BVH_TRI_LEAF;

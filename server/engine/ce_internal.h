@@ -97,8 +97,15 @@ typedef struct ce_trimesh {
 
 /* ---- bounding volume hierarchy (ce_bvh.c) ------------------------------ */
 
-/* Triangles per leaf of a triangle hierarchy at most (tets: one). */
+/* Elements per leaf at most: triangles of a triangle hierarchy, tets of a
+ * tet hierarchy. Tet leaves of up to 4 (2-4 after the median splits) hold
+ * the nodes to ~0.6 per tet instead of 2, which takes a compliant mesh
+ * from ~650 to ~390 bytes per tet; the surface walk, the hot path of a
+ * compliant query, does not use the tet hierarchy, and the paths that do
+ * (half spaces, the all-candidates fallback) got faster, not slower
+ * (bench/README.md, sixteenth session). */
 #define CE_BVH_TRI_LEAF 2
+#define CE_BVH_TET_LEAF 4
 
 /* One node: an oriented box in the geometry frame (centre, half extents
  * along the columns of `axes`), the range of pressure inside it (compliant

@@ -189,7 +189,8 @@ Test(geometry, cube_tetmesh_fields_volume_adjacency) {
   cr_assert_eq(info.max_pressure, E);
   cr_assert(fabs(info.volume - 1) < 1e-12);
   cr_assert_eq(info.bvh_nodes, g->bvh.nnodes);
-  cr_assert(info.bvh_nodes >= 12, "bvh nodes %d", info.bvh_nodes);
+  /* 12 tets split 6 + 6, then into four leaves of 3 (CE_BVH_TET_LEAF 4) */
+  cr_assert_eq(info.bvh_nodes, 7, "bvh nodes %d", info.bvh_nodes);
   size_t arrays = 9 * (sizeof(ce_vec3) + sizeof(double)) +
                   12 * (4 * sizeof(int32_t) + sizeof(ce_vec3) + 3 * sizeof(double) + 4 * sizeof(int32_t) +
                         16 * sizeof(double)) + /* tets, gradients, offsets and ranges, adjacency, face planes */
