@@ -98,13 +98,15 @@ typedef struct ce_trimesh {
 /* ---- bounding volume hierarchy (ce_bvh.c) ------------------------------ */
 
 /* Elements per leaf at most: triangles of a triangle hierarchy, tets of a
- * tet hierarchy. Tet leaves of up to 4 (2-4 after the median splits) hold
- * the nodes to ~0.6 per tet instead of 2, which takes a compliant mesh
- * from ~650 to ~390 bytes per tet; the surface walk, the hot path of a
- * compliant query, does not use the tet hierarchy, and the paths that do
- * (half spaces, the all-candidates fallback) got faster, not slower
- * (bench/README.md, sixteenth session). */
-#define CE_BVH_TRI_LEAF 2
+ * tet hierarchy (median splits leave between half of that and that). The
+ * nodes and seed cylinders were most of a mesh's memory with leaves of 1
+ * tet or 2 triangles; with these a compliant mesh holds ~370 bytes per tet
+ * instead of ~650 and a rigid one ~310 per triangle instead of ~500. The
+ * surface walk, the hot path of a mesh query, does not read the tet
+ * hierarchy, and the seed search's leaf test takes triangles two at a
+ * time, so queries did not get slower (bench/README.md, sixteenth
+ * session). */
+#define CE_BVH_TRI_LEAF 8
 #define CE_BVH_TET_LEAF 4
 
 /* One node: an oriented box in the geometry frame (centre, half extents
