@@ -105,8 +105,8 @@ typedef struct build_ctx {
   const double *p;
   ce_vec3 *centroid;
   int32_t *order;
-  ce_bvh_node *nodes;
-  int32_t nnodes;
+  ce_bvh_node *nodes;     /* maxnodes of them: node_count(), exactly */
+  int32_t nnodes, maxnodes;
   int leaf_size;
   double pad;
   /* the elements sorted along each axis (build_node), sort scratch */
@@ -129,6 +129,7 @@ typedef struct build_ctx {
   double expect;
   int64_t work, next_report;
   int stop;
+  int overflow; /* more nodes than node_count() said (a bug; stops the build) */
   ce_error *err;
 } build_ctx;
 
@@ -384,6 +385,11 @@ static int32_t build_node(build_ctx *c, const int32_t *ord, int32_t first, int32
     }
   }
   c->work += count;
+  if (c->nnodes == c->maxnodes) { /* cannot happen: node_count() follows the splits below */
+    c->overflow = 1;
+    c->stop = 1;
+    return -1;
+  }
   int32_t id = c->nnodes++;
   ce_bvh_node *nd = &c->nodes[id];
   node_box(c, nd, ord, first, count);
@@ -597,14 +603,19 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
   c.v = v;
   c.p = pressure;
   c.leaf_size = k == 4 ? CE_BVH_TET_LEAF : CE_BVH_TRI_LEAF;
-  int32_t maxnodes = 2 * nelem; /* >= 2 * ceil(n / leaf) - 1 */
+  /* The nodes and their fields are allocated at their final size, not at
+   * a bound of 2n shrunk afterwards: with leaves of several elements that
+   * bound is 3-8 times the tree and would set the build's peak memory
+   * (README: the memory of builds). */
+  const int64_t maxnodes = node_count(nelem, c.leaf_size);
+  c.maxnodes = (int32_t)maxnodes;
   /* the tree's share of the build; a tet mesh's boundary hierarchy the rest */
   const ce_buildprog tree = ce_buildprog_part(prog, 0, k == 4 ? 0.85 : 1.0);
   const ce_buildprog bnd = ce_buildprog_part(prog, 0.85, 1.0);
   c.prog = &tree;
   c.err = err;
   c.next_report = CE_BVH_PROGRESS_WORK;
-  c.expect = (double)node_count(nelem, c.leaf_size);
+  c.expect = (double)maxnodes;
   c.centroid = malloc((size_t)nelem * sizeof *c.centroid);
   c.tmp = malloc((size_t)nelem * sizeof *c.tmp);
   c.order = malloc((size_t)nelem * sizeof *c.order);
@@ -683,14 +694,13 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
     free(c.field);
     free(c.nodes);
     free(c.order);
+    if (c.overflow)
+      return ce_fail(err, CE_EINVAL, "bvh: more nodes than the %d counted for %d elements", (int)c.maxnodes,
+                     (int)nelem);
     return CE_ECANCELED; /* *err filled by the report */
   }
-  if (c.field) {
-    double(*fs)[5] = realloc(c.field, (size_t)c.nnodes * sizeof *c.field);
-    bvh->field = fs ? fs : c.field;
-  }
-  ce_bvh_node *shrunk = realloc(c.nodes, (size_t)c.nnodes * sizeof *c.nodes);
-  bvh->nodes = shrunk ? shrunk : c.nodes;
+  bvh->field = c.field;
+  bvh->nodes = c.nodes;
   bvh->nnodes = c.nnodes;
   bvh->nelem = nelem;
   bvh->order = c.order;
