@@ -605,7 +605,7 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
   c.leaf_size = k == 4 ? CE_BVH_TET_LEAF : CE_BVH_TRI_LEAF;
   /* The nodes and their fields are allocated at their final size, not at
    * a bound of 2n shrunk afterwards: with leaves of several elements that
-   * bound is 3-8 times the tree and would set the build's peak memory
+   * bound is 3-6 times the tree and would set the build's peak memory
    * (README: the memory of builds). */
   const int64_t maxnodes = node_count(nelem, c.leaf_size);
   c.maxnodes = (int32_t)maxnodes;
