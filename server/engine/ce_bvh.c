@@ -122,11 +122,10 @@ typedef struct build_ctx {
   ce_vec3 *egrad;
   double *evol;
   double (*field)[5];
-  /* progress: nodes built of an expected `expect`, reported after every
+  /* progress: nodes built of maxnodes, reported after every
    * CE_BVH_PROGRESS_WORK elements of node work (`work` counts them up to
    * `next_report`); `stop` once the callback asked to stop (err filled) */
   const ce_buildprog *prog;
-  double expect;
   int64_t work, next_report;
   int stop;
   int overflow; /* more nodes than node_count() said (a bug; stops the build) */
@@ -379,7 +378,7 @@ static int32_t build_node(build_ctx *c, const int32_t *ord, int32_t first, int32
   if (c->stop) return -1;
   if (c->work >= c->next_report) {
     c->next_report = c->work + CE_BVH_PROGRESS_WORK;
-    if (ce_buildprog_report(c->prog, fmin(1.0, c->nnodes / c->expect), c->err) != CE_OK) {
+    if (ce_buildprog_report(c->prog, (double)c->nnodes / c->maxnodes, c->err) != CE_OK) {
       c->stop = 1;
       return -1;
     }
@@ -615,7 +614,6 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
   c.prog = &tree;
   c.err = err;
   c.next_report = CE_BVH_PROGRESS_WORK;
-  c.expect = (double)maxnodes;
   c.centroid = malloc((size_t)nelem * sizeof *c.centroid);
   c.tmp = malloc((size_t)nelem * sizeof *c.tmp);
   c.order = malloc((size_t)nelem * sizeof *c.order);

@@ -120,14 +120,9 @@ def sphere_force(r, e, h):
 
 
 def varint(n):
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+    """The client's varint of n taken modulo 2**64, so that negative and
+    oversized values encode as the wire would carry them."""
+    return cc.encode_varint(n & ((1 << 64) - 1))
 
 
 def frame(body):
@@ -1092,18 +1087,15 @@ def parse_replies(c, buf):
                 c.anomalies.append("unparsable JSON reply %r: %s" % (line[:300], e))
                 continue
         else:
-            n, shift, i = 0, 0, 0
-            while i < len(buf) and i < 10:
-                n |= (buf[i] & 0x7F) << shift
-                shift += 7
-                i += 1
-                if not buf[i - 1] & 0x80:
-                    break
-            else:
-                if len(buf) >= 10:
-                    c.anomalies.append("reply length prefix over 10 bytes: %r" % bytes(buf[:12]))
-                    buf.clear()
+            try:
+                prefix = cc.decode_varint(buf)
+            except ValueError:
+                c.anomalies.append("reply length prefix over 10 bytes: %r" % bytes(buf[:12]))
+                buf.clear()
                 return
+            if prefix is None:
+                return
+            n, i = prefix
             if len(buf) - i < n:
                 return
             body = bytes(buf[i:i + n])

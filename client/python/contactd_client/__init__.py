@@ -42,12 +42,40 @@ except ImportError:  # pragma: no cover - depends on the installation
 __all__ = [
     "Client", "Body", "ContactdError", "PairResult", "Patch", "Surface", "QueryResult",
     "StreamResult", "Stream", "RegisterResult", "DEFAULT_ADDR", "PROTOCOL_VERSION",
+    "encode_varint", "decode_varint",
 ]
 
 __version__ = "0.1.0"
 PROTOCOL_VERSION = 1
 DEFAULT_ADDR = "127.0.0.1:7411"
 _STREAM_RID_BIT = 1 << 63
+
+
+def encode_varint(n: int) -> bytes:
+    """The base-128 varint of n (0 <= n < 2**64): a frame's length prefix."""
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def decode_varint(buf) -> Optional[Tuple[int, int]]:
+    """The varint at the start of buf as (value, its length in bytes); None
+    when buf ends inside it; ValueError when it runs past 10 bytes."""
+    n, shift = 0, 0
+    for i, b in enumerate(buf):
+        if i >= 10:
+            break
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return n, i + 1
+    if len(buf) < 10:
+        return None
+    raise ValueError("varint longer than 10 bytes")
 
 Vec3 = Tuple[float, float, float]
 
@@ -297,19 +325,11 @@ class Client:
     # -- framing --
     def _send(self, env):
         body = env.SerializeToString()
-        n = len(body)
-        head = bytearray()
-        while True:
-            b = n & 0x7F
-            n >>= 7
-            head.append(b | (0x80 if n else 0))
-            if not n:
-                break
         if self._sock is None:
             raise ContactdError(pb.UNAVAILABLE, "connection is closed", remote=False)
         try:
             self._sock.settimeout(self.timeout)
-            self._sock.sendall(bytes(head) + body)
+            self._sock.sendall(encode_varint(len(body)) + body)
         except socket.timeout:
             raise ContactdError(pb.DEADLINE_EXCEEDED, "sending timed out", remote=False) from None
         except OSError as e:
@@ -317,18 +337,13 @@ class Client:
 
     def _try_decode(self):
         buf = self._buf
-        n, shift, i = 0, 0, 0
-        while True:
-            if i >= len(buf):
-                return None
-            if i >= 10:
-                raise ContactdError(pb.INTERNAL, "malformed length prefix from the server", remote=False)
-            b = buf[i]
-            i += 1
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
+        try:
+            prefix = decode_varint(buf)
+        except ValueError:
+            raise ContactdError(pb.INTERNAL, "malformed length prefix from the server", remote=False) from None
+        if prefix is None:
+            return None
+        n, i = prefix
         if n > self.max_frame:
             raise ContactdError(pb.RESOURCE_EXHAUSTED, "reply of %d bytes exceeds the cap" % n, remote=False)
         if len(buf) - i < n:
