@@ -466,7 +466,8 @@ static void disk_lane(const ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *
   dk->ref[k] = nd->left >= 0 ? entry[id] : ~(2 * (int32_t)(dk - s->disk) + k);
 }
 
-ce_errno ce_bvh_build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *v, ce_error *err) {
+ce_errno ce_bvh_build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *v, const ce_buildprog *prog,
+                               ce_error *err) {
   if (s->nnodes == 0) return CE_OK;
   int32_t ninner = 0;
   for (int32_t i = 0; i < s->nnodes; i++) ninner += s->nodes[i].left >= 0;
@@ -479,11 +480,22 @@ ce_errno ce_bvh_build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3
   }
   for (int32_t i = 0, e = 1; i < s->nnodes; i++) entry[i] = s->nodes[i].left >= 0 ? e++ : -1;
   for (int k = 0; k < 2; k++) disk_lane(s, face, v, &s->disk[0], k, &s->nodes[0], entry, 0);
+  /* a node's lanes read its children's vertices: nd->count triangles */
+  int64_t work = 2 * (int64_t)s->nodes[0].count, next_report = 0;
   for (int32_t i = 0; i < s->nnodes; i++) {
     const ce_bvh_node *nd = &s->nodes[i];
     if (nd->left < 0) continue;
+    if (work >= next_report) {
+      next_report = work + CE_BVH_PROGRESS_WORK;
+      ce_errno e = ce_buildprog_report(prog, (double)i / s->nnodes, err);
+      if (e != CE_OK) {
+        free(entry);
+        return e;
+      }
+    }
     disk_lane(s, face, v, &s->disk[entry[i]], 0, &s->nodes[nd->left], entry, nd->left);
     disk_lane(s, face, v, &s->disk[entry[i]], 1, &s->nodes[nd->right], entry, nd->right);
+    work += nd->count;
   }
   free(entry);
   for (int32_t q = 0; q < s->nelem; q++) {
@@ -558,8 +570,10 @@ static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, con
       memcpy(bvh->bnd_face[i], f[i].v, sizeof f[i].v);
       bvh->bnd_tet[i] = f[i].tet;
     }
-    e = ce_bvh_build(bvh->bnd, (int32_t)nf, 3, &bvh->bnd_face[0][0], v, NULL, prog, err);
-    if (e == CE_OK) e = ce_bvh_build_surface(bvh->bnd, (const int32_t(*)[3])bvh->bnd_face, v, err);
+    /* (shares as in a rigid mesh's build, tri_build) */
+    const ce_buildprog ptree = ce_buildprog_part(prog, 0, 0.7), psurf = ce_buildprog_part(prog, 0.7, 1);
+    e = ce_bvh_build(bvh->bnd, (int32_t)nf, 3, &bvh->bnd_face[0][0], v, NULL, &ptree, err);
+    if (e == CE_OK) e = ce_bvh_build_surface(bvh->bnd, (const int32_t(*)[3])bvh->bnd_face, v, &psurf, err);
   }
   free(f);
   return e;

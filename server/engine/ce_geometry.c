@@ -396,7 +396,7 @@ done:
 }
 
 static ce_errno tet_boundary_convex(const ce_tetmesh *t, const int32_t (*bfaces)[2], int64_t nb, double tol,
-                                    int *convex, ce_error *err);
+                                    const ce_buildprog *prog, int *convex, ce_error *err);
 
 /* Labels the components of n elements joined across shared sides (adj: k
  * neighbours per element, -1 none) in comp, numbered in the order of their
@@ -548,7 +548,8 @@ static ce_errno tet_build(ce_geometry *g, const ce_buildprog *prog, ce_error *er
   }
   g->volume = volume;
   g->scale = scale > 0 ? scale : 1;
-  if ((e = tet_boundary_convex(m, bfaces, nb, 1e-9 * g->scale, &g->convex, err)) != CE_OK) goto done;
+  const ce_buildprog pconvex = ce_buildprog_part(prog, 0.45, 0.5);
+  if ((e = tet_boundary_convex(m, bfaces, nb, 1e-9 * g->scale, &pconvex, &g->convex, err)) != CE_OK) goto done;
   if ((e = ce_buildprog_report(prog, 0.5, err)) != CE_OK) goto done;
   const ce_buildprog ph = ce_buildprog_part(prog, 0.5, 1.0);
   if ((e = ce_bvh_build_tets(&g->bvh, nt, &m->tet[0][0], m->v, m->p, (const int32_t(*)[2])bfaces, nb, &ph, err)) !=
@@ -619,9 +620,9 @@ static ce_errno mesh_start(ce_shape_type shape, const ce_props *props, ce_compli
 
 /* p may be NULL: the field is then E * (distance to the boundary) / (largest
  * such distance). */
-ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props, ce_vec3 *v, int32_t nv,
-                                    int32_t (*tets)[4], int32_t nt, double *p, ce_geometry **out,
-                                    ce_error *err) {
+ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props, const ce_buildprog *prog,
+                                    ce_vec3 *v, int32_t nv, int32_t (*tets)[4], int32_t nt, double *p,
+                                    ce_geometry **out, ce_error *err) {
   ce_geometry *g = NULL;
   ce_errno e = mesh_start(shape, props, CE_COMPLIANT, "tet mesh", "tet", nv, nt, v && tets, out, &g, err);
   if (e != CE_OK) goto fail_arrays;
@@ -639,8 +640,7 @@ ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props, 
     e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d tets", (int)nt);
     goto fail;
   }
-  const ce_buildprog prog = ce_buildprog_of(props);
-  if ((e = tet_build(g, &prog, err)) != CE_OK) goto fail;
+  if ((e = tet_build(g, prog, err)) != CE_OK) goto fail;
   *out = g;
   return CE_OK;
 fail:
@@ -713,15 +713,31 @@ static ce_errno tri_components(ce_trimesh *m, int keep, ce_error *err) {
   return CE_OK;
 }
 
-/* Sets adjacency; *open = number of edges with a single triangle. */
-static ce_errno tri_edges(ce_trimesh *m, int require_closed, int64_t *open, ce_error *err) {
+/* Sets adjacency; *open = number of edges with a single triangle. The
+ * edges are sorted by (lo, hi, triangle, local edge) as tet_faces sorts
+ * faces: into buckets by lo, then each bucket (a vertex's edges) on its
+ * own, with progress reports (prog, [0, 1]) between buckets. */
+static ce_errno tri_edges(ce_trimesh *m, int require_closed, const ce_buildprog *prog, int64_t *open,
+                          ce_error *err) {
   int64_t nk = (int64_t)m->nf * 3;
   edge_key *keys = malloc((size_t)nk * sizeof *keys);
-  if (!keys) return ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory for %lld edge keys", (long long)nk);
+  int64_t *end = calloc((size_t)m->nv + 1, sizeof *end);
+  if (!keys || !end) {
+    free(keys);
+    free(end);
+    return ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory for %lld edge keys", (long long)nk);
+  }
+  /* bucket v: the edges whose lower vertex is v (end[v] ends as its end) */
   for (int32_t f = 0; f < m->nf; f++)
     for (int i = 0; i < 3; i++) {
       int32_t a = m->tri[f][i], b = m->tri[f][(i + 1) % 3];
-      edge_key *k = &keys[(int64_t)f * 3 + i];
+      end[(a < b ? a : b) + 1]++;
+    }
+  for (int32_t v = 0; v < m->nv; v++) end[v + 1] += end[v];
+  for (int32_t f = 0; f < m->nf; f++)
+    for (int i = 0; i < 3; i++) {
+      int32_t a = m->tri[f][i], b = m->tri[f][(i + 1) % 3];
+      edge_key *k = &keys[end[a < b ? a : b]++];
       k->lo = a < b ? a : b;
       k->hi = a < b ? b : a;
       k->f = f;
@@ -729,8 +745,16 @@ static ce_errno tri_edges(ce_trimesh *m, int require_closed, int64_t *open, ce_e
       k->fwd = (int8_t)(a < b);
       m->adj[f][i] = -1;
     }
-  qsort(keys, (size_t)nk, sizeof *keys, edge_key_cmp);
   ce_errno e = CE_OK;
+  int64_t reported = 0;
+  for (int32_t v = 0; v < m->nv; v++) {
+    const int64_t first = v == 0 ? 0 : end[v - 1];
+    if (end[v] - first > 1) qsort(keys + first, (size_t)(end[v] - first), sizeof *keys, edge_key_cmp);
+    if (end[v] - reported >= 65536) {
+      reported = end[v];
+      if ((e = ce_buildprog_report(prog, (double)reported / (double)nk, err)) != CE_OK) goto done;
+    }
+  }
   int64_t nopen = 0;
   for (int64_t s = 0; s < nk;) {
     int64_t r = s + 1;
@@ -765,6 +789,7 @@ static ce_errno tri_edges(ce_trimesh *m, int require_closed, int64_t *open, ce_e
   *open = nopen;
 done:
   free(keys);
+  free(end);
   return e;
 }
 
@@ -792,7 +817,7 @@ static int trimesh_convex(const ce_trimesh *m, double tol) {
  * the faces wound outward as a temporary triangle mesh, paired by edges
  * (a boundary that is not a closed manifold surface is not convex). */
 static ce_errno tet_boundary_convex(const ce_tetmesh *t, const int32_t (*bfaces)[2], int64_t nb, double tol,
-                                    int *convex, ce_error *err) {
+                                    const ce_buildprog *prog, int *convex, ce_error *err) {
   *convex = 0;
   if (nb < 4 || nb > INT32_MAX) return CE_OK;
   ce_trimesh m;
@@ -818,8 +843,13 @@ static ce_errno tet_boundary_convex(const ce_tetmesh *t, const int32_t (*bfaces)
   }
   int64_t open = 0;
   /* an open, non-manifold or inconsistently wound boundary is not convex */
-  ce_errno te = tri_edges(&m, 1, &open, NULL);
+  ce_error te_err;
+  ce_errno te = tri_edges(&m, 1, prog, &open, &te_err);
   if (te == CE_ENOMEM) e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for boundary edges");
+  if (te == CE_ECANCELED) {
+    e = te;
+    if (err) *err = te_err;
+  }
   if (te != CE_OK) goto done;
   if ((e = tri_components(&m, 0, err)) != CE_OK) goto done;
   *convex = trimesh_convex(&m, tol);
@@ -831,8 +861,8 @@ done:
 }
 
 /* Checks and builds a triangle mesh's tables and hierarchies, reporting
- * into prog: the checks in [0, 0.1], 0.2 after the edges, the hierarchy in
- * [0.2, 0.9], 1 at the end. */
+ * into prog: the checks in [0, 0.1], the edges in [0.1, 0.2], the
+ * hierarchy in [0.2, 0.76] and its seed data in [0.76, 1]. */
 static ce_errno tri_build(ce_geometry *g, int require_closed, const ce_buildprog *prog, ce_error *err) {
   ce_trimesh *m = &g->tri;
   const int32_t nv = m->nv, nf = m->nf;
@@ -864,7 +894,8 @@ static ce_errno tri_build(ce_geometry *g, int require_closed, const ce_buildprog
     m->normal[f] = ce_scale(n, 1.0 / twice);
   }
   int64_t nopen = 0;
-  if ((e = tri_edges(m, require_closed, &nopen, err)) != CE_OK) return e;
+  const ce_buildprog pedges = ce_buildprog_part(prog, 0.1, 0.2);
+  if ((e = tri_edges(m, require_closed, &pedges, &nopen, err)) != CE_OK) return e;
   if ((e = tri_components(m, 1, err)) != CE_OK) return e;
   g->convex = nopen == 0 && trimesh_convex(m, 1e-9 * (scale > 0 ? scale : 1));
   double volume = 0;
@@ -883,10 +914,10 @@ static ce_errno tri_build(ce_geometry *g, int require_closed, const ce_buildprog
   g->volume = volume;
   g->scale = scale > 0 ? scale : 1;
   if ((e = ce_buildprog_report(prog, 0.2, err)) != CE_OK) return e;
-  const ce_buildprog ph = ce_buildprog_part(prog, 0.2, 0.9);
+  const ce_buildprog ph = ce_buildprog_part(prog, 0.2, 0.76), ps = ce_buildprog_part(prog, 0.76, 1);
   if ((e = ce_bvh_build(&g->bvh, nf, 3, &m->tri[0][0], m->v, NULL, &ph, err)) != CE_OK) return e;
   /* the seed search of a tet mesh against this one (ce_intersect_tet_tri) */
-  if ((e = ce_bvh_build_surface(&g->bvh, (const int32_t(*)[3])m->tri, m->v, err)) != CE_OK) return e;
+  if ((e = ce_bvh_build_surface(&g->bvh, (const int32_t(*)[3])m->tri, m->v, &ps, err)) != CE_OK) return e;
   if ((e = ce_buildprog_report(prog, 1.0, err)) != CE_OK) return e;
   g->bytes = sizeof *g + (size_t)nv * sizeof *m->v +
              (size_t)nf * (sizeof *m->tri + sizeof *m->normal + sizeof *m->area + sizeof *m->adj +
@@ -895,9 +926,9 @@ static ce_errno tri_build(ce_geometry *g, int require_closed, const ce_buildprog
   return CE_OK;
 }
 
-ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props, ce_vec3 *v, int32_t nv,
-                                    int32_t (*tris)[3], int32_t nf, int require_closed, ce_geometry **out,
-                                    ce_error *err) {
+ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props, const ce_buildprog *prog,
+                                    ce_vec3 *v, int32_t nv, int32_t (*tris)[3], int32_t nf, int require_closed,
+                                    ce_geometry **out, ce_error *err) {
   ce_geometry *g = NULL;
   ce_errno e = mesh_start(shape, props, CE_RIGID, "triangle mesh", "triangle", nv, nf, v && tris, out, &g, err);
   if (e != CE_OK) goto fail_arrays;
@@ -912,8 +943,7 @@ ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props, 
     e = ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory for %d triangles", (int)nf);
     goto fail;
   }
-  const ce_buildprog prog = ce_buildprog_of(props);
-  if ((e = tri_build(g, require_closed, &prog, err)) != CE_OK) goto fail;
+  if ((e = tri_build(g, require_closed, prog, err)) != CE_OK) goto fail;
   *out = g;
   return CE_OK;
 fail:
@@ -951,7 +981,8 @@ ce_errno ce_geometry_from_tetmesh(const double *vertices, int32_t nv, const int3
                                                 vertices[3 * (size_t)i + 2]);
   memcpy(t, tets, (size_t)nt * sizeof *t);
   if (p) memcpy(p, pressure, (size_t)nv * sizeof *p);
-  return ce_geometry_finish_tetmesh(CE_SHAPE_TETMESH, props, v, nv, t, nt, p, out, err);
+  const ce_buildprog prog = ce_buildprog_of(props);
+  return ce_geometry_finish_tetmesh(CE_SHAPE_TETMESH, props, &prog, v, nv, t, nt, p, out, err);
 }
 
 ce_errno ce_geometry_from_trimesh(const double *vertices, int32_t nv, const int32_t *tris, int32_t nf,
@@ -976,7 +1007,8 @@ ce_errno ce_geometry_from_trimesh(const double *vertices, int32_t nv, const int3
   for (int32_t i = 0; i < nv; i++) v[i] = ce_v3(vertices[3 * (size_t)i], vertices[3 * (size_t)i + 1],
                                                 vertices[3 * (size_t)i + 2]);
   memcpy(t, tris, (size_t)nf * sizeof *t);
-  return ce_geometry_finish_trimesh(CE_SHAPE_TRIMESH, props, v, nv, t, nf, require_closed, out, err);
+  const ce_buildprog prog = ce_buildprog_of(props);
+  return ce_geometry_finish_trimesh(CE_SHAPE_TRIMESH, props, &prog, v, nv, t, nf, require_closed, out, err);
 }
 
 ce_errno ce_build_halfspace(const ce_props *props, ce_geometry **out, ce_error *err) {

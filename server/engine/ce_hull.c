@@ -16,7 +16,13 @@
  *
  * Output: hull vertices renumbered in increasing input order, triangles
  * counter-clockwise seen from outside, in face-creation order (the whole
- * computation is deterministic). */
+ * computation is deterministic).
+ *
+ * Progress (stage "geometry"): the weld and the hull take the first
+ * CE_HULL_SHARE of the build, the mesh's checks and hierarchies the rest.
+ * Both report after every CE_HULL_PROGRESS_WORK points handled, so a
+ * callback can cancel a large hull between reports (a million points on a
+ * sphere take about 3 s before the mesh is even built). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +37,11 @@
 /* Points closer than CE_HULL_WELD * (bounding-box diagonal) are one point
  * (the lowest-numbered one is kept). */
 #define CE_HULL_WELD 1e-6
+/* Progress: the share of weld + hull, the weld's share of that, and the
+ * points handled between reports. */
+#define CE_HULL_SHARE 0.3
+#define CE_HULL_WELD_SHARE 0.25
+#define CE_HULL_PROGRESS_WORK 65536
 
 typedef struct hface {
   int32_t v[3];   /* counter-clockwise seen from outside */
@@ -51,6 +62,9 @@ typedef struct hull {
   int32_t nf, capf;
   int32_t *next; /* outside-point lists, per point */
   const int32_t *orig; /* input index of each point (messages) */
+  int32_t nout;  /* points in outside lists (progress: 1 - nout / np) */
+  int64_t work, next_report; /* points handled, and when to report next */
+  const ce_buildprog *prog;
 } hull;
 
 static double face_dist(const hull *h, const hface *f, int32_t i) { return ce_dot(f->n, h->p[i]) - f->d; }
@@ -85,6 +99,7 @@ static int32_t add_face(hull *h, int32_t a, int32_t b, int32_t c) {
 /* Gives point i to the face among faces[0..n) it is farthest outside of;
  * drops it when it is inside all of them. */
 static void assign_point(hull *h, const int32_t *faces, int32_t n, int32_t i) {
+  h->work++;
   double best = h->eps;
   int32_t bf = -1;
   for (int32_t k = 0; k < n; k++) {
@@ -97,6 +112,7 @@ static void assign_point(hull *h, const int32_t *faces, int32_t n, int32_t i) {
   if (bf >= 0) {
     h->next[i] = h->f[bf].outside;
     h->f[bf].outside = i;
+    h->nout++;
   }
 }
 
@@ -185,6 +201,10 @@ static ce_errno hull_run(hull *h, ce_error *err) {
 
   for (int32_t fi = 0; fi < h->nf; fi++) {
     if (!h->f[fi].alive || h->f[fi].outside < 0) continue;
+    if (h->work >= h->next_report) {
+      h->next_report = h->work + CE_HULL_PROGRESS_WORK;
+      if ((e = ce_buildprog_report(h->prog, 1.0 - (double)h->nout / np, err)) != CE_OK) goto done;
+    }
     /* The eye: the farthest outside point of this face. */
     int32_t eye = -1;
     double far = -INFINITY;
@@ -289,6 +309,7 @@ static ce_errno hull_run(hull *h, ce_error *err) {
       h->f[visible[k]].outside = -1;
       while (i >= 0) {
         int32_t nx = h->next[i];
+        h->nout--;
         if (i != eye) assign_point(h, newf, nhor, i);
         i = nx;
       }
@@ -319,22 +340,26 @@ static int weld_key_cmp(const void *pa, const void *pb) {
 }
 
 /* Keeps point i unless an earlier kept point lies within w of it; writes
- * the kept indices (increasing) to keep[] and returns their number, or -1
- * when out of memory. Points are bucketed in a grid of cell size w (cell
- * coordinates relative to the box corner lo, at most 1/CE_HULL_WELD per
- * axis) and sorted by cell, so each point only looks at its 27 neighbour
- * cells (9 binary searches). */
-static int32_t weld_points(const ce_vec3 *p, int32_t n, ce_vec3 lo, double w, int32_t *keep) {
+ * the kept indices (increasing) to keep[] and their number to *nkept.
+ * Points are bucketed in a grid of cell size w (cell coordinates relative
+ * to the box corner lo, at most 1/CE_HULL_WELD per axis) and sorted by
+ * cell, so each point only looks at its 27 neighbour cells (9 binary
+ * searches). Reports progress to prog (the sort counts as a tenth). */
+static ce_errno weld_points(const ce_vec3 *p, int32_t n, ce_vec3 lo, double w, const ce_buildprog *prog,
+                            int32_t *keep, int32_t *nkept, ce_error *err) {
+  *nkept = 0;
   if (!(w > 0)) {
     for (int32_t i = 0; i < n; i++) keep[i] = i;
-    return n;
+    *nkept = n;
+    return CE_OK;
   }
+  ce_errno e = CE_OK;
   weld_key *k = malloc((size_t)n * sizeof *k);
   unsigned char *kept = malloc((size_t)n);
   if (!k || !kept) {
     free(k);
     free(kept);
-    return -1;
+    return ce_fail(err, CE_ENOMEM, "convex: out of memory for %d points", (int)n);
   }
   for (int32_t i = 0; i < n; i++) {
     k[i].c[0] = (int64_t)floor((p[i].x - lo.x) / w);
@@ -349,11 +374,12 @@ static int32_t weld_points(const ce_vec3 *p, int32_t n, ce_vec3 lo, double w, in
   if (!own) {
     free(k);
     free(kept);
-    return -1;
+    return ce_fail(err, CE_ENOMEM, "convex: out of memory for %d points", (int)n);
   }
   for (int32_t i = 0; i < n; i++) memcpy(own[i], k[i].c, sizeof own[i]);
   qsort(k, (size_t)n, sizeof *k, weld_key_cmp);
   for (int32_t i = 0; i < n; i++) {
+    if (i % CE_HULL_PROGRESS_WORK == 0 && (e = ce_buildprog_report(prog, 0.1 + 0.9 * i / n, err)) != CE_OK) break;
     int found = 0;
     /* 9 columns (dx, dy); cells dz = -1..1 of a column are contiguous. */
     for (int dx = -1; dx <= 1 && !found; dx++)
@@ -384,7 +410,8 @@ static int32_t weld_points(const ce_vec3 *p, int32_t n, ce_vec3 lo, double w, in
   free(own);
   free(k);
   free(kept);
-  return nk;
+  *nkept = nk;
+  return e;
 }
 
 ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geometry **out, ce_error *err) {
@@ -401,6 +428,10 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
 
   hull h;
   memset(&h, 0, sizeof h);
+  const ce_buildprog whole = ce_buildprog_of(props);
+  const ce_buildprog pweld = ce_buildprog_part(&whole, 0, CE_HULL_SHARE * CE_HULL_WELD_SHARE);
+  const ce_buildprog phull = ce_buildprog_part(&whole, CE_HULL_SHARE * CE_HULL_WELD_SHARE, CE_HULL_SHARE);
+  const ce_buildprog pmesh = ce_buildprog_part(&whole, CE_HULL_SHARE, 1);
   ce_vec3 *p = malloc((size_t)np * sizeof *p);
   int32_t *orig = malloc((size_t)np * sizeof *orig);
   h.next = malloc((size_t)np * sizeof *h.next);
@@ -438,17 +469,17 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
   }
   /* Weld near-duplicates, then run the hull on the kept points (compacted,
    * in input order; orig[] maps back for messages). */
-  int32_t nq = weld_points(p, np, lo, CE_HULL_WELD * ce_norm(ce_sub(hi, lo)), orig);
-  if (nq < 0) {
-    e = ce_fail(err, CE_ENOMEM, "convex: out of memory for %d points", (int)np);
+  int32_t nq;
+  if ((e = weld_points(p, np, lo, CE_HULL_WELD * ce_norm(ce_sub(hi, lo)), &pweld, orig, &nq, err)) != CE_OK)
     goto done;
-  }
   for (int32_t i = 0; i < nq; i++) p[i] = p[orig[i]];
   h.p = p;
   h.np = nq;
   h.orig = orig;
   h.eps = CE_HULL_RTOL * (mx + my + mz);
+  h.prog = &phull;
   if ((e = hull_run(&h, err)) != CE_OK) goto done;
+  if ((e = ce_buildprog_report(&phull, 1, err)) != CE_OK) goto done;
 
   /* Compact: hull vertices in increasing input order. */
   map = malloc((size_t)nq * sizeof *map);
@@ -486,7 +517,7 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
         for (int j = 0; j < 3; j++) tri[k][j] = map[h.f[f].v[j]];
         k++;
       }
-    e = ce_geometry_finish_trimesh(CE_SHAPE_CONVEX, props, v, nv, tri, nf, 1, out, err);
+    e = ce_geometry_finish_trimesh(CE_SHAPE_CONVEX, props, &pmesh, v, nv, tri, nf, 1, out, err);
   } else {
     /* Starburst from the volume centroid: tet (centroid, a, b, c) per hull
      * triangle; the field is E at the centroid and 0 on the hull. */
@@ -522,7 +553,7 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
       }
     for (int32_t i = 0; i < nv; i++) pr[i] = 0;
     pr[nv] = props->modulus;
-    e = ce_geometry_finish_tetmesh(CE_SHAPE_CONVEX, props, v, nv + 1, tet, nf, pr, out, err);
+    e = ce_geometry_finish_tetmesh(CE_SHAPE_CONVEX, props, &pmesh, v, nv + 1, tet, nf, pr, out, err);
     if (e == CE_EINVERTED) {
       /* a hull triangle too thin to cone to the centroid: name the shape */
       if (err) {

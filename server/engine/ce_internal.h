@@ -374,8 +374,9 @@ int ce_triangles_meet_planes(const ce_vec3 x[3], ce_vec3 na, const double dx[3],
  * elements' vertex triples): per internal node the cylinders around its
  * children (ce_bvh_disk; entry 0 holds the root's), per element its
  * triangle in leaf order. Built for a tet mesh's boundary hierarchy and
- * for a rigid mesh's hierarchy. */
-ce_errno ce_bvh_build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *v, ce_error *err);
+ * for a rigid mesh's hierarchy. prog (may be NULL) as in ce_bvh_build. */
+ce_errno ce_bvh_build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3 *v, const ce_buildprog *prog,
+                               ce_error *err);
 /* Build over nelem elements of k vertices each (k = 3 triangles, 4 tets).
  * `pressure` (per vertex, may be NULL) fills the nodes' pressure ranges.
  * prog (may be NULL) is reported every few ms of work (ce_bvh.c,
@@ -466,15 +467,17 @@ struct ce_geometry {
 
 /* Take ownership of malloc'd arrays (v, tets, p) and finish a compliant
  * geometry: validate (finite, positive volumes, field >= 0), compute per-tet
- * gradients/offsets/ranges, adjacency, BVH. On failure frees the arrays. */
+ * gradients/offsets/ranges, adjacency, BVH. On failure frees the arrays.
+ * prog: these steps' share of the build's progress (ce_buildprog_of(props)
+ * when they are the whole build; NULL: no reports). */
 ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props,
-                                    ce_vec3 *v, int32_t nv, int32_t (*tets)[4],
-                                    int32_t nt, double *p, ce_geometry **out,
-                                    ce_error *err);
+                                    const ce_buildprog *prog, ce_vec3 *v, int32_t nv,
+                                    int32_t (*tets)[4], int32_t nt, double *p,
+                                    ce_geometry **out, ce_error *err);
 /* Same for rigid triangle meshes (arrays malloc'd, ownership taken). */
 ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props,
-                                    ce_vec3 *v, int32_t nv, int32_t (*tris)[3],
-                                    int32_t nf, int require_closed,
+                                    const ce_buildprog *prog, ce_vec3 *v, int32_t nv,
+                                    int32_t (*tris)[3], int32_t nf, int require_closed,
                                     ce_geometry **out, ce_error *err);
 
 /* The linear function taking value p[i] at x[i] (i = 0..3) on a tet of

@@ -1407,10 +1407,11 @@ ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
       ce_rawmesh m;
       e = ce_primitive_mesh(shape, props->compliance, props->modulus, props->hint, &m, err);
       if (e) return e;
+      const ce_buildprog prog = ce_buildprog_of(props);
       if (props->compliance == CE_COMPLIANT)
-        e = ce_geometry_finish_tetmesh(shape->type, props, m.v, m.nv, m.tet, m.nt, m.p, out, err);
+        e = ce_geometry_finish_tetmesh(shape->type, props, &prog, m.v, m.nv, m.tet, m.nt, m.p, out, err);
       else
-        e = ce_geometry_finish_trimesh(shape->type, props, m.v, m.nv, m.tri, m.nf, 1, out, err);
+        e = ce_geometry_finish_trimesh(shape->type, props, &prog, m.v, m.nv, m.tri, m.nf, 1, out, err);
       break;
     }
     default:

@@ -534,7 +534,7 @@ Test(geometry, finish_functions_take_ownership_on_failure) {
   t[0][2] = 1;
   t[0][3] = 3;
   for (int i = 0; i < 4; i++) p[i] = 0;
-  EXPECT_ERR(CE_EINVERTED, ce_geometry_finish_tetmesh(CE_SHAPE_TETMESH, &pr, v, 4, t, 1, p, &g, &err), err,
+  EXPECT_ERR(CE_EINVERTED, ce_geometry_finish_tetmesh(CE_SHAPE_TETMESH, &pr, NULL, v, 4, t, 1, p, &g, &err), err,
              "tet 0 is inverted (volume -0.167)");
   ce_vec3 *w = malloc(3 * sizeof *w);
   int32_t(*f)[3] = malloc(sizeof *f);
@@ -545,7 +545,7 @@ Test(geometry, finish_functions_take_ownership_on_failure) {
   f[0][1] = 1;
   f[0][2] = 2;
   pr = rigid();
-  EXPECT_ERR(CE_EOPEN, ce_geometry_finish_trimesh(CE_SHAPE_TRIMESH, &pr, w, 3, f, 1, 1, &g, &err), err,
+  EXPECT_ERR(CE_EOPEN, ce_geometry_finish_trimesh(CE_SHAPE_TRIMESH, &pr, NULL, w, 3, f, 1, 1, &g, &err), err,
              "edge (0, 1) of triangle 0");
   cr_assert_null(g);
 }
@@ -714,7 +714,9 @@ static int stop_build_at(void *user, double f, const char *stage) {
 }
 
 /* The builds: a compliant and a rigid primitive, a user tet mesh with the
- * default (distance) field, a rigid triangle mesh. */
+ * default (distance) field, a rigid triangle mesh, and a convex point set
+ * (points on a sphere, so every one is a hull vertex) rigid and compliant:
+ * its weld and hull report too. */
 typedef struct progress_case {
   const char *what;
   double *v;
@@ -741,6 +743,15 @@ static ce_errno build_case(const progress_case *c, int i, ce_props *pr, ce_geome
       pr->compliance = CE_COMPLIANT;
       pr->modulus = 1e6;
       return ce_geometry_from_tetmesh(c->v, c->nv, c->e, c->ne, NULL, pr, out, err);
+    case 4:
+    case 5:
+      s.type = CE_SHAPE_CONVEX;
+      s.points = c->v;
+      s.npoints = c->nv;
+      pr->compliance = i == 4 ? CE_RIGID : CE_COMPLIANT;
+      pr->modulus = i == 4 ? INFINITY : 1e6;
+      pr->hint = 0.01;
+      return ce_geometry_from_shape(&s, pr, out, err);
     default:
       pr->compliance = CE_RIGID;
       pr->modulus = INFINITY;
@@ -753,7 +764,7 @@ static ce_errno build_case(const progress_case *c, int i, ce_props *pr, ce_geome
  * changes nothing in the geometry; one that stops at any report gets
  * CE_ECANCELED at once, no geometry, and nothing leaks (ASan). */
 Test(geometry, a_callback_cancels_every_build_at_its_progress_points) {
-  progress_case c[4];
+  progress_case c[6];
   memset(c, 0, sizeof c);
   c[0].what = "compliant sphere";
   c[1].what = "rigid sphere";
@@ -770,7 +781,17 @@ Test(geometry, a_callback_cancels_every_build_at_its_progress_points) {
   c[3].nv = md.nv;
   c[3].e = md.tris;
   c[3].ne = md.ntri;
-  for (int i = 0; i < 4; i++) {
+  c[4].what = "rigid convex point set";
+  c[5].what = "compliant convex point set";
+  c[4].nv = c[5].nv = 12000;
+  c[4].v = c[5].v = malloc(3 * sizeof(double) * (size_t)c[4].nv);
+  for (int32_t k = 0; k < c[4].nv; k++) { /* a Fibonacci sphere */
+    const double z = 1 - (2 * k + 1.0) / c[4].nv, r = sqrt(1 - z * z), a = 2.399963229728653 * k;
+    c[4].v[3 * k] = 0.1 * r * cos(a);
+    c[4].v[3 * k + 1] = 0.1 * r * sin(a);
+    c[4].v[3 * k + 2] = 0.1 * z;
+  }
+  for (int i = 0; i < 6; i++) {
     ce_props pr;
     memset(&pr, 0, sizeof pr);
     ce_geometry *ref = NULL, *g = NULL;
@@ -808,6 +829,7 @@ Test(geometry, a_callback_cancels_every_build_at_its_progress_points) {
   }
   free(c[2].v);
   free(c[2].e);
+  free(c[4].v);
   ce_mesh_data_free(&md);
 }
 
