@@ -205,6 +205,25 @@ static int face_key_cmp(const void *pa, const void *pb) {
  * seen from outside a positively oriented tet. */
 static const int kTetFace[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}};
 
+/* Sorts keys (of `size` bytes) bucket by bucket with cmp: bucket v holds
+ * keys [end[v - 1], end[v]) (from 0 for v = 0), nb buckets. Reports the
+ * fraction of keys sorted to prog every 65,536 keys (~5 ms). */
+static ce_errno sort_buckets(void *keys, size_t size, const int64_t *end, int32_t nb,
+                             int (*cmp)(const void *, const void *), const ce_buildprog *prog, ce_error *err) {
+  const int64_t n = nb > 0 ? end[nb - 1] : 0;
+  int64_t reported = 0;
+  for (int32_t v = 0; v < nb; v++) {
+    const int64_t first = v == 0 ? 0 : end[v - 1];
+    if (end[v] - first > 1) qsort((char *)keys + (size_t)first * size, (size_t)(end[v] - first), size, cmp);
+    if (end[v] - reported >= 65536) {
+      reported = end[v];
+      ce_errno e = ce_buildprog_report(prog, (double)reported / (double)n, err);
+      if (e != CE_OK) return e;
+    }
+  }
+  return CE_OK;
+}
+
 static void sort3(int32_t v[3], int8_t *sign) {
   int s = 1;
   int32_t t;
@@ -252,17 +271,8 @@ static ce_errno tet_faces(ce_tetmesh *m, unsigned char *boundary, int32_t (**bfa
       keys[end[k.v[0]]++] = k;
       m->adj[t][i] = -1;
     }
-  ce_errno e = CE_OK;
-  int64_t reported = 0;
-  for (int32_t v = 0; v < m->nv; v++) {
-    const int64_t first = v == 0 ? 0 : end[v - 1];
-    if (end[v] - first > 1) qsort(keys + first, (size_t)(end[v] - first), sizeof *keys, face_key_cmp);
-    /* ~5 ms per 65,536 faces */
-    if (end[v] - reported >= 65536) {
-      reported = end[v];
-      if ((e = ce_buildprog_report(prog, (double)reported / (double)nk, err)) != CE_OK) goto done;
-    }
-  }
+  ce_errno e = sort_buckets(keys, sizeof *keys, end, m->nv, face_key_cmp, prog, err);
+  if (e != CE_OK) goto done;
   int64_t nbound = 0;
   for (int64_t s = 0; s < nk;) {
     int64_t r = s + 1;
@@ -745,16 +755,8 @@ static ce_errno tri_edges(ce_trimesh *m, int require_closed, const ce_buildprog 
       k->fwd = (int8_t)(a < b);
       m->adj[f][i] = -1;
     }
-  ce_errno e = CE_OK;
-  int64_t reported = 0;
-  for (int32_t v = 0; v < m->nv; v++) {
-    const int64_t first = v == 0 ? 0 : end[v - 1];
-    if (end[v] - first > 1) qsort(keys + first, (size_t)(end[v] - first), sizeof *keys, edge_key_cmp);
-    if (end[v] - reported >= 65536) {
-      reported = end[v];
-      if ((e = ce_buildprog_report(prog, (double)reported / (double)nk, err)) != CE_OK) goto done;
-    }
-  }
+  ce_errno e = sort_buckets(keys, sizeof *keys, end, m->nv, edge_key_cmp, prog, err);
+  if (e != CE_OK) goto done;
   int64_t nopen = 0;
   for (int64_t s = 0; s < nk;) {
     int64_t r = s + 1;
