@@ -14,6 +14,11 @@
  * merged. If rounding still makes a horizon that is not a simple loop the
  * build fails with CE_EDEGENERATE rather than returning a broken mesh.
  *
+ * Memory: faces are made in an array; the dead ones are dropped whenever
+ * they outnumber the live (compact_faces, which keeps the order), and the
+ * array stays within ce_props.max_bytes (CE_EBYTES beyond it, before any
+ * mesh is made). The walk's scratch is sized by the live faces.
+ *
  * Output: hull vertices renumbered in increasing input order, triangles
  * counter-clockwise seen from outside, in face-creation order (the whole
  * computation is deterministic).
@@ -59,9 +64,14 @@ typedef struct hull {
   int32_t np;
   double eps;
   hface *f;
-  int32_t nf, capf;
+  int32_t nf, capf; /* faces made (live and dead, in making order), room */
+  int32_t nlive;    /* live faces: the current hull */
+  int32_t maxf;     /* most faces the working memory may hold */
+  int over;         /* add_face failed at maxf (not out of memory) */
+  int32_t stamp;    /* visibility walks so far (hface.visit) */
   int32_t *next; /* outside-point lists, per point */
   const int32_t *orig; /* input index of each point (messages) */
+  size_t max_bytes; /* ce_props.max_bytes (0: none) */
   int32_t nout;  /* points in outside lists (progress: 1 - nout / np) */
   int64_t work, next_report; /* points handled, and when to report next */
   const ce_buildprog *prog;
@@ -69,11 +79,15 @@ typedef struct hull {
 
 static double face_dist(const hull *h, const hface *f, int32_t i) { return ce_dot(f->n, h->p[i]) - f->d; }
 
-/* Appends a face (a, b, c); returns its index or -1 when out of memory. */
+/* Appends a face (a, b, c); returns its index, or -1 when out of memory or
+ * (h->over set) when h->maxf faces are made already. */
 static int32_t add_face(hull *h, int32_t a, int32_t b, int32_t c) {
   if (h->nf == h->capf) {
-    if (h->capf > INT32_MAX / 8) return -1; /* keeps every size below in range */
-    int32_t cap = h->capf ? h->capf * 2 : 64;
+    if (h->capf >= h->maxf) {
+      h->over = 1;
+      return -1;
+    }
+    int32_t cap = h->capf ? (h->capf < h->maxf / 2 ? h->capf * 2 : h->maxf) : 64;
     hface *nf = realloc(h->f, (size_t)cap * sizeof *nf);
     if (!nf) return -1;
     h->f = nf;
@@ -90,9 +104,10 @@ static int32_t add_face(hull *h, int32_t a, int32_t b, int32_t c) {
   ce_vec3 m = ce_scale(ce_add(ce_add(h->p[a], h->p[b]), h->p[c]), 1.0 / 3.0);
   f->d = ce_dot(f->n, m);
   f->outside = -1;
-  f->visit = -1;
+  f->visit = 0;
   f->vis = 0;
   f->alive = 1;
+  h->nlive++;
   return h->nf++;
 }
 
@@ -120,6 +135,27 @@ static int32_t edge_index(const hface *f, int32_t a, int32_t b) {
   for (int i = 0; i < 3; i++)
     if (f->v[i] == a && f->v[(i + 1) % 3] == b) return i;
   return -1;
+}
+
+/* Drops the dead faces, keeping the live ones in making order (so the
+ * output and the order faces are taken as eyes' starts do not change);
+ * *fi, a live face, is renumbered with them. Run when the dead outnumber
+ * the live, it keeps the face array within about twice the hull. */
+static ce_errno compact_faces(hull *h, int32_t *fi) {
+  int32_t *map = malloc((size_t)h->nf * sizeof *map);
+  if (!map) return CE_ENOMEM;
+  int32_t k = 0;
+  for (int32_t j = 0; j < h->nf; j++) {
+    map[j] = h->f[j].alive ? k : -1;
+    if (h->f[j].alive) h->f[k++] = h->f[j];
+  }
+  /* a live face's neighbours are live: the hull is closed */
+  for (int32_t j = 0; j < k; j++)
+    for (int i = 0; i < 3; i++) h->f[j].nb[i] = map[h->f[j].nb[i]];
+  *fi = map[*fi];
+  h->nf = k;
+  free(map);
+  return CE_OK;
 }
 
 static ce_errno hull_run(hull *h, ce_error *err) {
@@ -201,6 +237,7 @@ static ce_errno hull_run(hull *h, ce_error *err) {
 
   for (int32_t fi = 0; fi < h->nf; fi++) {
     if (!h->f[fi].alive || h->f[fi].outside < 0) continue;
+    if (h->nf - h->nlive > h->nlive && h->nf > 4096 && compact_faces(h, &fi) != CE_OK) goto nomem;
     if (h->work >= h->next_report) {
       h->next_report = h->work + CE_HULL_PROGRESS_WORK;
       if ((e = ce_buildprog_report(h->prog, 1.0 - (double)h->nout / np, err)) != CE_OK) goto done;
@@ -215,9 +252,10 @@ static ce_errno hull_run(hull *h, ce_error *err) {
         eye = i;
       }
     }
-    /* Faces the eye sees, walking neighbours from fi. */
-    if (capv < h->nf) {
-      capv = h->nf * 2;
+    /* Faces the eye sees, walking neighbours from fi: at most the live
+     * ones, with up to 3 horizon edges and new faces each. */
+    if (capv < h->nlive) {
+      capv = h->nlive * 2;
       int32_t *s2 = realloc(stack, (size_t)capv * sizeof *s2);
       if (!s2) goto nomem;
       stack = s2;
@@ -232,16 +270,17 @@ static ce_errno hull_run(hull *h, ce_error *err) {
       newf = n2;
     }
     int32_t nvis = 0, nsp = 0, nhor = 0;
+    const int32_t stamp = ++h->stamp;
     stack[nsp++] = fi;
-    h->f[fi].visit = fi;
+    h->f[fi].visit = stamp;
     h->f[fi].vis = 1;
     while (nsp > 0) {
       int32_t g = stack[--nsp];
       visible[nvis++] = g;
       for (int i = 0; i < 3; i++) {
         int32_t nb = h->f[g].nb[i];
-        if (h->f[nb].visit != fi) {
-          h->f[nb].visit = fi;
+        if (h->f[nb].visit != stamp) {
+          h->f[nb].visit = stamp;
           h->f[nb].vis = face_dist(h, &h->f[nb], eye) > h->eps;
           if (h->f[nb].vis) stack[nsp++] = nb;
         }
@@ -254,6 +293,7 @@ static ce_errno hull_run(hull *h, ce_error *err) {
       }
     }
     for (int32_t k = 0; k < nvis; k++) h->f[visible[k]].alive = 0;
+    h->nlive -= nvis;
     /* Cone the horizon to the eye. */
     int32_t base = h->nf;
     for (int32_t k = 0; k < nhor; k++) {
@@ -317,7 +357,13 @@ static ce_errno hull_run(hull *h, ce_error *err) {
   }
   goto done;
 nomem:
-  e = ce_fail(err, CE_ENOMEM, "convex: out of memory building the hull of %d points", (int)np);
+  if (h->over)
+    e = ce_fail(err, CE_EBYTES,
+                "convex: the hull of %d points outgrew the limit of %.3g MB (%d faces of working memory, %d of "
+                "them on the hull so far)",
+                (int)np, (double)h->max_bytes / 1e6, (int)h->maxf, (int)h->nlive);
+  else
+    e = ce_fail(err, CE_ENOMEM, "convex: out of memory building the hull of %d points", (int)np);
 done:
   free(stack);
   free(visible);
@@ -478,6 +524,16 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
   h.orig = orig;
   h.eps = CE_HULL_RTOL * (mx + my + mz);
   h.prog = &phull;
+  /* The faces' working memory stays within the geometry's byte limit.
+   * When it is reached, about half the faces or more are live (see
+   * compact_faces): the hull so far has over maxf / 2 triangles, and a
+   * finished rigid mesh takes ~276 bytes per triangle, so that many would
+   * be ~2x the limit. (A hull can lose faces as it grows, so strictly this
+   * refuses a point set whose hull at some stage is that large.) */
+  h.max_bytes = props->max_bytes;
+  h.maxf = INT32_MAX / 8; /* keeps every size below in range */
+  if (h.max_bytes && h.max_bytes / sizeof(hface) < (size_t)h.maxf) h.maxf = (int32_t)(h.max_bytes / sizeof(hface));
+  if (h.maxf < 64) h.maxf = 64;
   if ((e = hull_run(&h, err)) != CE_OK) goto done;
   if ((e = ce_buildprog_report(&phull, 1, err)) != CE_OK) goto done;
 

@@ -868,6 +868,48 @@ Test(geometry, max_bytes_fails_a_build_that_cannot_fit) {
   }
 }
 
+/* A convex point set: quickhull's faces stay within max_bytes too. With a
+ * limit of the geometry's own bytes the build passes (the hull's working
+ * memory is well below its mesh); with an eighth of that the hull stops
+ * as soon as its faces outgrow the limit, before the mesh is made. Points
+ * on a sphere: every point is a hull vertex. */
+Test(geometry, max_bytes_bounds_the_hull_of_a_convex_point_set) {
+  const int32_t n = 20000;
+  double *pts = malloc(3 * sizeof(double) * (size_t)n);
+  for (int32_t k = 0; k < n; k++) { /* a Fibonacci sphere */
+    const double z = 1 - (2 * k + 1.0) / n, r = sqrt(1 - z * z), a = 2.399963229728653 * k;
+    pts[3 * k] = 0.1 * r * cos(a);
+    pts[3 * k + 1] = 0.1 * r * sin(a);
+    pts[3 * k + 2] = 0.1 * z;
+  }
+  for (int rigid_case = 0; rigid_case < 2; rigid_case++) {
+    ce_shape s;
+    memset(&s, 0, sizeof s);
+    s.type = CE_SHAPE_CONVEX;
+    s.points = pts;
+    s.npoints = n;
+    ce_props p = rigid_case ? ce_test_props(CE_RIGID, 0, 0.02) : ce_test_props(CE_COMPLIANT, 1e6, 0.02);
+    ce_geometry *g = NULL;
+    ce_error err;
+    cr_assert_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "%s", err.message);
+    ce_geometry_info info;
+    ce_geometry_get_info(g, &info);
+    ce_geometry_free(g);
+    cr_assert_eq(rigid_case ? info.triangles : info.tetrahedra, 2 * n - 4);
+
+    p.max_bytes = info.bytes;
+    cr_expect_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "rigid=%d: %s", rigid_case, err.message);
+    ce_geometry_free(g);
+
+    p.max_bytes = info.bytes / 8;
+    g = NULL;
+    cr_expect_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_EBYTES, "rigid=%d: %s", rigid_case, err.message);
+    cr_expect_null(g);
+    cr_expect(strstr(err.message, "convex: the hull of 20000 points outgrew the limit of"), "%s", err.message);
+  }
+  free(pts);
+}
+
 /* The bound compared with max_bytes is a lower bound for every primitive
  * mesh, compliant and rigid: a limit of the geometry's own size passes. */
 Test(geometry, max_bytes_of_its_own_size_passes_for_every_primitive) {
