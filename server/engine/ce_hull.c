@@ -460,6 +460,20 @@ static ce_errno weld_points(const ce_vec3 *p, int32_t n, ce_vec3 lo, double w, c
   return e;
 }
 
+/* Frees the hull and its points (the mesh made from them has copies). */
+static void release(hull *h, ce_vec3 **p, int32_t **orig, int32_t **map) {
+  free(h->f);
+  free(h->next);
+  h->f = NULL;
+  h->next = NULL;
+  free(*p);
+  free(*orig);
+  free(*map);
+  *p = NULL;
+  *orig = NULL;
+  *map = NULL;
+}
+
 ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geometry **out, ce_error *err) {
   ce_errno e;
   if (!out) return ce_fail(err, CE_EINVAL, "convex: out is NULL");
@@ -573,6 +587,7 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
         for (int j = 0; j < 3; j++) tri[k][j] = map[h.f[f].v[j]];
         k++;
       }
+    release(&h, &p, &orig, &map); /* before the mesh's build, which peaks higher */
     e = ce_geometry_finish_trimesh(CE_SHAPE_CONVEX, props, &pmesh, v, nv, tri, nf, 1, out, err);
   } else {
     /* Starburst from the volume centroid: tet (centroid, a, b, c) per hull
@@ -609,6 +624,7 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
       }
     for (int32_t i = 0; i < nv; i++) pr[i] = 0;
     pr[nv] = props->modulus;
+    release(&h, &p, &orig, &map);
     e = ce_geometry_finish_tetmesh(CE_SHAPE_CONVEX, props, &pmesh, v, nv + 1, tet, nf, pr, out, err);
     if (e == CE_EINVERTED) {
       /* a hull triangle too thin to cone to the centroid: name the shape */
@@ -621,10 +637,6 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
     }
   }
 done:
-  free(map);
-  free(p);
-  free(orig);
-  free(h.next);
-  free(h.f);
+  release(&h, &p, &orig, &map);
   return e;
 }
