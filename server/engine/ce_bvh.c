@@ -9,7 +9,8 @@
  * centroids' bounding box (ties broken by element index, so builds are
  * deterministic). The elements are sorted along each axis once, and a
  * split partitions those lists, so no node sorts; a node's fits run over
- * its vertices gathered into contiguous arrays. Compliant meshes also
+ * its vertices gathered into contiguous arrays (a chunk at a time for the
+ * few nodes larger than CE_BVH_GATHER vertices). Compliant meshes also
  * store the pressure range [pmin, pmax] of each node's vertices.
  *
  * Traversal (ce_bvh_collide) uses an explicit stack of node pairs in the
@@ -112,10 +113,14 @@ typedef struct build_ctx {
   /* the elements sorted along each axis (build_node), sort scratch */
   int32_t *list[3];
   int32_t *mark;
-  /* node_box's gathered vertices: x, y, z, p arrays of gcap each (a
-   * transient 32 bytes per element vertex, freed with the build) */
+  /* node_box's gathered vertices: x, y, z, p arrays of gcap each, room
+   * for the vertices of gelems elements: all of them in a small mesh, else
+   * an even number, up to CE_BVH_GATHER vertices (32 bytes each, 2 MiB in
+   * all; freed with the build). Nodes with more elements are fitted a
+   * chunk at a time (next_chunk). */
   double *gather;
   int64_t gcap;
+  int32_t gelems;
   int sort_axis;
   int32_t *tmp;
   /* tets with pressures: per-element gradient and volume, per-node fits */
@@ -182,17 +187,92 @@ static double box_from_range(const build_ctx *c, const ce_mat3 *U, const double 
   return h[0] * h[1] * h[2];
 }
 
-/* Extents of the gathered vertices xs, ys, zs [0, n) along the columns of
- * U, two vertices at a time; each projection is ce_dot's sum, in its
- * order (the extremes are those of the scalar loop, up to the sign of a
- * zero). */
-static void extents(const ce_mat3 *U, const double *xs, const double *ys, const double *zs, int64_t n,
-                    double lo[3], double hi[3]) {
+_Static_assert(CE_BVH_GATHER >= 8, "a chunk holds two elements or more");
+
+/* Gathers the vertices of elements ord[from .. from + m) (m <= gelems)
+ * into c->gather, in element order, with their pressures p when p is not
+ * NULL. Compiled for k = 3 and k = 4 (gather): a constant k unrolls the
+ * loop over an element's vertices. */
+static inline __attribute__((always_inline)) void gather_k(const build_ctx *c, const int k, const double *p,
+                                                           const int32_t *ord, int32_t from, int32_t m) {
+  double *xs = c->gather, *ys = xs + c->gcap, *zs = ys + c->gcap, *ps = zs + c->gcap;
+  for (int32_t i = 0; i < m; i++) {
+    const int32_t *el = c->elems + (size_t)ord[from + i] * k;
+    const int64_t q = (int64_t)i * k;
+    for (int j = 0; j < k; j++) {
+      const ce_vec3 x = c->v[el[j]];
+      xs[q + j] = x.x;
+      ys[q + j] = x.y;
+      zs[q + j] = x.z;
+      if (p) ps[q + j] = p[el[j]];
+    }
+  }
+}
+
+/* with_p: the pressures too, when the mesh has them. */
+static void gather(const build_ctx *c, const int32_t *ord, int32_t from, int32_t m, int with_p) {
+  const double *p = with_p ? c->p : NULL;
+  if (c->k == 4) gather_k(c, 4, p, ord, from, m);
+  else gather_k(c, 3, p, ord, from, m);
+}
+
+/* One pass over the vertices of the node's elements ord[first..first +
+ * count), a chunk at a time in element order: *at is the next element (0
+ * to start the pass); returns the number of vertices now in c->gather, 0
+ * once the pass is done. A node of at most gelems elements is one chunk,
+ * which node_box gathered once before its passes, pressures included. A
+ * larger one is regathered for every pass (with the pressures only when
+ * with_p: the pass reads them), gelems elements at a time: an even
+ * number of elements, so every chunk but the last has an even number of
+ * vertices and the two-lane loops pair the same vertices as over the
+ * whole node. Sums carried from chunk to chunk then run in the same
+ * order. */
+static int64_t next_chunk(const build_ctx *c, const int32_t *ord, int32_t first, int32_t count, int with_p,
+                          int32_t *at) {
+  int32_t m = count - *at;
+  if (m <= 0) return 0;
+  if (count > c->gelems) {
+    if (m > c->gelems) m = c->gelems;
+    gather(c, ord, first + *at, m, with_p);
+  }
+  *at += m;
+  return (int64_t)m * c->k;
+}
+
+/* The running extremes of a series taken two values at a time: lane 0 of
+ * l and h those of the values at even positions, lane 1 at odd ones, and
+ * the last value of an odd-length series kept aside. A series comes in
+ * chunks of even length but the last. */
+typedef struct range2 {
+  v2d l, h;
+  double last;
+  int has_last;
+} range2;
+
+static inline range2 range_new(void) { return (range2){v2_splat(INFINITY), v2_splat(-INFINITY), 0, 0}; }
+
+/* The series' extremes, combined in the order the loops over a whole
+ * series did: the lanes, then the last value. */
+static void range_end(const range2 *r, double *lo, double *hi) {
+  *lo = v2_hmin(r->l);
+  *hi = v2_hmax(r->h);
+  if (r->has_last) {
+    *lo = r->last < *lo ? r->last : *lo;
+    *hi = r->last > *hi ? r->last : *hi;
+  }
+}
+
+/* Adds the projections of the gathered vertices xs, ys, zs [0, n) on the
+ * columns of U to r[0..3), two vertices at a time; each projection is
+ * ce_dot's sum, in its order (the extremes are those of the scalar loop,
+ * up to the sign of a zero). */
+static void extents_add(range2 r[3], const ce_mat3 *U, const double *xs, const double *ys, const double *zs,
+                        int64_t n) {
   v2d l[3], h[3], u[3][3];
   for (int a = 0; a < 3; a++) {
-    l[a] = v2_splat(INFINITY);
-    h[a] = v2_splat(-INFINITY);
-    for (int r = 0; r < 3; r++) u[r][a] = v2_splat(U->m[r][a]);
+    l[a] = r[a].l;
+    h[a] = r[a].h;
+    for (int b = 0; b < 3; b++) u[b][a] = v2_splat(U->m[b][a]);
   }
   int64_t q = 0;
   for (; q + 1 < n; q += 2) {
@@ -204,23 +284,49 @@ static void extents(const ce_mat3 *U, const double *xs, const double *ys, const 
     }
   }
   for (int a = 0; a < 3; a++) {
-    lo[a] = v2_hmin(l[a]);
-    hi[a] = v2_hmax(h[a]);
+    r[a].l = l[a];
+    r[a].h = h[a];
     if (q < n) {
-      double s = U->m[0][a] * xs[q] + U->m[1][a] * ys[q] + U->m[2][a] * zs[q];
-      lo[a] = s < lo[a] ? s : lo[a];
-      hi[a] = s > hi[a] ? s : hi[a];
+      r[a].last = U->m[0][a] * xs[q] + U->m[1][a] * ys[q] + U->m[2][a] * zs[q];
+      r[a].has_last = 1;
     }
   }
 }
 
-/* Linear bound of the pressure over the node's tets ord[first..first +
- * count): g = volume-weighted mean of the tets' gradients, c and e from
- * the range of p - g.x over the vertices gathered by node_box (p - g.x -
- * c is linear on every tet, so its extremes over the node are at
- * vertices). e is padded against rounding. */
-static void node_field(const build_ctx *c, const ce_bvh_node *nd, const int32_t *ord, int32_t first,
-                       int32_t count, double f[5]) {
+/* Adds the gathered values ps [0, n) to r. */
+static void values_add(range2 *r, const double *ps, int64_t n) {
+  v2d l = r->l, h = r->h;
+  int64_t q = 0;
+  for (; q + 1 < n; q += 2) {
+    l = v2_min(v2_loadu(ps + q), l);
+    h = v2_max(v2_loadu(ps + q), h);
+  }
+  r->l = l;
+  r->h = h;
+  if (q < n) {
+    r->last = ps[q];
+    r->has_last = 1;
+  }
+}
+
+/* Adds p - g.x of the gathered tet vertices [0, n) to r (n is even: four
+ * vertices a tet). */
+static void field_add(range2 *r, ce_vec3 g, const double *xs, const double *ys, const double *zs,
+                      const double *ps, int64_t n) {
+  const v2d gx = v2_splat(g.x), gy = v2_splat(g.y), gz = v2_splat(g.z);
+  v2d l = r->l, h = r->h;
+  for (int64_t q = 0; q < n; q += 2) {
+    v2d d = v2_loadu(ps + q) - (gx * v2_loadu(xs + q) + gy * v2_loadu(ys + q) + gz * v2_loadu(zs + q));
+    l = v2_min(d, l);
+    h = v2_max(d, h);
+  }
+  r->l = l;
+  r->h = h;
+}
+
+/* The volume-weighted mean of the gradients of the node's tets
+ * ord[first..first + count). */
+static ce_vec3 field_gradient(const build_ctx *c, const int32_t *ord, int32_t first, int32_t count) {
   ce_vec3 g = ce_v3(0, 0, 0);
   double vol = 0;
   for (int32_t i = first; i < first + count; i++) {
@@ -228,16 +334,16 @@ static void node_field(const build_ctx *c, const ce_bvh_node *nd, const int32_t 
     g = ce_axpy(g, c->evol[e], c->egrad[e]);
     vol += c->evol[e];
   }
-  g = vol > 0 ? ce_scale(g, 1.0 / vol) : ce_v3(0, 0, 0);
-  const double *xs = c->gather, *ys = xs + c->gcap, *zs = ys + c->gcap, *ps = zs + c->gcap;
-  const v2d gx = v2_splat(g.x), gy = v2_splat(g.y), gz = v2_splat(g.z);
-  v2d l = v2_splat(INFINITY), h = v2_splat(-INFINITY);
-  for (int64_t q = 0; q < (int64_t)count * 4; q += 2) { /* four vertices a tet */
-    v2d r = v2_loadu(ps + q) - (gx * v2_loadu(xs + q) + gy * v2_loadu(ys + q) + gz * v2_loadu(zs + q));
-    l = v2_min(r, l);
-    h = v2_max(r, h);
-  }
-  const double lo = v2_hmin(l), hi = v2_hmax(h);
+  return vol > 0 ? ce_scale(g, 1.0 / vol) : ce_v3(0, 0, 0);
+}
+
+/* Linear bound of the pressure over the node's tets: g their mean
+ * gradient (field_gradient), c and e from the range r of p - g.x over the
+ * node's vertices (p - g.x - c is linear on every tet, so its extremes
+ * over the node are at vertices). e is padded against rounding. */
+static void node_field(const ce_bvh_node *nd, ce_vec3 g, const range2 *r, double f[5]) {
+  double lo, hi;
+  range_end(r, &lo, &hi);
   double off = 0.5 * (lo + hi), dev = 0.5 * (hi - lo);
   double mag = fabs(off) + fabs(nd->pmin) + fabs(nd->pmax) +
                ce_norm(g) * (ce_norm(nd->center) + ce_norm(nd->half));
@@ -250,34 +356,35 @@ static void node_field(const build_ctx *c, const ce_bvh_node *nd, const int32_t 
 
 /* The box, pressure range and field bound of the node over elements
  * ord[first..first+count). Their vertices (with repeats, in element order)
- * are gathered once into c->gather; the sums and extents then run over
- * those arrays: the vertex mean, the covariance about it (principal axes),
- * the boxes along the geometry frame's axes and along the principal axes,
- * the pressure range and the field bound. */
+ * are gathered into c->gather, once when they fit (next_chunk), and three
+ * passes run over them: the first needs only the vertices (their sum, the
+ * box along the geometry frame's axes, the pressure range and the range
+ * for the field bound), the second the mean (the covariance about it,
+ * whose eigenvectors are the principal axes), the third those axes (the
+ * box along them). */
 static void node_box(const build_ctx *c, ce_bvh_node *nd, const int32_t *ord, int32_t first, int32_t count) {
-  const int64_t n = (int64_t)count * c->k;
-  double *xs = c->gather, *ys = xs + c->gcap, *zs = ys + c->gcap, *ps = zs + c->gcap;
-  for (int32_t i = first; i < first + count; i++) {
-    const int32_t *el = c->elems + (size_t)ord[i] * c->k;
-    const int64_t q = (int64_t)(i - first) * c->k;
-    for (int j = 0; j < c->k; j++) {
-      const ce_vec3 x = c->v[el[j]];
-      xs[q + j] = x.x;
-      ys[q + j] = x.y;
-      zs[q + j] = x.z;
-      if (c->p) ps[q + j] = c->p[el[j]];
-    }
-  }
+  const double *xs = c->gather, *ys = xs + c->gcap, *zs = ys + c->gcap, *ps = zs + c->gcap;
+  const ce_mat3 I = ce_mat3_identity();
+  const ce_vec3 g = c->field ? field_gradient(c, ord, first, count) : ce_v3(0, 0, 0);
+  if (count <= c->gelems) gather(c, ord, first, count, 1);
+  int64_t n;
   ce_vec3 mean = ce_v3(0, 0, 0);
-  for (int64_t q = 0; q < n; q++) mean = ce_add(mean, ce_v3(xs[q], ys[q], zs[q]));
-  mean = ce_scale(mean, 1.0 / (double)n);
+  range2 box[3] = {range_new(), range_new(), range_new()}, pr = range_new(), fr = range_new();
+  for (int32_t at = 0; (n = next_chunk(c, ord, first, count, 1, &at)) > 0;) {
+    for (int64_t q = 0; q < n; q++) mean = ce_add(mean, ce_v3(xs[q], ys[q], zs[q]));
+    extents_add(box, &I, xs, ys, zs, n);
+    if (c->p) values_add(&pr, ps, n);
+    if (c->field) field_add(&fr, g, xs, ys, zs, ps, n);
+  }
+  mean = ce_scale(mean, 1.0 / (double)((int64_t)count * c->k));
   /* Principal axes of the vertex cloud. */
   double C[3][3] = {{0}};
-  for (int64_t q = 0; q < n; q++) {
-    const double dv[3] = {xs[q] - mean.x, ys[q] - mean.y, zs[q] - mean.z};
-    for (int a = 0; a < 3; a++)
-      for (int b = a; b < 3; b++) C[a][b] += dv[a] * dv[b];
-  }
+  for (int32_t at = 0; (n = next_chunk(c, ord, first, count, 0, &at)) > 0;)
+    for (int64_t q = 0; q < n; q++) {
+      const double dv[3] = {xs[q] - mean.x, ys[q] - mean.y, zs[q] - mean.z};
+      for (int a = 0; a < 3; a++)
+        for (int b = a; b < 3; b++) C[a][b] += dv[a] * dv[b];
+    }
   C[1][0] = C[0][1];
   C[2][0] = C[0][2];
   C[2][1] = C[1][2];
@@ -296,13 +403,14 @@ static void node_box(const build_ctx *c, ce_bvh_node *nd, const int32_t *ord, in
     U.m[i][1] = ce_v3_get(u1, i);
     U.m[i][2] = ce_v3_get(u2, i);
   }
-  const ce_mat3 I = ce_mat3_identity();
   double lo[3], hi[3], vol_pca = INFINITY;
   ce_vec3 c_aabb, h_aabb, c_pca, h_pca;
-  extents(&I, xs, ys, zs, n, lo, hi);
+  for (int a = 0; a < 3; a++) range_end(&box[a], &lo[a], &hi[a]);
   double vol_aabb = box_from_range(c, &I, lo, hi, &c_aabb, &h_aabb);
   if (pca_ok) {
-    extents(&U, xs, ys, zs, n, lo, hi);
+    range2 pca[3] = {range_new(), range_new(), range_new()};
+    for (int32_t at = 0; (n = next_chunk(c, ord, first, count, 0, &at)) > 0;) extents_add(pca, &U, xs, ys, zs, n);
+    for (int a = 0; a < 3; a++) range_end(&pca[a], &lo[a], &hi[a]);
     vol_pca = box_from_range(c, &U, lo, hi, &c_pca, &h_pca);
   }
   if (vol_pca < 0.98 * vol_aabb) {
@@ -315,23 +423,10 @@ static void node_box(const build_ctx *c, ce_bvh_node *nd, const int32_t *ord, in
     nd->axes = I;
   }
   double pmin = 0, pmax = 0;
-  if (c->p) {
-    v2d l = v2_splat(INFINITY), h = v2_splat(-INFINITY);
-    int64_t q = 0;
-    for (; q + 1 < n; q += 2) {
-      l = v2_min(v2_loadu(ps + q), l);
-      h = v2_max(v2_loadu(ps + q), h);
-    }
-    pmin = v2_hmin(l);
-    pmax = v2_hmax(h);
-    if (q < n) {
-      pmin = ps[q] < pmin ? ps[q] : pmin;
-      pmax = ps[q] > pmax ? ps[q] : pmax;
-    }
-  }
+  if (c->p) range_end(&pr, &pmin, &pmax);
   nd->pmin = pmin;
   nd->pmax = pmax;
-  if (c->field) node_field(c, nd, ord, first, count, c->field[nd - c->nodes]);
+  if (c->field) node_field(nd, g, &fr, c->field[nd - c->nodes]);
 }
 
 /* Stable merge sort of a[0..n) by (centroid[axis], index). */
@@ -634,7 +729,9 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
   c.nodes = malloc((size_t)maxnodes * sizeof *c.nodes);
   /* the three sorted lists and the marks in one block */
   int32_t *lists = malloc((size_t)nelem * 4 * sizeof *lists);
-  c.gcap = (int64_t)nelem * k;
+  c.gelems = (CE_BVH_GATHER / k) & ~1;
+  if (c.gelems > nelem) c.gelems = nelem;
+  c.gcap = (int64_t)c.gelems * k;
   c.gather = malloc((size_t)c.gcap * 4 * sizeof *c.gather);
   if (k == 4 && pressure) {
     c.egrad = malloc((size_t)nelem * sizeof *c.egrad);
