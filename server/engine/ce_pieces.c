@@ -16,10 +16,45 @@
  * (ties: the first in piece order), with pieces_a/pieces_b and contacts
  * saying what was used. The hydroelastic model does not use the pieces. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ce_internal.h"
+
+/* The caller's progress callback, seen by one step of the build as the
+ * range [lo, hi] of the whole: the mesh and each piece report 0 to 1 of
+ * their own, the caller sees one rising fraction. */
+typedef struct step_progress {
+  ce_progress_fn fn;
+  void *user;
+  double lo, hi;
+} step_progress;
+
+static int step_report(void *user, double f, const char *stage) {
+  const step_progress *s = user;
+  return s->fn(s->user, s->lo + (s->hi - s->lo) * f, stage);
+}
+
+/* props for one step [lo, hi] of the build, with sp as its callback's
+ * state and max_bytes (0: none). */
+static ce_props step_props(const ce_props *props, step_progress *sp, double lo, double hi, size_t max_bytes) {
+  ce_props p = *props;
+  p.max_bytes = max_bytes;
+  if (props->progress) {
+    *sp = (step_progress){props->progress, props->progress_user, lo, hi};
+    p.progress = step_report;
+    p.progress_user = sp;
+  }
+  return p;
+}
+
+/* The mesh takes the first share of the progress, the pieces the rest in
+ * proportion to their points. ce_props.max_bytes bounds the whole: each
+ * piece gets what the mesh and the pieces before it left, so a set of
+ * pieces too large together stops at the first piece that does not fit,
+ * not after all of them are built. */
+#define CE_PIECES_MESH_SHARE 0.2
 
 ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, const int32_t *tris, int32_t nf,
                                          int require_closed, const double *piece_points,
@@ -31,7 +66,11 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, con
   if (npieces > 0 && (!piece_points || !piece_npoints))
     return ce_fail(err, CE_EINVAL, "convex pieces: point or count array is NULL");
   ce_geometry *g = NULL;
-  ce_errno e = ce_geometry_from_trimesh(vertices, nv, tris, nf, require_closed, props, &g, err);
+  int64_t total = 0;
+  for (int32_t i = 0; i < npieces; i++) total += piece_npoints[i] > 0 ? piece_npoints[i] : 0;
+  step_progress sp;
+  ce_props mp = step_props(props, &sp, 0, npieces > 0 ? CE_PIECES_MESH_SHARE : 1, props->max_bytes);
+  ce_errno e = ce_geometry_from_trimesh(vertices, nv, tris, nf, require_closed, &mp, &g, err);
   if (e != CE_OK || npieces == 0) {
     *out = g;
     return e;
@@ -42,7 +81,26 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, con
     return ce_fail(err, CE_ENOMEM, "convex pieces: out of memory for %d pieces", (int)npieces);
   }
   size_t off = 0;
+  g->bytes += (size_t)npieces * sizeof *g->pieces;
   for (int32_t i = 0; i < npieces; i++) {
+    size_t left = 0;
+    char before[64]; /* what the limit went to so far */
+    if (i == 0) snprintf(before, sizeof before, "the mesh");
+    else snprintf(before, sizeof before, "the mesh and pieces 0 to %d", (int)i - 1);
+    if (props->max_bytes) {
+      if (g->bytes >= props->max_bytes) {
+        e = ce_fail(err, CE_EBYTES, "convex pieces: %s already take %.6g MB of the limit of %.6g MB", before,
+                    (double)g->bytes / 1e6, (double)props->max_bytes / 1e6);
+        ce_geometry_free(g);
+        return e;
+      }
+      left = props->max_bytes - g->bytes;
+    }
+    const double lo = CE_PIECES_MESH_SHARE + (1 - CE_PIECES_MESH_SHARE) * (double)off / (double)(total > 0 ? total : 1);
+    const double hi =
+        CE_PIECES_MESH_SHARE + (1 - CE_PIECES_MESH_SHARE) * (double)(off + (size_t)(piece_npoints[i] > 0 ? piece_npoints[i] : 0)) /
+                                   (double)(total > 0 ? total : 1);
+    const ce_props pp = step_props(props, &sp, lo, hi, left);
     ce_shape s;
     memset(&s, 0, sizeof s);
     s.type = CE_SHAPE_CONVEX;
@@ -54,16 +112,18 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, con
     }
     ce_error pe;
     memset(&pe, 0, sizeof pe);
-    e = ce_geometry_from_shape(&s, props, &g->pieces[i], &pe);
+    e = ce_geometry_from_shape(&s, &pp, &g->pieces[i], &pe);
     if (e != CE_OK) {
       ce_geometry_free(g);
+      if (e == CE_EBYTES)
+        return ce_fail(err, e, "convex piece %d: %s (what %s left of %.3g MB)", (int)i, pe.message, before,
+                       (double)props->max_bytes / 1e6);
       return ce_fail(err, e, "convex piece %d: %s", (int)i, pe.message);
     }
     g->npieces = i + 1;
     g->bytes += g->pieces[i]->bytes;
     off += (size_t)s.npoints;
   }
-  g->bytes += (size_t)npieces * sizeof *g->pieces;
   *out = g;
   return CE_OK;
 }

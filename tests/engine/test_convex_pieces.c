@@ -212,3 +212,106 @@ Test(convex_pieces, bad_piece_named) {
   cr_assert_eq(g->npieces, 2);
   ce_geometry_free(g);
 }
+
+/* Six pieces, each a Fibonacci sphere of 2,000 points (every point on its
+ * hull), shifted along x; the mesh is a tetrahedron. */
+#define NP 6
+#define PER 2000
+static double *sphere_pieces(int32_t np[NP]) {
+  double *pts = malloc(3 * sizeof(double) * NP * PER);
+  for (int p = 0; p < NP; p++) {
+    np[p] = PER;
+    for (int k = 0; k < PER; k++) {
+      const double z = 1 - (2 * k + 1.0) / PER, r = sqrt(1 - z * z), a = 2.399963229728653 * k;
+      double *q = pts + 3 * (p * PER + k);
+      q[0] = 0.1 * r * cos(a) + 0.3 * p;
+      q[1] = 0.1 * r * sin(a);
+      q[2] = 0.1 * z;
+    }
+  }
+  return pts;
+}
+
+static const double TV[4 * 3] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+static const int32_t TT[4][3] = {{0, 2, 1}, {0, 1, 3}, {0, 3, 2}, {1, 2, 3}};
+
+/* max_bytes bounds the mesh and all its pieces together: a limit of the
+ * whole geometry's bytes passes; half of it stops at the piece that no
+ * longer fits (piece 3 here: the mesh and pieces 0 to 2 use the limit up),
+ * naming the pieces and the limit, before the rest are built. */
+Test(convex_pieces, max_bytes_bounds_all_pieces_together) {
+  int32_t np[NP];
+  double *pts = sphere_pieces(np);
+  ce_props pr = ce_test_props(CE_RIGID, 0, 0.5);
+  ce_geometry *g = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_trimesh_pieces(TV, 4, &TT[0][0], 4, 1, pts, np, NP, &pr, &g, &err), CE_OK, "%s",
+               err.message);
+  const size_t whole = g->bytes;
+  cr_assert_eq(g->npieces, NP);
+  cr_assert_gt(whole, NP * g->pieces[0]->bytes); /* the pieces are most of it */
+  ce_geometry_free(g);
+
+  pr.max_bytes = whole;
+  cr_assert_eq(ce_geometry_from_trimesh_pieces(TV, 4, &TT[0][0], 4, 1, pts, np, NP, &pr, &g, &err), CE_OK, "%s",
+               err.message);
+  cr_assert_eq(g->bytes, whole);
+  ce_geometry_free(g);
+
+  pr.max_bytes = whole / 2;
+  g = (ce_geometry *)1;
+  cr_assert_eq(ce_geometry_from_trimesh_pieces(TV, 4, &TT[0][0], 4, 1, pts, np, NP, &pr, &g, &err), CE_EBYTES,
+               "%s", err.message);
+  cr_assert_null(g);
+  cr_log_info("%s", err.message);
+  cr_assert(strstr(err.message, "convex piece"), "%s", err.message);
+  cr_assert(strstr(err.message, "pieces 0 to 2") && strstr(err.message, "of the limit of"), "%s", err.message);
+  free(pts);
+}
+
+/* Progress: the mesh and the pieces report as one build, fractions rising
+ * from 0 to 1 (each piece's own 0..1 mapped into its share); stopping at
+ * any report cancels the whole build at once. */
+typedef struct stopper {
+  int k, calls, after_stop;
+  double last;
+} stopper;
+
+static int stop_at(void *user, double f, const char *stage) {
+  stopper *s = user;
+  cr_assert_str_eq(stage, "geometry");
+  cr_assert(f >= s->last && f <= 1, "fraction %.17g after %.17g", f, s->last);
+  if (s->k > 0 && s->calls >= s->k) s->after_stop++;
+  s->calls++;
+  s->last = f;
+  return s->k > 0 && s->calls == s->k;
+}
+
+Test(convex_pieces, progress_rises_once_and_cancels_everywhere) {
+  int32_t np[NP];
+  double *pts = sphere_pieces(np);
+  ce_props pr = ce_test_props(CE_RIGID, 0, 0.5);
+  stopper s;
+  memset(&s, 0, sizeof s);
+  pr.progress = stop_at;
+  pr.progress_user = &s;
+  ce_geometry *g = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_trimesh_pieces(TV, 4, &TT[0][0], 4, 1, pts, np, NP, &pr, &g, &err), CE_OK, "%s",
+               err.message);
+  ce_geometry_free(g);
+  const int total = s.calls;
+  cr_assert_geq(total, 5 * NP, "%d reports", total);
+  cr_assert_eq(s.last, 1.0);
+  for (int k = 1; k <= total; k++) {
+    memset(&s, 0, sizeof s);
+    s.k = k;
+    g = (ce_geometry *)1;
+    cr_assert_eq(ce_geometry_from_trimesh_pieces(TV, 4, &TT[0][0], 4, 1, pts, np, NP, &pr, &g, &err),
+                 CE_ECANCELED, "stop at report %d of %d", k, total);
+    cr_assert_null(g);
+    cr_assert_eq(s.calls, k);
+    cr_assert_eq(s.after_stop, 0);
+  }
+  free(pts);
+}
