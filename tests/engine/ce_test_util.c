@@ -292,3 +292,22 @@ ce_counters ce_test_compare_traced(ce_test_intersector all, ce_test_intersector 
   free(k2);
   return c1;
 }
+
+void ce_test_fibonacci_sphere(int32_t n, double R, ce_vec3 c, double *out) {
+  for (int32_t k = 0; k < n; k++) {
+    const double z = 1 - (2 * k + 1.0) / n, r = sqrt(1 - z * z), a = 2.399963229728653 * k; /* golden angle */
+    out[3 * k] = c.x + R * r * cos(a);
+    out[3 * k + 1] = c.y + R * r * sin(a);
+    out[3 * k + 2] = c.z + R * z;
+  }
+}
+
+int ce_test_stop_at(void *user, double f, const char *stage) {
+  ce_test_stopper *s = user;
+  cr_assert_str_eq(stage, "geometry");
+  cr_assert(f >= s->last && f <= 1, "fraction %.17g after %.17g", f, s->last);
+  if (s->k > 0 && s->calls >= s->k) s->after_stop++;
+  s->calls++;
+  s->last = f;
+  return s->k > 0 && s->calls == s->k;
+}

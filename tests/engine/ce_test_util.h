@@ -38,6 +38,20 @@ void ce_test_tet_adjacency(ce_tetmesh *m);
  * malloc'd. */
 void ce_test_kuhn_cube(int N, double jitter, uint64_t seed, double **v, int32_t *nv, int32_t **t, int32_t *nt);
 
+/* n points on the sphere of radius R about c, evenly spread (a Fibonacci
+ * sphere: every point is a vertex of their hull), into out[3 * n]. */
+void ce_test_fibonacci_sphere(int32_t n, double R, ce_vec3 c, double *out);
+
+/* A progress callback (ce_props.progress, user = a ce_test_stopper) that
+ * asserts stage "geometry" and fractions rising within [0, 1], counts the
+ * reports, and asks to stop at report k (k = 0: never), counting any
+ * report after that in after_stop. */
+typedef struct ce_test_stopper {
+  int k, calls, after_stop;
+  double last;
+} ce_test_stopper;
+int ce_test_stop_at(void *user, double f, const char *stage);
+
 /* The Euler characteristic V - E + F of nf faces (corners fv[off[f] ..
  * off[f + 1])) over nv vertices, each edge counted once (a half-edge and
  * its reverse are one edge). *bad (may be NULL) counts half-edges that

@@ -221,13 +221,7 @@ static double *sphere_pieces(int32_t np[NP]) {
   double *pts = malloc(3 * sizeof(double) * NP * PER);
   for (int p = 0; p < NP; p++) {
     np[p] = PER;
-    for (int k = 0; k < PER; k++) {
-      const double z = 1 - (2 * k + 1.0) / PER, r = sqrt(1 - z * z), a = 2.399963229728653 * k;
-      double *q = pts + 3 * (p * PER + k);
-      q[0] = 0.1 * r * cos(a) + 0.3 * p;
-      q[1] = 0.1 * r * sin(a);
-      q[2] = 0.1 * z;
-    }
+    ce_test_fibonacci_sphere(PER, 0.1, ce_v3(0.3 * p, 0, 0), pts + 3 * p * PER);
   }
   return pts;
 }
@@ -272,28 +266,13 @@ Test(convex_pieces, max_bytes_bounds_all_pieces_together) {
 /* Progress: the mesh and the pieces report as one build, fractions rising
  * from 0 to 1 (each piece's own 0..1 mapped into its share); stopping at
  * any report cancels the whole build at once. */
-typedef struct stopper {
-  int k, calls, after_stop;
-  double last;
-} stopper;
-
-static int stop_at(void *user, double f, const char *stage) {
-  stopper *s = user;
-  cr_assert_str_eq(stage, "geometry");
-  cr_assert(f >= s->last && f <= 1, "fraction %.17g after %.17g", f, s->last);
-  if (s->k > 0 && s->calls >= s->k) s->after_stop++;
-  s->calls++;
-  s->last = f;
-  return s->k > 0 && s->calls == s->k;
-}
-
 Test(convex_pieces, progress_rises_once_and_cancels_everywhere) {
   int32_t np[NP];
   double *pts = sphere_pieces(np);
   ce_props pr = ce_test_props(CE_RIGID, 0, 0.5);
-  stopper s;
+  ce_test_stopper s;
   memset(&s, 0, sizeof s);
-  pr.progress = stop_at;
+  pr.progress = ce_test_stop_at;
   pr.progress_user = &s;
   ce_geometry *g = NULL;
   ce_error err;

@@ -696,23 +696,6 @@ Test(geometry, distance_field_matches_cube_distance_on_kuhn_mesh) {
 
 /* ---- progress and cancellation ----------------------------------------- */
 
-/* Counts "geometry" reports, checks their fractions rise within [0, 1],
- * and asks to stop at call k (k = 0: never). */
-typedef struct build_stopper {
-  int k, calls, after_stop;
-  double last;
-} build_stopper;
-
-static int stop_build_at(void *user, double f, const char *stage) {
-  build_stopper *s = user;
-  cr_assert_str_eq(stage, "geometry");
-  cr_assert(f >= s->last && f <= 1, "fraction %.17g after %.17g", f, s->last);
-  if (s->k > 0 && s->calls >= s->k) s->after_stop++;
-  s->calls++;
-  s->last = f;
-  return s->k > 0 && s->calls == s->k;
-}
-
 /* The builds: a compliant and a rigid primitive, a user tet mesh with the
  * default (distance) field, a rigid triangle mesh, and a convex point set
  * (points on a sphere, so every one is a hull vertex) rigid and compliant:
@@ -785,20 +768,15 @@ Test(geometry, a_callback_cancels_every_build_at_its_progress_points) {
   c[5].what = "compliant convex point set";
   c[4].nv = c[5].nv = 12000;
   c[4].v = c[5].v = malloc(3 * sizeof(double) * (size_t)c[4].nv);
-  for (int32_t k = 0; k < c[4].nv; k++) { /* a Fibonacci sphere */
-    const double z = 1 - (2 * k + 1.0) / c[4].nv, r = sqrt(1 - z * z), a = 2.399963229728653 * k;
-    c[4].v[3 * k] = 0.1 * r * cos(a);
-    c[4].v[3 * k + 1] = 0.1 * r * sin(a);
-    c[4].v[3 * k + 2] = 0.1 * z;
-  }
+  ce_test_fibonacci_sphere(c[4].nv, 0.1, ce_v3(0, 0, 0), c[4].v);
   for (int i = 0; i < 6; i++) {
     ce_props pr;
     memset(&pr, 0, sizeof pr);
     ce_geometry *ref = NULL, *g = NULL;
     cr_assert_eq(build_case(&c[i], i, &pr, &ref, &err), CE_OK, "%s: %s", c[i].what, err.message);
-    build_stopper s;
+    ce_test_stopper s;
     memset(&s, 0, sizeof s);
-    pr.progress = stop_build_at;
+    pr.progress = ce_test_stop_at;
     pr.progress_user = &s;
     cr_assert_eq(build_case(&c[i], i, &pr, &g, &err), CE_OK, "%s: %s", c[i].what, err.message);
     const int total = s.calls;
@@ -836,77 +814,53 @@ Test(geometry, a_callback_cancels_every_build_at_its_progress_points) {
 /* ce_props.max_bytes: a mesh build whose counts already show more bytes
  * than allowed fails with CE_EBYTES before building anything; the bound
  * compared is a lower bound, so a limit of the geometry's own bytes
- * passes. Compliant (tets) and rigid (triangles) spheres. */
+ * passes. Compliant (tets) and rigid (triangles) spheres, refused at half
+ * their bytes; and a convex point set (points on a sphere, each a hull
+ * vertex), whose quickhull keeps its faces within the limit too: at an
+ * eighth of the geometry's bytes the hull stops as soon as its faces
+ * outgrow it, before the mesh is made. */
 Test(geometry, max_bytes_fails_a_build_that_cannot_fit) {
-  for (int rigid_case = 0; rigid_case < 2; rigid_case++) {
-    ce_shape s;
-    memset(&s, 0, sizeof s);
-    s.type = CE_SHAPE_SPHERE;
-    s.radius = 0.1;
-    ce_props p = rigid_case ? ce_test_props(CE_RIGID, 0, 0.02) : ce_test_props(CE_COMPLIANT, 1e6, 0.02);
-    ce_geometry *g = NULL;
-    ce_error err;
-    cr_assert_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "%s", err.message);
-    ce_geometry_info info;
-    ce_geometry_get_info(g, &info);
-    ce_geometry_free(g);
-    const size_t bytes = info.bytes;
-
-    p.max_bytes = bytes; /* exactly its own size: allowed */
-    cr_expect_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "%s", err.message);
-    ce_geometry_get_info(g, &info);
-    cr_expect_eq(info.bytes, bytes);
-    ce_geometry_free(g);
-
-    /* the lower bound is most of the geometry: half of it is refused */
-    p.max_bytes = bytes / 2;
-    g = NULL;
-    cr_expect_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_EBYTES, "rigid=%d: %s", rigid_case, err.message);
-    cr_expect_null(g);
-    cr_expect(strstr(err.message, "over the limit of"), "%s", err.message);
-    cr_expect(strstr(err.message, rigid_case ? "triangles" : "tets"), "%s", err.message);
-  }
-}
-
-/* A convex point set: quickhull's faces stay within max_bytes too. With a
- * limit of the geometry's own bytes the build passes (the hull's working
- * memory is well below its mesh); with an eighth of that the hull stops
- * as soon as its faces outgrow the limit, before the mesh is made. Points
- * on a sphere: every point is a hull vertex. */
-Test(geometry, max_bytes_bounds_the_hull_of_a_convex_point_set) {
   const int32_t n = 20000;
   double *pts = malloc(3 * sizeof(double) * (size_t)n);
-  for (int32_t k = 0; k < n; k++) { /* a Fibonacci sphere */
-    const double z = 1 - (2 * k + 1.0) / n, r = sqrt(1 - z * z), a = 2.399963229728653 * k;
-    pts[3 * k] = 0.1 * r * cos(a);
-    pts[3 * k + 1] = 0.1 * r * sin(a);
-    pts[3 * k + 2] = 0.1 * z;
-  }
-  for (int rigid_case = 0; rigid_case < 2; rigid_case++) {
-    ce_shape s;
-    memset(&s, 0, sizeof s);
-    s.type = CE_SHAPE_CONVEX;
-    s.points = pts;
-    s.npoints = n;
-    ce_props p = rigid_case ? ce_test_props(CE_RIGID, 0, 0.02) : ce_test_props(CE_COMPLIANT, 1e6, 0.02);
-    ce_geometry *g = NULL;
-    ce_error err;
-    cr_assert_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "%s", err.message);
-    ce_geometry_info info;
-    ce_geometry_get_info(g, &info);
-    ce_geometry_free(g);
-    cr_assert_eq(rigid_case ? info.triangles : info.tetrahedra, 2 * n - 4);
+  ce_test_fibonacci_sphere(n, 0.1, ce_v3(0, 0, 0), pts);
+  for (int convex = 0; convex < 2; convex++)
+    for (int rigid_case = 0; rigid_case < 2; rigid_case++) {
+      ce_shape s;
+      memset(&s, 0, sizeof s);
+      s.type = convex ? CE_SHAPE_CONVEX : CE_SHAPE_SPHERE;
+      s.radius = 0.1;
+      s.points = convex ? pts : NULL;
+      s.npoints = convex ? n : 0;
+      ce_props p = rigid_case ? ce_test_props(CE_RIGID, 0, 0.02) : ce_test_props(CE_COMPLIANT, 1e6, 0.02);
+      ce_geometry *g = NULL;
+      ce_error err;
+      cr_assert_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "%s", err.message);
+      ce_geometry_info info;
+      ce_geometry_get_info(g, &info);
+      ce_geometry_free(g);
+      const size_t bytes = info.bytes;
+      if (convex) cr_assert_eq(rigid_case ? info.triangles : info.tetrahedra, 2 * n - 4);
 
-    p.max_bytes = info.bytes;
-    cr_expect_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "rigid=%d: %s", rigid_case, err.message);
-    ce_geometry_free(g);
+      p.max_bytes = bytes; /* exactly its own size: allowed */
+      cr_expect_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_OK, "%s", err.message);
+      ce_geometry_get_info(g, &info);
+      cr_expect_eq(info.bytes, bytes);
+      ce_geometry_free(g);
 
-    p.max_bytes = info.bytes / 8;
-    g = NULL;
-    cr_expect_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_EBYTES, "rigid=%d: %s", rigid_case, err.message);
-    cr_expect_null(g);
-    cr_expect(strstr(err.message, "convex: the hull of 20000 points outgrew the limit of"), "%s", err.message);
-  }
+      /* the mesh's lower bound is most of the geometry: half of it is
+       * refused; the hull's faces outgrow an eighth */
+      p.max_bytes = convex ? bytes / 8 : bytes / 2;
+      g = NULL;
+      cr_expect_eq(ce_geometry_from_shape(&s, &p, &g, &err), CE_EBYTES, "convex=%d rigid=%d: %s", convex,
+                   rigid_case, err.message);
+      cr_expect_null(g);
+      if (convex) {
+        cr_expect(strstr(err.message, "convex: the hull of 20000 points outgrew the limit of"), "%s", err.message);
+      } else {
+        cr_expect(strstr(err.message, "over the limit of"), "%s", err.message);
+        cr_expect(strstr(err.message, rigid_case ? "triangles" : "tets"), "%s", err.message);
+      }
+    }
   free(pts);
 }
 
