@@ -96,11 +96,10 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, con
       }
       left = props->max_bytes - g->bytes;
     }
-    const double lo = CE_PIECES_MESH_SHARE + (1 - CE_PIECES_MESH_SHARE) * (double)off / (double)(total > 0 ? total : 1);
-    const double hi =
-        CE_PIECES_MESH_SHARE + (1 - CE_PIECES_MESH_SHARE) * (double)(off + (size_t)(piece_npoints[i] > 0 ? piece_npoints[i] : 0)) /
-                                   (double)(total > 0 ? total : 1);
-    const ce_props pp = step_props(props, &sp, lo, hi, left);
+    const double per_point = (1 - CE_PIECES_MESH_SHARE) / (double)(total > 0 ? total : 1);
+    const size_t count = piece_npoints[i] > 0 ? (size_t)piece_npoints[i] : 0;
+    const ce_props pp = step_props(props, &sp, CE_PIECES_MESH_SHARE + per_point * (double)off,
+                                   CE_PIECES_MESH_SHARE + per_point * (double)(off + count), left);
     ce_shape s;
     memset(&s, 0, sizeof s);
     s.type = CE_SHAPE_CONVEX;
