@@ -63,6 +63,18 @@ ce_buildprog ce_buildprog_part(const ce_buildprog *p, double lo, double hi) {
   return q;
 }
 
+static int buildprog_forward(void *user, double f, const char *stage) {
+  const ce_buildprog *p = user;
+  return p->fn(p->user, p->lo + (p->hi - p->lo) * f, stage);
+}
+
+ce_props ce_props_reporting_into(const ce_props *props, const ce_buildprog *p) {
+  ce_props q = *props;
+  q.progress = p->fn ? buildprog_forward : NULL;
+  q.progress_user = p->fn ? (void *)p : NULL;
+  return q;
+}
+
 ce_errno ce_buildprog_report(const ce_buildprog *p, double f, ce_error *err) {
   if (p && p->fn && p->fn(p->user, p->lo + (p->hi - p->lo) * f, "geometry"))
     return ce_fail(err, CE_ECANCELED, "geometry: build cancelled");

@@ -32,6 +32,9 @@ ce_buildprog ce_buildprog_part(const ce_buildprog *p, double lo, double hi);
 /* Report fraction f of p's share (p may be NULL): CE_ECANCELED ("geometry:
  * build cancelled") when the callback asks the build to stop. */
 ce_errno ce_buildprog_report(const ce_buildprog *p, double f, ce_error *err);
+/* props whose progress callback reports into *p (which must outlive the
+ * build): for a step that is a whole build of its own (ce_pieces.c). */
+ce_props ce_props_reporting_into(const ce_props *props, const ce_buildprog *p);
 
 /* ---- growable arrays living in an arena (ce_arena.c) ------------------ */
 

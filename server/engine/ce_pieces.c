@@ -22,35 +22,10 @@
 
 #include "ce_internal.h"
 
-/* The caller's progress callback, seen by one step of the build as the
- * range [lo, hi] of the whole: the mesh and each piece report 0 to 1 of
- * their own, the caller sees one rising fraction. */
-typedef struct step_progress {
-  ce_progress_fn fn;
-  void *user;
-  double lo, hi;
-} step_progress;
-
-static int step_report(void *user, double f, const char *stage) {
-  const step_progress *s = user;
-  return s->fn(s->user, s->lo + (s->hi - s->lo) * f, stage);
-}
-
-/* props for one step [lo, hi] of the build, with sp as its callback's
- * state and max_bytes (0: none). */
-static ce_props step_props(const ce_props *props, step_progress *sp, double lo, double hi, size_t max_bytes) {
-  ce_props p = *props;
-  p.max_bytes = max_bytes;
-  if (props->progress) {
-    *sp = (step_progress){props->progress, props->progress_user, lo, hi};
-    p.progress = step_report;
-    p.progress_user = sp;
-  }
-  return p;
-}
-
-/* The mesh takes the first share of the progress, the pieces the rest in
- * proportion to their points. ce_props.max_bytes bounds the whole: each
+/* The mesh and each piece are builds of their own, reporting 0 to 1; each
+ * reports into its share of the caller's callback (ce_props_reporting_into),
+ * so the caller sees one rising fraction. The mesh takes the first share
+ * of the progress, the pieces the rest in proportion to their points. ce_props.max_bytes bounds the whole: each
  * piece gets what the mesh and the pieces before it left, so a set of
  * pieces too large together stops at the first piece that does not fit,
  * not after all of them are built. */
@@ -68,8 +43,9 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, con
   ce_geometry *g = NULL;
   int64_t total = 0;
   for (int32_t i = 0; i < npieces; i++) total += piece_npoints[i] > 0 ? piece_npoints[i] : 0;
-  step_progress sp;
-  ce_props mp = step_props(props, &sp, 0, npieces > 0 ? CE_PIECES_MESH_SHARE : 1, props->max_bytes);
+  const ce_buildprog whole = ce_buildprog_of(props);
+  ce_buildprog step = ce_buildprog_part(&whole, 0, npieces > 0 ? CE_PIECES_MESH_SHARE : 1);
+  const ce_props mp = ce_props_reporting_into(props, &step);
   ce_errno e = ce_geometry_from_trimesh(vertices, nv, tris, nf, require_closed, &mp, &g, err);
   if (e != CE_OK || npieces == 0) {
     *out = g;
@@ -98,8 +74,10 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, con
     }
     const double per_point = (1 - CE_PIECES_MESH_SHARE) / (double)(total > 0 ? total : 1);
     const size_t count = piece_npoints[i] > 0 ? (size_t)piece_npoints[i] : 0;
-    const ce_props pp = step_props(props, &sp, CE_PIECES_MESH_SHARE + per_point * (double)off,
-                                   CE_PIECES_MESH_SHARE + per_point * (double)(off + count), left);
+    step = ce_buildprog_part(&whole, CE_PIECES_MESH_SHARE + per_point * (double)off,
+                             CE_PIECES_MESH_SHARE + per_point * (double)(off + count));
+    ce_props pp = ce_props_reporting_into(props, &step);
+    pp.max_bytes = left;
     ce_shape s;
     memset(&s, 0, sizeof s);
     s.type = CE_SHAPE_CONVEX;
