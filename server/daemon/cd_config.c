@@ -87,12 +87,17 @@ static int apply_limits_json(cd_limits *l, const cJSON *obj, char *err, size_t e
     const char *k = it->string;
     if (k[0] == '_') continue;
     int found = 0;
-#define CD_XX_SET(field, def, unit, desc)                                                   \
+#define CD_XX_SET(field, def, min, unit, desc)                                              \
   if (!found && strcmp(k, #field) == 0) {                                                   \
     found = 1;                                                                              \
     if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0) || it->valuedouble > 9.0e15 ||       \
         it->valuedouble != floor(it->valuedouble)) {                                        \
       snprintf(err, errlen, "config: limits.%s must be a non-negative integer (%s)", k, unit); \
+      return -1;                                                                            \
+    }                                                                                       \
+    if (it->valuedouble < (double)(min)) {                                                  \
+      snprintf(err, errlen, "config: limits.%s is %.0f; it must be at least %llu (%s)", k,     \
+               it->valuedouble, (unsigned long long)(min), desc);                           \
       return -1;                                                                            \
     }                                                                                       \
     l->field = (uint64_t)it->valuedouble;                                                   \
@@ -109,13 +114,6 @@ static int apply_limits_json(cd_limits *l, const cJSON *obj, char *err, size_t e
              "config: limits.request_memory_bytes (%llu) must be 0 (no limit) or at least limits.max_frame_bytes "
              "(%llu), or a largest frame could never be taken",
              (unsigned long long)l->request_memory_bytes, (unsigned long long)l->max_frame_bytes);
-    return -1;
-  }
-  if (l->max_frame_bytes < 16 || l->max_inflight_per_conn < 1 || l->max_connections < 1 ||
-      l->pairs_per_job < 1) {
-    snprintf(err, errlen,
-             "config: max_frame_bytes >= 16, max_inflight_per_conn >= 1, max_connections >= 1 and "
-             "pairs_per_job >= 1 are required");
     return -1;
   }
   return 0;
@@ -232,7 +230,14 @@ static char *read_file(const char *path, char *err, size_t errlen) {
       cap *= 2;
     }
     size_t n = fread(buf + len, 1, cap - len - 1, f);
-    if (n == 0) break;
+    if (n == 0) {
+      if (ferror(f)) { /* a directory, say: fopen takes it, reading it fails */
+        snprintf(err, errlen, "config: cannot read %s: %s", path, strerror(errno));
+        free(buf);
+        buf = NULL;
+      }
+      break;
+    }
     len += n;
   }
   fclose(f);
@@ -257,8 +262,10 @@ void cd_config_print_help(const char *argv0) {
          argv0, CD_VERSION_STRING, CD_PROTOCOL_VERSION, CD_DEFAULT_LISTEN);
   cd_limits d;
   cd_limits_default(&d);
-#define CD_XX_HELP(field, def, unit, desc) \
-  printf("  %-22s %12llu %-11s %s\n", #field, (unsigned long long)d.field, unit, desc);
+#define CD_XX_HELP(field, def, min, unit, desc)                                               \
+  printf("  %-22s %12llu %-11s %s", #field, (unsigned long long)d.field, unit, desc);          \
+  if ((min) > 0) printf(" (at least %llu)", (unsigned long long)(min));                        \
+  printf("\n");
   CD_LIMITS_MAP(CD_XX_HELP)
 #undef CD_XX_HELP
   printf("\nPose quaternions must have |q| within 1 +- %g (INVALID_ARGUMENT otherwise); they are\n"

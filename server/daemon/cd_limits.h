@@ -1,9 +1,10 @@
 /* cd_limits.h — every limit the daemon enforces, in one place.
  *
- * Each row: C field, config-file key (inside "limits"), default, unit, what
- * it bounds. The config file overrides a default (cd_config.c); nothing else
- * in the daemon hard-codes a limit. The same table is reported to clients in
- * the Hello reply and in --help, so documentation cannot drift.
+ * Each row: C field, config-file key (inside "limits"), default, minimum,
+ * unit, what it bounds. The config file overrides a default (cd_config.c);
+ * nothing else in the daemon hard-codes a limit. The same table is
+ * reported to clients in the Hello reply and in --help, so documentation
+ * cannot drift.
  *
  * Memory bound per connection is roughly
  *   max_frame_bytes (input buffer) + decode_budget_bytes (one decoded frame)
@@ -34,59 +35,72 @@
 
 #define CD_MIB (UINT64_C(1) << 20)
 
-/* XX(field, default, unit, description) */
+/* XX(field, default, minimum, unit, description). A value below its
+ * minimum is refused when the config is read (a zero that would refuse
+ * every request of a kind, such as max_bodies_per_query 0, is a typo, not
+ * a setting); where 0 is allowed the description says what it means. */
 #define CD_LIMITS_MAP(XX)                                                                  \
-  XX(max_frame_bytes, 256 * CD_MIB, "bytes",                                               \
+  XX(max_frame_bytes, 256 * CD_MIB, 16, "bytes",                                           \
      "largest Envelope (or JSON line) accepted; checked before allocating")                \
-  XX(decode_budget_bytes, 256 * CD_MIB, "bytes",                                           \
-     "heap that decoding one frame may allocate (protobuf-c allocates per struct)")        \
-  XX(max_bodies_per_query, 10000, "bodies", "bodies in one ContactQuery or OpenStream")    \
-  XX(max_pairs_per_query, 1000000, "pairs",                                                \
+  XX(decode_budget_bytes, 256 * CD_MIB, 0, "bytes",                                        \
+     "heap that decoding one frame may allocate (protobuf-c allocates per struct); "       \
+     "0 = no limit")                                                                       \
+  XX(max_bodies_per_query, 10000, 1, "bodies", "bodies in one ContactQuery or OpenStream") \
+  XX(max_pairs_per_query, 1000000, 1, "pairs",                                             \
      "explicit pairs, or broad-phase candidates, in one query")                            \
-  XX(max_inflight_per_conn, 256, "requests",                                               \
+  XX(max_inflight_per_conn, 256, 1, "requests",                                            \
      "requests read but not yet answered on one connection; reading pauses beyond it")    \
-  XX(max_output_bytes, 256 * CD_MIB, "bytes",                                              \
-     "reply bytes one connection's socket has not taken; a client that stops reading is dropped") \
-  XX(max_reply_bytes, 256 * CD_MIB, "bytes",                                               \
-     "memory building one reply may take: its converted results, and its encoding")       \
-  XX(reply_memory_bytes, 1024 * CD_MIB, "bytes",                                           \
-     "converted results of all replies being built, server-wide; a query past it fails")  \
-  XX(request_memory_bytes, 1024 * CD_MIB, "bytes",                                          \
+  XX(max_output_bytes, 256 * CD_MIB, 0, "bytes",                                           \
+     "reply bytes one connection's socket has not taken, beyond the oldest reply; a "      \
+     "client that stops reading is dropped (0 = at the first reply queued behind another)") \
+  XX(max_reply_bytes, 256 * CD_MIB, 0, "bytes",                                            \
+     "memory building one reply may take: its converted results, and its encoding; "      \
+     "0 = no limit")                                                                       \
+  XX(reply_memory_bytes, 1024 * CD_MIB, 0, "bytes",                                        \
+     "converted results of all replies being built, server-wide; a query past it fails; " \
+     "0 = no limit")                                                                       \
+  XX(request_memory_bytes, 1024 * CD_MIB, 0, "bytes",                                      \
      "frames being received plus decoded requests not yet answered, server-wide; a "     \
-     "connection's next frame waits (reading pauses) until it fits")                     \
-  XX(frame_grace_ms, 5000, "ms",                                                           \
+     "connection's next frame waits (reading pauses) until it fits; 0 = no limit, "        \
+     "else at least max_frame_bytes")                                                      \
+  XX(frame_grace_ms, 5000, 0, "ms",                                                        \
      "while frames wait for request_memory_bytes, one being received may take this long " \
      "plus its bytes so far at frame_min_rate_bytes, or its connection is closed")        \
-  XX(frame_min_rate_bytes, 65536, "bytes/s",                                               \
+  XX(frame_min_rate_bytes, 65536, 0, "bytes/s",                                            \
      "the slowest a frame holding request memory may arrive while others wait (0 = any)")  \
-  XX(idle_timeout_ms, 300000, "ms", "a connection with no traffic and no work is closed") \
-  XX(linger_ms, 2000, "ms",                                                                \
+  XX(idle_timeout_ms, 300000, 0, "ms",                                                     \
+     "a connection with no traffic and no work is closed (0 = never)")                     \
+  XX(linger_ms, 2000, 0, "ms",                                                             \
      "after an error that ends a connection, what the client still sends is read and "     \
-     "dropped for up to this long, so the error reply is not lost to a TCP reset")        \
-  XX(max_connections, 1024, "connections", "open client connections (TCP + Unix)")        \
-  XX(max_streams_per_conn, 64, "streams", "open streams on one connection")               \
-  XX(cache_bytes, 1024 * CD_MIB, "bytes",                                                  \
+     "dropped for up to this long, so the error reply is not lost to a TCP reset "         \
+     "(0 = close at once)")                                                                \
+  XX(max_connections, 1024, 1, "connections", "open client connections (TCP + Unix)")     \
+  XX(max_streams_per_conn, 64, 0, "streams", "open streams on one connection (0 = no streams)") \
+  XX(cache_bytes, 1024 * CD_MIB, 1, "bytes",                                               \
      "geometry cache budget; unreferenced entries are evicted LRU beyond it")             \
-  XX(max_mesh_elements, 4000000, "elements",                                               \
+  XX(max_mesh_elements, 4000000, 1, "elements",                                            \
      "vertices, tets or triangles in one geometry (estimated for primitives)")            \
-  XX(worker_arena_bytes, 1024 * CD_MIB, "bytes", "scratch one worker may use for a query") \
-  XX(pairs_per_job, 8, "pairs", "a query with more pairs is split into jobs of this size") \
-  XX(build_workers, 0, "workers",                                                          \
+  XX(worker_arena_bytes, 1024 * CD_MIB, 0, "bytes",                                        \
+     "scratch one worker may use for a query (0 = no limit)")                              \
+  XX(pairs_per_job, 8, 1, "pairs", "a query with more pairs is split into jobs of this size") \
+  XX(build_workers, 0, 0, "workers",                                                       \
      "workers that may build registered geometry at once; 0 = all but one, so that "       \
      "queries always find a worker while geometry builds")                                \
-  XX(max_metrics_connections, 16, "connections", "open connections to the metrics port")  \
-  XX(metrics_timeout_ms, 10000, "ms",                                                      \
-     "a metrics connection is closed this long after it opened, answered or not")
+  XX(max_metrics_connections, 16, 0, "connections",                                        \
+     "open connections to the metrics port (0 = no limit)")                                \
+  XX(metrics_timeout_ms, 10000, 0, "ms",                                                   \
+     "a metrics connection is closed this long after it opened, answered or not "          \
+     "(0 = never)")
 
 typedef struct cd_limits {
-#define CD_XX_FIELD(field, def, unit, desc) uint64_t field;
+#define CD_XX_FIELD(field, def, min, unit, desc) uint64_t field;
   CD_LIMITS_MAP(CD_XX_FIELD)
 #undef CD_XX_FIELD
 } cd_limits;
 
 /* Fill *l with the defaults above. */
 static inline void cd_limits_default(cd_limits *l) {
-#define CD_XX_DEF(field, def, unit, desc) l->field = (uint64_t)(def);
+#define CD_XX_DEF(field, def, min, unit, desc) l->field = (uint64_t)(def);
   CD_LIMITS_MAP(CD_XX_DEF)
 #undef CD_XX_DEF
 }

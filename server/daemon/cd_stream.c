@@ -45,6 +45,11 @@ void cd_stream_open(cd_req *r) {
   cd_status st;
   uint64_t open = 0;
   for (cd_stream *s = c->streams; s; s = s->next) open++;
+  if (srv->cfg.limits.max_streams_per_conn == 0) {
+    fail(r, CD_EXHAUSTED, "openStream", "streams are off on this server (max_streams_per_conn %llu)",
+         (unsigned long long)srv->cfg.limits.max_streams_per_conn);
+    return;
+  }
   if (open >= srv->cfg.limits.max_streams_per_conn) {
     fail(r, CD_EXHAUSTED, "openStream", "this connection already has %llu open streams (max_streams_per_conn)",
          (unsigned long long)open);

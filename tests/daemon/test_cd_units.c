@@ -491,6 +491,85 @@ Test(config, json_overrides_defaults_and_rejects_typos) {
   cr_expect_eq(cd_config_apply_json(&c, "{", err, sizeof err), -1);
 }
 
+/* Every way a config file or a flag can be wrong is refused with a message
+ * that names the key or flag and what it must be; nothing half-applied is
+ * used (cd_main exits with it). */
+Test(config, each_bad_setting_is_named) {
+  static const struct {
+    const char *json, *needle;
+  } bad_json[] = {
+      {"[1, 2]", "the top level must be an object"},
+      {"{\"listen\": 7411}", "listen must be a string"},
+      {"{\"listen\": \"localhost\"}", "\"localhost\" is not HOST:PORT"},
+      {"{\"listen\": \"[::1]7411\"}", "is not HOST:PORT"},
+      {"{\"listen\": \"h:70000\"}", "is not HOST:PORT"},
+      {"{\"unix\": false}", "unix must be a string"},
+      {"{\"log_level\": \"loud\"}", "log_level \"loud\" is not debug, info, warn or error"},
+      {"{\"workers\": \"2\"}", "workers must be a number"},
+      {"{\"workers\": 1.5}", "workers must be an integer in [1, 1024]"},
+      {"{\"workers\": 2000}", "workers must be an integer in [1, 1024]"},
+      {"{\"metrics_port\": -2}", "metrics_port must be -1 (off) or a port"},
+      {"{\"shutdown_grace_s\": 4000}", "shutdown_grace_s must be in [0, 3600]"},
+      {"{\"limits\": 5}", "limits must be an object"},
+      {"{\"limits\": {\"cache_bytes\": \"1G\"}}", "limits.cache_bytes must be a non-negative integer (bytes)"},
+      {"{\"limits\": {\"cache_bytes\": 1.5}}", "limits.cache_bytes must be a non-negative integer"},
+      {"{\"limits\": {\"cache_bytes\": 1e300}}", "limits.cache_bytes must be a non-negative integer"},
+      {"{\"limits\": {\"cache_byte\": 1}}", "unknown key limits.cache_byte"},
+      {"{\"limits\": {\"max_frame_bytes\": 15}}", "limits.max_frame_bytes is 15; it must be at least 16"},
+      {"{\"limits\": {\"max_bodies_per_query\": 0}}", "limits.max_bodies_per_query is 0; it must be at least 1"},
+      {"{\"limits\": {\"max_pairs_per_query\": 0}}", "limits.max_pairs_per_query is 0; it must be at least 1"},
+      {"{\"limits\": {\"max_inflight_per_conn\": 0}}", "limits.max_inflight_per_conn is 0"},
+      {"{\"limits\": {\"max_connections\": 0}}", "limits.max_connections is 0"},
+      {"{\"limits\": {\"cache_bytes\": 0}}", "limits.cache_bytes is 0; it must be at least 1"},
+      {"{\"limits\": {\"max_mesh_elements\": 0}}", "limits.max_mesh_elements is 0"},
+      {"{\"limits\": {\"pairs_per_job\": 0}}", "limits.pairs_per_job is 0"},
+      {"{\"limits\": {\"max_frame_bytes\": 1000, \"request_memory_bytes\": 999}}",
+       "limits.request_memory_bytes (999) must be 0 (no limit) or at least limits.max_frame_bytes (1000)"},
+      {"{\"limits\": {\"cache_bytes\": 1}", "invalid JSON"},
+  };
+  char err[512];
+  for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
+    cd_config c;
+    cd_config_default(&c);
+    err[0] = 0;
+    cr_expect_eq(cd_config_apply_json(&c, bad_json[i].json, err, sizeof err), -1, "%s is refused", bad_json[i].json);
+    cr_expect(strstr(err, bad_json[i].needle), "%s: \"%s\" names \"%s\"", bad_json[i].json, err, bad_json[i].needle);
+  }
+  /* zeros that mean something are taken as such */
+  cd_config c;
+  cd_config_default(&c);
+  cr_expect_eq(cd_config_apply_json(&c,
+                                    "{\"limits\": {\"max_reply_bytes\": 0, \"idle_timeout_ms\": 0, "
+                                    "\"max_streams_per_conn\": 0, \"request_memory_bytes\": 0, \"build_workers\": 0}}",
+                                    err, sizeof err),
+               0, "%s", err);
+  cr_expect_eq(c.limits.max_reply_bytes, 0);
+  cr_expect_eq(c.limits.max_streams_per_conn, 0);
+
+  static const struct {
+    const char *argv[4], *needle;
+  } bad_args[] = {
+      {{"contactd", "--workers", "0", NULL}, "--workers: \"0\" is not an integer in [1, 1024]"},
+      {{"contactd", "--workers", "2x", NULL}, "--workers: \"2x\" is not an integer"},
+      {{"contactd", "--metrics-port", "65536", NULL}, "--metrics-port: \"65536\" is not -1 or a port"},
+      {{"contactd", "--log-level", "loud", NULL}, "--log-level: \"loud\" is not debug, info, warn or error"},
+      {{"contactd", "--listen", "nohost", NULL}, "--listen: \"nohost\" is not HOST:PORT"},
+      {{"contactd", "--verbose", "1", NULL}, "unknown flag: --verbose"},
+      {{"contactd", "--workers", NULL, NULL}, "unknown flag or missing value: --workers"},
+      {{"contactd", "--config", NULL, NULL}, "--config needs a FILE"},
+      {{"contactd", "--config", "/nonexistent/contactd.json", NULL}, "cannot open /nonexistent/contactd.json"},
+      {{"contactd", "--config", "/", NULL}, "cannot read /: Is a directory"},
+  };
+  for (size_t i = 0; i < sizeof bad_args / sizeof bad_args[0]; i++) {
+    int argc = 0;
+    while (bad_args[i].argv[argc]) argc++;
+    cd_config_default(&c);
+    cr_expect_eq(cd_config_from_args(&c, argc, (char **)bad_args[i].argv, err, sizeof err), -1, "%s %s is refused",
+                 bad_args[i].argv[1], bad_args[i].argv[2] ? bad_args[i].argv[2] : "");
+    cr_expect(strstr(err, bad_args[i].needle), "\"%s\" names \"%s\"", err, bad_args[i].needle);
+  }
+}
+
 /* max_reply_bytes reserves cd_reply_estimate() before converting a pair, so
  * the estimate must cover what cd_reply_convert() takes (it is exact). */
 Test(reply, estimate_matches_what_conversion_allocates) {

@@ -461,7 +461,9 @@ Test(bad_input, geometry_larger_than_the_cache_is_refused, .init = small_cache) 
   close(fd);
 }
 
-static void small_limits(void) { start_with_limits("/tmp/contactd-test-limits.json", "\"max_bodies_per_query\": 4"); }
+static void small_limits(void) {
+  start_with_limits("/tmp/contactd-test-limits.json", "\"max_bodies_per_query\": 4, \"max_streams_per_conn\": 0");
+}
 
 static void tiny_arena(void) { start_with_limits("/tmp/contactd-test-arena.json", "\"worker_arena_bytes\": 65536"); }
 
@@ -501,6 +503,32 @@ Test(bad_input, too_many_bodies, .init = small_limits) {
   r = query(fd, 22, bodies, 4);
   cr_expect(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "four are fine");
   contactd__v1__envelope__free_unpacked(r, NULL);
+  close(fd);
+}
+
+/* max_streams_per_conn 0 turns streams off: an OpenStream says so (not
+ * "already has 0 open streams") and the connection goes on. */
+Test(bad_input, streams_off, .init = small_limits) {
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.09);
+  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
+  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
+  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
+  os.n_bodies = 2;
+  os.bodies = bodies;
+  os.all_pairs = &ap;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 31;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
+  e.open_stream = &os;
+  Env *r = tc_call(fd, &e, 5000);
+  expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 31, "streams are off on this server");
+  cr_expect(strstr(r->error->message, "max_streams_per_conn"), "%s", r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  expect_usable(fd, 32);
   close(fd);
 }
 
