@@ -200,6 +200,71 @@ class ContactctlTest(unittest.TestCase):
         j2 = json.loads(self.ok("query", "-", "--json", stdin=json.dumps(s2)))
         self.assertEqual(j2["pairs"][0]["wrench_a"]["force"][2], fz)
 
+    def test_query_scene_of_every_shape(self):
+        """A scene file with every shape kind (and a mesh file next to it,
+        with its format named) pressed into a compliant floor: each rigid
+        body's normal force is E/slab times the volume it displaces (the
+        floor's pressure grows linearly with depth), a closed form."""
+        import math
+        import shutil
+        shutil.copy(os.path.join(SRC, "tests", "engine", "data", "cube.obj"), os.path.join(self.tmp, "cube.obj"))
+        E, slab = 1e6, 0.1
+        k = E / slab
+        d_flat, d_round = 0.002, 0.01
+        a, b, c = 0.06, 0.04, 0.03
+        scene = {
+            "geometries": {
+                "floor": {"shape": "half-space", "modulus": E, "slab": slab},
+                "box": {"shape": "box", "size": [0.2, 0.2, 0.1], "rigid": True, "hint": 0.1},
+                "can": {"shape": "cylinder", "radius": 0.05, "length": 0.1, "rigid": True, "hint": 0.0025},
+                "pill": {"shape": "capsule", "radius": 0.05, "length": 0.1, "rigid": True, "hint": 0.002},
+                "egg": {"shape": "ellipsoid", "semi_axes": [a, b, c], "rigid": True, "hint": 0.002},
+                "cube": {"shape": "mesh", "file": "cube.obj", "format": "obj", "rigid": True},
+            },
+            "bodies": [
+                {"name": "floor", "geometry": "floor"},
+                {"name": "box", "geometry": "box", "position": [0, 0, 0.05 - d_flat]},
+                {"name": "can", "geometry": "can", "position": [1, 0, 0.05 - d_flat]},
+                {"name": "pill", "geometry": "pill", "position": [2, 0, 0.1 - d_round]},
+                {"name": "egg", "geometry": "egg", "position": [3, 0, c - d_round]},
+                {"name": "cube", "geometry": "cube", "position": [4, 0, -d_flat]},
+            ],
+            "pairs": [[n, "floor"] for n in ("box", "can", "pill", "egg", "cube")],
+        }
+        path = os.path.join(self.tmp, "shapes.json")
+        with open(path, "w") as f:
+            json.dump(scene, f)
+        j = json.loads(self.ok("query", path, "--json"))
+        fz = {p["a_name"]: p["wrench_a"]["force"][2] for p in j["pairs"]}
+        cap = lambda r, d: math.pi * d * d * (3 * r - d) / 3  # noqa: E731
+        want = {
+            "box": (k * d_flat * 0.2 * 0.2, 1e-9),
+            "cube": (k * d_flat * 1.0, 1e-9),
+            # a 126-gon inscribed in the circle: 0.04 % less area (measured)
+            "can": (k * d_flat * math.pi * 0.05 ** 2, 1e-3),
+            # polyhedra inscribed in the round caps: 0.26 % and 0.12 % less
+            # volume (measured)
+            "pill": (k * cap(0.05, d_round), 1e-2),
+            "egg": (k * math.pi * a * b * d_round ** 2 * (3 * c - d_round) / (3 * c * c), 1e-2),
+        }
+        for name, (f, rel) in want.items():
+            self.assertAlmostEqual(fz[name], f, delta=rel * f, msg="%s: %g N, want %g N" % (name, fz[name], f))
+            # inscribed meshes displace less, never more
+            self.assertLessEqual(fz[name], f * (1 + 1e-9), name)
+        # an unknown format and a missing mesh file are named by their path
+        scene["geometries"]["cube"]["format"] = "dae"
+        with open(path, "w") as f:
+            json.dump(scene, f)
+        rc, _, err = self.run_ctl("query", path)
+        self.assertEqual(rc, 4)
+        self.assertIn("geometries.cube.format", err)
+        scene["geometries"]["cube"] = {"shape": "mesh", "file": "nope.obj", "rigid": True}
+        with open(path, "w") as f:
+            json.dump(scene, f)
+        rc, _, err = self.run_ctl("query", path)
+        self.assertEqual(rc, 4)
+        self.assertIn("geometries.cube.file: cannot open", err)
+
     def test_query_input_errors_exit_4(self):
         rc, _, err = self.run_ctl("query", os.path.join(self.tmp, "none.json"))
         self.assertEqual(rc, 4)
