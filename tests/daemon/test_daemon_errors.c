@@ -506,24 +506,37 @@ Test(bad_input, too_many_bodies, .init = small_limits) {
   close(fd);
 }
 
+/* An OpenStream of the bystander's sphere resting on its plane, all pairs. */
+typedef struct ball_stream {
+  Contactd__V1__Body b[2], *bodies[2];
+  Contactd__V1__Pose pose[2];
+  Contactd__V1__Vec3 pos[2];
+  Contactd__V1__AllPairs ap;
+  Contactd__V1__OpenStream os;
+} ball_stream;
+
+static void ball_stream_init(ball_stream *s) {
+  tc_body(&s->b[0], &s->pose[0], &s->pos[0], 1, sphere, 0, 0, 0.09);
+  tc_body(&s->b[1], &s->pose[1], &s->pos[1], 2, plane, 0, 0, 0);
+  s->bodies[0] = &s->b[0];
+  s->bodies[1] = &s->b[1];
+  s->ap = (Contactd__V1__AllPairs)CONTACTD__V1__ALL_PAIRS__INIT;
+  s->os = (Contactd__V1__OpenStream)CONTACTD__V1__OPEN_STREAM__INIT;
+  s->os.n_bodies = 2;
+  s->os.bodies = s->bodies;
+  s->os.all_pairs = &s->ap;
+}
+
 /* max_streams_per_conn 0 turns streams off: an OpenStream says so (not
  * "already has 0 open streams") and the connection goes on. */
 Test(bad_input, streams_off, .init = small_limits) {
   int fd = tc_connect_tcp(D.port);
-  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
-  Contactd__V1__Pose p1, p2;
-  Contactd__V1__Vec3 v1, v2;
-  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.09);
-  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
-  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
-  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
-  os.n_bodies = 2;
-  os.bodies = bodies;
-  os.all_pairs = &ap;
+  ball_stream bs;
+  ball_stream_init(&bs);
   Env e = CONTACTD__V1__ENVELOPE__INIT;
   e.request_id = 31;
   e.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
-  e.open_stream = &os;
+  e.open_stream = &bs.os;
   Env *r = tc_call(fd, &e, 5000);
   expect_error(r, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, 31, "streams are off on this server");
   cr_expect(strstr(r->error->message, "max_streams_per_conn"), "%s", r->error->message);
@@ -534,17 +547,9 @@ Test(bad_input, streams_off, .init = small_limits) {
 
 Test(bad_input, update_on_a_closed_stream) {
   int fd = tc_connect_tcp(D.port);
-  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
-  Contactd__V1__Pose p1, p2;
-  Contactd__V1__Vec3 v1, v2;
-  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.09);
-  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
-  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
-  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
-  os.n_bodies = 2;
-  os.bodies = bodies;
-  os.all_pairs = &ap;
-  uint64_t sid = tc_open_stream(fd, &os, 23, 5000);
+  ball_stream bs;
+  ball_stream_init(&bs);
+  uint64_t sid = tc_open_stream(fd, &bs.os, 23, 5000);
   cr_assert_neq(sid, 0);
   Contactd__V1__CloseStream cs = CONTACTD__V1__CLOSE_STREAM__INIT;
   cs.stream_id = sid;

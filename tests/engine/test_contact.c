@@ -10,6 +10,30 @@
 
 #include "ce_test_util.h"
 
+/* A compliant ball resting 1 cm deep on a rigid floor, and an arena. */
+typedef struct ball_on_floor {
+  ce_geometry *ball, *floor;
+  ce_body A, B;
+  ce_arena *arena;
+} ball_on_floor;
+
+static ball_on_floor ball_on_floor_make(void) {
+  ball_on_floor f;
+  f.arena = ce_arena_create(1 << 20);
+  f.ball = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.05, ce_v3(0, 0, 0), 0.02);
+  f.floor = ce_test_shape(CE_SHAPE_HALFSPACE, CE_RIGID, 0, ce_v3(0, 0, 0), 1.0);
+  cr_assert(f.arena && f.ball && f.floor);
+  f.A = ce_test_body(f.ball, ce_quat_identity(), ce_v3(0, 0, 0.04));
+  f.B = ce_test_body(f.floor, ce_quat_identity(), ce_v3(0, 0, 0));
+  return f;
+}
+
+static void ball_on_floor_free(ball_on_floor *f) {
+  ce_geometry_free(f->ball);
+  ce_geometry_free(f->floor);
+  ce_arena_destroy(f->arena);
+}
+
 typedef struct bad_case {
   const char *what;
   int side;                /* 0: body A is bad, 1: body B */
@@ -46,12 +70,9 @@ Test(contact, each_bad_body_is_named) {
       {"infinite dissipation", 0, inf_dissipation, CE_EINVAL, "body A: dissipation inf must be finite and >= 0"},
       {"NaN friction", 1, nan_friction, CE_EINVAL, "body B: friction nan must be finite and >= 0"},
   };
-  ce_arena *ar = ce_arena_create(1 << 20);
-  ce_geometry *ball = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.05, ce_v3(0, 0, 0), 0.02);
-  ce_geometry *floor = ce_test_shape(CE_SHAPE_HALFSPACE, CE_RIGID, 0, ce_v3(0, 0, 0), 1.0);
-  cr_assert(ball && floor);
-  const ce_body A0 = ce_test_body(ball, ce_quat_identity(), ce_v3(0, 0, 0.04));
-  const ce_body B0 = ce_test_body(floor, ce_quat_identity(), ce_v3(0, 0, 0));
+  ball_on_floor f = ball_on_floor_make();
+  ce_arena *ar = f.arena;
+  const ce_body A0 = f.A, B0 = f.B;
   ce_result good;
   ce_error err;
   cr_assert_eq(ce_contact(&A0, &B0, NULL, ar, &good, &err), CE_OK, "%s", err.message);
@@ -76,18 +97,13 @@ Test(contact, each_bad_body_is_named) {
     cr_assert_eq(ce_contact(&A0, &B0, NULL, ar, &good, &err), CE_OK, "%s", err.message);
     cr_expect_eq(good.wrench_a.force.z, fz, "%s: the next good query is unchanged", cases[k].what);
   }
-  ce_geometry_free(ball);
-  ce_geometry_free(floor);
-  ce_arena_destroy(ar);
+  ball_on_floor_free(&f);
 }
 
 Test(contact, bad_options_and_arguments_are_named) {
-  ce_arena *ar = ce_arena_create(1 << 20);
-  ce_geometry *ball = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.05, ce_v3(0, 0, 0), 0.02);
-  ce_geometry *floor = ce_test_shape(CE_SHAPE_HALFSPACE, CE_RIGID, 0, ce_v3(0, 0, 0), 1.0);
-  cr_assert(ball && floor);
-  const ce_body A = ce_test_body(ball, ce_quat_identity(), ce_v3(0, 0, 0.04));
-  const ce_body B = ce_test_body(floor, ce_quat_identity(), ce_v3(0, 0, 0));
+  ball_on_floor f = ball_on_floor_make();
+  ce_arena *ar = f.arena;
+  const ce_body A = f.A, B = f.B;
   ce_result r;
   ce_error err;
   ce_options o;
@@ -127,7 +143,5 @@ Test(contact, bad_options_and_arguments_are_named) {
   }
   cr_expect_str_eq(ce_errname(CE_ERRNO_COUNT), "CE_UNKNOWN");
   cr_expect_str_eq(ce_strerror(CE_ERRNO_COUNT), "unknown error");
-  ce_geometry_free(ball);
-  ce_geometry_free(floor);
-  ce_arena_destroy(ar);
+  ball_on_floor_free(&f);
 }
