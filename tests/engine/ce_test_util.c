@@ -311,3 +311,23 @@ int ce_test_stop_at(void *user, double f, const char *stage) {
   s->last = f;
   return s->k > 0 && s->calls == s->k;
 }
+
+char *ce_test_read_data(const char *name, size_t *len) {
+  char path[1024];
+  const char *f = __FILE__;
+  const char *slash = strrchr(f, '/');
+  int dir = slash ? (int)(slash - f) : 0;
+  snprintf(path, sizeof path, "%.*s%sdata/%s", dir, f, slash ? "/" : "", name);
+  FILE *fp = fopen(path, "rb");
+  cr_assert(fp, "cannot open %s", path);
+  fseek(fp, 0, SEEK_END);
+  long n = ftell(fp);
+  fseek(fp, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  cr_assert(b);
+  cr_assert_eq(fread(b, 1, (size_t)n, fp), (size_t)n);
+  fclose(fp);
+  b[n] = 0;
+  *len = (size_t)n;
+  return b;
+}

@@ -81,4 +81,8 @@ char *ce_test_obj_sphere(double R, int nlat, int nlon, size_t *len);
 char *ce_test_obj_torus(double R, double r, int nu, int nv, size_t *len);
 char *ce_test_obj_lblock(double h, size_t *len);
 
+/* The bytes of tests/engine/data/<name> (malloc'd, NUL-terminated; *len
+ * without the NUL); asserts that the file can be read. */
+char *ce_test_read_data(const char *name, size_t *len);
+
 #endif

@@ -11,25 +11,6 @@
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-static char *read_data(const char *name, size_t *len) {
-  char path[1024];
-  const char *f = __FILE__;
-  const char *slash = strrchr(f, '/');
-  int dir = slash ? (int)(slash - f) : 0;
-  snprintf(path, sizeof path, "%.*s%sdata/%s", dir, f, slash ? "/" : "", name);
-  FILE *fp = fopen(path, "rb");
-  cr_assert(fp, "cannot open %s", path);
-  fseek(fp, 0, SEEK_END);
-  long n = ftell(fp);
-  fseek(fp, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  cr_assert(b);
-  cr_assert_eq(fread(b, 1, (size_t)n, fp), (size_t)n);
-  fclose(fp);
-  b[n] = 0;
-  *len = (size_t)n;
-  return b;
-}
 
 typedef struct buf {
   char *s;
@@ -278,7 +259,7 @@ Test(meshio, golden_vtk_ascii_and_binary) {
   const char *files[3] = {"two_tets.vtk", "two_tets_binary.vtk", "two_tets_v51.vtk"};
   for (int k = 0; k < 3; k++) {
     size_t n;
-    char *b = read_data(files[k], &n);
+    char *b = ce_test_read_data(files[k], &n);
     ce_mesh_data m;
     parse_ok(b, n, CE_MESH_AUTO, &m);
     cr_assert_eq(m.format, CE_MESH_VTK);
@@ -296,7 +277,7 @@ Test(meshio, golden_msh_22_and_41) {
   const int skipped[4] = {2, 1, 2, 1};
   for (int k = 0; k < 4; k++) {
     size_t n;
-    char *b = read_data(files[k], &n);
+    char *b = ce_test_read_data(files[k], &n);
     ce_mesh_data m;
     parse_ok(b, n, CE_MESH_AUTO, &m);
     cr_assert_eq(m.format, CE_MESH_MSH);
@@ -326,7 +307,7 @@ Test(meshio, golden_obj_and_stl) {
   const int welded[3] = {0, 28, 28}; /* STL: 36 corners welded into 8 */
   for (int k = 0; k < 3; k++) {
     size_t n;
-    char *b = read_data(files[k], &n);
+    char *b = ce_test_read_data(files[k], &n);
     ce_mesh_data m;
     parse_ok(b, n, CE_MESH_AUTO, &m);
     cr_assert_eq(m.format, fmt[k], "%s", files[k]);
@@ -480,7 +461,7 @@ Test(meshio, errors_name_positions) {
    * elements, an element type without a fixed node count */
   {
     size_t n;
-    char *b = read_data("two_tets_v41_binary.msh", &n);
+    char *b = ce_test_read_data("two_tets_v41_binary.msh", &n);
     ce_mesh_data m;
     ce_error err;
     char *c = malloc(n);
@@ -509,7 +490,7 @@ Test(meshio, errors_name_positions) {
   /* binary VTK cut inside the points */
   {
     size_t n;
-    char *b = read_data("two_tets_binary.vtk", &n);
+    char *b = ce_test_read_data("two_tets_binary.vtk", &n);
     ce_mesh_data m;
     ce_error err;
     cr_assert_eq(ce_mesh_parse(b, 150, CE_MESH_VTK, 0, &m, &err), CE_EINVAL);
@@ -533,7 +514,7 @@ Test(meshio, fuzz_truncated_and_mutated) {
   int errors = 0, oks = 0;
   for (int k = 0; k < 10; k++) {
     size_t n;
-    char *b = read_data(files[k], &n);
+    char *b = ce_test_read_data(files[k], &n);
     /* every truncation */
     for (size_t cut = 0; cut < n; cut++) {
       ce_mesh_data m;
