@@ -244,30 +244,31 @@ Test(alloc_failure, convex_sets_meshes_and_terrain) {
     cr_expect_gt(every_failure(cases[i].name, cases[i].fn), 0, "%s allocates nothing?", cases[i].name);
 }
 
-/* A query whose arena cannot get memory: CE_ENOMEM naming the arena, and
- * the same arena answers once memory is back. */
-Test(alloc_failure, query) {
-  ce_geometry *ball = NULL, *box = NULL;
-  ce_error err;
-  cr_assert_eq(sphere_c(&ball, &err), CE_OK);
-  cr_assert_eq(box_r(&box, &err), CE_OK);
-  ce_body A = ce_test_body(ball, ce_quat_identity(), ce_v3(0, 0, 0.07));
-  ce_body B = ce_test_body(box, ce_quat_identity(), ce_v3(0, 0, 0));
+/* Queries whose arena cannot get memory, one per intersector (the traced
+ * compliant-compliant and compliant-rigid walks, half spaces, terrain,
+ * point contact), with the surface, patches and point contacts asked for:
+ * CE_ENOMEM with a message, and the same arena answers once memory is
+ * back. */
+static long every_query_failure(const char *name, const ce_geometry *ga, ce_vec3 pa, const ce_geometry *gb) {
+  ce_body A = ce_test_body(ga, ce_quat_identity(), pa);
+  ce_body B = ce_test_body(gb, ce_quat_identity(), ce_v3(0, 0, 0));
   ce_options o;
   ce_options_default(&o);
   o.want_surface = o.want_patches = o.want_points = 1;
   ce_result r;
+  ce_error err;
   ce_arena *ar = ce_arena_create(4096);
   cr_assert(ar);
-  cr_assert_eq(ce_contact(&A, &B, &o, ar, &r, &err), CE_OK, "%s", err.message);
+  cr_assert_eq(ce_contact(&A, &B, &o, ar, &r, &err), CE_OK, "%s: %s", name, err.message);
   const double fz = r.wrench_a.force.z;
-  cr_assert_gt(fz, 0);
+  cr_assert_gt(fz, 0, "%s: no contact", name);
   long k = 0;
   for (;; k++) {
-    cr_assert_lt(k, 100000);
+    cr_assert_lt(k, 100000, "%s", name);
     ce_arena_destroy(ar);
     ce_fault_fail_from(k);
     ar = ce_arena_create(4096); /* its first chunk is allocation 0 */
+    memset(&err, 0, sizeof err);
     ce_errno e = ar ? ce_contact(&A, &B, &o, ar, &r, &err) : CE_ENOMEM;
     long used = ce_fault_count();
     ce_fault_fail_from(-1);
@@ -277,20 +278,40 @@ Test(alloc_failure, query) {
       continue;
     }
     if (e == CE_OK) {
-      cr_expect_eq(r.wrench_a.force.z, fz, "allocation %ld: a different force", k);
+      cr_expect_eq(r.wrench_a.force.z, fz, "%s: allocation %ld: a different force", name, k);
       if (used <= k) break;
       continue;
     }
-    cr_expect_eq(e, CE_ENOMEM, "allocation %ld failed: %s (%s)", k, ce_errname(e), err.message);
-    cr_expect(strstr(err.message, "arena"), "allocation %ld: %s", k, err.message);
+    cr_expect_eq(e, CE_ENOMEM, "%s: allocation %ld failed: %s (%s)", name, k, ce_errname(e), err.message);
+    cr_expect(err.message[0], "%s: allocation %ld: no message", name, k);
     /* the arena is still good */
     ce_arena_reset(ar);
-    cr_expect_eq(ce_contact(&A, &B, &o, ar, &r, &err), CE_OK, "allocation %ld: after the failure: %s", k,
-                 err.message);
+    cr_expect_eq(ce_contact(&A, &B, &o, ar, &r, &err), CE_OK, "%s: allocation %ld: after the failure: %s", name,
+                 k, err.message);
+    cr_expect_eq(r.wrench_a.force.z, fz, "%s: allocation %ld: after the failure, a different force", name, k);
   }
-  cr_log_info("query: %ld allocations, each failed once", k);
-  cr_expect_gt(k, 1);
+  cr_log_info("%s: %ld allocations, each failed once", name, k);
   ce_arena_destroy(ar);
+  return k;
+}
+
+Test(alloc_failure, queries) {
+  ce_geometry *ball = NULL, *ball_r = NULL, *box = NULL, *hs = NULL, *terrain = NULL;
+  ce_error err;
+  cr_assert_eq(sphere_c(&ball, &err), CE_OK);
+  cr_assert_eq(sphere_r(&ball_r, &err), CE_OK);
+  cr_assert_eq(box_r(&box, &err), CE_OK);
+  cr_assert_eq(halfspace_c(&hs, &err), CE_OK);
+  cr_assert_eq(heightfield(&terrain, &err), CE_OK);
+  cr_expect_gt(every_query_failure("compliant sphere on rigid box", ball, ce_v3(0, 0, 0.07), box), 1);
+  cr_expect_gt(every_query_failure("two compliant spheres", ball, ce_v3(0.02, 0.01, 0.09), ball), 1);
+  cr_expect_gt(every_query_failure("compliant sphere on compliant half space", ball, ce_v3(0, 0, 0.04), hs), 1);
+  cr_expect_gt(every_query_failure("rigid box on compliant half space", box, ce_v3(0, 0, 0.02), hs), 1);
+  cr_expect_gt(every_query_failure("compliant sphere on terrain", ball, ce_v3(0.3, 0.25, 0.045), terrain), 1);
+  cr_expect_gt(every_query_failure("rigid sphere on rigid box (point contact)", ball_r, ce_v3(0, 0, 0.07), box), 0);
   ce_geometry_free(ball);
+  ce_geometry_free(ball_r);
   ce_geometry_free(box);
+  ce_geometry_free(hs);
+  ce_geometry_free(terrain);
 }
