@@ -1230,3 +1230,108 @@ Test(daemon_api, rigid_pairs_fall_back_to_point_contact, .init = up, .fini = dow
   free(rigid);
   close(fd);
 }
+
+/* The same query gives the same bytes whatever the number of workers: a
+ * scene of 16 compliant balls (sliding and spinning, with friction and
+ * dissipation) heaped on a compliant floor, every pair found by the broad
+ * phase, split into one-pair jobs, with surfaces, patches and point
+ * contacts; answered by daemons with 1, 2 and 4 workers, twice each. Only
+ * the timings (compute_time_us) may differ, and they are cleared before
+ * the replies are compared. */
+#define DET_BALLS 16
+static uint8_t *det_reply(int workers, size_t *len) {
+  char wn[8];
+  snprintf(wn, sizeof wn, "%d", workers);
+  const char *path = tc_limits_file("/tmp/contactd-test-determinism.json", "\"pairs_per_job\": 1");
+  const char *extra[] = {"--config", path, "--workers", wn, NULL};
+  tc_start(&D, extra);
+  int fd = tc_connect_tcp(D.port);
+  char *ball = tc_register_sphere(fd, 1, 0.05, 2e5, 0.02), *floor = tc_register_halfspace(fd, 2, 1, 1e6);
+  cr_assert(ball && floor);
+  Contactd__V1__Body b[DET_BALLS + 1], *bodies[DET_BALLS + 1];
+  Contactd__V1__Pose pose[DET_BALLS + 1];
+  Contactd__V1__Vec3 pos[DET_BALLS + 1], w[DET_BALLS + 1], v[DET_BALLS + 1];
+  Contactd__V1__Quat q[DET_BALLS + 1];
+  Contactd__V1__SpatialVelocity vel[DET_BALLS + 1];
+  for (int k = 0; k <= DET_BALLS; k++) {
+    /* a heap: balls 6 cm apart in a 4 x 4 grid, every other one raised
+     * onto its neighbours; body DET_BALLS is the floor */
+    double x = k < DET_BALLS ? 0.06 * (k % 4) : 0, y = k < DET_BALLS ? 0.06 * (k / 4) : 0;
+    double z = k < DET_BALLS ? 0.046 + 0.03 * (k % 2) : 0;
+    tc_body(&b[k], &pose[k], &pos[k], (uint32_t)k + 1, k < DET_BALLS ? ball : floor, x, y, z);
+    contactd__v1__quat__init(&q[k]);
+    /* a turn of 0.3 k rad about the unit axis (1, k mod 3, 2) / |.| */
+    double ax = 1, ay = k % 3, az = 2, an = sqrt(ax * ax + ay * ay + az * az), h = 0.15 * k;
+    q[k].w = cos(h), q[k].x = sin(h) * ax / an, q[k].y = sin(h) * ay / an, q[k].z = sin(h) * az / an;
+    pose[k].orientation = k < DET_BALLS ? &q[k] : NULL;
+    contactd__v1__spatial_velocity__init(&vel[k]);
+    contactd__v1__vec3__init(&w[k]);
+    contactd__v1__vec3__init(&v[k]);
+    w[k].z = 0.5 * (k % 3);
+    v[k].x = 0.01 * (k % 5);
+    v[k].z = -0.005 * (k % 2);
+    vel[k].angular = &w[k];
+    vel[k].linear = &v[k];
+    b[k].velocity = &vel[k];
+    bodies[k] = &b[k];
+  }
+  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.detail = CONTACTD__V1__DETAIL__DETAIL_SURFACE;
+  o.point_contacts = 1;
+  Contactd__V1__ContactQuery cq = CONTACTD__V1__CONTACT_QUERY__INIT;
+  cq.n_bodies = DET_BALLS + 1;
+  cq.bodies = bodies;
+  cq.all_pairs = &ap;
+  cq.options = &o;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &cq;
+  uint8_t *first = NULL;
+  for (int rep = 0; rep < 2; rep++) {
+    e.request_id = 10 + (uint64_t)rep;
+    Env *r = tc_call(fd, &e, 60000);
+    cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "%d workers: no contact reply",
+              workers);
+    Contactd__V1__ContactReply *cr = r->contact_reply;
+    cr_assert_gt(cr->n_results, 20, "%d workers: %zu pairs", workers, cr->n_results);
+    int surfaces = 0;
+    cr->compute_time_us = 0;
+    for (size_t i = 0; i < cr->n_results; i++) {
+      cr->results[i]->compute_time_us = 0;
+      surfaces += cr->results[i]->surface != NULL;
+    }
+    cr_assert_gt(surfaces, 20, "%d workers: %d surfaces", workers, surfaces);
+    size_t n = contactd__v1__contact_reply__get_packed_size(cr);
+    uint8_t *bytes = malloc(n);
+    cr_assert(bytes);
+    contactd__v1__contact_reply__pack(cr, bytes);
+    contactd__v1__envelope__free_unpacked(r, NULL);
+    if (rep == 0) {
+      first = bytes;
+      *len = n;
+    } else {
+      cr_expect(n == *len && memcmp(bytes, first, n) == 0, "%d workers: the same query twice differs", workers);
+      free(bytes);
+    }
+  }
+  free(ball);
+  free(floor);
+  close(fd);
+  cr_expect_eq(tc_stop(&D), 0);
+  return first;
+}
+
+Test(daemon_api, results_are_bit_identical_whatever_the_worker_count) {
+  size_t n1, n;
+  uint8_t *one = det_reply(1, &n1);
+  cr_log_info("determinism: a %zu-byte reply", n1);
+  const int counts[2] = {2, 4};
+  for (int c = 0; c < 2; c++) {
+    uint8_t *other = det_reply(counts[c], &n);
+    cr_expect(n == n1 && memcmp(one, other, n) == 0, "%d workers answer differently from 1 (%zu vs %zu bytes)",
+              counts[c], n, n1);
+    free(other);
+  }
+  free(one);
+}
