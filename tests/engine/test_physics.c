@@ -166,6 +166,49 @@ Test(physics, sphere_on_box_top_equals_halfspace) {
   ce_arena_destroy(ar);
 }
 
+/* A compliant box (half sizes b, b, c) pressed d into the top of a wider
+ * one (a, a, c), same modulus E, footprint inside the top face by more
+ * than d: both fields are exact (p = E dist / c in the box meshes), the
+ * lower box's field in the overlap is its top face's, E (c - z) / c, and
+ * the upper box's is its bottom face's or, within d/2 of its sides, its
+ * side faces'. So the surface is the mid-plane of the overlap, pressure
+ * E h / c (h = d / 2), bent down at the upper box's rim onto 45-degree
+ * strips where E (b - |x|) / c takes over. Vertically that is
+ * (E / c) times the integral of min(h, b - |x|, b - |y|) over the
+ * footprint: F = (4 E / c) (b^2 h - b h^2 + h^3 / 3), at any resolution,
+ * offset or turn of the upper box; no sideways force. */
+Test(physics, box_pressed_into_a_wider_box_matches_the_closed_form) {
+  const double E = 1e6, a = 0.15, b = 0.1, c = 0.05;
+  ce_arena *ar = ce_arena_create(1 << 20);
+  const double hints[2] = {0.05, 0.02};
+  for (int hi = 0; hi < 2; hi++) {
+    ce_geometry *lower = shape_geom(CE_SHAPE_BOX, 0, 0, ce_v3(2 * a, 2 * a, 2 * c), CE_COMPLIANT, E, hints[hi], 0, 0);
+    ce_geometry *upper = shape_geom(CE_SHAPE_BOX, 0, 0, ce_v3(2 * b, 2 * b, 2 * c), CE_COMPLIANT, E, hints[hi], 0, 0);
+    const double ds[3] = {0.002, 0.01, 0.04};
+    for (int k = 0; k < 3; k++) {
+      const double d = ds[k], h = d / 2, F = 4 * E / c * (b * b * h - b * h * h + h * h * h / 3);
+      for (int pose = 0; pose < 3; pose++) {
+        /* centred; moved (6, -4) mm; and, for d <= 1 cm, also turned 10 degrees */
+        if (pose == 2 && d > 0.01) continue;
+        ce_pose X = pose_t(pose ? 0.006 : 0, pose ? -0.004 : 0, 2 * c - d);
+        if (pose == 2) X = ce_pose_from_quat(ce_quat_from_axis_angle(ce_v3(0, 0, 1), 10 * M_PI / 180), X.p);
+        ce_body A = body(upper, X), B = body(lower, ce_pose_identity());
+        ce_result r;
+        contact(&A, &B, NULL, ar, &r);
+        cr_expect(fabs(r.wrench_a.force.z - F) <= 1e-9 * F, "hint %g d %g pose %d: fz %.17g, closed form %.17g",
+                  hints[hi], d, pose, r.wrench_a.force.z, F);
+        cr_expect(hypot(r.wrench_a.force.x, r.wrench_a.force.y) <= 1e-9 * F,
+                  "hint %g d %g pose %d: sideways force (%g, %g) N", hints[hi], d, pose, r.wrench_a.force.x,
+                  r.wrench_a.force.y);
+        ce_arena_reset(ar);
+      }
+    }
+    ce_geometry_free(lower);
+    ce_geometry_free(upper);
+  }
+  ce_arena_destroy(ar);
+}
+
 /* ---- c. Newton's third law and frame invariance -------------------------- */
 
 typedef struct pair_spec {
