@@ -1,7 +1,11 @@
 /* bench_daemon.c — contactd over loopback (prints numbers, asserts nothing).
  *
  *  1. round trip p50/p99 of a 2-body wrench-only ContactQuery (compliant
- *     sphere on a rigid half space), one client, one request in flight;
+ *     sphere on a rigid half space), one client, one request in flight,
+ *     back to back and once per millisecond (a 1 kHz controller), with
+ *     the loop polling for results (result_poll_us, default) and without;
+ *     beside it a HasGeometry, which the loop answers without a worker,
+ *     and a plain loopback TCP echo with no daemon: the machine's floor;
  *  2. pairs per second for a 500-body scene (10 x 10 x 5 lattice of
  *     compliant spheres, each touching its lattice neighbours: 1300 pairs
  *     from the broad phase) with 1 and with 2 workers;
@@ -148,9 +152,19 @@ static void probe_open(probe_t *p, const daemon_t *d) {
   p->opt.detail = CONTACTD__V1__DETAIL__DETAIL_WRENCH;
 }
 
-/* One round trip, seconds. */
-static double probe_once(probe_t *p) {
+/* One round trip, seconds: the query, or (has != 0) a HasGeometry, which
+ * the loop answers itself. */
+static double probe_once(probe_t *p, int has) {
   double t0 = now_s();
+  if (has) {
+    const char *ids[1] = {p->sphere};
+    Contactd__V1__HasGeometryReply *r = NULL;
+    cc_error e;
+    if (cc_has(p->c, ids, 1, &r, &e) != CC_OK) { fprintf(stderr, "bench: has failed: %s\n", e.message); exit(1); }
+    double dt = now_s() - t0;
+    cc_free(r);
+    return dt;
+  }
   Contactd__V1__ContactReply *r = query_or_die(p->c, p->b, 2, (const uint32_t(*)[2])p->pair, 1, &p->opt);
   double dt = now_s() - t0;
   if (r->n_results != 1) { fprintf(stderr, "bench: expected one pair result\n"); exit(1); }
@@ -158,21 +172,79 @@ static double probe_once(probe_t *p) {
   return dt;
 }
 
-static void bench_rtt(void) {
-  daemon_t d;
-  start_daemon(&d, 2, NULL);
-  probe_t p;
-  probe_open(&p, &d);
-  const int warm = 300, n = 5000;
+/* Median and p99 of n round trips (after warm-up) made by `trip`, one at a
+ * time: back to back (gap_us 0), or gap_us apart like a controller that
+ * asks once per cycle. */
+static void rtt_series(double (*trip)(void *), void *arg, int gap_us, const char *what) {
+  const int warm = 200, n = gap_us ? 2000 : 5000;
   double *t = malloc(sizeof(double) * n);
   for (int i = 0; i < warm + n; i++) {
-    double dt = probe_once(&p);
+    if (gap_us) usleep((useconds_t)gap_us);
+    double dt = trip(arg);
     if (i >= warm) t[i - warm] = dt;
   }
   qsort(t, (size_t)n, sizeof *t, cmp_d);
-  printf("rtt  2-body wrench-only query, loopback TCP, 1 client: p50 %.1f us  p99 %.1f us  (n=%d)\n",
-         t[n / 2] * 1e6, t[(int)(n * 0.99)] * 1e6, n);
+  printf("rtt  %s, %s: p50 %.1f us  p99 %.1f us  (n=%d)\n", what,
+         gap_us ? "one per ms" : "back to back", t[n / 2] * 1e6, t[(int)(n * 0.99)] * 1e6, n);
   free(t);
+}
+
+/* The floor: the same loopback TCP round trip with no daemon, between this
+ * process and a child that echoes 200-byte messages (about the size of the
+ * query and its reply). */
+static double echo_once(void *arg) {
+  int fd = *(int *)arg;
+  char b[200] = {0};
+  double t0 = now_s();
+  if (write(fd, b, sizeof b) != (ssize_t)sizeof b) exit(1);
+  for (size_t got = 0; got < sizeof b;) {
+    ssize_t r = read(fd, b + got, sizeof b - got);
+    if (r <= 0) exit(1);
+    got += (size_t)r;
+  }
+  return now_s() - t0;
+}
+
+static void bench_floor(void) {
+  int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 1) ||
+      getsockname(ls, (struct sockaddr *)&a, &len)) { perror("bench: echo socket"); exit(1); }
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int s = accept(ls, NULL, NULL);
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    char b[4096];
+    for (ssize_t r; (r = read(s, b, sizeof b)) > 0;)
+      if (write(s, b, (size_t)r) != r) break;
+    _exit(0);
+  }
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a)) { perror("bench: echo connect"); exit(1); }
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  rtt_series(echo_once, &fd, 0, "floor: loopback TCP echo of 200 bytes, no daemon");
+  rtt_series(echo_once, &fd, 1000, "floor: loopback TCP echo of 200 bytes, no daemon");
+  close(fd);
+  close(ls);
+  waitpid(pid, NULL, 0);
+}
+
+static double query_trip(void *p) { return probe_once(p, 0); }
+static double has_trip(void *p) { return probe_once(p, 1); }
+
+static void bench_rtt(const char *config, const char *label) {
+  daemon_t d;
+  start_daemon(&d, 2, config);
+  probe_t p;
+  probe_open(&p, &d);
+  char what[256];
+  snprintf(what, sizeof what, "HasGeometry (answered on the loop), %s", label);
+  rtt_series(has_trip, &p, 0, what);
+  snprintf(what, sizeof what, "2-body wrench-only query, %s", label);
+  rtt_series(query_trip, &p, 0, what);
+  rtt_series(query_trip, &p, 1000, what);
   cc_close(p.c);
   stop_daemon(&d);
 }
@@ -320,13 +392,13 @@ static void bench_stall(void *(*load)(void *), const char *what, const char *con
   start_daemon(&d, 2, config);
   probe_t p;
   probe_open(&p, &d);
-  for (int i = 0; i < 300; i++) probe_once(&p);
+  for (int i = 0; i < 300; i++) probe_once(&p, 0);
   loader_t u = {.d = &d, .rounds = 3};
   pthread_t th;
   pthread_create(&th, NULL, load, &u);
   size_t cap = 1 << 20, n = 0;
   double *t = malloc(sizeof(double) * cap);
-  while (!u.done && n < cap) t[n++] = probe_once(&p);
+  while (!u.done && n < cap) t[n++] = probe_once(&p, 0);
   pthread_join(th, NULL);
   qsort(t, n, sizeof *t, cmp_d);
   size_t over = 0;
@@ -355,7 +427,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_daemon: no contactd at %s (build the contactd target, or pass its path)\n", daemon_path);
     return 1;
   }
-  bench_rtt();
+  bench_floor();
+  bench_rtt(NULL, "result_poll_us 100 (default)");
+  const char *nopoll = "/tmp/bench_daemon_no_poll.json";
+  FILE *np = fopen(nopoll, "w");
+  if (!np) { fprintf(stderr, "bench: cannot write %s\n", nopoll); return 1; }
+  fprintf(np, "{\"limits\": {\"result_poll_us\": 0}}\n");
+  fclose(np);
+  bench_rtt(nopoll, "result_poll_us 0");
+  unlink(nopoll);
   bench_scene(1);
   bench_scene(2);
   bench_stall(upload_main, "another client registers 4096^2 heightfields", NULL);

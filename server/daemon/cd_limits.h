@@ -86,6 +86,10 @@
   XX(build_workers, 0, 0, "workers",                                                       \
      "workers that may build registered geometry at once; 0 = all but one, so that "       \
      "queries always find a worker while geometry builds")                                \
+  XX(result_poll_us, 100, 0, "us",                                                         \
+     "after handing a job to a worker the loop polls for its result this long (yielding "  \
+     "its core) before it sleeps, so a small query's reply need not wait for a sleeping "  \
+     "core to wake; costs at most this much loop CPU per job (0 = sleep at once)")          \
   XX(max_metrics_connections, 16, 0, "connections",                                        \
      "open connections to the metrics port (0 = no limit)")                                \
   XX(metrics_timeout_ms, 10000, 0, "ms",                                                   \

@@ -4,6 +4,7 @@
 #include "cd_pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -32,6 +33,10 @@ struct cd_pool {
   int n;
   worker_slot *slots;
   uint64_t pending; /* loop thread only */
+  uint64_t poll_ns;   /* cd_pool_poll_results; loop thread only */
+  uint64_t submit_ns; /* the last submit, while polling */
+  uv_idle_t poller;   /* active while the loop polls for results */
+  int open_handles;   /* while closing: handles whose close callback is due */
   uint64_t start_ns;
 };
 
@@ -130,6 +135,15 @@ static void drain(cd_pool *p) {
 
 static void on_async(uv_async_t *h) { drain(h->data); }
 
+/* Each loop iteration while polling: an active idle handle makes the loop
+ * poll its sockets without blocking. The core is yielded each time, so a
+ * worker or client thread woken on it runs at once. */
+static void on_poll(uv_idle_t *h) {
+  cd_pool *p = h->data;
+  if (!p->pending || now_ns() - p->submit_ns > p->poll_ns) uv_idle_stop(h);
+  else sched_yield();
+}
+
 cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
   cd_pool *p = calloc(1, sizeof *p);
   if (!p) return NULL;
@@ -142,6 +156,8 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
   pthread_mutex_init(&p->done_mu, NULL);
   uv_async_init(loop, &p->async, on_async);
   p->async.data = p;
+  uv_idle_init(loop, &p->poller);
+  p->poller.data = p;
   p->start_ns = now_ns();
   for (int i = 0; i < n; i++) {
     worker_slot *s = &p->slots[i];
@@ -159,10 +175,16 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
 
 void cd_pool_limit_heavy(cd_pool *p, int k) { p->heavy_max = k < 1 ? 1 : k; }
 
+void cd_pool_poll_results(cd_pool *p, uint64_t us) { p->poll_ns = us * 1000; }
+
 void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job) {
   if (!q) q = &p->own;
   job->next = NULL;
   p->pending++;
+  if (p->poll_ns) {
+    p->submit_ns = now_ns();
+    uv_idle_start(&p->poller, on_poll); /* no-op when already polling */
+  }
   pthread_mutex_lock(&p->mu);
   if (q->tail) q->tail->next = job;
   else q->head = job;
@@ -203,8 +225,11 @@ double cd_pool_utilisation(cd_pool *p, int i) {
   return u > 1 ? 1 : u;
 }
 
+/* The pool is freed when both its handles have closed (libuv does not
+ * promise an order). */
 static void on_close(uv_handle_t *h) {
   cd_pool *p = h->data;
+  if (--p->open_handles) return;
   free(p->slots);
   free(p);
 }
@@ -223,5 +248,7 @@ void cd_pool_destroy(cd_pool *p) {
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->cv);
   pthread_mutex_destroy(&p->done_mu);
+  p->open_handles = 2;
+  uv_close((uv_handle_t *)&p->poller, on_close);
   uv_close((uv_handle_t *)&p->async, on_close);
 }

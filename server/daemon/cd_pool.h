@@ -56,6 +56,14 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget);
 /* At most k heavy jobs run at once (k >= 1; default: the pool's size).
  * Before the first submit. */
 void cd_pool_limit_heavy(cd_pool *p, int k);
+/* After each submit, the loop polls for results for up to `us`
+ * microseconds (or until no job is pending) instead of sleeping in the
+ * kernel, yielding its core each iteration (0 = never, the default). A
+ * small job's result then reaches the loop without waking a sleeping core:
+ * on a VM whose idle cores halt, each wake-up of a sleeping core costs tens
+ * of microseconds. The cost is loop CPU for at most `us` per submit, for a
+ * quick job only its duration. Loop thread. */
+void cd_pool_poll_results(cd_pool *p, uint64_t us);
 /* Queue a job on q (loop thread); q NULL = the pool's own queue, which
  * takes its turns like any client's. */
 void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job);

@@ -191,6 +191,7 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   uint64_t bw = cfg->limits.build_workers;
   if (bw == 0) bw = cfg->workers > 1 ? (uint64_t)cfg->workers - 1 : 1;
   cd_pool_limit_heavy(s->pool, bw < (uint64_t)cfg->workers ? (int)bw : cfg->workers);
+  cd_pool_poll_results(s->pool, cfg->limits.result_poll_us);
   uv_timer_init(loop, &s->drain_timer);
   s->drain_timer.data = s;
   uv_idle_init(loop, &s->mem_pump);

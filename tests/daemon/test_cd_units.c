@@ -1,12 +1,15 @@
 /* test_cd_units.c — the daemon's pieces in isolation: SHA-256 against FIPS
  * vectors, geometry ids (canonical, parameter-sensitive), the cache
  * (waiters, references, pins, LRU eviction within the budget), the broad
- * phase, mesh file parsers, the config file and the reply-size estimate. */
+ * phase, mesh file parsers, the config file, the reply-size estimate and
+ * the worker pool's result polling. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <uv.h>
 
 #include "cd_broadphase.h"
 #include "cd_cache.h"
@@ -15,6 +18,7 @@
 #include "cd_hash.h"
 #include "cd_log.h"
 #include "cd_meshfile.h"
+#include "cd_pool.h"
 #include "cd_query.h"
 
 static void sha_hex(const char *s, size_t n, char out[65]) {
@@ -622,4 +626,64 @@ Test(reply, estimate_matches_what_conversion_allocates) {
   cr_expect_str_eq(cd_fmt_bytes(t, sizeof t, 812 * CD_MIB), "812.0 MiB");
   cr_expect_str_eq(cd_fmt_bytes(t, sizeof t, 32768), "32.0 KiB");
   cr_expect_str_eq(cd_fmt_bytes(t, sizeof t, 100), "100 bytes");
+}
+
+/* The pool's result polling, seen through the loop's idle time (time
+ * blocked in the kernel waiting for events): while the loop polls it is
+ * never blocked. A job sleeps `ms`; the loop runs until its done() and then
+ * 30 ms more; returns the loop's idle milliseconds. */
+typedef struct sleep_job {
+  cd_job job;
+  int ms, done;
+} sleep_job;
+
+static void sleep_run(cd_job *j, cd_worker *w) {
+  (void)w;
+  struct timespec t = {0, (long)((sleep_job *)j)->ms * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+static void sleep_done(cd_job *j) { ((sleep_job *)j)->done = 1; }
+
+static void timer_fired(uv_timer_t *t) { *(int *)t->data = 1; }
+
+static double idle_ms_around_job(uint64_t poll_us, int job_ms, double *idle_after_ms) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  uv_loop_configure(&loop, UV_METRICS_IDLE_TIME);
+  cd_pool *p = cd_pool_create(&loop, 1, 1 << 20);
+  cd_pool_poll_results(p, poll_us);
+  sleep_job j = {.job = {.run = sleep_run, .done = sleep_done}, .ms = job_ms};
+  uint64_t idle0 = uv_metrics_idle_time(&loop);
+  cd_pool_submit(p, NULL, &j.job);
+  while (!j.done) uv_run(&loop, UV_RUN_ONCE);
+  uint64_t idle1 = uv_metrics_idle_time(&loop);
+  uv_timer_t t;
+  int fired = 0;
+  uv_timer_init(&loop, &t);
+  t.data = &fired;
+  uv_timer_start(&t, timer_fired, 30, 0);
+  while (!fired) uv_run(&loop, UV_RUN_ONCE);
+  *idle_after_ms = (double)(uv_metrics_idle_time(&loop) - idle1) * 1e-6;
+  uv_close((uv_handle_t *)&t, NULL);
+  cd_pool_destroy(p);
+  uv_run(&loop, UV_RUN_DEFAULT); /* the pool's handles close */
+  cr_assert_eq(uv_loop_close(&loop), 0);
+  return (double)(idle1 - idle0) * 1e-6;
+}
+
+Test(pool, the_loop_polls_for_a_result_only_within_the_window) {
+  double after;
+  /* a window longer than the job: the loop never blocks until the result
+   * is in, and blocks again as soon as nothing is pending */
+  double idle = idle_ms_around_job(1000000, 40, &after);
+  cr_expect_lt(idle, 10, "polled for 40 ms, yet %.1f ms idle", idle);
+  cr_expect_gt(after, 20, "nothing pending, yet only %.1f of 30 ms idle", after);
+  /* a 1 ms window: the loop sleeps for the rest of a 40 ms job */
+  idle = idle_ms_around_job(1000, 40, &idle);
+  cr_expect_gt(idle, 25, "window 1 ms, job 40 ms, yet only %.1f ms idle", idle);
+  /* no polling at all */
+  idle = idle_ms_around_job(0, 40, &after);
+  cr_expect_gt(idle, 25, "no polling, yet only %.1f of 40 ms idle", idle);
+  cr_expect_gt(after, 20, "no polling, yet only %.1f of 30 ms idle", after);
 }
