@@ -184,8 +184,9 @@ static void rtt_series(double (*trip)(void *), void *arg, int gap_us, const char
     if (i >= warm) t[i - warm] = dt;
   }
   qsort(t, (size_t)n, sizeof *t, cmp_d);
-  printf("rtt  %s, %s: p50 %.1f us  p99 %.1f us  (n=%d)\n", what,
-         gap_us ? "one per ms" : "back to back", t[n / 2] * 1e6, t[(int)(n * 0.99)] * 1e6, n);
+  char how[32] = "back to back";
+  if (gap_us) snprintf(how, sizeof how, "one per %g ms", gap_us * 1e-3);
+  printf("rtt  %s, %s: p50 %.1f us  p99 %.1f us  (n=%d)\n", what, how, t[n / 2] * 1e6, t[(int)(n * 0.99)] * 1e6, n);
   free(t);
 }
 

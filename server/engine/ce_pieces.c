@@ -25,10 +25,10 @@
 /* The mesh and each piece are builds of their own, reporting 0 to 1; each
  * reports into its share of the caller's callback (ce_props_reporting_into),
  * so the caller sees one rising fraction. The mesh takes the first share
- * of the progress, the pieces the rest in proportion to their points. ce_props.max_bytes bounds the whole: each
- * piece gets what the mesh and the pieces before it left, so a set of
- * pieces too large together stops at the first piece that does not fit,
- * not after all of them are built. */
+ * of the progress, the pieces the rest in proportion to their points.
+ * ce_props.max_bytes bounds the whole: each piece gets what the mesh and
+ * the pieces before it left, so a set of pieces too large together stops
+ * at the first piece that does not fit, not after all of them are built. */
 #define CE_PIECES_MESH_SHARE 0.2
 
 ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, const int32_t *tris, int32_t nf,
@@ -57,6 +57,7 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, con
     return ce_fail(err, CE_ENOMEM, "convex pieces: out of memory for %d pieces", (int)npieces);
   }
   size_t off = 0;
+  const double per_point = (1 - CE_PIECES_MESH_SHARE) / (double)(total > 0 ? total : 1);
   g->bytes += (size_t)npieces * sizeof *g->pieces;
   for (int32_t i = 0; i < npieces; i++) {
     size_t left = 0;
@@ -72,7 +73,6 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, con
       }
       left = props->max_bytes - g->bytes;
     }
-    const double per_point = (1 - CE_PIECES_MESH_SHARE) / (double)(total > 0 ? total : 1);
     const size_t count = piece_npoints[i] > 0 ? (size_t)piece_npoints[i] : 0;
     step = ce_buildprog_part(&whole, CE_PIECES_MESH_SHARE + per_point * (double)off,
                              CE_PIECES_MESH_SHARE + per_point * (double)(off + count));

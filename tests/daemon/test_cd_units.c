@@ -680,7 +680,7 @@ Test(pool, the_loop_polls_for_a_result_only_within_the_window) {
   cr_expect_lt(idle, 10, "polled for 40 ms, yet %.1f ms idle", idle);
   cr_expect_gt(after, 20, "nothing pending, yet only %.1f of 30 ms idle", after);
   /* a 1 ms window: the loop sleeps for the rest of a 40 ms job */
-  idle = idle_ms_around_job(1000, 40, &idle);
+  idle = idle_ms_around_job(1000, 40, &after);
   cr_expect_gt(idle, 25, "window 1 ms, job 40 ms, yet only %.1f ms idle", idle);
   /* no polling at all */
   idle = idle_ms_around_job(0, 40, &after);
