@@ -344,9 +344,12 @@ Test(lifecycle, disconnect_cancels_a_build_nobody_else_waits_for) {
  * one in the list (cd_conn_close does not unlink; on_handle_closed does). */
 Test(lifecycle, shutdown_grace_closes_every_busy_connection) {
   FILE *f = fopen("/tmp/contactd-test-grace.json", "w");
-  fprintf(f, "{\"workers\": 1, \"shutdown_grace_s\": 0}");
+  fprintf(f, "{\"shutdown_grace_s\": 0}");
   fclose(f);
-  const char *extra[] = {"--config", "/tmp/contactd-test-grace.json", NULL};
+  /* One worker (a flag, since the harness's --workers 2 overrides the
+   * config file), so the queued queries (~1 ms each) take ~0.2 s, far longer than the
+   * 20 ms before SIGTERM; with two workers both queues could empty first. */
+  const char *extra[] = {"--config", "/tmp/contactd-test-grace.json", "--workers", "1", NULL};
   tc_daemon d;
   tc_start(&d, extra);
   int fds[2];
@@ -362,7 +365,7 @@ Test(lifecycle, shutdown_grace_closes_every_busy_connection) {
     tc_pair_query pq;
     tc_pair_query_init(&pq, 0, geo[k][0], 0.02, geo[k][1], 0, CONTACTD__V1__DETAIL__DETAIL_SURFACE);
     Env e = pq.env;
-    for (uint64_t i = 0; i < 16; i++) {
+    for (uint64_t i = 0; i < 96; i++) {
       e.request_id = 10 + i;
       tc_send(fds[k], &e);
     }
