@@ -72,6 +72,10 @@ cd_cache *cd_cache_create(uint64_t budget_bytes) {
   if (!c) return NULL;
   c->nbuckets = 4096;
   c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
+  if (!c->buckets) {
+    free(c);
+    return NULL;
+  }
   c->budget = budget_bytes;
   return c;
 }

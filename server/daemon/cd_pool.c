@@ -145,12 +145,24 @@ static void on_poll(uv_idle_t *h) {
 }
 
 cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
+  /* Everything that can fail comes before the handles and threads, so a
+   * failure has only memory to give back. */
   cd_pool *p = calloc(1, sizeof *p);
   if (!p) return NULL;
+  p->slots = calloc((size_t)n, sizeof *p->slots);
+  for (int i = 0; p->slots && i < n; i++) {
+    if ((p->slots[i].w.arena = ce_arena_create(1 << 20)) != NULL) continue;
+    while (i-- > 0) ce_arena_destroy(p->slots[i].w.arena);
+    free(p->slots);
+    p->slots = NULL;
+  }
+  if (!p->slots) {
+    free(p);
+    return NULL;
+  }
   p->loop = loop;
   p->n = n;
   p->heavy_max = n;
-  p->slots = calloc((size_t)n, sizeof *p->slots);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
   pthread_mutex_init(&p->done_mu, NULL);
@@ -163,7 +175,6 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
     worker_slot *s = &p->slots[i];
     s->pool = p;
     s->w.index = i;
-    s->w.arena = ce_arena_create(1 << 20);
     ce_arena_set_budget(s->w.arena, arena_budget);
     if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
       CD_ERROR("cannot start worker thread", "worker=%d", i);

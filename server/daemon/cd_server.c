@@ -179,6 +179,19 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   s->cfg = *cfg;
   cd_stats_init(&s->stats);
   cd_json_global_init();
+  /* The handles first (none of these allocates): whatever fails below,
+   * cd_server_shutdown then finds every handle it closes initialised. */
+  uv_timer_init(loop, &s->drain_timer);
+  s->drain_timer.data = s;
+  uv_idle_init(loop, &s->mem_pump);
+  s->mem_pump.data = s;
+  uv_timer_init(loop, &s->mem_sweep);
+  s->mem_sweep.data = s;
+  uv_signal_init(loop, &s->sigterm);
+  uv_signal_init(loop, &s->sigint);
+  s->sigterm.data = s->sigint.data = s;
+  uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+  uv_signal_start(&s->sigint, on_signal, SIGINT);
   s->cache = cd_cache_create(cfg->limits.cache_bytes);
   s->pool = cd_pool_create(loop, cfg->workers, cfg->limits.worker_arena_bytes);
   /* (its scratch arena is never used: decoding allocates from each
@@ -192,17 +205,6 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   if (bw == 0) bw = cfg->workers > 1 ? (uint64_t)cfg->workers - 1 : 1;
   cd_pool_limit_heavy(s->pool, bw < (uint64_t)cfg->workers ? (int)bw : cfg->workers);
   cd_pool_poll_results(s->pool, cfg->limits.result_poll_us);
-  uv_timer_init(loop, &s->drain_timer);
-  s->drain_timer.data = s;
-  uv_idle_init(loop, &s->mem_pump);
-  s->mem_pump.data = s;
-  uv_timer_init(loop, &s->mem_sweep);
-  s->mem_sweep.data = s;
-  uv_signal_init(loop, &s->sigterm);
-  uv_signal_init(loop, &s->sigint);
-  s->sigterm.data = s->sigint.data = s;
-  uv_signal_start(&s->sigterm, on_signal, SIGTERM);
-  uv_signal_start(&s->sigint, on_signal, SIGINT);
   if (!cfg->listen[0] && !cfg->unix_path[0]) {
     CD_ERROR("nothing to listen on: give --listen or --unix", NULL);
     return -1;
