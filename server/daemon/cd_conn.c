@@ -1072,9 +1072,9 @@ static void start_reading(cd_conn *c) {
 
 /* ---- accept ------------------------------------------------------------ */
 
-void cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp) {
+int cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp) {
   cd_conn *c = calloc(1, sizeof *c);
-  if (!c) return;
+  if (!c) return -1;
   c->srv = s;
   c->id = ++s->next_conn_id;
   c->refs = 1;
@@ -1089,7 +1089,7 @@ void cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp) {
     uv_close((uv_handle_t *)&c->h, on_handle_closed);
     uv_close((uv_handle_t *)&c->idle, on_handle_closed);
     c->srv = s;
-    return;
+    return 0;
   }
   /* link first: on_handle_closed unlinks */
   c->next = s->conns;
@@ -1125,8 +1125,9 @@ void cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp) {
   c->next_stream_id = 1;
   CD_DEBUG("connection accepted", "conn=%llu peer=%s", (unsigned long long)c->id, c->peer);
   if (!c->ring) {
-    cd_conn_close(c, "out of memory");
-    return;
+    c->ring_cap = 0;
+    cd_conn_close(c, "out of memory for the connection's request ring");
+    return 0;
   }
   if (s->stats.connections > l->max_connections) {
     s->stats.connections_rejected++;
@@ -1137,10 +1138,11 @@ void cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp) {
     char msg[128];
     snprintf(msg, sizeof msg, "too many connections (max_connections %llu)", (unsigned long long)l->max_connections);
     fatal_framing(c, CD_UNAVAILABLE, msg);
-    return;
+    return 0;
   }
   if (l->idle_timeout_ms) uv_timer_start(&c->idle, on_idle, l->idle_timeout_ms, l->idle_timeout_ms);
   start_reading(c);
+  return 0;
 }
 
 /* ---- session ----------------------------------------------------------- */

@@ -92,8 +92,9 @@ struct cd_conn {
   cd_conn *prev, *next;
 };
 
-/* Accept a new connection on `server_stream` (TCP or pipe). */
-void cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp);
+/* Accept a new connection on `server_stream` (TCP or pipe). -1 when there
+ * was no memory for it: the connection is still pending then. */
+int cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp);
 
 /* Reserve the next reply slot (called by the decoder for every frame). */
 uint64_t cd_conn_reserve(cd_conn *c, uint64_t t0_ns);

@@ -14,6 +14,7 @@ typedef struct mconn mconn;
 struct cd_metrics {
   cd_server *srv;
   uv_tcp_t listener;
+  cd_spare spare; /* takes the connections we have no memory for */
   int nconns;   /* connections whose handles are not yet closed */
   int nopen;    /* of those, the ones not closing: what max_metrics_connections caps
                    (a closed socket's handle is released a moment later, and a
@@ -41,8 +42,10 @@ struct mconn {
 };
 
 static void free_metrics(cd_metrics *m) {
-  if (m->stopping && m->listener_closed && m->nconns == 0) free(m);
+  if (m->stopping && m->listener_closed && m->nconns == 0 && !m->spare.busy) free(m);
 }
+
+static void on_spare_idle(void *arg) { free_metrics(arg); }
 
 static void on_mclose(uv_handle_t *h) {
   mconn *c = h->data;
@@ -161,7 +164,11 @@ static void on_conn(uv_stream_t *ls, int status) {
   if (status < 0) return;
   const cd_limits *l = &m->srv->cfg.limits;
   mconn *c = calloc(1, sizeof *c);
-  if (!c) return;
+  if (!c) {
+    CD_WARN("metrics connection refused: out of memory for its state", NULL);
+    cd_spare_take(&m->spare);
+    return;
+  }
   c->m = m;
   uv_tcp_init(ls->loop, &c->h);
   c->h.data = c;
@@ -189,13 +196,19 @@ static void on_conn(uv_stream_t *ls, int status) {
 
 cd_metrics *cd_metrics_start(cd_server *s, const char *host, int port, int *bound) {
   cd_metrics *m = calloc(1, sizeof *m);
-  if (!m) return NULL;
+  if (!m) {
+    CD_ERROR("out of memory starting the metrics listener", NULL);
+    return NULL;
+  }
   m->srv = s;
   struct sockaddr_storage addr;
   int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr)
                              : uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
   uv_tcp_init(s->loop, &m->listener);
   m->listener.data = m;
+  cd_spare_init(&m->spare, (uv_stream_t *)&m->listener, 1);
+  m->spare.on_idle = on_spare_idle;
+  m->spare.arg = m;
   if (!rc) rc = uv_tcp_bind(&m->listener, (struct sockaddr *)&addr, 0);
   if (!rc) rc = uv_listen((uv_stream_t *)&m->listener, 64, on_conn);
   if (rc) {

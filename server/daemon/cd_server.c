@@ -16,25 +16,22 @@
 #include "cd_log.h"
 #include "cd_metrics.h"
 
-static void on_tcp_conn(uv_stream_t *ls, int status) {
+static void on_conn(uv_stream_t *ls, int status, int is_tcp) {
   cd_server *s = ls->data;
   if (status < 0) {
     CD_WARN("accept failed", "error=\"%s\"", uv_strerror(status));
     return;
   }
   if (s->draining) return;
-  cd_conn_accept(s, ls, 1);
+  if (cd_conn_accept(s, ls, is_tcp) != 0) {
+    CD_WARN("connection refused: out of memory for its state", "listener=%s", is_tcp ? "tcp" : "unix");
+    cd_spare_take(is_tcp ? &s->spare_tcp : &s->spare_unix);
+  }
 }
 
-static void on_unix_conn(uv_stream_t *ls, int status) {
-  cd_server *s = ls->data;
-  if (status < 0) {
-    CD_WARN("accept failed", "error=\"%s\"", uv_strerror(status));
-    return;
-  }
-  if (s->draining) return;
-  cd_conn_accept(s, ls, 0);
-}
+static void on_tcp_conn(uv_stream_t *ls, int status) { on_conn(ls, status, 1); }
+
+static void on_unix_conn(uv_stream_t *ls, int status) { on_conn(ls, status, 0); }
 
 static void on_signal(uv_signal_t *h, int signum) {
   cd_server *s = h->data;
@@ -141,6 +138,7 @@ static int bind_tcp(cd_server *s) {
   uv_tcp_init(s->loop, &s->tcp);
   s->tcp.data = s;
   s->have_tcp = 1;
+  cd_spare_init(&s->spare_tcp, (uv_stream_t *)&s->tcp, 1);
   if ((rc = uv_tcp_bind(&s->tcp, (struct sockaddr *)&addr, 0)) == 0)
     rc = uv_listen((uv_stream_t *)&s->tcp, 511, on_tcp_conn);
   if (rc) {
@@ -163,6 +161,7 @@ static int bind_unix(cd_server *s) {
   uv_pipe_init(s->loop, &s->unix_sock, 0);
   s->unix_sock.data = s;
   s->have_unix = 1;
+  cd_spare_init(&s->spare_unix, (uv_stream_t *)&s->unix_sock, 0);
   int rc = uv_pipe_bind(&s->unix_sock, s->cfg.unix_path);
   if (!rc) rc = uv_listen((uv_stream_t *)&s->unix_sock, 511, on_unix_conn);
   if (rc) {

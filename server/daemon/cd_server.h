@@ -11,6 +11,7 @@
 #include "cd_cache.h"
 #include "cd_config.h"
 #include "cd_pool.h"
+#include "cd_spare.h"
 #include "cd_stats.h"
 
 typedef struct cd_conn cd_conn;
@@ -48,6 +49,7 @@ typedef struct cd_server {
   uv_idle_t mem_pump;
   uv_timer_t mem_sweep;
   uint64_t next_conn_id;
+  cd_spare spare_tcp, spare_unix; /* take the connections we have no memory for */
   int draining;        /* SIGTERM/SIGINT seen: not accepting */
   int exit_code;
 } cd_server;
