@@ -57,7 +57,7 @@ void cd_budget_reset(cd_budget *b) {
   }
   b->chunks = keep;
   b->used = 0;
-  b->exhausted = 0;
+  b->exhausted = b->nomem = 0;
 }
 
 void cd_budget_destroy(cd_budget *b) {
@@ -65,7 +65,7 @@ void cd_budget_destroy(cd_budget *b) {
   b->chunks = NULL;
   b->held = 0;
   b->used = 0;
-  b->exhausted = 0;
+  b->exhausted = b->nomem = 0;
 }
 
 void *cd_budget_alloc(cd_budget *b, size_t n) {
@@ -105,7 +105,7 @@ void *cd_budget_alloc(cd_budget *b, size_t n) {
   }
   cd_budget_chunk *nc = malloc(hdr + size);
   if (!nc) {
-    b->exhausted = 1;
+    b->exhausted = b->nomem = 1;
     return NULL;
   }
   nc->size = size;

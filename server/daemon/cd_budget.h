@@ -33,6 +33,7 @@ typedef struct cd_budget {
   size_t used;                  /* bytes handed out since the last reset */
   size_t peak;                  /* largest `held` ever */
   int exhausted;                /* an allocation failed since the last reset */
+  int nomem;                    /* ... and one of them because the heap refused */
   cd_budget_chunk *chunks;      /* newest first */
 } cd_budget;
 
@@ -47,7 +48,8 @@ void cd_budget_destroy(cd_budget *b);
 void cd_budget_set_limit(cd_budget *b, size_t limit);
 
 /* 16-byte aligned, uninitialised; NULL (and `exhausted` set) when the budget
- * would be exceeded. cd_budget_alloc(b, 0) returns a valid unique pointer. */
+ * would be exceeded, or when the heap refuses (`nomem` set too).
+ * cd_budget_alloc(b, 0) returns a valid unique pointer. */
 void *cd_budget_alloc(cd_budget *b, size_t n);
 /* Zeroed allocation of n * size bytes (overflow-checked). */
 void *cd_budget_calloc(cd_budget *b, size_t n, size_t size);
@@ -56,6 +58,10 @@ char *cd_budget_strndup(cd_budget *b, const char *s, size_t n);
 
 static inline ProtobufCAllocator *cd_budget_allocator(cd_budget *b) { return &b->allocator; }
 static inline int cd_budget_exhausted(const cd_budget *b) { return b->exhausted; }
+/* Why a failed allocation failed, for messages: "out of memory" when the
+ * heap refused one since the last reset, else "over the budget" wording
+ * chosen by the caller. */
+static inline int cd_budget_nomem(const cd_budget *b) { return b->nomem; }
 
 /* Error filled by the wire codecs (cd_frame, cd_json): a gRPC canonical code
  * (the numbers of contactd.v1.ErrorCode), the path of the offending field in

@@ -267,20 +267,24 @@ static void set_slot(cd_conn *c, uint64_t seq, char *data, size_t len, cd_slot_s
   if (seq == c->base_seq) flush(c);
 }
 
-/* Encode env as this connection's wire format into a malloc'd buffer.
- * Returns 0 (*out set), -1 when out of memory, or 1 when the encoding
- * would exceed max_reply_bytes (*st says by how much; nothing large was
- * allocated: the frame size is computed first, and JSON encodes in the
- * connection's scratch budget, capped at the limit). Error envelopes are
- * exempt: they are small, and the over-limit answer is one. */
+/* What encode_env made of an envelope. */
+typedef enum {
+  ENC_OK,           /* *out_p holds it */
+  ENC_OVER,         /* a reply (not an Error) would pass max_reply: *st says so, the request fails */
+  ENC_NOMEM,        /* a reply (not an Error) found no memory: *st says so, the request fails */
+  ENC_ERROR_NOMEM,  /* an Error found no memory: the connection closes */
+  ENC_FAILED,       /* the JSON encoder failed otherwise (*why): the connection closes */
+} enc_result;
+
 /* env encoded for the wire (json: a JSON line, else a delimited frame)
- * into *out_p (malloc'd): 0; 1 when a reply (not an Error) would pass
- * max_reply (0 = none; *st says so); -1 when out of memory or the JSON
- * encoder failed (*why says what). scratch holds the JSON encoder's tree
- * and is reset. Touches nothing else: any thread. */
-static int encode_env(int json, uint64_t max_reply, cd_budget *scratch, Contactd__V1__Envelope *env, char **out_p,
-                      size_t *out_len, cd_status *st, char why[200]) {
-  uint64_t limit = env->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? 0 : max_reply;
+ * into *out_p (malloc'd). Over max_reply (0 = none) nothing large was
+ * allocated: the frame size is computed first, and JSON encodes in the
+ * connection's scratch budget, capped at the limit. scratch holds the JSON
+ * encoder's tree and is reset. Touches nothing else: any thread. */
+static enc_result encode_env(int json, uint64_t max_reply, cd_budget *scratch, Contactd__V1__Envelope *env,
+                             char **out_p, size_t *out_len, cd_status *st, char why[200]) {
+  const int is_error = env->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR;
+  uint64_t limit = is_error ? 0 : max_reply;
   char *out = NULL;
   size_t len = 0;
   char b1[32], b2[32];
@@ -300,16 +304,17 @@ static int encode_env(int json, uint64_t max_reply, cd_budget *scratch, Contactd
         len = n + 1;
       }
     }
-    int over = !j && limit && we.code == CD_WIRE_RESOURCE_EXHAUSTED;
+    const int nomem = !j && cd_budget_nomem(scratch);
+    int over = !j && !nomem && limit && we.code == CD_WIRE_RESOURCE_EXHAUSTED;
     cd_budget_reset(scratch);
     if (over) {
       cd_status_set(st, CD_EXHAUSTED, "",
                     "reply would be over max_reply_bytes %s as JSON (encoding it needs more); ask for fewer pairs "
                     "or less detail (no surfaces or patches), or use the protobuf framing, which is smaller",
                     cd_fmt_bytes(b1, sizeof b1, limit));
-      return 1;
+      return ENC_OVER;
     }
-    if (!j) {
+    if (!j && !nomem) {
       encoder_failed = 1;
       snprintf(why, 200, "cannot encode a JSON reply: %.160s", we.message);
     }
@@ -321,37 +326,52 @@ static int encode_env(int json, uint64_t max_reply, cd_budget *scratch, Contactd
                     "reply would be %s (%zu bytes), over max_reply_bytes %s; ask for fewer pairs or less detail "
                     "(no surfaces or patches)",
                     cd_fmt_bytes(b1, sizeof b1, total), total, cd_fmt_bytes(b2, sizeof b2, limit));
-      return 1;
+      return ENC_OVER;
     }
     out = malloc(total ? total : 1);
     if (out) len = cd_frame_write(&env->base, body, (uint8_t *)out);
   }
   if (!out) {
-    if (!encoder_failed) snprintf(why, 200, "out of memory");
-    return -1;
+    if (encoder_failed) return ENC_FAILED;
+    snprintf(why, 200, "out of memory");
+    if (is_error) return ENC_ERROR_NOMEM;
+    cd_status_set(st, CD_EXHAUSTED, "", "out of memory encoding the reply%s; try again", json ? " as JSON" : "");
+    return ENC_NOMEM;
   }
   *out_p = out;
   *out_len = len;
-  return 0;
+  return ENC_OK;
 }
 
 /* The reply of slot seq, encoded (encode_env's rc, out, len, st, why). */
-static void reply_encoded(cd_conn *c, uint64_t seq, uint64_t request_id, int rc, char *out, size_t len,
+static void reply_encoded(cd_conn *c, uint64_t seq, uint64_t request_id, enc_result rc, char *out, size_t len,
                           cd_status *st, const char *why) {
   if (c->closing) {
     free(out);
     return;
   }
-  if (rc > 0) { /* too large: this request fails, the connection goes on */
+  if (rc == ENC_NOMEM) { /* this request fails, the connection goes on */
+    CD_WARN("out of memory encoding a reply", "conn=%llu peer=%s request_id=%llu", (unsigned long long)c->id,
+            c->peer, (unsigned long long)request_id);
+    cd_conn_reply_error(c, seq, request_id, st);
+    return;
+  }
+  if (rc == ENC_OVER) { /* this request fails, the connection goes on */
     CD_INFO("reply over max_reply_bytes", "conn=%llu peer=%s request_id=%llu", (unsigned long long)c->id, c->peer,
             (unsigned long long)request_id);
     c->srv->stats.replies_over_limit++;
     cd_conn_reply_error(c, seq, request_id, st);
     return;
   }
-  if (rc < 0) {
-    CD_ERROR("cannot encode a reply", "conn=%llu error=\"%s\"", (unsigned long long)c->id, why);
+  if (rc == ENC_ERROR_NOMEM) { /* nothing smaller to say */
+    CD_WARN("out of memory encoding an error reply", "conn=%llu peer=%s request_id=%llu", (unsigned long long)c->id,
+            c->peer, (unsigned long long)request_id);
     cd_conn_close(c, "out of memory encoding a reply");
+    return;
+  }
+  if (rc == ENC_FAILED) {
+    CD_ERROR("cannot encode a reply", "conn=%llu error=\"%s\"", (unsigned long long)c->id, why);
+    cd_conn_close(c, "cannot encode a reply");
     return;
   }
   if (len >= UINT_MAX) { /* one uv_buf_t holds < 4 GiB */
@@ -369,7 +389,8 @@ void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   char *out = NULL;
   cd_status st;
   char why[200];
-  int rc = encode_env(c->wire == CD_WIRE_JSON, lim(c)->max_reply_bytes, &c->scratch, env, &out, &len, &st, why);
+  enc_result rc =
+      encode_env(c->wire == CD_WIRE_JSON, lim(c)->max_reply_bytes, &c->scratch, env, &out, &len, &st, why);
   reply_encoded(c, seq, env->request_id, rc, out, len, &st, why);
 }
 
@@ -388,7 +409,7 @@ typedef struct encode_job {
   void *arg;
   int json;
   uint64_t max_reply;
-  int rc;
+  enc_result rc;
   char *out;
   size_t len;
   cd_status st;
@@ -447,7 +468,7 @@ void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   char *out = NULL;
   cd_status st;
   char why[200];
-  if (encode_env(c->wire == CD_WIRE_JSON, lim(c)->max_reply_bytes, &c->scratch, env, &out, &len, &st, why) != 0)
+  if (encode_env(c->wire == CD_WIRE_JSON, lim(c)->max_reply_bytes, &c->scratch, env, &out, &len, &st, why) != ENC_OK)
     return; /* advisory: dropped */
   if (len >= UINT_MAX) free(out);
   else write_out(c, out, len);
@@ -1059,7 +1080,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
       maybe_finish(c);
       cd_conn_unref(c);
     } else {
-      cd_conn_close(c, uv_strerror((int)nread));
+      /* (on_alloc found no memory for the read: libuv reports ENOBUFS) */
+      cd_conn_close(c, nread == UV_ENOBUFS ? "out of memory for a read buffer" : uv_strerror((int)nread));
     }
   }
   free(buf->base);
@@ -1147,18 +1169,19 @@ int cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp) {
 
 /* ---- session ----------------------------------------------------------- */
 
-void cd_conn_hold_geometry(cd_conn *c, cd_cache_entry *e) {
+int cd_conn_hold_geometry(cd_conn *c, cd_cache_entry *e) {
   for (size_t i = 0; i < c->ngeoms; i++)
-    if (c->geoms[i] == e) return;
+    if (c->geoms[i] == e) return 0;
   if (c->ngeoms == c->geoms_cap) {
     size_t nc = c->geoms_cap ? 2 * c->geoms_cap : 8;
     cd_cache_entry **ng = realloc(c->geoms, nc * sizeof *ng);
-    if (!ng) return;
+    if (!ng) return -1;
     c->geoms = ng;
     c->geoms_cap = nc;
   }
   c->geoms[c->ngeoms++] = e;
   cd_cache_ref(e);
+  return 0;
 }
 
 int cd_conn_release_geometry(cd_conn *c, cd_cache_entry *e) {

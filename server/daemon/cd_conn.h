@@ -135,8 +135,9 @@ void cd_conn_close(cd_conn *c, const char *reason);
 /* Shutdown: close once in-flight work is answered and flushed. */
 void cd_conn_drain(cd_conn *c);
 
-/* Session geometry references. Adding an id already held is a no-op. */
-void cd_conn_hold_geometry(cd_conn *c, cd_cache_entry *e);
+/* Session geometry references. Adding an id already held is a no-op.
+ * -1 when out of memory (the session does not hold it then). */
+int cd_conn_hold_geometry(cd_conn *c, cd_cache_entry *e);
 /* 1 if the session held e (and now does not). */
 int cd_conn_release_geometry(cd_conn *c, cd_cache_entry *e);
 

@@ -203,9 +203,12 @@ ProtobufCMessage *cd_frame_unpack(const ProtobufCMessageDescriptor *desc, const 
     err->field[0] = 0;
     if (ex) {
       err->code = CD_WIRE_RESOURCE_EXHAUSTED;
-      snprintf(err->message, sizeof err->message,
-               "decoding the %zu-byte %s needs more than the decode budget of %zu bytes", len,
-               desc->name, b->limit);
+      if (cd_budget_nomem(b))
+        snprintf(err->message, sizeof err->message, "out of memory decoding the %zu-byte %s", len, desc->name);
+      else
+        snprintf(err->message, sizeof err->message,
+                 "decoding the %zu-byte %s needs more than the decode budget of %zu bytes", len,
+                 desc->name, b->limit);
     } else {
       err->code = CD_WIRE_INVALID_ARGUMENT;
       char why[200];

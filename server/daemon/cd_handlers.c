@@ -236,7 +236,12 @@ static int on_build_progress(void *user, double fraction, const char *stage) {
 }
 
 static void reply_registered(cd_req *r, cd_cache_entry *e, int already) {
-  if (!cd_conn_gone(r->conn)) cd_conn_hold_geometry(r->conn, e);
+  /* The session must hold the geometry before the client is told it may
+   * use it: without the reference the cache could evict it. */
+  if (!cd_conn_gone(r->conn) && cd_conn_hold_geometry(r->conn, e) != 0) {
+    fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory holding the geometry for this session");
+    return;
+  }
   Contactd__V1__GeometryStats gs = CONTACTD__V1__GEOMETRY_STATS__INIT;
   gs.vertices = e->info.vertices;
   gs.tetrahedra = e->info.tetrahedra;

@@ -146,6 +146,7 @@ static int fail(jctx *c, int code, const char *fmt, ...) {
 }
 
 static int fail_budget(jctx *c) {
+  if (cd_budget_nomem(c->b)) return fail(c, CD_WIRE_RESOURCE_EXHAUSTED, "out of memory decoding the message");
   return fail(c, CD_WIRE_RESOURCE_EXHAUSTED,
               "message exceeds the decode budget of %zu bytes", c->b->limit);
 }
@@ -796,9 +797,11 @@ char *cd_json_encode(const ProtobufCMessage *m, cd_budget *b, size_t *len, cd_wi
     if (err) {
       err->code = CD_WIRE_RESOURCE_EXHAUSTED;
       err->field[0] = 0;
-      snprintf(err->message, sizeof err->message,
-               "encoding %s as JSON exceeds the budget of %zu bytes", m->descriptor->name,
-               b->limit);
+      if (cd_budget_nomem(b) || !b->limit)
+        snprintf(err->message, sizeof err->message, "out of memory encoding %s as JSON", m->descriptor->name);
+      else
+        snprintf(err->message, sizeof err->message, "encoding %s as JSON exceeds the budget of %zu bytes",
+                 m->descriptor->name, b->limit);
     }
     return NULL;
   }
