@@ -97,6 +97,13 @@ int td_start(td_proc *d, const char *bin, const char *const *extra, const char *
     if (waitpid(pid, &st, WNOHANG) == pid) {
       *why = "contactd exited during startup";
       d->pid = 0;
+      d->startup_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      char *log = td_read_log(d);
+      if (log) { /* the end of it, where the reason is */
+        size_t n = strlen(log), keep = sizeof d->startup_log - 1;
+        memcpy(d->startup_log, log + (n > keep ? n - keep : 0), n > keep ? keep : n);
+        free(log);
+      }
       remove_dir(d);
       return -1;
     }

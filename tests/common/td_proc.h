@@ -15,12 +15,17 @@ typedef struct td_proc {
   char dir[256];
   char unix_path[300];
   char log_path[300];
+  /* When td_start fails because the daemon exited during startup: its exit
+   * status (128 + signal when killed by one) and the end of its log. */
+  int startup_status;
+  char startup_log[4096];
 } td_proc;
 
 /* Start `bin` with --listen 127.0.0.1:0 --unix DIR/contactd.sock --workers
  * 2 and the extra arguments (NULL-terminated, may be NULL), and wait up to
  * 20 s until it logs "ready". The child is killed if the test process dies.
- * Returns 0, or -1 with *why naming what failed (the daemon is gone then). */
+ * Returns 0, or -1 with *why naming what failed (the daemon is gone then;
+ * startup_status and startup_log say how it ended if it exited). */
 int td_start(td_proc *d, const char *bin, const char *const *extra, const char **why);
 /* SIGTERM and wait (SIGKILL after 60 s: status 255). With show_log, a
  * nonzero exit (or TC_SHOW_LOG in the environment) prints the daemon's log

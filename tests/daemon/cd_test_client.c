@@ -224,15 +224,22 @@ static char *register_msg(int fd, Contactd__V1__RegisterGeometry *rg, uint64_t i
   return out;
 }
 
+void tc_sphere_spec(Contactd__V1__RegisterGeometry *rg, Contactd__V1__Sphere *s, double radius, double modulus,
+                    double hint) {
+  contactd__v1__sphere__init(s);
+  s->radius = radius;
+  contactd__v1__register_geometry__init(rg);
+  rg->shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
+  rg->sphere = s;
+  rg->compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  rg->modulus = modulus;
+  rg->resolution_hint = hint;
+}
+
 char *tc_register_sphere(int fd, uint64_t request_id, double radius, double modulus, double hint) {
-  Contactd__V1__Sphere s = CONTACTD__V1__SPHERE__INIT;
-  s.radius = radius;
-  Contactd__V1__RegisterGeometry rg = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
-  rg.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE;
-  rg.sphere = &s;
-  rg.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
-  rg.modulus = modulus;
-  rg.resolution_hint = hint;
+  Contactd__V1__Sphere s;
+  Contactd__V1__RegisterGeometry rg;
+  tc_sphere_spec(&rg, &s, radius, modulus, hint);
   return register_msg(fd, &rg, request_id);
 }
 

@@ -53,6 +53,9 @@ Contactd__V1__Envelope *tc_call(int fd, Contactd__V1__Envelope *req, int timeout
 /* A Stats request → its reply, or NULL (nothing, another kind of reply, or
  * another request id). The caller frees it. */
 Contactd__V1__Envelope *tc_stats(int fd, uint64_t request_id, int timeout_ms);
+/* A RegisterGeometry for a compliant sphere, in the caller's rg and s. */
+void tc_sphere_spec(Contactd__V1__RegisterGeometry *rg, Contactd__V1__Sphere *s, double radius, double modulus,
+                    double hint);
 /* Register a compliant sphere (radius, modulus, hint) → geometry id (malloc'd). */
 char *tc_register_sphere(int fd, uint64_t request_id, double radius, double modulus, double hint);
 /* Register a rigid half space → id. */
@@ -61,7 +64,7 @@ char *tc_register_halfspace(int fd, uint64_t request_id, int compliant, double m
  * OpenStreamReply echoing request_id (printed to stderr). */
 uint64_t tc_open_stream(int fd, Contactd__V1__OpenStream *os, uint64_t request_id, int timeout_ms);
 
-/* Body helper (static storage rotates among a few slots). */
+/* Fill a body (id, geometry, position) in the caller's storage. */
 void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3 *pos, uint32_t id,
              const char *geometry_id, double x, double y, double z);
 
