@@ -80,6 +80,12 @@ build, from the source directory:
 (the seed is printed; pass --seed to repeat a run; --batches and --minutes
 may be combined, the first reached ends the run). The daemon inherits the
 environment, ASAN_OPTIONS and UBSAN_OPTIONS included.
+
+Out of memory too: with --daemon .../tests/daemon/contactd_faults and
+--faults N, about one allocation in N fails while each batch runs (the
+shim's serve mode, armed with SIGUSR1 and disarmed with SIGUSR2 before the
+checks), so every bad-input path is also tried with its allocations
+failing; ctest's test_fuzz_faults_smoke does this briefly.
 """
 import argparse
 import collections
@@ -158,8 +164,9 @@ BIG_LIMITS = {"max_mesh_elements": 100000, "max_bodies_per_query": 2000, "max_pa
 
 
 class Daemon:
-    def __init__(self, binary, config, log_path, unix_path):
+    def __init__(self, binary, config, log_path, unix_path, env=None):
         self.binary, self.config, self.log_path, self.unix_path = binary, config, log_path, unix_path
+        self.env = env
         self.proc = None
         self.port = None
         self.log_pos = 0  # log bytes already scanned
@@ -170,7 +177,8 @@ class Daemon:
         with open(self.log_path, "wb") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(
                 [self.binary, "--listen", "127.0.0.1:0", "--unix", self.unix_path, "--workers", "2",
-                 "--config", self.config], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+                 "--config", self.config], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                env=self.env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with open(self.log_path, encoding="utf-8", errors="replace") as f:
@@ -229,8 +237,9 @@ def bad_log_lines(lines):
     """The daemon writes only logfmt lines ("ts=... level=... msg=...", control
     characters escaped): anything else on its stderr is a sanitizer report,
     an abort or assertion message, or similar. level=error is logged only when
-    something failed that should not (e.g. a reply could not be encoded)."""
-    return [ln for ln in lines if not ln.startswith("ts=") or " level=error " in ln]
+    something failed that should not (e.g. a reply could not be encoded).
+    contactd_faults (--faults) also writes "faults: ..." lines."""
+    return [ln for ln in lines if not (ln.startswith("ts=") or ln.startswith("faults: ")) or " level=error " in ln]
 
 
 def exit_status_text(rc):
@@ -1206,7 +1215,8 @@ class Fuzzer:
             limits.update(BIG_LIMITS)
         with open(config, "w") as f:
             json.dump({"limits": limits}, f, indent=1)
-        self.d = Daemon(args.daemon, config, os.path.join(work, "contactd.log"), unix_path)
+        env = dict(os.environ, CONTACTD_FAULTS="serve:%d:%d" % (args.faults, seed)) if args.faults else None
+        self.d = Daemon(args.daemon, config, os.path.join(work, "contactd.log"), unix_path, env)
         self.health = Health()
         self.keeper = None
         self.where = "start"  # or "batch N", "shutdown": for the failure message
@@ -1344,7 +1354,11 @@ class Fuzzer:
         self.batch = a.from_batch
         while (not a.batches or self.batch <= a.batches) and (not a.minutes or time.monotonic() - t0 < a.minutes * 60):
             self.where = "batch %d" % self.batch
+            if a.faults:  # failing allocations during the batch, none during the checks
+                self.d.proc.send_signal(signal.SIGUSR1)
             self.run_batch()
+            if a.faults:
+                self.d.proc.send_signal(signal.SIGUSR2)
             self.check_batch()
             if time.monotonic() - last_report > 30:
                 last_report = time.monotonic()
@@ -1387,6 +1401,9 @@ def main():
     ap.add_argument("--from-batch", type=int, default=1, help="start at batch N (to rerun one batch)")
     ap.add_argument("--conns", type=int, default=3, help="most connections at once per batch")
     ap.add_argument("--big", action="store_true", help="larger mesh, body and pair limits and mutation sizes")
+    ap.add_argument("--faults", type=int, default=0, metavar="N",
+                    help="--daemon is contactd_faults (tests/daemon): about one allocation in N fails during "
+                         "each batch (never during the checks)")
     args = ap.parse_args()
     if not args.batches and not args.minutes:
         ap.error("give --batches or --minutes")
