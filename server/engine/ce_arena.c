@@ -26,7 +26,7 @@ struct ce_arena {
 
 static ce_chunk *chunk_new(size_t size) {
   if (size > SIZE_MAX - sizeof(ce_chunk)) return NULL;
-  ce_chunk *c = ce_malloc(sizeof(ce_chunk) + size);
+  ce_chunk *c = malloc(sizeof(ce_chunk) + size);
   if (!c) return NULL;
   c->next = NULL;
   c->size = size;
@@ -35,7 +35,7 @@ static ce_chunk *chunk_new(size_t size) {
 }
 
 ce_arena *ce_arena_create(size_t initial_bytes) {
-  ce_arena *a = ce_calloc(1, sizeof *a);
+  ce_arena *a = calloc(1, sizeof *a);
   if (!a) return NULL;
   a->min_chunk = initial_bytes < 4096 ? 4096 : initial_bytes;
   a->head = chunk_new(a->min_chunk);

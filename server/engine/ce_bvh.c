@@ -573,9 +573,9 @@ ce_errno ce_bvh_build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3
   if (s->nnodes == 0) return CE_OK;
   int32_t ninner = 0;
   for (int32_t i = 0; i < s->nnodes; i++) ninner += s->nodes[i].left >= 0;
-  int32_t *entry = ce_calloc((size_t)s->nnodes, sizeof *entry);
-  s->disk = ce_malloc((size_t)(ninner + 1) * sizeof *s->disk);
-  s->tri = ce_malloc((size_t)s->nelem * sizeof *s->tri);
+  int32_t *entry = calloc((size_t)s->nnodes, sizeof *entry);
+  s->disk = malloc((size_t)(ninner + 1) * sizeof *s->disk);
+  s->tri = malloc((size_t)s->nelem * sizeof *s->tri);
   if (!entry || !s->disk || !s->tri) {
     free(entry);
     return ce_fail(err, CE_ENOMEM, "bvh: out of memory for surface bounds");
@@ -642,7 +642,7 @@ static int face_cmp(const void *x, const void *y) {
 static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, const ce_vec3 *v,
                                const int32_t (*bfaces)[2], int64_t nb, const ce_buildprog *prog, ce_error *err) {
   const int64_t n4 = bfaces ? nb : (int64_t)nt * 4;
-  face_key *f = ce_malloc((size_t)(n4 > 0 ? n4 : 1) * sizeof *f);
+  face_key *f = malloc((size_t)(n4 > 0 ? n4 : 1) * sizeof *f);
   if (!f) return ce_fail(err, CE_ENOMEM, "bvh: out of memory for boundary faces");
   for (int64_t i = 0; i < n4; i++) {
     const int32_t t = bfaces ? bfaces[i][0] : (int32_t)(i / 4), k = bfaces ? bfaces[i][1] : (int32_t)(i % 4);
@@ -666,9 +666,9 @@ static ce_errno build_boundary(ce_bvh *bvh, int32_t nt, const int32_t *tets, con
     i = j;
   }
   ce_errno e = CE_OK;
-  bvh->bnd = ce_calloc(1, sizeof *bvh->bnd);
-  bvh->bnd_face = ce_malloc((size_t)(nf ? nf : 1) * sizeof *bvh->bnd_face);
-  bvh->bnd_tet = ce_malloc((size_t)(nf ? nf : 1) * sizeof *bvh->bnd_tet);
+  bvh->bnd = calloc(1, sizeof *bvh->bnd);
+  bvh->bnd_face = malloc((size_t)(nf ? nf : 1) * sizeof *bvh->bnd_face);
+  bvh->bnd_tet = malloc((size_t)(nf ? nf : 1) * sizeof *bvh->bnd_tet);
   if (!bvh->bnd || !bvh->bnd_face || !bvh->bnd_tet) {
     e = ce_fail(err, CE_ENOMEM, "bvh: out of memory for boundary faces");
   } else {
@@ -734,20 +734,20 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
   c.prog = &tree;
   c.err = err;
   c.next_report = CE_BVH_PROGRESS_WORK;
-  c.centroid = ce_malloc((size_t)nelem * sizeof *c.centroid);
-  c.tmp = ce_malloc((size_t)nelem * sizeof *c.tmp);
-  c.order = ce_malloc((size_t)nelem * sizeof *c.order);
-  c.nodes = ce_malloc((size_t)maxnodes * sizeof *c.nodes);
+  c.centroid = malloc((size_t)nelem * sizeof *c.centroid);
+  c.tmp = malloc((size_t)nelem * sizeof *c.tmp);
+  c.order = malloc((size_t)nelem * sizeof *c.order);
+  c.nodes = malloc((size_t)maxnodes * sizeof *c.nodes);
   /* the three sorted lists and the marks in one block */
-  int32_t *lists = ce_malloc((size_t)nelem * 4 * sizeof *lists);
+  int32_t *lists = malloc((size_t)nelem * 4 * sizeof *lists);
   c.gelems = (CE_BVH_GATHER / k) & ~1;
   if (c.gelems > nelem) c.gelems = nelem;
   c.gcap = (int64_t)c.gelems * k;
-  c.gather = ce_malloc((size_t)c.gcap * 4 * sizeof *c.gather);
+  c.gather = malloc((size_t)c.gcap * 4 * sizeof *c.gather);
   if (k == 4 && pressure) {
-    c.egrad = ce_malloc((size_t)nelem * sizeof *c.egrad);
-    c.evol = ce_malloc((size_t)nelem * sizeof *c.evol);
-    c.field = ce_malloc((size_t)maxnodes * sizeof *c.field);
+    c.egrad = malloc((size_t)nelem * sizeof *c.egrad);
+    c.evol = malloc((size_t)nelem * sizeof *c.evol);
+    c.field = malloc((size_t)maxnodes * sizeof *c.field);
   }
   if (!c.centroid || !c.tmp || !c.order || !c.nodes || !lists || !c.gather ||
       (k == 4 && pressure && (!c.egrad || !c.evol || !c.field))) {

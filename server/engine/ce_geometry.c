@@ -255,8 +255,8 @@ static void sort3(int32_t v[3], int8_t *sign) {
 static ce_errno tet_faces(ce_tetmesh *m, unsigned char *boundary, int32_t (**bfaces)[2], int64_t *nb,
                           const ce_buildprog *prog, ce_error *err) {
   int64_t nk = (int64_t)m->nt * 4;
-  face_key *keys = ce_malloc((size_t)nk * sizeof *keys);
-  int64_t *end = ce_calloc((size_t)m->nv + 1, sizeof *end);
+  face_key *keys = malloc((size_t)nk * sizeof *keys);
+  int64_t *end = calloc((size_t)m->nv + 1, sizeof *end);
   if (!keys || !end) {
     free(keys);
     free(end);
@@ -315,7 +315,7 @@ static ce_errno tet_faces(ce_tetmesh *m, unsigned char *boundary, int32_t (**bfa
   }
   if (bfaces) {
     *nb = nbound;
-    *bfaces = ce_malloc((size_t)(nbound > 0 ? nbound : 1) * sizeof **bfaces);
+    *bfaces = malloc((size_t)(nbound > 0 ? nbound : 1) * sizeof **bfaces);
     if (!*bfaces) {
       e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %lld boundary faces", (long long)nbound);
       goto done;
@@ -379,7 +379,7 @@ static ce_errno tet_distance_field(ce_tetmesh *m, double modulus, const unsigned
   ce_bvh bb;
   memset(&bb, 0, sizeof bb);
   int32_t *stack = NULL;
-  int32_t(*btri)[3] = ce_malloc((size_t)(nb > 0 ? nb : 1) * sizeof *btri);
+  int32_t(*btri)[3] = malloc((size_t)(nb > 0 ? nb : 1) * sizeof *btri);
   if (!btri) return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %lld boundary triangles", (long long)nb);
   for (int64_t f = 0; f < nb; f++) {
     const int32_t *t = m->tet[bfaces[f][0]];
@@ -388,7 +388,7 @@ static ce_errno tet_distance_field(ce_tetmesh *m, double modulus, const unsigned
   }
   const ce_buildprog pb = ce_buildprog_part(prog, 0, 0.2);
   if ((e = ce_bvh_build(&bb, (int32_t)nb, 3, &btri[0][0], m->v, NULL, &pb, err)) != CE_OK) goto done;
-  stack = ce_malloc(((size_t)bb.nnodes + 1) * sizeof *stack);
+  stack = malloc(((size_t)bb.nnodes + 1) * sizeof *stack);
   if (!stack) {
     e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for the distance query");
     goto done;
@@ -448,8 +448,8 @@ static int32_t label_components(int32_t n, const int32_t *adj, int k, int32_t *c
  * comp_first; see ce_tetmesh), numbered in the order of their lowest tet. */
 static ce_errno tet_components(ce_tetmesh *m, ce_error *err) {
   const int32_t nt = m->nt;
-  m->comp = ce_malloc((size_t)(nt > 0 ? nt : 1) * sizeof *m->comp);
-  int32_t *stack = ce_malloc((size_t)(nt > 0 ? nt : 1) * sizeof *stack);
+  m->comp = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *m->comp);
+  int32_t *stack = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *stack);
   if (!m->comp || !stack) {
     free(stack);
     return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d component marks", (int)nt);
@@ -457,7 +457,7 @@ static ce_errno tet_components(ce_tetmesh *m, ce_error *err) {
   const int32_t nc = label_components(nt, &m->adj[0][0], 4, m->comp, stack);
   free(stack);
   m->ncomp = nc;
-  m->comp_first = ce_malloc((size_t)(nc > 0 ? nc : 1) * sizeof *m->comp_first);
+  m->comp_first = malloc((size_t)(nc > 0 ? nc : 1) * sizeof *m->comp_first);
   if (!m->comp_first) return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d components", (int)nc);
   for (int32_t t = nt - 1; t >= 0; t--) m->comp_first[m->comp[t]] = t;
   if (nc <= 1) { /* every tet in component 0 */
@@ -524,7 +524,7 @@ static ce_errno tet_build(ce_geometry *g, const ce_buildprog *prog, ce_error *er
   if ((e = ce_buildprog_report(prog, 0.1, err)) != CE_OK) return e;
 
   /* flags: bit 0 = boundary vertex (array 0), used vertex (array 1). */
-  flags = ce_calloc((size_t)nv * 2, 1);
+  flags = calloc((size_t)nv * 2, 1);
   if (!flags) return ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d vertex flags", (int)nv);
   unsigned char *boundary = flags, *used = flags + nv;
   for (int32_t t = 0; t < nt; t++)
@@ -534,7 +534,7 @@ static ce_errno tet_build(ce_geometry *g, const ce_buildprog *prog, ce_error *er
   if ((e = tet_components(m, err)) != CE_OK) goto done;
   if ((e = ce_buildprog_report(prog, 0.2, err)) != CE_OK) goto done;
   if (!m->p) {
-    m->p = ce_malloc((size_t)nv * sizeof *m->p);
+    m->p = malloc((size_t)nv * sizeof *m->p);
     if (!m->p) {
       e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d pressures", (int)nv);
       goto done;
@@ -634,7 +634,7 @@ static ce_errno mesh_start(ce_shape_type shape, const ce_props *props, ce_compli
     return ce_fail(err, CE_EBYTES,
                    "%s: %d %ss and %d vertices take at least %.3g MB once built, over the limit of %.3g MB", what,
                    (int)ne, elem, (int)nv, (double)least / 1e6, (double)props->max_bytes / 1e6);
-  *g = ce_calloc(1, sizeof **g);
+  *g = calloc(1, sizeof **g);
   if (!*g) return ce_fail(err, CE_ENOMEM, "%s: out of memory", what);
   geometry_common(*g, shape, props);
   return CE_OK;
@@ -653,11 +653,11 @@ ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props, 
   g->tet.v = v;
   g->tet.tet = tets;
   g->tet.p = p;
-  g->tet.grad = ce_malloc((size_t)nt * sizeof *g->tet.grad);
-  g->tet.offset = ce_malloc((size_t)nt * sizeof *g->tet.offset);
-  g->tet.prange = ce_malloc((size_t)nt * sizeof *g->tet.prange);
-  g->tet.adj = ce_malloc((size_t)nt * sizeof *g->tet.adj);
-  g->tet.fplane = ce_malloc((size_t)nt * sizeof *g->tet.fplane);
+  g->tet.grad = malloc((size_t)nt * sizeof *g->tet.grad);
+  g->tet.offset = malloc((size_t)nt * sizeof *g->tet.offset);
+  g->tet.prange = malloc((size_t)nt * sizeof *g->tet.prange);
+  g->tet.adj = malloc((size_t)nt * sizeof *g->tet.adj);
+  g->tet.fplane = malloc((size_t)nt * sizeof *g->tet.fplane);
   if (!g->tet.grad || !g->tet.offset || !g->tet.prange || !g->tet.adj || !g->tet.fplane) {
     e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %d tets", (int)nt);
     goto fail;
@@ -700,7 +700,7 @@ static int edge_key_cmp(const void *pa, const void *pb) {
  * of its vertices, and then evaluated triangle by triangle. */
 static ce_errno tri_components(ce_trimesh *m, int keep, ce_error *err) {
   const size_t n = (size_t)(m->nf > 0 ? m->nf : 1);
-  int32_t *stack = ce_malloc(n * sizeof *stack), *comp = ce_malloc(n * sizeof *comp);
+  int32_t *stack = malloc(n * sizeof *stack), *comp = malloc(n * sizeof *comp);
   if (!stack || !comp) {
     free(stack);
     free(comp);
@@ -713,7 +713,7 @@ static ce_errno tri_components(ce_trimesh *m, int keep, ce_error *err) {
     free(comp);
     return CE_OK;
   }
-  int32_t *off = ce_calloc((size_t)nc + 1, sizeof *off), *tris = ce_malloc(n * sizeof *tris);
+  int32_t *off = calloc((size_t)nc + 1, sizeof *off), *tris = malloc(n * sizeof *tris);
   if (!off || !tris) {
     free(stack);
     free(comp);
@@ -742,8 +742,8 @@ static ce_errno tri_components(ce_trimesh *m, int keep, ce_error *err) {
 static ce_errno tri_edges(ce_trimesh *m, int require_closed, const ce_buildprog *prog, int64_t *open,
                           ce_error *err) {
   int64_t nk = (int64_t)m->nf * 3;
-  edge_key *keys = ce_malloc((size_t)nk * sizeof *keys);
-  int64_t *end = ce_calloc((size_t)m->nv + 1, sizeof *end);
+  edge_key *keys = malloc((size_t)nk * sizeof *keys);
+  int64_t *end = calloc((size_t)m->nv + 1, sizeof *end);
   if (!keys || !end) {
     free(keys);
     free(end);
@@ -839,9 +839,9 @@ static ce_errno tet_boundary_convex(const ce_tetmesh *t, const int32_t (*bfaces)
   m.nv = t->nv;
   m.nf = (int32_t)nb;
   m.v = t->v;
-  m.tri = ce_malloc((size_t)nb * sizeof *m.tri);
-  m.normal = ce_malloc((size_t)nb * sizeof *m.normal);
-  m.adj = ce_malloc((size_t)nb * sizeof *m.adj);
+  m.tri = malloc((size_t)nb * sizeof *m.tri);
+  m.normal = malloc((size_t)nb * sizeof *m.normal);
+  m.adj = malloc((size_t)nb * sizeof *m.adj);
   ce_errno e = CE_OK;
   if (!m.tri || !m.normal || !m.adj) {
     e = ce_fail(err, CE_ENOMEM, "tet mesh: out of memory for %lld boundary faces", (long long)nb);
@@ -950,9 +950,9 @@ ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props, 
   g->tri.nf = nf;
   g->tri.v = v;
   g->tri.tri = tris;
-  g->tri.normal = ce_malloc((size_t)nf * sizeof *g->tri.normal);
-  g->tri.area = ce_malloc((size_t)nf * sizeof *g->tri.area);
-  g->tri.adj = ce_malloc((size_t)nf * sizeof *g->tri.adj);
+  g->tri.normal = malloc((size_t)nf * sizeof *g->tri.normal);
+  g->tri.area = malloc((size_t)nf * sizeof *g->tri.area);
+  g->tri.adj = malloc((size_t)nf * sizeof *g->tri.adj);
   if (!g->tri.normal || !g->tri.area || !g->tri.adj) {
     e = ce_fail(err, CE_ENOMEM, "triangle mesh: out of memory for %d triangles", (int)nf);
     goto fail;
@@ -982,9 +982,9 @@ ce_errno ce_geometry_from_tetmesh(const double *vertices, int32_t nv, const int3
     return ce_fail(err, CE_EINVAL, "a tet mesh must be compliant (compliance %d)", (int)props->compliance);
   if ((e = check_counts("tet mesh", nv, nt, "tet", err)) != CE_OK) return e;
   if (!vertices || !tets) return ce_fail(err, CE_EINVAL, "tet mesh: vertex or tet array is NULL");
-  ce_vec3 *v = ce_malloc((size_t)nv * sizeof *v);
-  int32_t(*t)[4] = ce_malloc((size_t)nt * sizeof *t);
-  double *p = pressure ? ce_malloc((size_t)nv * sizeof *p) : NULL;
+  ce_vec3 *v = malloc((size_t)nv * sizeof *v);
+  int32_t(*t)[4] = malloc((size_t)nt * sizeof *t);
+  double *p = pressure ? malloc((size_t)nv * sizeof *p) : NULL;
   if (!v || !t || (pressure && !p)) {
     free(v);
     free(t);
@@ -1010,8 +1010,8 @@ ce_errno ce_geometry_from_trimesh(const double *vertices, int32_t nv, const int3
     return ce_fail(err, CE_EINVAL, "a triangle mesh must be rigid (compliance %d)", (int)props->compliance);
   if ((e = check_counts("triangle mesh", nv, nf, "triangle", err)) != CE_OK) return e;
   if (!vertices || !tris) return ce_fail(err, CE_EINVAL, "triangle mesh: vertex or triangle array is NULL");
-  ce_vec3 *v = ce_malloc((size_t)nv * sizeof *v);
-  int32_t(*t)[3] = ce_malloc((size_t)nf * sizeof *t);
+  ce_vec3 *v = malloc((size_t)nv * sizeof *v);
+  int32_t(*t)[3] = malloc((size_t)nf * sizeof *t);
   if (!v || !t) {
     free(v);
     free(t);
@@ -1034,7 +1034,7 @@ ce_errno ce_build_halfspace(const ce_props *props, ce_geometry **out, ce_error *
   if (props->compliance == CE_COMPLIANT &&
       (e = ce_check_length("half space", "slab thickness", props->slab_thickness, err)) != CE_OK)
     return e;
-  ce_geometry *g = ce_calloc(1, sizeof *g);
+  ce_geometry *g = calloc(1, sizeof *g);
   if (!g) return ce_fail(err, CE_ENOMEM, "half space: out of memory");
   geometry_common(g, CE_SHAPE_HALFSPACE, props);
   g->is_halfspace = 1;

@@ -122,8 +122,8 @@ ce_errno ce_geometry_from_heightfield(const double *heights, int32_t nx, int32_t
     return ce_fail(err, CE_ENONFINITE, "heightfield: the grid's extent overflows");
   if (!heights) return ce_fail(err, CE_EINVAL, "heightfield: heights array is NULL");
 
-  ce_heightfield *h = ce_calloc(1, sizeof *h);
-  ce_geometry *g = ce_calloc(1, sizeof *g);
+  ce_heightfield *h = calloc(1, sizeof *h);
+  ce_geometry *g = calloc(1, sizeof *g);
   if (!h || !g) goto nomem;
   h->nx = nx;
   h->ny = ny;
@@ -133,8 +133,8 @@ ce_errno ce_geometry_from_heightfield(const double *heights, int32_t nx, int32_t
   h->continuity = continuity;
   h->bnx = (nx + CE_HF_BLOCK - 1) >> CE_HF_BLOCK_SHIFT;
   h->bny = (ny + CE_HF_BLOCK - 1) >> CE_HF_BLOCK_SHIFT;
-  h->z = ce_malloc((size_t)nx * (size_t)ny * sizeof(double));
-  h->brange = ce_malloc((size_t)h->bnx * (size_t)h->bny * sizeof *h->brange);
+  h->z = malloc((size_t)nx * (size_t)ny * sizeof(double));
+  h->brange = malloc((size_t)h->bnx * (size_t)h->bny * sizeof *h->brange);
   if (!h->z || !h->brange) goto nomem;
   for (int64_t b = 0; b < (int64_t)h->bnx * h->bny; b++) {
     h->brange[b][0] = INFINITY;

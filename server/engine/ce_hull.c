@@ -88,7 +88,7 @@ static int32_t add_face(hull *h, int32_t a, int32_t b, int32_t c) {
       return -1;
     }
     int32_t cap = h->capf ? (h->capf < h->maxf / 2 ? h->capf * 2 : h->maxf) : 64;
-    hface *nf = ce_realloc(h->f, (size_t)cap * sizeof *nf);
+    hface *nf = realloc(h->f, (size_t)cap * sizeof *nf);
     if (!nf) return -1;
     h->f = nf;
     h->capf = cap;
@@ -142,7 +142,7 @@ static int32_t edge_index(const hface *f, int32_t a, int32_t b) {
  * *fi, a live face, is renumbered with them. Run when the dead outnumber
  * the live, it keeps the face array within about twice the hull. */
 static ce_errno compact_faces(hull *h, int32_t *fi) {
-  int32_t *map = ce_malloc((size_t)h->nf * sizeof *map);
+  int32_t *map = malloc((size_t)h->nf * sizeof *map);
   if (!map) return CE_ENOMEM;
   int32_t k = 0;
   for (int32_t j = 0; j < h->nf; j++) {
@@ -231,7 +231,7 @@ static ce_errno hull_run(hull *h, ce_error *err) {
       if (i != i0 && i != i1 && i != i2 && i != i3) assign_point(h, first, 4, i);
   }
 
-  star = ce_malloc((size_t)np * sizeof *star);
+  star = malloc((size_t)np * sizeof *star);
   if (!star) goto nomem;
   for (int32_t i = 0; i < np; i++) star[i] = -1;
 
@@ -256,16 +256,16 @@ static ce_errno hull_run(hull *h, ce_error *err) {
      * ones, with up to 3 horizon edges and new faces each. */
     if (capv < h->nlive) {
       capv = h->nlive * 2;
-      int32_t *s2 = ce_realloc(stack, (size_t)capv * sizeof *s2);
+      int32_t *s2 = realloc(stack, (size_t)capv * sizeof *s2);
       if (!s2) goto nomem;
       stack = s2;
-      int32_t *v2 = ce_realloc(visible, (size_t)capv * sizeof *v2);
+      int32_t *v2 = realloc(visible, (size_t)capv * sizeof *v2);
       if (!v2) goto nomem;
       visible = v2;
-      int32_t *h2 = ce_realloc(horizon, (size_t)capv * 6 * sizeof *h2);
+      int32_t *h2 = realloc(horizon, (size_t)capv * 6 * sizeof *h2);
       if (!h2) goto nomem;
       horizon = h2;
-      int32_t *n2 = ce_realloc(newf, (size_t)capv * 3 * sizeof *n2);
+      int32_t *n2 = realloc(newf, (size_t)capv * 3 * sizeof *n2);
       if (!n2) goto nomem;
       newf = n2;
     }
@@ -400,8 +400,8 @@ static ce_errno weld_points(const ce_vec3 *p, int32_t n, ce_vec3 lo, double w, c
     return CE_OK;
   }
   ce_errno e = CE_OK;
-  weld_key *k = ce_malloc((size_t)n * sizeof *k);
-  unsigned char *kept = ce_malloc((size_t)n);
+  weld_key *k = malloc((size_t)n * sizeof *k);
+  unsigned char *kept = malloc((size_t)n);
   if (!k || !kept) {
     free(k);
     free(kept);
@@ -416,7 +416,7 @@ static ce_errno weld_points(const ce_vec3 *p, int32_t n, ce_vec3 lo, double w, c
   int64_t cells[3];
   int32_t nk = 0;
   /* cells of point i, before sorting */
-  int64_t(*own)[3] = ce_malloc((size_t)n * sizeof *own);
+  int64_t(*own)[3] = malloc((size_t)n * sizeof *own);
   if (!own) {
     free(k);
     free(kept);
@@ -492,9 +492,9 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
   const ce_buildprog pweld = ce_buildprog_part(&whole, 0, CE_HULL_SHARE * CE_HULL_WELD_SHARE);
   const ce_buildprog phull = ce_buildprog_part(&whole, CE_HULL_SHARE * CE_HULL_WELD_SHARE, CE_HULL_SHARE);
   const ce_buildprog pmesh = ce_buildprog_part(&whole, CE_HULL_SHARE, 1);
-  ce_vec3 *p = ce_malloc((size_t)np * sizeof *p);
-  int32_t *orig = ce_malloc((size_t)np * sizeof *orig);
-  h.next = ce_malloc((size_t)np * sizeof *h.next);
+  ce_vec3 *p = malloc((size_t)np * sizeof *p);
+  int32_t *orig = malloc((size_t)np * sizeof *orig);
+  h.next = malloc((size_t)np * sizeof *h.next);
   int32_t *map = NULL;
   if (!p || !orig || !h.next) {
     e = ce_fail(err, CE_ENOMEM, "convex: out of memory for %d points", (int)np);
@@ -552,7 +552,7 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
   if ((e = ce_buildprog_report(&phull, 1, err)) != CE_OK) goto done;
 
   /* Compact: hull vertices in increasing input order. */
-  map = ce_malloc((size_t)nq * sizeof *map);
+  map = malloc((size_t)nq * sizeof *map);
   if (!map) {
     e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
     goto done;
@@ -567,7 +567,7 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
   for (int32_t i = 0; i < nq; i++)
     if (map[i] == 0) map[i] = nv++;
   int compliant = props->compliance == CE_COMPLIANT;
-  ce_vec3 *v = ce_malloc((size_t)(nv + compliant) * sizeof *v);
+  ce_vec3 *v = malloc((size_t)(nv + compliant) * sizeof *v);
   if (!v) {
     e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
     goto done;
@@ -575,7 +575,7 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
   for (int32_t i = 0; i < nq; i++)
     if (map[i] >= 0) v[map[i]] = p[i];
   if (!compliant) {
-    int32_t(*tri)[3] = ce_malloc((size_t)nf * sizeof *tri);
+    int32_t(*tri)[3] = malloc((size_t)nf * sizeof *tri);
     if (!tri) {
       free(v);
       e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
@@ -606,8 +606,8 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
       }
     c = vol > 0 ? ce_scale(c, 1.0 / vol) : o;
     v[nv] = c;
-    int32_t(*tet)[4] = ce_malloc((size_t)nf * sizeof *tet);
-    double *pr = ce_malloc((size_t)(nv + 1) * sizeof *pr);
+    int32_t(*tet)[4] = malloc((size_t)nf * sizeof *tet);
+    double *pr = malloc((size_t)(nv + 1) * sizeof *pr);
     if (!tet || !pr) {
       free(v);
       free(tet);

@@ -11,25 +11,9 @@
 #include "ce.h"
 #include "ce_math.h"
 
-/* Every heap allocation of the engine goes through these (ce_alloc.c). In
- * the library they are the C library's own; the test library
- * contactengine_faults, built with CE_FAULT_INJECTION, makes them fail on
- * request so that tests/engine/test_alloc_failure.c can run every
- * out-of-memory path (SQLite's malloc-failure tests are the model). */
-#ifdef CE_FAULT_INJECTION
-void *ce_malloc(size_t n);
-void *ce_calloc(size_t n, size_t size);
-void *ce_realloc(void *p, size_t n);
-/* The calling thread's allocation number k (0-based, counted from this
- * call) and every one after it fail; k < 0 turns failures off. */
-void ce_fault_fail_from(long k);
-/* Allocations the calling thread asked for since ce_fault_fail_from. */
-long ce_fault_count(void);
-#else
-#define ce_malloc malloc
-#define ce_calloc calloc
-#define ce_realloc realloc
-#endif
+/* The engine allocates with the C library's malloc, calloc and realloc
+ * and checks every one: tests/engine/test_alloc_failure.c links it with
+ * -Wl,--wrap to make them fail on request (tests/common/td_faults.c). */
 
 /* Fill *err (may be NULL) with code and a printf-style message; returns code. */
 ce_errno ce_fail(ce_error *err, ce_errno code, const char *fmt, ...)

@@ -64,9 +64,9 @@ static void csr_free(csr *A) {
 static ce_errno csr_build(csr *A, const ce_vec3 *v, int32_t nv, const int32_t (*tet)[4], int32_t nt, ce_error *err) {
   memset(A, 0, sizeof *A);
   A->n = nv;
-  int32_t *vt_off = ce_calloc((size_t)nv + 1, sizeof *vt_off), *vt = ce_malloc((size_t)nt * 4 * sizeof *vt);
-  int32_t *mark = ce_malloc((size_t)nv * sizeof *mark);
-  A->off = ce_calloc((size_t)nv + 1, sizeof *A->off);
+  int32_t *vt_off = calloc((size_t)nv + 1, sizeof *vt_off), *vt = malloc((size_t)nt * 4 * sizeof *vt);
+  int32_t *mark = malloc((size_t)nv * sizeof *mark);
+  A->off = calloc((size_t)nv + 1, sizeof *A->off);
   ce_errno e = CE_OK;
   if (!vt_off || !vt || !mark || !A->off) {
     e = ce_fail(err, CE_ENOMEM, "laplace: out of memory for %d vertices", (int)nv);
@@ -76,7 +76,7 @@ static ce_errno csr_build(csr *A, const ce_vec3 *v, int32_t nv, const int32_t (*
     for (int r = 0; r < 4; r++) vt_off[tet[q][r] + 1]++;
   for (int32_t i = 0; i < nv; i++) vt_off[i + 1] += vt_off[i];
   {
-    int32_t *fill = ce_malloc((size_t)nv * sizeof *fill);
+    int32_t *fill = malloc((size_t)nv * sizeof *fill);
     if (!fill) {
       e = ce_fail(err, CE_ENOMEM, "laplace: out of memory");
       goto done;
@@ -109,8 +109,8 @@ static ce_errno csr_build(csr *A, const ce_vec3 *v, int32_t nv, const int32_t (*
       else A->off[i + 1] = A->off[i] + c;
     }
     if (!pass) {
-      A->col = ce_malloc((size_t)A->off[nv] * sizeof *A->col);
-      A->val = ce_calloc((size_t)A->off[nv], sizeof *A->val);
+      A->col = malloc((size_t)A->off[nv] * sizeof *A->col);
+      A->val = calloc((size_t)A->off[nv], sizeof *A->val);
       if (!A->col || !A->val) {
         e = ce_fail(err, CE_ENOMEM, "laplace: out of memory for %lld matrix entries", (long long)A->off[nv]);
         goto done;
@@ -200,10 +200,10 @@ ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *t
   if ((e = ce_geometry_from_tetmesh(vertices, nv, tets, nt, NULL, &props, &g, err)) != CE_OK) return e;
 
   const ce_tetmesh *m = &g->tet;
-  unsigned char *fixed = ce_calloc((size_t)nv, 1);
-  double *r = ce_malloc((size_t)nv * sizeof *r), *z = ce_malloc((size_t)nv * sizeof *z);
-  double *p = ce_malloc((size_t)nv * sizeof *p), *q = ce_malloc((size_t)nv * sizeof *q);
-  double *dinv = ce_malloc((size_t)nv * sizeof *dinv);
+  unsigned char *fixed = calloc((size_t)nv, 1);
+  double *r = malloc((size_t)nv * sizeof *r), *z = malloc((size_t)nv * sizeof *z);
+  double *p = malloc((size_t)nv * sizeof *p), *q = malloc((size_t)nv * sizeof *q);
+  double *dinv = malloc((size_t)nv * sizeof *dinv);
   csr A;
   memset(&A, 0, sizeof A);
   if (!fixed || !r || !z || !p || !q || !dinv) {
@@ -235,7 +235,7 @@ ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *t
   }
   /* unused vertices: fixed at 0 */
   {
-    unsigned char *used = ce_calloc((size_t)nv, 1);
+    unsigned char *used = calloc((size_t)nv, 1);
     if (!used) {
       e = ce_fail(err, CE_ENOMEM, "laplace: out of memory");
       goto done;
@@ -381,7 +381,7 @@ ce_errno ce_geometry_from_tetmesh_field(const double *vertices, int32_t nv, cons
       break;
     case CE_FIELD_LAPLACE: {
       if ((e = check_mesh(vertices, nv, tets, nt, err))) return e;
-      double *eps = ce_malloc((size_t)nv * sizeof *eps);
+      double *eps = malloc((size_t)nv * sizeof *eps);
       if (!eps) return ce_fail(err, CE_ENOMEM, "tet mesh field: out of memory");
       e = ce_tetmesh_laplace(vertices, nv, tets, nt, field, eps, rep, err);
       if (e == CE_OK) {

@@ -147,7 +147,7 @@ typedef struct dyn {
 static int dyn_push(dyn *a, const void *x) {
   if (a->len == a->cap) {
     size_t nc = a->cap ? a->cap * 2 : 64;
-    void *nd = ce_realloc(a->d, nc * a->elem);
+    void *nd = realloc(a->d, nc * a->elem);
     if (!nd) return 0;
     a->d = nd;
     a->cap = nc;
@@ -206,8 +206,8 @@ static int32_t wkey_lower(const wkey *k, int32_t n, const double c[3]) {
 static ce_errno weld(ce_mesh_data *m, double tol, ce_error *err) {
   int32_t nv = m->nv;
   if (nv == 0) return CE_OK;
-  wkey *k = ce_malloc((size_t)nv * sizeof *k);
-  int32_t *rep = ce_malloc((size_t)nv * sizeof *rep);
+  wkey *k = malloc((size_t)nv * sizeof *k);
+  int32_t *rep = malloc((size_t)nv * sizeof *rep);
   if (!k || !rep) {
     free(k);
     free(rep);
@@ -229,7 +229,7 @@ static ce_errno weld(ce_mesh_data *m, double tol, ce_error *err) {
   }
   qsort(k, (size_t)nv, sizeof *k, wkey_cmp);
   /* position of each vertex in the sorted order */
-  int32_t *where = ce_malloc((size_t)nv * sizeof *where);
+  int32_t *where = malloc((size_t)nv * sizeof *where);
   if (!where) {
     free(k);
     free(rep);
@@ -387,8 +387,8 @@ static ce_errno parse_stl_binary(const unsigned char *b, size_t n, ce_mesh_data 
   if ((uint64_t)nf * 50 > n - 84)
     return ce_fail(err, CE_EINVAL, "STL byte offset %zu: expected %u triangles of 50 bytes (%llu bytes), file ends (truncated)",
                    n, nf, (unsigned long long)nf * 50);
-  m->vertices = ce_malloc((size_t)nf * 9 * sizeof(double));
-  m->tris = ce_malloc((size_t)nf * 3 * sizeof(int32_t));
+  m->vertices = malloc((size_t)nf * 9 * sizeof(double));
+  m->tris = malloc((size_t)nf * 3 * sizeof(int32_t));
   if (!m->vertices || !m->tris) return ce_fail(err, CE_ENOMEM, "STL: out of memory for %u triangles", nf);
   for (uint32_t f = 0; f < nf; f++) {
     const unsigned char *p = b + 84 + (size_t)f * 50 + 12;
@@ -453,7 +453,7 @@ static ce_errno parse_stl_ascii(rd *r, ce_mesh_data *m) {
     goto done;
   }
   size_t nf = V.len / 9;
-  m->tris = ce_malloc(nf * 3 * sizeof(int32_t));
+  m->tris = malloc(nf * 3 * sizeof(int32_t));
   if (!m->tris) {
     e = ce_fail(r->err, CE_ENOMEM, "STL: out of memory");
     goto done;
@@ -510,7 +510,7 @@ static ce_errno vtk_int_array(rd *r, int binary, const char *key, long long n, i
   if ((double)n * (binary ? w : 2) > (double)rd_left(r) + 1)
     return rd_fail(r, CE_EINVAL, "%lld %s entries need at least %.0f bytes but only %zu remain (truncated?)", n, key,
                    (double)n * (binary ? w : 2), rd_left(r));
-  int32_t *a = ce_malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
+  int32_t *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
   if (!a) return ce_fail(r->err, CE_ENOMEM, "VTK: out of memory for %lld %s entries", n, key);
   if (binary) {
     if ((e = vtk_binary_start(r, (size_t)n * (size_t)w, key))) {
@@ -578,7 +578,7 @@ static ce_errno parse_vtk(rd *r, ce_mesh_data *m) {
     w = 8;
   else
     return rd_fail(r, CE_EINVAL, "expected point type 'float' or 'double', found '%.40s'", t);
-  m->vertices = ce_malloc((size_t)(np > 0 ? np : 1) * 3 * sizeof(double));
+  m->vertices = malloc((size_t)(np > 0 ? np : 1) * 3 * sizeof(double));
   if (!m->vertices) return ce_fail(r->err, CE_ENOMEM, "VTK: out of memory for %lld points", np);
   if (binary) {
     if ((e = vtk_binary_start(r, (size_t)np * 3 * w, "point coordinates"))) return e;
@@ -631,7 +631,7 @@ static ce_errno parse_vtk(rd *r, ce_mesh_data *m) {
         }
       nc = nof - 1;
       size = ncon + nc;
-      cells = ce_malloc((size_t)(size > 0 ? size : 1) * sizeof *cells);
+      cells = malloc((size_t)(size > 0 ? size : 1) * sizeof *cells);
       if (!cells) {
         free(of);
         free(con);
@@ -648,7 +648,7 @@ static ce_errno parse_vtk(rd *r, ce_mesh_data *m) {
     }
   }
   if (size < nc) return rd_fail(r, CE_EINVAL, "cell list size %lld is smaller than the cell count %lld", size, nc);
-  cells = ce_malloc((size_t)(size > 0 ? size : 1) * sizeof *cells);
+  cells = malloc((size_t)(size > 0 ? size : 1) * sizeof *cells);
   if (!cells) return ce_fail(r->err, CE_ENOMEM, "VTK: out of memory for %lld cell entries", size);
   if (binary) {
     if ((e = vtk_binary_start(r, (size_t)size * 4, "cell lists"))) goto done;
@@ -683,7 +683,7 @@ cell_types:
     e = rd_fail(r, CE_EINVAL, "expected %lld cell types (one per cell), found %lld", nc, nct);
     goto done;
   }
-  types = ce_malloc((size_t)(nc > 0 ? nc : 1) * sizeof *types);
+  types = malloc((size_t)(nc > 0 ? nc : 1) * sizeof *types);
   if (!types) {
     e = ce_fail(r->err, CE_ENOMEM, "VTK: out of memory");
     goto done;
@@ -728,7 +728,7 @@ cell_types:
     e = ce_fail(r->err, CE_EEMPTY, "VTK: no tetrahedra (cell type 10) among %lld cells", nc);
     goto done;
   }
-  m->tets = ce_malloc((size_t)ntet * 4 * sizeof(int32_t));
+  m->tets = malloc((size_t)ntet * 4 * sizeof(int32_t));
   if (!m->tets) {
     e = ce_fail(r->err, CE_ENOMEM, "VTK: out of memory for %lld tets", ntet);
     goto done;
@@ -981,8 +981,8 @@ static ce_errno parse_msh(rd *r, ce_mesh_data *m) {
     return e;
   if (bin && !v4) rd_next_line(r);
   f.bin = bin;
-  m->vertices = ce_malloc((size_t)(nn > 0 ? nn : 1) * 3 * sizeof(double));
-  ids = ce_malloc((size_t)(nn > 0 ? nn : 1) * sizeof *ids);
+  m->vertices = malloc((size_t)(nn > 0 ? nn : 1) * 3 * sizeof(double));
+  ids = malloc((size_t)(nn > 0 ? nn : 1) * sizeof *ids);
   if (!m->vertices || !ids) {
     e = ce_fail(r->err, CE_ENOMEM, "MSH: out of memory for %lld nodes", nn);
     goto done;

@@ -51,7 +51,7 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, con
     *out = g;
     return e;
   }
-  g->pieces = ce_calloc((size_t)npieces, sizeof *g->pieces);
+  g->pieces = calloc((size_t)npieces, sizeof *g->pieces);
   if (!g->pieces) {
     ce_geometry_free(g);
     return ce_fail(err, CE_ENOMEM, "convex pieces: out of memory for %d pieces", (int)npieces);

@@ -113,15 +113,15 @@ static ce_errno icosphere(int level, ce_vec3 **pv, int32_t *pnv,
                                  {4, 9, 5},  {2, 4, 11}, {6, 2, 10},  {8, 6, 7},  {9, 8, 1}};
   int64_t nv_final = 10 * ((int64_t)1 << (2 * level)) + 2;
   int64_t nf_final = 20 * ((int64_t)1 << (2 * level));
-  ce_vec3 *v = ce_malloc((size_t)nv_final * sizeof *v);
-  int32_t(*f)[3] = ce_malloc((size_t)nf_final * sizeof *f);
-  int32_t(*g)[3] = level > 0 ? ce_malloc((size_t)nf_final * sizeof *g) : NULL;
+  ce_vec3 *v = malloc((size_t)nv_final * sizeof *v);
+  int32_t(*f)[3] = malloc((size_t)nf_final * sizeof *f);
+  int32_t(*g)[3] = level > 0 ? malloc((size_t)nf_final * sizeof *g) : NULL;
   edge_map em = {0};
   if (level > 0) {
     em.cap = 1;
     while (em.cap < nf_final) em.cap <<= 1; /* > 2x the edges of the last level */
-    em.key = ce_malloc((size_t)em.cap * sizeof *em.key);
-    em.val = ce_malloc((size_t)em.cap * sizeof *em.val);
+    em.key = malloc((size_t)em.cap * sizeof *em.key);
+    em.val = malloc((size_t)em.cap * sizeof *em.val);
   }
   if (!v || !f || (level > 0 && (!g || !em.key || !em.val))) {
     free(v); free(f); free(g); free(em.key); free(em.val);
@@ -218,9 +218,9 @@ static ce_errno layered_tets(const ce_vec3 *x, const int32_t *foot, int32_t ns,
                              ce_error *err) {
   int64_t nv = (int64_t)ns * (K + 1) + naxis;
   int64_t nt = (int64_t)nf * (3 * K + 3);
-  m->v = ce_malloc((size_t)nv * sizeof *m->v);
-  m->p = ce_malloc((size_t)nv * sizeof *m->p);
-  m->tet = ce_malloc((size_t)nt * sizeof *m->tet);
+  m->v = malloc((size_t)nv * sizeof *m->v);
+  m->p = malloc((size_t)nv * sizeof *m->p);
+  m->tet = malloc((size_t)nt * sizeof *m->tet);
   if (!m->v || !m->p || !m->tet) {
     ce_rawmesh_free(m);
     return oom(err, "layered mesh");
@@ -294,7 +294,7 @@ static ce_errno ellipsoid_mesh(ce_vec3 axes, double hr, int compliant, double E,
     orient_tris_outward(m->v, m->tri, m->nf, 0.0);
     return CE_OK;
   }
-  int32_t *foot = ce_calloc((size_t)nsv, sizeof *foot);
+  int32_t *foot = calloc((size_t)nsv, sizeof *foot);
   if (!foot) {
     free(sv); free(sf);
     return oom(err, name);
@@ -365,11 +365,11 @@ static ce_errno capsule_surface(double R, double L, double h, const cap_plan *P,
   double l = 0.5 * L;
   int32_t mb = P->mb, nphi = P->nphi, nr = P->nrings;
   int32_t ns = (int32_t)P->nv, nf = (int32_t)P->nf, naxis = mb + 1;
-  ce_vec3 *v = ce_malloc((size_t)ns * sizeof *v);
-  int32_t *foot = ce_malloc((size_t)ns * sizeof *foot);
-  ce_vec3 *axis = ce_malloc((size_t)naxis * sizeof *axis);
-  int32_t(*f)[3] = ce_malloc((size_t)nf * sizeof *f);
-  cap_ring *ring = ce_malloc((size_t)nr * sizeof *ring);
+  ce_vec3 *v = malloc((size_t)ns * sizeof *v);
+  int32_t *foot = malloc((size_t)ns * sizeof *foot);
+  ce_vec3 *axis = malloc((size_t)naxis * sizeof *axis);
+  int32_t(*f)[3] = malloc((size_t)nf * sizeof *f);
+  cap_ring *ring = malloc((size_t)nr * sizeof *ring);
   if (!v || !foot || !axis || !f || !ring) {
     free(v); free(foot); free(axis); free(f); free(ring);
     return oom(err, "capsule");
@@ -502,7 +502,7 @@ static int grow(void **p, int32_t *cap, int32_t need, size_t elem) {
   if (need <= *cap) return 1;
   int32_t c = *cap ? *cap : 64;
   while (c < need) c *= 2;
-  void *q = ce_realloc(*p, (size_t)c * elem);
+  void *q = realloc(*p, (size_t)c * elem);
   if (!q) return 0;
   *p = q;
   *cap = c;
@@ -521,7 +521,7 @@ static uint64_t vhash(ce_vec3 x) {
 }
 
 static int mmb_rehash(mmb *b, int32_t cap) {
-  int32_t *h = ce_malloc((size_t)cap * sizeof *h);
+  int32_t *h = malloc((size_t)cap * sizeof *h);
   if (!h) return 0;
   for (int32_t i = 0; i < cap; ++i) h[i] = -1;
   for (int32_t i = 0; i < b->nv; ++i) {
@@ -549,9 +549,9 @@ static int32_t mmb_vertex(mmb *b, ce_vec3 x, int boundary) {
   }
   if (b->nv == b->capv) {
     int32_t c = b->capv ? 2 * b->capv : 256;
-    ce_vec3 *nv = ce_realloc(b->v, (size_t)c * sizeof *nv);
+    ce_vec3 *nv = realloc(b->v, (size_t)c * sizeof *nv);
     if (nv) b->v = nv;
-    double *np = nv ? ce_realloc(b->p, (size_t)c * sizeof *np) : NULL;
+    double *np = nv ? realloc(b->p, (size_t)c * sizeof *np) : NULL;
     if (np) b->p = np;
     if (!nv || !np) { b->oom = 1; return 0; }
     b->capv = c;
@@ -579,7 +579,7 @@ static int32_t mmb_polygon(mmb *b, const int32_t *ids, int k, int boundary) {
     return 0;
   }
   if (b->npoly == 0) b->poly_off[0] = 0;
-  int32_t ubuf[64], *u = k <= 64 ? ubuf : ce_malloc((size_t)k * sizeof *u);
+  int32_t ubuf[64], *u = k <= 64 ? ubuf : malloc((size_t)k * sizeof *u);
   if (!u) { b->oom = 1; return 0; }
   int nu = 0;
   for (int i = 0; i < k; ++i)
@@ -819,10 +819,10 @@ static ce_errno box_sliced_tets(const double hs[3], double E, double h, ce_rawme
   B.ctx = &ctx;
   /* cross-section triangles, tagged 0 = Z+, 1 = Z-, 2 = Y+, 3 = Y- */
   int32_t nt2 = 4 * K + 6;
-  yz(*t2)[3] = ce_malloc((size_t)nt2 * sizeof *t2);
-  int *tag = ce_malloc((size_t)nt2 * sizeof *tag);
-  yz *mk = ce_malloc((size_t)(K + 1) * sizeof *mk);
-  int32_t *poly = ce_malloc((size_t)(4 * K + 16) * sizeof *poly);
+  yz(*t2)[3] = malloc((size_t)nt2 * sizeof *t2);
+  int *tag = malloc((size_t)nt2 * sizeof *tag);
+  yz *mk = malloc((size_t)(K + 1) * sizeof *mk);
+  int32_t *poly = malloc((size_t)(4 * K + 16) * sizeof *poly);
   if (!t2 || !tag || !mk || !poly) {
     free(t2); free(tag); free(mk); free(poly);
     return oom(err, "box");
@@ -860,8 +860,8 @@ static ce_errno box_sliced_tets(const double hs[3], double E, double h, ce_rawme
   for (int sx = 0; sx < 2 && !B.oom; ++sx) {
     double X0 = sx ? mx : -mx, X1 = sx ? a : -a;
     int32_t cs[4][64], ncs[4] = {0, 0, 0, 0}; /* Y tags hold one triangle */
-    int32_t *csz[2] = {ce_malloc((size_t)(2 * K + 3) * sizeof(int32_t)),
-                       ce_malloc((size_t)(2 * K + 3) * sizeof(int32_t))};
+    int32_t *csz[2] = {malloc((size_t)(2 * K + 3) * sizeof(int32_t)),
+                       malloc((size_t)(2 * K + 3) * sizeof(int32_t))};
     if (!csz[0] || !csz[1]) {
       free(csz[0]); free(csz[1]);
       B.oom = 1;
@@ -1006,8 +1006,8 @@ static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, int
   B.field = cyl_field;
   B.ctx = &ctx;
   int64_t np = (int64_t)(m + 1) * n;
-  int32_t *P = ce_malloc((size_t)np * sizeof *P), *O = ce_malloc((size_t)(m + 1) * sizeof *O);
-  int32_t *Vp = ce_malloc((size_t)n * sizeof *Vp), *Vm = ce_malloc((size_t)n * sizeof *Vm);
+  int32_t *P = malloc((size_t)np * sizeof *P), *O = malloc((size_t)(m + 1) * sizeof *O);
+  int32_t *Vp = malloc((size_t)n * sizeof *Vp), *Vm = malloc((size_t)n * sizeof *Vm);
   if (!P || !O || !Vp || !Vm) {
     free(P); free(O); free(Vp); free(Vm);
     return oom(err, "cylinder");
@@ -1078,11 +1078,11 @@ static ce_errno cylinder_tets(double R, double L, int32_t n, int32_t slices, int
   memset(&B, 0, sizeof B);
   B.field = cyl_field;
   B.ctx = &ctx;
-  int32_t *Vp = ce_calloc((size_t)n, sizeof *Vp), *Vm = ce_calloc((size_t)n, sizeof *Vm);
-  int32_t *W = ce_calloc((size_t)n, sizeof *W);
-  int32_t *side = ce_malloc((size_t)n * sizeof *side), *rad = ce_malloc((size_t)n * sizeof *rad);
-  int32_t *roofp = ce_malloc((size_t)n * sizeof *roofp), *roofm = ce_malloc((size_t)n * sizeof *roofm);
-  ce_vec3 *ring = ce_malloc((size_t)n * sizeof *ring);
+  int32_t *Vp = calloc((size_t)n, sizeof *Vp), *Vm = calloc((size_t)n, sizeof *Vm);
+  int32_t *W = calloc((size_t)n, sizeof *W);
+  int32_t *side = malloc((size_t)n * sizeof *side), *rad = malloc((size_t)n * sizeof *rad);
+  int32_t *roofp = malloc((size_t)n * sizeof *roofp), *roofm = malloc((size_t)n * sizeof *roofm);
+  ce_vec3 *ring = malloc((size_t)n * sizeof *ring);
   if (!Vp || !Vm || !W || !side || !rad || !roofp || !roofm || !ring) {
     free(Vp); free(Vm); free(W); free(side); free(rad); free(roofp); free(roofm);
     free(ring);
@@ -1211,8 +1211,8 @@ static ce_errno cylinder_surface(double R, double L, double h, int32_t n, ce_raw
                    "the limit of %d",
                    R, L, h, count, MAXEL);
   int32_t mb = (int32_t)mbd, nf = (int32_t)count, nv = n * (mb + 1) + 2;
-  m->v = ce_malloc((size_t)nv * sizeof *m->v);
-  m->tri = ce_malloc((size_t)nf * sizeof *m->tri);
+  m->v = malloc((size_t)nv * sizeof *m->v);
+  m->tri = malloc((size_t)nf * sizeof *m->tri);
   if (!m->v || !m->tri) {
     ce_rawmesh_free(m);
     return oom(err, "cylinder");

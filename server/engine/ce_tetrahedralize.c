@@ -159,10 +159,10 @@ static ce_errno tree_build(ttree *T, const ce_vec3 *v, const int32_t (*t)[3], in
   memset(T, 0, sizeof *T);
   T->v = v;
   T->t = t;
-  T->n = ce_malloc((size_t)(2 * nf) * sizeof *T->n);
-  T->order = ce_malloc((size_t)nf * sizeof *T->order);
-  sortkey *tmp = ce_malloc((size_t)nf * sizeof *tmp);
-  ce_vec3 *cen = ce_malloc((size_t)nf * sizeof *cen);
+  T->n = malloc((size_t)(2 * nf) * sizeof *T->n);
+  T->order = malloc((size_t)nf * sizeof *T->order);
+  sortkey *tmp = malloc((size_t)nf * sizeof *tmp);
+  ce_vec3 *cen = malloc((size_t)nf * sizeof *cen);
   if (!T->n || !T->order || !tmp || !cen) {
     free(tmp);
     free(cen);
@@ -287,7 +287,7 @@ static ce_errno tree_vertical(const ttree *T, double px, double py, int32_t *sta
       double z = (w[0] * a.z + w[1] * b.z + w[2] * c.z) / sum;
       if (nc == *cap) {
         int32_t nc2 = *cap ? *cap * 2 : 64;
-        crossing *nb = ce_realloc(*buf, (size_t)nc2 * sizeof **buf);
+        crossing *nb = realloc(*buf, (size_t)nc2 * sizeof **buf);
         if (!nb) return CE_ENOMEM;
         *buf = nb;
         *cap = nc2;
@@ -317,7 +317,7 @@ static int ekey_cmp(const void *pa, const void *pb) {
 
 /* CE_OK for a closed 2-manifold with consistent winding. */
 static ce_errno check_closed(const int32_t (*t)[3], int32_t nf, ce_error *err) {
-  ekey *k = ce_malloc((size_t)nf * 3 * sizeof *k);
+  ekey *k = malloc((size_t)nf * 3 * sizeof *k);
   if (!k) return ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory for %d edges", (int)(3 * nf));
   for (int32_t f = 0; f < nf; f++)
     for (int j = 0; j < 3; j++) {
@@ -399,7 +399,7 @@ static ce_errno progress(const ce_surface_build_options *o, double f, const char
  * lattice line. */
 static ce_errno classify(const lattice *L, const ttree *T, int8_t *wind, const ce_surface_build_options *opt,
                          ce_error *err) {
-  int32_t *stack = ce_malloc((size_t)(T->nn + 1) * sizeof *stack);
+  int32_t *stack = malloc((size_t)(T->nn + 1) * sizeof *stack);
   crossing *buf = NULL;
   int32_t cap = 0;
   ce_errno e = CE_OK;
@@ -488,8 +488,8 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   ce_geometry *hull = NULL;
   int used_hull = 0;
 
-  v = ce_malloc((size_t)nv * sizeof *v);
-  t = ce_malloc((size_t)nf * sizeof *t);
+  v = malloc((size_t)nv * sizeof *v);
+  t = malloc((size_t)nf * sizeof *t);
   if (!v || !t) {
     e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
     goto done;
@@ -531,8 +531,8 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
     free(t);
     nv = hull->tri.nv;
     nf = hull->tri.nf;
-    v = ce_malloc((size_t)nv * sizeof *v);
-    t = ce_malloc((size_t)nf * sizeof *t);
+    v = malloc((size_t)nv * sizeof *v);
+    t = malloc((size_t)nf * sizeof *t);
     if (!v || !t) {
       e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
       goto done;
@@ -571,7 +571,7 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   int64_t nlat = (int64_t)(L.nx + 1) * (L.ny + 1) * (L.nz + 1) + (int64_t)L.nx * L.ny * L.nz;
 
   if ((e = tree_build(&T, v, (const int32_t(*)[3])t, nf, err)) != CE_OK) goto done;
-  wind = ce_malloc((size_t)nlat);
+  wind = malloc((size_t)nlat);
   if (!wind) {
     e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory for %lld lattice vertices", (long long)nlat);
     goto done;
@@ -596,7 +596,7 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
         hp.hint = a;
         ce_geometry *h2 = NULL;
         if ((e = ce_build_convex(&sh, &hp, &h2, err)) != CE_OK) return e;
-        double *hvx = ce_malloc((size_t)h2->tri.nv * 3 * sizeof(double));
+        double *hvx = malloc((size_t)h2->tri.nv * 3 * sizeof(double));
         if (!hvx) {
           ce_geometry_free(h2);
           return ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
@@ -623,7 +623,7 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   /* kept lattice tets: two adjacent centres + an edge of their shared face */
   {
     int64_t cap = 1024, nt = 0;
-    tlat = ce_malloc((size_t)cap * 4 * sizeof *tlat);
+    tlat = malloc((size_t)cap * 4 * sizeof *tlat);
     if (!tlat) {
       e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
       goto done;
@@ -666,7 +666,7 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
               }
               if (nt == cap) {
                 cap *= 2;
-                int64_t *nb = ce_realloc(tlat, (size_t)cap * 4 * sizeof *tlat);
+                int64_t *nb = realloc(tlat, (size_t)cap * 4 * sizeof *tlat);
                 if (!nb) {
                   e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory for %lld tets", (long long)cap);
                   goto done;
@@ -698,9 +698,9 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
    * sorting the 4 nt references took ~1 s per million tets with no
    * cancellation point inside. */
   const int64_t nwords = (nlat + 63) / 64;
-  used = ce_calloc((size_t)nwords, sizeof *used);
-  rank = ce_malloc((size_t)nwords * sizeof *rank);
-  tet = ce_malloc((size_t)nt * sizeof *tet);
+  used = calloc((size_t)nwords, sizeof *used);
+  rank = malloc((size_t)nwords * sizeof *rank);
+  tet = malloc((size_t)nt * sizeof *tet);
   if (!used || !rank || !tet) {
     e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
     goto done;
@@ -715,10 +715,10 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
     int64_t id = tlat[q];
     (&tet[0][0])[q] = rank[id >> 6] + __builtin_popcountll(used[id >> 6] & ((1ull << (id & 63)) - 1));
   }
-  pos = ce_malloc((size_t)nverts * sizeof *pos);
-  target = ce_malloc((size_t)nverts * sizeof *target);
-  move = ce_calloc((size_t)nverts, 1);
-  side = ce_calloc((size_t)nverts, 1);
+  pos = malloc((size_t)nverts * sizeof *pos);
+  target = malloc((size_t)nverts * sizeof *target);
+  move = calloc((size_t)nverts, 1);
+  side = calloc((size_t)nverts, 1);
   if (!pos || !target || !move || !side) {
     e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
     goto done;
@@ -742,7 +742,7 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   rank = NULL;
 
   /* warp targets */
-  stack = ce_malloc((size_t)(T.nn + 1) * sizeof *stack);
+  stack = malloc((size_t)(T.nn + 1) * sizeof *stack);
   if (!stack) {
     e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
     goto done;
@@ -773,8 +773,8 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   }
 
   /* vertex -> tets */
-  vt_off = ce_calloc((size_t)nverts + 1, sizeof *vt_off);
-  vt = ce_malloc((size_t)nt * 4 * sizeof *vt);
+  vt_off = calloc((size_t)nverts + 1, sizeof *vt_off);
+  vt = malloc((size_t)nt * 4 * sizeof *vt);
   if (!vt_off || !vt) {
     e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
     goto done;
@@ -783,7 +783,7 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
     for (int r = 0; r < 4; r++) vt_off[tet[q][r] + 1]++;
   for (int32_t i = 0; i < nverts; i++) vt_off[i + 1] += vt_off[i];
   {
-    int32_t *fill = ce_malloc((size_t)nverts * sizeof *fill);
+    int32_t *fill = malloc((size_t)nverts * sizeof *fill);
     if (!fill) {
       e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
       goto done;
@@ -797,8 +797,8 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   /* guarded warp; tets whose four vertices all reach the surface may fail
    * the guard: they are flat slivers on the surface and are dropped */
   const double bound = CE_TETRAHEDRALIZE_MIN_DIHEDRAL_DEG * M_PI / 180.0;
-  onsurf = ce_calloc((size_t)nverts, 1);
-  dead = ce_calloc((size_t)nt, 1);
+  onsurf = calloc((size_t)nverts, 1);
+  dead = calloc((size_t)nt, 1);
   if (!onsurf || !dead) {
     e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
     goto done;
@@ -917,7 +917,7 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
       mx = fmax(mx, a2);
     }
     if ((e = progress(opt, 1.0, "tetrahedralise", err)) != CE_OK) goto done;
-    double *ov = ce_malloc((size_t)nverts * 3 * sizeof *ov);
+    double *ov = malloc((size_t)nverts * 3 * sizeof *ov);
     if (!ov) {
       e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
       goto done;

@@ -1,9 +1,9 @@
 /* test_daemon_faults.c — the real daemon when allocations fail.
  *
  * contactd_faults is contactd with every allocation of our own code
- * (daemon, wire codecs, engine) routed through cd_faults_shim.c, which
- * fails the ones CONTACTD_FAULTS names (SQLite's malloc tests, at the
- * process level):
+ * (daemon, wire codecs, engine) routed through tests/common/td_faults.c,
+ * which fails the ones CONTACTD_FAULTS names (SQLite's malloc tests, at
+ * the process level):
  *  - startup: allocation K fails, for good and alone, for every K until
  *    the daemon starts without any failing. Each run must either end with
  *    exit status 1 and a log line that says what failed, or start and

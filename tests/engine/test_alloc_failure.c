@@ -1,8 +1,8 @@
 /* test_alloc_failure.c — every allocation of a build or a query may fail.
  *
- * Linked against contactengine_faults (server/engine/ce_alloc.c), where
- * ce_fault_fail_from(k) makes the calling thread's allocation k and all
- * after it fail. Each case below is run with k = 0, 1, 2, ... until it no
+ * Linked with tests/common/td_faults.c (-Wl,--wrap), where
+ * td_faults_fail_from(k) makes the calling thread's allocation k and all
+ * after it fail; the test's own inputs are made with failures paused. Each case below is run with k = 0, 1, 2, ... until it no
  * longer reaches allocation k: every failure point it has is hit once.
  * At each one the call must return CE_ENOMEM with a message and no output,
  * and leak nothing (the sanitizer build's LeakSanitizer checks each test
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ce_test_util.h"
+#include "td_faults.h"
 
 typedef ce_errno (*build_fn)(ce_geometry **out, ce_error *err);
 
@@ -61,7 +62,9 @@ static ce_errno convex_r(ce_geometry **o, ce_error *e) { return convex(CE_RIGID,
  * Laplace or a distance field. */
 static ce_errno obj_sphere(int how, ce_geometry **out, ce_error *err) {
   size_t len;
+  td_faults_pause();
   char *obj = ce_test_obj_sphere(0.05, 8, 12, &len);
+  td_faults_resume();
   cr_assert(obj);
   ce_mesh_data m;
   ce_errno e = ce_mesh_parse(obj, len, CE_MESH_OBJ, 1e-9, &m, err);
@@ -89,7 +92,9 @@ static ce_errno obj_distance(ce_geometry **o, ce_error *e) { return obj_sphere(2
 static ce_errno tetmesh(int laplace, ce_geometry **out, ce_error *err) {
   double *v;
   int32_t nv, nt, *t;
+  td_faults_pause();
   ce_test_kuhn_cube(4, 0.02, 7, &v, &nv, &t, &nt);
+  td_faults_resume();
   ce_props p = ce_test_props(CE_COMPLIANT, 1e6, 0.02);
   ce_errno e;
   if (laplace) {
@@ -136,7 +141,9 @@ static ce_errno pieces(ce_geometry **out, ce_error *err) {
  * ones are then built rigid. No geometry for the tet files (*out NULL). */
 static ce_errno parse_file(const char *name, ce_geometry **out, ce_error *err) {
   size_t len;
+  td_faults_pause();
   char *bytes = ce_test_read_data(name, &len);
+  td_faults_resume();
   ce_mesh_data m;
   ce_errno e = ce_mesh_parse(bytes, len, CE_MESH_AUTO, 0, &m, err);
   free(bytes);
@@ -173,10 +180,10 @@ static long every_failure(const char *name, build_fn build) {
     cr_assert_lt(k, 100000, "%s: no end to its allocations", name);
     ce_geometry *g = NULL;
     memset(&err, 0, sizeof err);
-    ce_fault_fail_from(k);
+    td_faults_fail_from(k);
     ce_errno e = build(&g, &err);
-    long used = ce_fault_count();
-    ce_fault_fail_from(-1);
+    long used = td_faults_count();
+    td_faults_fail_from(-1);
     if (e == CE_OK) {
       /* got through: either no allocation failed, or the build tolerated
        * one; the geometry is the one without failures either way */
@@ -265,12 +272,12 @@ static long every_query_failure(const char *name, const ce_geometry *ga, ce_vec3
   for (;; k++) {
     cr_assert_lt(k, 100000, "%s", name);
     ce_arena_destroy(ar);
-    ce_fault_fail_from(k);
+    td_faults_fail_from(k);
     ar = ce_arena_create(4096); /* its first chunk is allocation 0 */
     memset(&err, 0, sizeof err);
     ce_errno e = ar ? ce_contact(&A, &B, &o, ar, &r, &err) : CE_ENOMEM;
-    long used = ce_fault_count();
-    ce_fault_fail_from(-1);
+    long used = td_faults_count();
+    td_faults_fail_from(-1);
     if (!ar) {
       ar = ce_arena_create(4096);
       cr_assert(ar);

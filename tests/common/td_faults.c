@@ -1,13 +1,22 @@
-/* cd_faults_shim.c — allocation failures inside a real contactd process.
+/* td_faults.c — allocation failures on request, for the tests.
  *
- * contactd_faults is contactd (cd_main.c and the same static libraries)
- * linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc: every
- * allocation made by our own code — the daemon, the wire codecs with their
- * decode budget and cJSON hooks, the contact engine — comes here first.
- * The shared libraries (libuv, libprotobuf-c, libcjson, libc) keep the
- * real functions: libuv aborts on some failed allocations by design, and
- * this test is about our code's error paths, not theirs.
+ * A program linked with this file and -Wl,--wrap=malloc,--wrap=calloc,
+ * --wrap=realloc (the CMake function contactd_link_faults) sends every
+ * allocation made by its own objects and static libraries (daemon, wire
+ * codecs with their decode budget and cJSON hooks, contact engine) here
+ * first. The shared libraries (libuv, libprotobuf-c, libcjson, libccd,
+ * libc, criterion) keep the real functions: libuv aborts on some failed
+ * allocations by design, and these tests are about our code's error
+ * paths, not theirs. Two users:
  *
+ * In process (tests/engine/test_alloc_failure.c): td_faults_fail_from(k)
+ * makes the calling thread's allocation k and every one after it fail,
+ * as an exhausted heap would (td_faults.h). Other threads are untouched.
+ * The test's own allocations in that window (making its inputs) go
+ * between td_faults_pause and td_faults_resume: neither counted nor failed
+ * (SQLite's benign-malloc regions).
+ *
+ * A whole contactd (contactd_faults, tests/daemon/test_daemon_faults.c):
  * CONTACTD_FAULTS in the environment says which allocations fail:
  *   start:K   allocation K (numbered from 0 at process start, over all
  *             threads) and every one after it: a heap exhausted during
@@ -27,6 +36,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "td_faults.h"
+
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t n);
@@ -39,6 +50,22 @@ static uint64_t start_k, one_in = 1, seed;
 static atomic_uint_fast64_t count;          /* allocations so far (START) or while armed (SERVE) */
 static atomic_uint_fast64_t failed;         /* failures injected while armed */
 static atomic_int armed, reported;
+
+/* In-process mode: the calling thread's own countdown. */
+static _Thread_local long thread_fail_from = -1; /* allocation number that fails first; < 0: none */
+static _Thread_local long thread_count;          /* allocations since td_faults_fail_from */
+static _Thread_local int thread_paused;          /* td_faults_pause .. td_faults_resume */
+
+void td_faults_fail_from(long k) {
+  thread_fail_from = k;
+  thread_count = 0;
+}
+
+long td_faults_count(void) { return thread_count; }
+
+void td_faults_pause(void) { thread_paused = 1; }
+
+void td_faults_resume(void) { thread_paused = 0; }
 
 /* A line on stderr with no stdio: text pieces and numbers, in order. */
 typedef struct line {
@@ -74,6 +101,8 @@ static uint64_t mix(uint64_t z) { /* splitmix64's finaliser */
 
 /* Whether this allocation is to fail. */
 static int fails(void) {
+  if (thread_paused) return 0;
+  if (thread_fail_from >= 0) return thread_count++ >= thread_fail_from;
   if (mode == START || mode == ONCE) {
     uint64_t k = atomic_fetch_add(&count, 1);
     if (k < start_k || (mode == ONCE && k > start_k)) return 0;
