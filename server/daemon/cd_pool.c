@@ -150,8 +150,10 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
   cd_pool *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->slots = calloc((size_t)n, sizeof *p->slots);
+  /* a first chunk of 1 MiB, or the whole budget when that is smaller */
+  const size_t first = arena_budget && arena_budget < (1u << 20) ? arena_budget : (1u << 20);
   for (int i = 0; p->slots && i < n; i++) {
-    if ((p->slots[i].w.arena = ce_arena_create(1 << 20)) != NULL) continue;
+    if ((p->slots[i].w.arena = ce_arena_create(first)) != NULL) continue;
     while (i-- > 0) ce_arena_destroy(p->slots[i].w.arena);
     free(p->slots);
     p->slots = NULL;

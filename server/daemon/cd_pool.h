@@ -51,7 +51,8 @@ struct cd_jobq {
 
 typedef struct cd_pool cd_pool;
 
-/* Start n workers; each arena may grow to arena_budget bytes (0 = no cap). */
+/* Start n workers; each arena may grow to arena_budget bytes (0 = no cap)
+ * and starts with 1 MiB or the budget, the smaller. */
 cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget);
 /* At most k heavy jobs run at once (k >= 1; default: the pool's size).
  * Before the first submit. */

@@ -193,9 +193,9 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   uv_signal_start(&s->sigint, on_signal, SIGINT);
   s->cache = cd_cache_create(cfg->limits.cache_bytes);
   s->pool = cd_pool_create(loop, cfg->workers, cfg->limits.worker_arena_bytes);
-  /* (its scratch arena is never used: decoding allocates from each
-   * request's budget, encoding from its own) */
-  s->codec = cd_pool_create(loop, 1, 1 << 20);
+  /* (its scratch arena is never used, so the smallest: decoding allocates
+   * from each request's budget, encoding from its own) */
+  s->codec = cd_pool_create(loop, 1, 4096);
   if (!s->cache || !s->pool || !s->codec) {
     CD_ERROR("out of memory at startup", NULL);
     return -1;
