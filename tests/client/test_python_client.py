@@ -2,6 +2,7 @@
 every request, results as plain objects, errors, streams, TCP and Unix."""
 import math
 import os
+import socket
 import sys
 import unittest
 
@@ -155,6 +156,41 @@ class PythonClientTest(unittest.TestCase):
             self.c.query([Body(1, self.ball, position=(math.nan, 0, 0)), Body(2, self.floor)], pairs=[(1, 2)])
         self.assertEqual(e.exception.code_name, "INVALID_ARGUMENT")
         self.assertIn("bodies[0]", e.exception.field)
+
+    def test_request_builders_pipelined_on_a_raw_socket(self):
+        """The public request builders make Envelopes a caller numbers and
+        sends itself: four at once, answered in order, the query's force
+        the same as through Client.query."""
+        import contactd_pb2 as pb  # importable once contactd_client is (it puts its directory on the path)
+
+        reqs = [cc.hello_request("raw"), cc.register_request("sphere", radius=R, modulus=E, hint=R / 4),
+                cc.query_request(self.bodies(), [(1, 2)], detail="patches"), cc.has_request([self.ball, "0" * 64])]
+        out = b""
+        for rid, env in enumerate(reqs, start=100):
+            env.request_id = rid
+            body = env.SerializeToString()
+            out += cc.encode_varint(len(body)) + body
+        host, port = self.d.tcp_addr.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as s:
+            s.sendall(out)
+            buf, replies = b"", []
+            while len(replies) < len(reqs):
+                got = cc.decode_varint(buf)
+                if got and len(buf) >= got[1] + got[0]:
+                    n, k = got
+                    replies.append(pb.Envelope.FromString(buf[k:k + n]))
+                    buf = buf[k + n:]
+                    continue
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, "the server closed the connection")
+                buf += chunk
+        self.assertEqual([r.request_id for r in replies], [100, 101, 102, 103])
+        self.assertEqual([r.WhichOneof("msg") for r in replies],
+                         ["hello_reply", "register_reply", "contact_reply", "has_geometry_reply"])
+        self.assertEqual(replies[1].register_reply.geometry_id, self.ball)
+        want = self.c.query(self.bodies(), pairs=[(1, 2)], detail="patches").pairs[0].force_a[2]
+        self.assertEqual(replies[2].contact_reply.results[0].wrench_a.force.z, want)
+        self.assertEqual(list(replies[3].has_geometry_reply.missing), ["0" * 64])
 
     def test_stats(self):
         s = self.c.stats()

@@ -7,8 +7,8 @@ limit paths are reached; --big raises the element, body and pair limits and
 the sizes the mutations grow things to).
 
 What it sends. A corpus of valid requests is built with the Python client's
-own message construction (contactd_client.Client.register / query / stream
-/ ... with the network calls captured): every shape kind, every mesh file
+own message construction (contactd_client.register_request, query_request,
+open_stream_request, ...): every shape kind, every mesh file
 format of tests/engine/data, queries of every pair kind, detail level and
 contact model, filters and exclusions, streams. A keeper connection
 registers the corpus geometry and holds it, so queries find it. Each batch
@@ -252,36 +252,23 @@ def exit_status_text(rc):
 # corpus: valid requests built by the Python client's own code
 # ---------------------------------------------------------------------------
 
-def capture_client():
-    """A contactd_client.Client that records the Envelopes it would send
-    instead of sending them (no socket) and answers each call with an empty
-    reply of the wanted kind. Relies on the client's internals (call(),
-    _send() and the attributes Client.__init__ sets)."""
+class Numbered:
+    """Request ids as one client connection would number them: 1, 2, ...
+    for requests, the top bit and 1, 2, ... for stream updates."""
 
-    class Capture(cc.Client):
-        def __init__(self):  # no socket: only what the request builders use
-            self.addr, self.timeout, self.max_frame = "capture", None, 1 << 28
-            self._buf, self._queue, self._sock = bytearray(), [], None
-            self._next_rid, self._next_stream_rid, self._stream_rids = 1, 1, {}
-            self.sent = []
+    STREAM_BIT = 1 << 63
 
-        def _send(self, env):
-            self.sent.append(pb.Envelope.FromString(env.SerializeToString()))
+    def __init__(self):
+        self.next, self.next_update = 1, 1
 
-        def call(self, env, want):
-            env.request_id = self._next_rid
-            self._next_rid += 1
-            self._send(env)
-            reply = getattr(pb.Envelope(), want)
-            if want == "open_stream_reply":
-                reply.stream_id = len(self._stream_rids) + 1
-            return reply
-
-        def take(self):
-            sent, self.sent = self.sent, []
-            return sent
-
-    return Capture()
+    def __call__(self, env):
+        if env.WhichOneof("msg") == "stream_update":
+            env.request_id = self.STREAM_BIT | self.next_update
+            self.next_update += 1
+        else:
+            env.request_id = self.next
+            self.next += 1
+        return env
 
 
 OBJ_TET = b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
@@ -306,8 +293,9 @@ CENTRE_TETS = [positive_tet(a, b, c, 8, CUBE_V + [(0.5, 0.5, 0.5)]) for a, b, c 
 
 def registrations(data_dir):
     """[(kind, Envelope)]: every shape kind and mesh file format; by the
-    client's register() where it has a helper, by hand for tetMesh/triMesh."""
-    c = capture_client()
+    client's register_request() where it has a helper, by hand for
+    tetMesh/triMesh."""
+    num = Numbered()
     out = []
 
     def rd(name):
@@ -315,8 +303,7 @@ def registrations(data_dir):
             return f.read()
 
     def reg(kind, shape, **kw):
-        c.register(shape, **kw)
-        out.append((kind, c.take()[0]))
+        out.append((kind, num(cc.register_request(shape, **kw))))
 
     reg("sphere", "sphere", radius=R, modulus=E, hint=R / 4)  # the health check's ball
     reg("half_space_rigid", "half_space", rigid=True)  # and floor
@@ -341,8 +328,7 @@ def registrations(data_dir):
                             ("vtk51", "two_tets_v51.vtk", None), ("msh22", "two_tets_v22.msh", "msh"),
                             ("msh22b", "two_tets_v22_binary.msh", None), ("msh41", "two_tets_v41.msh", None),
                             ("msh41b", "two_tets_v41_binary.msh", None)):
-        c.register("mesh", data=rd(name), modulus=1e5, **({"format": fmt} if fmt else {}))
-        env = c.take()[0]
+        env = num(cc.register_request("mesh", data=rd(name), modulus=1e5, **({"format": fmt} if fmt else {})))
         env.register_geometry.vertex_pressure.values.extend([0.0] * 5)
         out.append((kind, env))
     reg("hf4", "heightfield", heights=[[0.0, 0.1, 0.0, 0.1]] * 4, dx=0.5, origin=(-1, -1, 0))
@@ -387,19 +373,16 @@ def request_sequences(ids):
     """Lists of Envelopes (requests meant to be sent in that order) using the
     registered geometry ids (kind -> id)."""
     Body = cc.Body
-    c = capture_client()
+    num = Numbered()
     seqs = []
 
     def g(kind):
         return ids.get(kind, "0" * 64)
 
-    c.hello("fuzz")
-    c.stats()
-    c.has([g("sphere"), g("box"), "0" * 64, "zz"])
-    c.release([g("sphere"), "0" * 64])
-    c.release([])
-    c.has([])
-    seqs += [[e] for e in c.take()]
+    seqs += [[num(e)] for e in (cc.hello_request("fuzz"), cc.stats_request(),
+                                cc.has_request([g("sphere"), g("box"), "0" * 64, "zz"]),
+                                cc.release_request([g("sphere"), "0" * 64]), cc.release_request([]),
+                                cc.has_request([]))]
     rot = (math.cos(0.3), math.sin(0.3), 0.0, 0.0)
     queries = [
         dict(bodies=[Body(1, g("sphere"), position=(0, 0, H)), Body(2, g("half_space_rigid"))], pairs=[(1, 2)],
@@ -431,8 +414,7 @@ def request_sequences(ids):
                      Body(5, g("half_space_soft"))], pairs=None, detail="surface", representation="polygon"),
     ]
     for q in queries:
-        c.query(q.pop("bodies"), q.pop("pairs"), **q)
-        seqs.append(c.take())
+        seqs.append([num(cc.query_request(q.pop("bodies"), q.pop("pairs"), **q))])
     # collision filters, an exclusion and per-pair models: the client has no helper for these
     env = pb.Envelope(request_id=77)
     q = env.contact_query
@@ -454,14 +436,16 @@ def request_sequences(ids):
     seqs.append([env])
     # streams: open, four updates, close
     for latest, pairs in ((False, [(1, 2)]), (True, None), (False, None)):
-        c = capture_client()
-        s = c.stream([Body(1, g("sphere"), position=(0, 0, H)), Body(2, g("half_space_rigid")),
-                      Body(3, g("box"), position=(0.5, 0, 0.02))], pairs, latest_only=latest, detail="patches")
+        num = Numbered()  # a connection of its own: its stream is the first, id 1
+        seq = [num(cc.open_stream_request([Body(1, g("sphere"), position=(0, 0, H)), Body(2, g("half_space_rigid")),
+                                           Body(3, g("box"), position=(0.5, 0, 0.02))], pairs,
+                                          latest_only=latest, detail="patches"))]
         for k in range(4):
-            s.update({1: {"position": (0, 0, H - 0.001 * k), "linear_velocity": (0, 0, -0.1)},
-                      3: {"orientation": (1, 0, 0, 0)}})
-        s.close()
-        seqs.append(c.take())
+            seq.append(num(cc.stream_update_request(1, k + 1, {
+                1: {"position": (0, 0, H - 0.001 * k), "linear_velocity": (0, 0, -0.1)},
+                3: {"orientation": (1, 0, 0, 0)}})))
+        seq.append(num(cc.close_stream_request(1)))
+        seqs.append(seq)
     return seqs
 
 

@@ -42,7 +42,9 @@ except ImportError:  # pragma: no cover - depends on the installation
 __all__ = [
     "Client", "Body", "ContactdError", "PairResult", "Patch", "Surface", "QueryResult",
     "StreamResult", "Stream", "RegisterResult", "DEFAULT_ADDR", "PROTOCOL_VERSION",
-    "encode_varint", "decode_varint",
+    "encode_varint", "decode_varint", "hello_request", "register_request", "has_request",
+    "release_request", "stats_request", "query_request", "open_stream_request", "stream_update_request",
+    "close_stream_request",
 ]
 
 __version__ = "0.1.0"
@@ -269,6 +271,172 @@ def _as_body(b) -> Body:
     return Body(**b)
 
 
+# ---- requests as messages -----------------------------------------------------
+# Each builds the Envelope of one request with request_id unset; Client's
+# methods send them. For callers that number, batch or send requests
+# themselves (their own transport, pipelining, test corpora).
+
+
+def hello_request(client_name: str = "contactd_client.py") -> pb.Envelope:
+    env = pb.Envelope()
+    env.hello.protocol_version = PROTOCOL_VERSION
+    env.hello.client_name = client_name
+    return env
+
+
+def register_request(shape: str, *, rigid: bool = False, modulus: float = 0.0, hint: float = 0.0,
+                     slab: Optional[float] = None, dissipation: float = 0.0, friction: float = 0.0,
+                     name: str = "", **dims) -> pb.Envelope:
+    """A RegisterGeometry. shape: sphere (radius), box (size=(x, y, z)),
+    cylinder / capsule (radius, length), ellipsoid (semi_axes=(a, b, c)),
+    half_space, convex (points=[(x, y, z), ...]), mesh (data=bytes or
+    path=..., format="obj"|...; compliant surfaces also take
+    edge_length, field="laplace"|"distance", core_depth, hull_if_open),
+    heightfield (heights = ny rows of nx values or a flat list with nx,
+    ny; dx, dy, origin=(x, y, z), continuity=1|2; always rigid)."""
+    env = pb.Envelope()
+    r = env.register_geometry
+    shape = shape.replace("-", "_")
+    if shape == "sphere":
+        r.sphere.radius = dims.pop("radius")
+    elif shape == "box":
+        _fill_vec(r.box.size, dims.pop("size"))
+    elif shape in ("cylinder", "capsule"):
+        m = getattr(r, shape)
+        m.radius = dims.pop("radius")
+        m.length = dims.pop("length")
+    elif shape == "ellipsoid":
+        r.ellipsoid.a, r.ellipsoid.b, r.ellipsoid.c = dims.pop("semi_axes")
+    elif shape == "half_space":
+        r.half_space.SetInParent()
+    elif shape == "convex":
+        r.convex.points.extend(float(x) for p in dims.pop("points") for x in p)
+    elif shape == "mesh":
+        data = dims.pop("data", None)
+        path = dims.pop("path", None)
+        if data is None:
+            with open(path, "rb") as f:
+                data = f.read()
+        r.mesh_file.data = data
+        fmt = dims.pop("format", None)
+        if fmt:
+            r.mesh_file.format = pb.MeshFormat.Value("MESH_FORMAT_" + fmt.upper())
+        r.mesh_file.name = os.path.basename(path) if path else name
+        surf = {k: dims.pop(k) for k in ("edge_length", "field", "core_depth", "hull_if_open") if k in dims}
+        if surf:
+            s = r.surface
+            s.edge_length = surf.get("edge_length", 0.0)
+            if surf.get("field"):
+                s.field = pb.FieldKind.Value("FIELD_KIND_" + surf["field"].upper())
+            s.core_depth = surf.get("core_depth", 0.0)
+            s.use_convex_hull_if_open = bool(surf.get("hull_if_open", False))
+    elif shape == "heightfield":
+        h = r.height_field
+        rows = dims.pop("heights")
+        nx, ny = dims.pop("nx", None), dims.pop("ny", None)
+        if nx is None:
+            rows = [list(row) for row in rows]
+            ny, nx = len(rows), len(rows[0]) if rows else 0
+            h.heights.extend(float(z) for row in rows for z in row)
+        else:
+            h.heights.extend(float(z) for z in rows)
+        h.nx, h.ny = nx, ny
+        h.dx = dims.pop("dx")
+        h.dy = dims.pop("dy", h.dx)
+        _fill_vec(h.origin, dims.pop("origin", (0.0, 0.0, 0.0)))
+        h.continuity = pb.CONTINUITY_C2 if dims.pop("continuity", 1) == 2 else pb.CONTINUITY_C1
+        rigid = True
+    else:
+        raise ContactdError(pb.INVALID_ARGUMENT, "unknown shape %r" % shape, remote=False)
+    if dims:
+        raise ContactdError(pb.INVALID_ARGUMENT, "unexpected arguments %s for %s" % (sorted(dims), shape),
+                            remote=False)
+    r.compliance = pb.COMPLIANCE_RIGID if rigid else pb.COMPLIANCE_COMPLIANT
+    if not rigid:
+        r.modulus = modulus
+    r.resolution_hint = hint
+    if slab is not None:
+        r.slab_thickness.value = slab
+    if dissipation or friction:
+        r.material.dissipation = dissipation
+        r.material.friction = friction
+    if name and shape != "mesh":
+        r.name = name
+    return env
+
+
+def has_request(ids: Iterable[str]) -> pb.Envelope:
+    env = pb.Envelope()
+    env.has_geometry.geometry_ids.extend(ids)
+    return env
+
+
+def release_request(ids: Iterable[str]) -> pb.Envelope:
+    env = pb.Envelope()
+    env.release_geometry.geometry_ids.extend(ids)
+    return env
+
+
+def stats_request() -> pb.Envelope:
+    env = pb.Envelope()
+    env.stats.SetInParent()
+    return env
+
+
+def _fill_scene(m, bodies, pairs, margin, options):
+    for b in bodies:
+        _fill_body(m.bodies.add(), _as_body(b))
+    if pairs:
+        for a, b in pairs:
+            p = m.pairs.add()
+            p.a, p.b = a, b
+    else:
+        m.all_pairs.margin = margin
+    _fill_options(m.options, **options)
+
+
+def query_request(bodies, pairs: Optional[Sequence[Tuple[int, int]]] = None, *, margin: float = 0.0,
+                  **options) -> pb.Envelope:
+    """A ContactQuery (arguments: Client.query)."""
+    env = pb.Envelope()
+    _fill_scene(env.contact_query, bodies, pairs, margin, options)
+    return env
+
+
+def open_stream_request(bodies, pairs=None, *, latest_only: bool = False, margin: float = 0.0,
+                        **options) -> pb.Envelope:
+    """An OpenStream (arguments: Client.stream)."""
+    env = pb.Envelope()
+    o = env.open_stream
+    _fill_scene(o, bodies, pairs, margin, options)
+    o.mode = pb.STREAM_MODE_LATEST_ONLY if latest_only else pb.STREAM_MODE_QUEUE_ALL
+    return env
+
+
+def stream_update_request(stream_id: int, sequence: int, states: Dict[int, dict]) -> pb.Envelope:
+    """A StreamUpdate (states: Stream.update). Its request_id must have the
+    top bit set (stream updates get no reply of their own)."""
+    env = pb.Envelope()
+    u = env.stream_update
+    u.stream_id = stream_id
+    u.sequence = sequence
+    for bid, st in states.items():
+        m = u.bodies.add()
+        m.body_id = bid
+        if "position" in st or "orientation" in st:
+            _fill_pose(m.pose, st.get("position", (0, 0, 0)), st.get("orientation"))
+        if "angular_velocity" in st or "linear_velocity" in st:
+            _fill_vec(m.velocity.angular, st.get("angular_velocity", (0, 0, 0)))
+            _fill_vec(m.velocity.linear, st.get("linear_velocity", (0, 0, 0)))
+    return env
+
+
+def close_stream_request(stream_id: int) -> pb.Envelope:
+    env = pb.Envelope()
+    env.close_stream.stream_id = stream_id
+    return env
+
+
 # ---- the client ---------------------------------------------------------------
 
 
@@ -408,93 +576,14 @@ class Client:
 
     # -- requests --
     def hello(self, client_name: str = "contactd_client.py") -> dict:
-        env = pb.Envelope()
-        env.hello.protocol_version = PROTOCOL_VERSION
-        env.hello.client_name = client_name
-        r = self.call(env, "hello_reply")
+        r = self.call(hello_request(client_name), "hello_reply")
         lim = {f.name: getattr(r.limits, f.name) for f in r.limits.DESCRIPTOR.fields}
         return dict(server_version=r.server_version, protocol_version=r.protocol_version,
                     limits=lim, capabilities=list(r.capabilities))
 
-    def register(self, shape: str, *, rigid: bool = False, modulus: float = 0.0, hint: float = 0.0,
-                 slab: Optional[float] = None, dissipation: float = 0.0, friction: float = 0.0,
-                 name: str = "", **dims) -> RegisterResult:
-        """Register a geometry. shape: sphere (radius), box (size=(x, y, z)),
-        cylinder / capsule (radius, length), ellipsoid (semi_axes=(a, b, c)),
-        half_space, convex (points=[(x, y, z), ...]), mesh (data=bytes or
-        path=..., format="obj"|...; compliant surfaces also take
-        edge_length, field="laplace"|"distance", core_depth, hull_if_open),
-        heightfield (heights = ny rows of nx values or a flat list with nx,
-        ny; dx, dy, origin=(x, y, z), continuity=1|2; always rigid)."""
-        env = pb.Envelope()
-        r = env.register_geometry
-        shape = shape.replace("-", "_")
-        if shape == "sphere":
-            r.sphere.radius = dims.pop("radius")
-        elif shape == "box":
-            _fill_vec(r.box.size, dims.pop("size"))
-        elif shape in ("cylinder", "capsule"):
-            m = getattr(r, shape)
-            m.radius = dims.pop("radius")
-            m.length = dims.pop("length")
-        elif shape == "ellipsoid":
-            r.ellipsoid.a, r.ellipsoid.b, r.ellipsoid.c = dims.pop("semi_axes")
-        elif shape == "half_space":
-            r.half_space.SetInParent()
-        elif shape == "convex":
-            r.convex.points.extend(float(x) for p in dims.pop("points") for x in p)
-        elif shape == "mesh":
-            data = dims.pop("data", None)
-            path = dims.pop("path", None)
-            if data is None:
-                with open(path, "rb") as f:
-                    data = f.read()
-            r.mesh_file.data = data
-            fmt = dims.pop("format", None)
-            if fmt:
-                r.mesh_file.format = pb.MeshFormat.Value("MESH_FORMAT_" + fmt.upper())
-            r.mesh_file.name = os.path.basename(path) if path else name
-            surf = {k: dims.pop(k) for k in ("edge_length", "field", "core_depth", "hull_if_open") if k in dims}
-            if surf:
-                s = r.surface
-                s.edge_length = surf.get("edge_length", 0.0)
-                if surf.get("field"):
-                    s.field = pb.FieldKind.Value("FIELD_KIND_" + surf["field"].upper())
-                s.core_depth = surf.get("core_depth", 0.0)
-                s.use_convex_hull_if_open = bool(surf.get("hull_if_open", False))
-        elif shape == "heightfield":
-            h = r.height_field
-            rows = dims.pop("heights")
-            nx, ny = dims.pop("nx", None), dims.pop("ny", None)
-            if nx is None:
-                rows = [list(row) for row in rows]
-                ny, nx = len(rows), len(rows[0]) if rows else 0
-                h.heights.extend(float(z) for row in rows for z in row)
-            else:
-                h.heights.extend(float(z) for z in rows)
-            h.nx, h.ny = nx, ny
-            h.dx = dims.pop("dx")
-            h.dy = dims.pop("dy", h.dx)
-            _fill_vec(h.origin, dims.pop("origin", (0.0, 0.0, 0.0)))
-            h.continuity = pb.CONTINUITY_C2 if dims.pop("continuity", 1) == 2 else pb.CONTINUITY_C1
-            rigid = True
-        else:
-            raise ContactdError(pb.INVALID_ARGUMENT, "unknown shape %r" % shape, remote=False)
-        if dims:
-            raise ContactdError(pb.INVALID_ARGUMENT, "unexpected arguments %s for %s" % (sorted(dims), shape),
-                                remote=False)
-        r.compliance = pb.COMPLIANCE_RIGID if rigid else pb.COMPLIANCE_COMPLIANT
-        if not rigid:
-            r.modulus = modulus
-        r.resolution_hint = hint
-        if slab is not None:
-            r.slab_thickness.value = slab
-        if dissipation or friction:
-            r.material.dissipation = dissipation
-            r.material.friction = friction
-        if name and shape != "mesh":
-            r.name = name
-        rep = self.call(env, "register_reply")
+    def register(self, shape: str, **kw) -> RegisterResult:
+        """Register a geometry (arguments: register_request)."""
+        rep = self.call(register_request(shape, **kw), "register_reply")
         st = {f.name: getattr(rep.stats, f.name) for f in rep.stats.DESCRIPTOR.fields}
         return RegisterResult(rep.geometry_id, rep.already_cached, st)
 
@@ -525,15 +614,11 @@ class Client:
 
     def has(self, ids: Iterable[str]) -> List[str]:
         """The ids the server does not hold."""
-        env = pb.Envelope()
-        env.has_geometry.geometry_ids.extend(ids)
-        return list(self.call(env, "has_geometry_reply").missing)
+        return list(self.call(has_request(ids), "has_geometry_reply").missing)
 
     def release(self, ids: Iterable[str]) -> Tuple[List[str], List[str]]:
         """Drop this connection's references: (released, unknown)."""
-        env = pb.Envelope()
-        env.release_geometry.geometry_ids.extend(ids)
-        r = self.call(env, "release_reply")
+        r = self.call(release_request(ids), "release_reply")
         return list(r.released), list(r.unknown)
 
     def query(self, bodies, pairs: Optional[Sequence[Tuple[int, int]]] = None, *,
@@ -543,24 +628,11 @@ class Client:
         detail ("wrench" | "patches" | "surface"), representation
         ("polygon" | "triangle"), point_contacts, stiction_tolerance,
         contact_model ("hydroelastic" | "point" | ...)."""
-        env = pb.Envelope()
-        q = env.contact_query
-        for b in bodies:
-            _fill_body(q.bodies.add(), _as_body(b))
-        if pairs:
-            for a, b in pairs:
-                p = q.pairs.add()
-                p.a, p.b = a, b
-        else:
-            q.all_pairs.margin = margin
-        _fill_options(q.options, **options)
-        r = self.call(env, "contact_reply")
+        r = self.call(query_request(bodies, pairs, margin=margin, **options), "contact_reply")
         return QueryResult([PairResult._from(p) for p in r.results], r.compute_time_us, r.candidate_pairs)
 
     def stats(self) -> dict:
-        env = pb.Envelope()
-        env.stats.SetInParent()
-        r = self.call(env, "stats_reply")
+        r = self.call(stats_request(), "stats_reply")
         d = {f.name: getattr(r, f.name) for f in r.DESCRIPTOR.fields if f.name not in ("latency", "worker_utilisation")}
         d["worker_utilisation"] = list(r.worker_utilisation)
         d["latency"] = [(b.upper_bound_us, b.count) for b in r.latency]
@@ -569,38 +641,16 @@ class Client:
     def stream(self, bodies, pairs=None, *, latest_only: bool = False, margin: float = 0.0,
                **options) -> "Stream":
         """Open a stream (bodies and options fixed once). See Stream."""
-        env = pb.Envelope()
-        o = env.open_stream
-        for b in bodies:
-            _fill_body(o.bodies.add(), _as_body(b))
-        if pairs:
-            for a, b in pairs:
-                p = o.pairs.add()
-                p.a, p.b = a, b
-        else:
-            o.all_pairs.margin = margin
-        _fill_options(o.options, **options)
-        o.mode = pb.STREAM_MODE_LATEST_ONLY if latest_only else pb.STREAM_MODE_QUEUE_ALL
+        env = open_stream_request(bodies, pairs, latest_only=latest_only, margin=margin, **options)
         r = self.call(env, "open_stream_reply")
         self._stream_rids[env.request_id] = r.stream_id
         return Stream(self, r.stream_id)
 
     # used by Stream
     def _stream_update(self, stream_id, sequence, states):
-        env = pb.Envelope()
+        env = stream_update_request(stream_id, sequence, states)
         env.request_id = _STREAM_RID_BIT | self._next_stream_rid
         self._next_stream_rid += 1
-        u = env.stream_update
-        u.stream_id = stream_id
-        u.sequence = sequence
-        for bid, st in states.items():
-            m = u.bodies.add()
-            m.body_id = bid
-            if "position" in st or "orientation" in st:
-                _fill_pose(m.pose, st.get("position", (0, 0, 0)), st.get("orientation"))
-            if "angular_velocity" in st or "linear_velocity" in st:
-                _fill_vec(m.velocity.angular, st.get("angular_velocity", (0, 0, 0)))
-                _fill_vec(m.velocity.linear, st.get("linear_velocity", (0, 0, 0)))
         self._send(env)
 
     def _stream_recv(self, timeout):
@@ -643,9 +693,7 @@ class Stream:
     def close(self) -> dict:
         if self.closed:
             return {}
-        env = pb.Envelope()
-        env.close_stream.stream_id = self.id
-        r = self.client.call(env, "close_stream_reply")
+        r = self.client.call(close_stream_request(self.id), "close_stream_reply")
         self.closed = True
         return dict(updates=r.updates, results=r.results, dropped_updates=r.dropped_updates)
 
