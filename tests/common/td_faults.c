@@ -24,9 +24,12 @@
  *   once:K    allocation K alone: a transient failure;
  *   serve:N:S while armed, about one allocation in N, chosen by a hash of
  *             its number and the seed S: transient failures while serving.
- * SIGUSR1 arms, SIGUSR2 disarms and writes "faults: F of A allocations
- * failed" (the ones made while armed) to stderr, so a test can check that
- * its window really failed some. The first failure of start:K or once:K
+ * SIGUSR1 arms and writes "faults: armed"; SIGUSR2 disarms and writes
+ * "faults: F of A allocations failed" (the ones made while armed) to
+ * stderr, so a test can check that its window really failed some. The
+ * kernel may run the two handlers at once on different threads, so a
+ * disarm sent before the "armed" line can be undone by the arm: a caller
+ * waits for each line before sending the next signal. The first failure of start:K or once:K
  * writes "faults: allocation K failed". Everything in the handlers is
  * async-signal-safe (atomics and write). */
 #include <signal.h>
@@ -133,6 +136,9 @@ static void on_arm(int sig) {
   atomic_store(&count, 0);
   atomic_store(&failed, 0);
   atomic_store(&armed, 1);
+  line l = {.n = 0};
+  put_s(&l, "faults: armed");
+  put_end(&l);
 }
 
 static void on_disarm(int sig) {

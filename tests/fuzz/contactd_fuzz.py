@@ -84,7 +84,7 @@ environment, ASAN_OPTIONS and UBSAN_OPTIONS included.
 Out of memory too: with --daemon .../tests/daemon/contactd_faults and
 --faults N, about one allocation in N fails while each batch runs (the
 shim's serve mode, armed with SIGUSR1 and disarmed with SIGUSR2 before the
-checks), so every bad-input path is also tried with its allocations
+checks, each signal waiting for the shim's line in the log), so every bad-input path is also tried with its allocations
 failing; ctest's test_fuzz_faults_smoke does this briefly.
 """
 import argparse
@@ -194,6 +194,25 @@ class Daemon:
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
+
+    def signal_and_wait(self, sig, ack, timeout=20):
+        """Send sig and wait until the log gets a line that ack (a regular
+        expression) matches from its start (contactd_faults acknowledges
+        arming and disarming so: two signals in a row could have their
+        handlers run at once, in either order)."""
+        pos = os.path.getsize(self.log_path)
+        self.proc.send_signal(sig)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with open(self.log_path, "rb") as f:
+                f.seek(pos)
+                data = f.read()
+            if any(re.match(ack.encode(), ln) for ln in data.split(b"\n")):
+                return
+            if not self.alive():
+                return  # check_alive says why
+            time.sleep(0.002)
+        raise Finding("contactd_faults did not acknowledge signal %d within %d s" % (sig, timeout))
 
     def peak_rss_mb(self):
         try:
@@ -1339,10 +1358,10 @@ class Fuzzer:
         while (not a.batches or self.batch <= a.batches) and (not a.minutes or time.monotonic() - t0 < a.minutes * 60):
             self.where = "batch %d" % self.batch
             if a.faults:  # failing allocations during the batch, none during the checks
-                self.d.proc.send_signal(signal.SIGUSR1)
+                self.d.signal_and_wait(signal.SIGUSR1, r"faults: armed$")
             self.run_batch()
             if a.faults:
-                self.d.proc.send_signal(signal.SIGUSR2)
+                self.d.signal_and_wait(signal.SIGUSR2, r"faults: \d+ of \d+ allocations failed$")
             self.check_batch()
             if time.monotonic() - last_report > 30:
                 last_report = time.monotonic()
