@@ -995,6 +995,12 @@ static double cyl_field(const void *ctx, ce_vec3 x) {
  * cut into K rings of n sectors (the field there depends on z alone, so
  * any cut keeps it exact; the rings give the cap a resolution across its
  * radius, as contact on a flat end needs; K is chosen by the caller). */
+/* z of slice boundary j of m along the axis segment |z| <= zo (the last
+ * exactly zo; one slice at z = 0 when m is 0). */
+static double long_slice_z(int32_t j, int32_t m, double zo) {
+  return j == m ? zo : (m ? -zo + 2.0 * zo * j / m : 0.0);
+}
+
 static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, int32_t K, double E,
                                    ce_rawmesh *out, ce_error *err) {
   double l = 0.5 * L, rho = R * cos(M_PI / n);
@@ -1012,15 +1018,14 @@ static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, int
     free(P); free(O); free(Vp); free(Vm);
     return oom(err, "cylinder");
   }
-  for (int32_t j = 0; j <= m; ++j) {
-    double z = j == m ? zo : (m ? -zo + 2.0 * zo * j / m : 0.0);
-    O[j] = mmb_vertex(&B, ce_v3(0, 0, z), 0);
-  }
+  /* (positions are computed, never read back from B.v: after a failed
+   * allocation mmb_vertex returns 0 and B.v may still be NULL) */
+  for (int32_t j = 0; j <= m; ++j) O[j] = mmb_vertex(&B, ce_v3(0, 0, long_slice_z(j, m, zo)), 0);
   for (int32_t i = 0; i < n; ++i) {
     double th = 2.0 * M_PI * i / n, x = R * cos(th), y = R * sin(th);
     Vp[i] = mmb_vertex(&B, ce_v3(x, y, l), 1);
     Vm[i] = mmb_vertex(&B, ce_v3(x, y, -l), 1);
-    for (int32_t j = 0; j <= m; ++j) P[(int64_t)j * n + i] = mmb_vertex(&B, ce_v3(x, y, B.v[O[j]].z), 1);
+    for (int32_t j = 0; j <= m; ++j) P[(int64_t)j * n + i] = mmb_vertex(&B, ce_v3(x, y, long_slice_z(j, m, zo)), 1);
   }
   for (int32_t i = 0; i < n && !B.oom; ++i) {
     int32_t k = (i + 1) % n;
@@ -1040,7 +1045,8 @@ static ce_errno cylinder_long_tets(double R, double L, int32_t n, int32_t m, int
     for (int s = 0; s < 2; ++s) {
       double z = s ? -l : l;
       int32_t apex = s ? ob : ot;
-      const ce_vec3 a = B.v[s ? Vm[i] : Vp[i]], c = B.v[s ? Vm[k] : Vp[k]];
+      const double thi = 2.0 * M_PI * i / n, thk = 2.0 * M_PI * k / n;
+      const ce_vec3 a = ce_v3(R * cos(thi), R * sin(thi), z), c = ce_v3(R * cos(thk), R * sin(thk), z);
       int32_t in_i = mmb_vertex(&B, ce_v3(0, 0, z), 1), in_k = in_i;
       for (int32_t r = 1; r <= K && !B.oom; ++r) {
         double f = (double)r / K;

@@ -31,6 +31,18 @@ static ce_errno primitive(ce_shape_type type, ce_compliance c, ce_geometry **out
   return ce_geometry_from_shape(&s, &p, out, err);
 }
 
+/* A cylinder longer than wide: the medial-axis mesher's other branch
+ * (cylinder_long_tets; the one above is flat). */
+static ce_errno long_cylinder_c(ce_geometry **out, ce_error *err) {
+  ce_shape s;
+  memset(&s, 0, sizeof s);
+  s.type = CE_SHAPE_CYLINDER;
+  s.radius = 0.03;
+  s.length = 0.2;
+  ce_props p = ce_test_props(CE_COMPLIANT, 1e6, 0.02);
+  return ce_geometry_from_shape(&s, &p, out, err);
+}
+
 static ce_errno sphere_c(ce_geometry **o, ce_error *e) { return primitive(CE_SHAPE_SPHERE, CE_COMPLIANT, o, e); }
 static ce_errno sphere_r(ce_geometry **o, ce_error *e) { return primitive(CE_SHAPE_SPHERE, CE_RIGID, o, e); }
 static ce_errno box_c(ce_geometry **o, ce_error *e) { return primitive(CE_SHAPE_BOX, CE_COMPLIANT, o, e); }
@@ -215,6 +227,7 @@ Test(alloc_failure, primitives) {
       {"compliant sphere", sphere_c},     {"rigid sphere", sphere_r},
       {"compliant box", box_c},           {"rigid box", box_r},
       {"compliant cylinder", cylinder_c}, {"rigid cylinder", cylinder_r},
+      {"compliant long cylinder", long_cylinder_c},
       {"compliant capsule", capsule_c},   {"rigid capsule", capsule_r},
       {"compliant ellipsoid", ellipsoid_c}, {"rigid ellipsoid", ellipsoid_r},
       {"compliant half space", halfspace_c},
