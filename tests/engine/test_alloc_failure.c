@@ -31,16 +31,32 @@ static ce_errno primitive(ce_shape_type type, ce_compliance c, ce_geometry **out
   return ce_geometry_from_shape(&s, &p, out, err);
 }
 
-/* A cylinder longer than wide: the medial-axis mesher's other branch
- * (cylinder_long_tets; the one above is flat). */
-static ce_errno long_cylinder_c(ce_geometry **out, ce_error *err) {
+/* The meshers' other branches: a cylinder longer than wide
+ * (cylinder_long_tets; the one above is flat), a box too flat for the
+ * refined mesh (box_tets after box_sliced_tets), a long capsule and a
+ * long thin ellipsoid. */
+static ce_errno variant(ce_shape_type type, double radius, double length, ce_vec3 size, ce_geometry **out,
+                        ce_error *err) {
   ce_shape s;
   memset(&s, 0, sizeof s);
-  s.type = CE_SHAPE_CYLINDER;
-  s.radius = 0.03;
-  s.length = 0.2;
+  s.type = type;
+  s.radius = radius;
+  s.length = length;
+  s.size = size;
   ce_props p = ce_test_props(CE_COMPLIANT, 1e6, 0.02);
   return ce_geometry_from_shape(&s, &p, out, err);
+}
+static ce_errno long_cylinder_c(ce_geometry **o, ce_error *e) {
+  return variant(CE_SHAPE_CYLINDER, 0.03, 0.2, ce_v3(0, 0, 0), o, e);
+}
+static ce_errno flat_box_c(ce_geometry **o, ce_error *e) {
+  return variant(CE_SHAPE_BOX, 0, 0, ce_v3(0.1, 0.1, 1e-7), o, e);
+}
+static ce_errno long_capsule_c(ce_geometry **o, ce_error *e) {
+  return variant(CE_SHAPE_CAPSULE, 0.01, 0.2, ce_v3(0, 0, 0), o, e);
+}
+static ce_errno long_ellipsoid_c(ce_geometry **o, ce_error *e) {
+  return variant(CE_SHAPE_ELLIPSOID, 0, 0, ce_v3(0.2, 0.01, 0.02), o, e);
 }
 
 static ce_errno sphere_c(ce_geometry **o, ce_error *e) { return primitive(CE_SHAPE_SPHERE, CE_COMPLIANT, o, e); }
@@ -227,7 +243,8 @@ Test(alloc_failure, primitives) {
       {"compliant sphere", sphere_c},     {"rigid sphere", sphere_r},
       {"compliant box", box_c},           {"rigid box", box_r},
       {"compliant cylinder", cylinder_c}, {"rigid cylinder", cylinder_r},
-      {"compliant long cylinder", long_cylinder_c},
+      {"compliant long cylinder", long_cylinder_c}, {"compliant flat box", flat_box_c},
+      {"compliant long capsule", long_capsule_c}, {"compliant long ellipsoid", long_ellipsoid_c},
       {"compliant capsule", capsule_c},   {"rigid capsule", capsule_r},
       {"compliant ellipsoid", ellipsoid_c}, {"rigid ellipsoid", ellipsoid_r},
       {"compliant half space", halfspace_c},
