@@ -19,44 +19,39 @@
 
 typedef ce_errno (*build_fn)(ce_geometry **out, ce_error *err);
 
-static ce_errno primitive(ce_shape_type type, ce_compliance c, ce_geometry **out, ce_error *err) {
-  ce_shape s;
-  memset(&s, 0, sizeof s);
-  s.type = type;
-  s.radius = 0.05;
-  s.length = 0.08;
-  s.size = type == CE_SHAPE_ELLIPSOID ? ce_v3(0.06, 0.04, 0.03) : ce_v3(0.1, 0.08, 0.06);
-  ce_props p = ce_test_props(c, c == CE_COMPLIANT ? 1e6 : 0, 0.02);
-  p.slab_thickness = 0.1;
-  return ce_geometry_from_shape(&s, &p, out, err);
-}
-
-/* The meshers' other branches: a cylinder longer than wide
- * (cylinder_long_tets; the one above is flat), a box too flat for the
- * refined mesh (box_tets after box_sliced_tets), a long capsule and a
- * long thin ellipsoid. */
-static ce_errno variant(ce_shape_type type, double radius, double length, ce_vec3 size, ce_geometry **out,
-                        ce_error *err) {
+static ce_errno build_shape(ce_shape_type type, ce_compliance c, double radius, double length, ce_vec3 size,
+                            ce_geometry **out, ce_error *err) {
   ce_shape s;
   memset(&s, 0, sizeof s);
   s.type = type;
   s.radius = radius;
   s.length = length;
   s.size = size;
-  ce_props p = ce_test_props(CE_COMPLIANT, 1e6, 0.02);
+  ce_props p = ce_test_props(c, c == CE_COMPLIANT ? 1e6 : 0, 0.02);
+  p.slab_thickness = 0.1;
   return ce_geometry_from_shape(&s, &p, out, err);
 }
+
+static ce_errno primitive(ce_shape_type type, ce_compliance c, ce_geometry **out, ce_error *err) {
+  return build_shape(type, c, 0.05, 0.08, type == CE_SHAPE_ELLIPSOID ? ce_v3(0.06, 0.04, 0.03) : ce_v3(0.1, 0.08, 0.06),
+                     out, err);
+}
+
+/* The meshers' other branches: a cylinder longer than wide
+ * (cylinder_long_tets; the one below is flat), a box too flat for the
+ * refined mesh (box_tets after box_sliced_tets), a long capsule and a
+ * long thin ellipsoid. */
 static ce_errno long_cylinder_c(ce_geometry **o, ce_error *e) {
-  return variant(CE_SHAPE_CYLINDER, 0.03, 0.2, ce_v3(0, 0, 0), o, e);
+  return build_shape(CE_SHAPE_CYLINDER, CE_COMPLIANT, 0.03, 0.2, ce_v3(0, 0, 0), o, e);
 }
 static ce_errno flat_box_c(ce_geometry **o, ce_error *e) {
-  return variant(CE_SHAPE_BOX, 0, 0, ce_v3(0.1, 0.1, 1e-7), o, e);
+  return build_shape(CE_SHAPE_BOX, CE_COMPLIANT, 0, 0, ce_v3(0.1, 0.1, 1e-7), o, e);
 }
 static ce_errno long_capsule_c(ce_geometry **o, ce_error *e) {
-  return variant(CE_SHAPE_CAPSULE, 0.01, 0.2, ce_v3(0, 0, 0), o, e);
+  return build_shape(CE_SHAPE_CAPSULE, CE_COMPLIANT, 0.01, 0.2, ce_v3(0, 0, 0), o, e);
 }
 static ce_errno long_ellipsoid_c(ce_geometry **o, ce_error *e) {
-  return variant(CE_SHAPE_ELLIPSOID, 0, 0, ce_v3(0.2, 0.01, 0.02), o, e);
+  return build_shape(CE_SHAPE_ELLIPSOID, CE_COMPLIANT, 0, 0, ce_v3(0.2, 0.01, 0.02), o, e);
 }
 
 static ce_errno sphere_c(ce_geometry **o, ce_error *e) { return primitive(CE_SHAPE_SPHERE, CE_COMPLIANT, o, e); }
