@@ -179,19 +179,12 @@ static void protobuf_round(tally *t, const char *plane, int round) {
     return;
   }
 
-  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
-  Contactd__V1__Pose p1, p2;
-  Contactd__V1__Vec3 v1, v2;
-  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, radius - 0.01);
-  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
-  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
-  pr.a = 1;
-  pr.b = 2;
+  /* a stream of the same two bodies and pair as the query above */
   Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
-  os.n_bodies = 2;
-  os.bodies = bodies;
-  os.n_pairs = 1;
-  os.pairs = prs;
+  os.n_bodies = pq.query.n_bodies;
+  os.bodies = pq.query.bodies;
+  os.n_pairs = pq.query.n_pairs;
+  os.pairs = pq.query.pairs;
   contactd__v1__envelope__init(&e);
   e.request_id = 4;
   e.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
