@@ -17,17 +17,20 @@
  * F(d) ~ (4/3)(E w / 0.1) sqrt(2 R) d^(3/2), so the static penetration
  * delta_s where 2 F = m g is ~1.2 mm; the program finds it exactly by
  * bisection on the daemon's force and prints it. Hunt-Crossley dissipation
- * 20 s/m; regularised friction, stiction tolerance 1e-3 m/s.
+ * 5 s/m (its hysteresis is the rolling resistance: the roll slows at
+ * ~0.06 m/s^2); regularised friction, stiction tolerance 1e-3 m/s.
  *
  * Integration: semi-implicit Euler at dt = 5e-4 s (standing on a disc face,
- * the stiffest mode is sqrt(E pi R^2 / (0.1 m)) ~ 320 rad/s: omega dt =
+ * the stiffest mode is sqrt(k / m), k = E pi R^2 / 0.1 m, ~320 rad/s: omega dt =
  * 0.16; mu g dt / v_s = 1.1 for the friction damper).
  *
- * Impulse at t = 0 (at the centre of mass): linear p = (0, 1.5, 0) N s and
- * angular (about the CM) tau = I (-4.5, 0, 10) N m s in body = world axes:
- * a push and a tip towards +y, and a spin about the dumbbell's own
- * (vertical) axis. It topples on the rim of the bottom disc; once down, the
- * spin is a roll about its axis and the vertical angular momentum turns it.
+ * Impulse at t = 0, at the centre of mass: linear p = (0, 2, 0) N s and
+ * angular I w0 with w0 = (-7, 0, 10) rad/s (body = world axes while it
+ * stands): a push and a tip towards +y, and a spin about the dumbbell's own
+ * vertical axis. It topples on the rim of the bottom disc, its heading
+ * turning as it goes; it lands on both discs still turning (friction at the
+ * two patches stops the turn within ~0.15 s) and what is left of the spin
+ * is a roll about its axis.
  *
  * Every step records the equivalent contact point (ECP: the centre of
  * pressure of the whole contact, §3 of the paper) and the mode ("none",

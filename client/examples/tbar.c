@@ -1,41 +1,45 @@
 /* tbar — the T-shaped bar of Xie & Chakraborty ("Modeling and prediction of
  * rigid body motion with planar non-convex contact", §5.2) as a remote
  * simulator: a rigid T-shaped plate lying on the ground is tipped by applied
- * torques, rocks on its corners, falls flat, then slides and turns. The
- * program integrates the 6-DOF motion itself and asks contactd for the
+ * torques onto two of its corners, falls back flat, then slides and turns.
+ * The program integrates the 6-DOF motion itself and asks contactd for the
  * contact every step; its contact with the ground is one non-convex patch
- * when flat, and one or two small patches while it rocks.
+ * when flat, and two small patches (the paper's two-point contact) or one
+ * patch along an edge while it is tipped.
  *
  * Bar: thickness 0.05 m, so its centre of mass rests at 0.025 m as in the
- * paper's flat phases (§5.2, Fig. 5e); the plan view (Fig. 1) is a crossbar
- * 0.30 x 0.06 m over a stem 0.06 x 0.24 m (0.30 m long overall); uniform
- * density, m = 2 kg, mu = 0.22 (the paper's values). Its inertia is that of
- * the two boxes about the common centre of mass.
+ * paper's flat phases (§5.2); the plan view is a crossbar 0.30 x 0.06 m over
+ * a stem 0.06 x 0.24 m (0.30 m long overall; the paper gives the plan
+ * dimensions in its Fig. 1); uniform density, m = 2 kg, mu = 0.22 (the
+ * paper's values). Its inertia is that of the two boxes about the common
+ * centre of mass.
  *
- * Contact: the bar is a rigid closed triangle mesh (its faces cut in 1 cm
+ * Contact: the bar is a rigid closed triangle mesh (both faces cut in 2 cm
  * cells, so the friction under turning is integrated finely) sent as OBJ
  * bytes; the ground is a compliant half space, E = 1e7 Pa over a 0.1 m slab,
  * so p = E d / 0.1 at depth d. Flat, the bottom face (area A = 0.0324 m^2)
  * gives k = E A / 0.1 = 3.24e6 N/m, a static penetration
  * delta_s = m g / k = 6.1 um and a normal mode of sqrt(k/m) = 1270 rad/s.
- * Hunt-Crossley dissipation 5 s/m (nearly plastic impacts at the ~0.3 m/s
- * of a falling corner); regularised Coulomb friction with stiction
- * tolerance 1e-3 m/s.
+ * Hunt-Crossley dissipation 20 s/m (nearly plastic impacts, as the paper
+ * assumes, at the ~0.3 m/s of a falling corner); regularised Coulomb
+ * friction with stiction tolerance 1e-3 m/s.
  *
  * Integration: semi-implicit Euler at dt = 1e-4 s (omega dt = 0.13 for the
  * flat mode; mu g dt / v_s = 0.02 for the friction damper).
  *
  * Load program (applied torques and forces at the centre of mass, after the
  * paper's phases T1-T3):
- *   T1 [0, 1.5) s: a torque of 3.5 N m for 0.15 s about a support line of
- *      the bar's convex hull through the right crossbar corner tips it onto
- *      that corner; released, it falls back, rocks and settles flat.
- *   T2 [1.5, 3) s: the mirror image (tau_x reversed) on the left corner.
- *   T3 [3, 5] s: fx = 5 + 3 sin(2 pi t') N, fy = 3 cos(2 pi t') N,
- *      tau_z = 0.8 cos(pi t') N m (t' = t - 3): it slides and turns flat.
+ *   T1 [0, 1.5) s: a torque of 3 N m for 0.15 s along I d, d a support line
+ *      of the plan's convex hull through the right crossbar corner, lifts
+ *      the far side; the bar pivots on that corner and the end of the stem
+ *      (two patches across the T's notch), falls back, bounces for a few
+ *      ms and lies flat.
+ *   T2 [1.5, 3) s: the mirror image (tau_y reversed) on the left corner.
+ *   T3 [3, 5] s: fx = 4 + 3 sin(2 pi t') N, fy = 3 cos(2 pi t') N,
+ *      tau_z = 0.4 cos(pi t') N m (t' = t - 3): it slides and turns flat.
  *
- * Every step records the equivalent contact point (ECP, the centre of
- * pressure of the whole contact, Xie & Chakraborty §3) and the contact mode:
+ * Every step records the equivalent contact point (ECP, §3.1 of the paper:
+ * here the centre of pressure of the whole contact) and the contact mode:
  * "none", or the contact patches each classified by its plan-view size as
  * "point" (diameter < 2.5 cm), "line" (width < 2.5 cm) or "surface", joined
  * by "+" ("point+point" is the paper's two-point contact across the T's
@@ -46,8 +50,8 @@
  *      least 0.1 s) the centre-of-mass height equals the flat rest height
  *      0.025 m - delta_s to within delta_s;
  *   3. no step penetrates deeper than the stated bound of 5 mm (the deepest
- *      corner below the ground plane; the corner contacts carry the weight
- *      on a small area and sink ~1-3 mm).
+ *      corner below the ground plane: a corner contact carries the weight
+ *      on a small area and sinks ~3 mm).
  *
  * usage: tbar [--addr A] [--duration T] [--steps N] [--dt DT] [--every N]
  *             [--csv FILE] [--publish NAME]
