@@ -33,7 +33,7 @@
  * is a roll about its axis.
  *
  * Every step records the equivalent contact point (ECP: the centre of
- * pressure of the whole contact, §3 of the paper) and the mode ("none",
+ * pressure of the whole contact; §3.1 of the paper) and the mode ("none",
  * "one patch: face" standing on an end face, "one patch: rim" on a disc's
  * rim, "two patches", ...). The rolling phase is the part after the
  * first two-patch contact (plus 0.2 s to damp the landing) in which the axis
@@ -82,17 +82,15 @@ static char *dumbbell_obj(size_t *len) {
   for (int k = 0; k < 6; k++)
     for (int i = 0; i < NSEC; i++) {
       double a = 2 * M_PI * i / NSEC;
+      if (rb_text_room(&s, &cap, n, 256)) return NULL;
       n += (size_t)snprintf(s + n, cap - n, "v %.9f %.9f %.9f\n", prof[k][0] * cos(a), prof[k][0] * sin(a), prof[k][1]);
     }
+  if (rb_text_room(&s, &cap, n, 256)) return NULL;
   n += (size_t)snprintf(s + n, cap - n, "v 0 0 %.9f\nv 0 0 %.9f\n", -h, h);
   const int cb = 6 * NSEC + 1, ct = 6 * NSEC + 2;
 #define V(k, i) ((k) * NSEC + ((i) % NSEC) + 1)
   for (int i = 0; i < NSEC; i++) {
-    if (cap - n < 1024) {
-      char *t = realloc(s, cap *= 2);
-      if (!t) return free(s), NULL;
-      s = t;
-    }
+    if (rb_text_room(&s, &cap, n, 1024)) return NULL;
     /* end faces: -z fan, +z fan */
     n += (size_t)snprintf(s + n, cap - n, "f %d %d %d\nf %d %d %d\n", cb, V(0, i + 1), V(0, i), ct, V(5, i),
                           V(5, i + 1));

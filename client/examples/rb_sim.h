@@ -18,7 +18,7 @@
 
 #include "cc_client.h"
 
-#define RB_G 9.81
+#define RB_G 9.8 /* m/s^2, as in Xie & Chakraborty §5.1 */
 
 typedef struct rb_state {
   double p[3]; /* CM position, m (the body origin is its CM) */
@@ -235,6 +235,17 @@ static inline void rb_csv_row(FILE *f, double t, const rb_state *s, const rb_con
           t, s->p[0], s->p[1], s->p[2], s->q[0], s->q[1], s->q[2], s->q[3], s->v[0], s->v[1], s->v[2], s->w[0],
           s->w[1], s->w[2], c->ecp[0], c->ecp[1], c->ecp[2], mode, c->npatches, c->area, c->F[0], c->F[1], c->F[2],
           c->T[0], c->T[1], c->T[2]);
+}
+
+/* Room for `need` more bytes after n in the growing text buffer *s of
+ * capacity *cap; 0, or -1 (the buffer freed) when out of memory. */
+static inline int rb_text_room(char **s, size_t *cap, size_t n, size_t need) {
+  while (*cap - n < need) {
+    char *t = realloc(*s, *cap * 2);
+    if (!t) return free(*s), *s = NULL, -1;
+    *s = t, *cap *= 2;
+  }
+  return 0;
 }
 
 static inline FILE *rb_csv_open(const char *path, const char *prog) {

@@ -116,6 +116,7 @@ static char *tbar_obj(const tgeom *g, size_t *len) {
     for (int j = 0; j <= NY; j++) {
       int used = in_t(i, j) || in_t(i - 1, j) || in_t(i, j - 1) || in_t(i - 1, j - 1);
       for (int k = 0; used && k < 2; k++) {
+        if (rb_text_room(&s, &cap, n, 256)) return NULL;
         idx[i][j][k] = ++nv;
         n += (size_t)snprintf(s + n, cap - n, "v %.6f %.6f %.6f\n", i * CELL - g->cm[0], j * CELL - g->cm[1],
                               k ? THICK / 2 : -THICK / 2);
@@ -125,11 +126,7 @@ static char *tbar_obj(const tgeom *g, size_t *len) {
   for (int i = 0; i < NX; i++)
     for (int j = 0; j < NY; j++) {
       if (!in_t(i, j)) continue;
-      if (cap - n < 4096) {
-        char *t = realloc(s, cap *= 2);
-        if (!t) return free(s), NULL;
-        s = t;
-      }
+      if (rb_text_room(&s, &cap, n, 4096)) return NULL;
       /* top (+z) counter-clockwise, bottom (-z) reversed */
       F3(idx[i][j][1], idx[i + 1][j][1], idx[i + 1][j + 1][1]);
       F3(idx[i][j][1], idx[i + 1][j + 1][1], idx[i][j + 1][1]);
