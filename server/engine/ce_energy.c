@@ -224,8 +224,8 @@ static inline void tet_vertices(const ce_tetmesh *T, int32_t t, ce_vec3 x[4]) {
  * any clipping, and a tet wholly inside b is not clipped. Where one field
  * is below the other on the whole pair (their ranges over the two tets do
  * not cross), the equal-pressure split is skipped. */
-static int tet_pair(equery *q, const ce_vec3 xa[4], efield fa, const double pa[2], const ce_tetmesh *TN, int32_t b,
-                    double *u) {
+static int tet_pair(equery *q, const ce_vec3 xa[4], const double pla[4][4], efield fa, const double pa[2],
+                    const ce_tetmesh *TN, int32_t b, double *u) {
   const double(*fp)[4] = TN->fplane[b];
   int cutf[4], ncut = 0;
   for (int f = 0; f < 4; f++) {
@@ -233,6 +233,15 @@ static int tet_pair(equery *q, const ce_vec3 xa[4], efield fa, const double pa[2
     for (int i = 0; i < 4; i++) nout += fp[0][f] * xa[i].x + fp[1][f] * xa[i].y + fp[2][f] * xa[i].z - fp[3][f] > 0;
     if (nout == 4) return 0;
     if (nout > 0) cutf[ncut++] = f;
+  }
+  /* and the other way round: b's vertices outside a face of a */
+  for (int f = 0; f < 4; f++) {
+    int nout = 0;
+    for (int i = 0; i < 4; i++) {
+      ce_vec3 y = TN->v[TN->tet[b][i]];
+      nout += pla[f][0] * y.x + pla[f][1] * y.y + pla[f][2] * y.z - pla[f][3] > 0;
+    }
+    if (nout == 4) return 0;
   }
   if (set_tet(q, xa)) return -1;
   for (int k = 0; k < ncut && q->cur.len > 0; k++) {
@@ -261,6 +270,7 @@ static ce_errno energy_tet_tet(const ce_geometry *m, const ce_geometry *n, const
   const ce_pose X_NM = ce_pose_inverse(X_MN);
   int32_t placed = -1;
   ce_vec3 xa[4] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+  double pla[4][4] = {{0}}; /* a's face planes in N's frame, one row (n, d) per face */
   efield fa = {ce_v3(0, 0, 0), 0};
   for (int64_t k = 0; k < pairs.len; k++) {
     const ce_pair *p = (const ce_pair *)pairs.data + k;
@@ -270,9 +280,17 @@ static ce_errno energy_tet_tet(const ce_geometry *m, const ce_geometry *n, const
       /* M's field in N's frame: p(y) = gM . (R_MN y + p_MN) + cM */
       fa.g = ce_pose_rotate(&X_NM, TM->grad[p->a]);
       fa.c = TM->offset[p->a] + ce_dot(TM->grad[p->a], X_MN->p);
+      const double(*fm)[4] = TM->fplane[p->a];
+      for (int f = 0; f < 4; f++) {
+        ce_vec3 nn = ce_pose_rotate(&X_NM, ce_v3(fm[0][f], fm[1][f], fm[2][f]));
+        pla[f][0] = nn.x;
+        pla[f][1] = nn.y;
+        pla[f][2] = nn.z;
+        pla[f][3] = fm[3][f] + ce_dot(nn, X_NM.p);
+      }
     }
     double u = 0;
-    if (tet_pair(q, xa, fa, TM->prange[p->a], TN, p->b, &u)) return CE_ENOMEM;
+    if (tet_pair(q, xa, (const double(*)[4])pla, fa, TM->prange[p->a], TN, p->b, &u)) return CE_ENOMEM;
     if (u != 0) eq_add(q, p->a, u);
   }
   return CE_OK;
