@@ -4,6 +4,7 @@
 #include <criterion/logging.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ce_test_util.h"
@@ -436,5 +437,61 @@ Test(energy, nonconvex_rigid_mesh_is_unavailable) {
   ce_geometry_free(l);
   ce_mesh_data_free(&md);
   free(obj);
+  ce_arena_destroy(ar);
+}
+
+/* A compliant half space against a non-convex closed rigid mesh (the
+ * L-shaped block, footprint area 3, height h): the divergence theorem is
+ * exact for any closed mesh. Its field (E/s) depth integrated over the
+ * submerged part: (E/s) 3 d^2/2 at depth d <= h, (E/s) 3 h (d - h/2) once
+ * wholly under. */
+Test(energy, compliant_halfspace_nonconvex_rigid_mesh_exact) {
+  ce_arena *ar = ce_arena_create(1 << 20);
+  const double h = 0.1, s = 0.5;
+  size_t len;
+  char *obj = ce_test_obj_lblock(h, &len);
+  ce_mesh_data md;
+  ce_error err;
+  cr_assert_eq(ce_mesh_parse(obj, len, CE_MESH_OBJ, 0, &md, &err), CE_OK, "%s", err.message);
+  ce_props pr = ce_test_props(CE_RIGID, 0, 1);
+  ce_geometry *l = NULL;
+  cr_assert_eq(ce_geometry_from_trimesh(md.vertices, md.nv, md.tris, md.ntri, 1, &pr, &l, &err), CE_OK, "%s",
+               err.message);
+  ce_geometry *hc = halfspace(CE_COMPLIANT, s);
+  const double ds[] = {0.01, 0.07, 0.25};
+  for (int i = 0; i < 3; i++) {
+    double d = ds[i];
+    double want = d <= h ? E / s * 3 * d * d / 2 : E / s * 3 * h * (d - h / 2);
+    ce_quat q = ce_quat_from_axis_angle(ce_v3(0, 0, 1), 0.4 * i);
+    double U = energy_of(hc, pose(I, ce_v3(0, 0, 0)), l, pose(q, ce_v3(0.3, -0.2, -d)), ar);
+    cr_expect(ce_test_close(U, want, 1e-12, 0), "d = %g: U = %.17g, closed form %.17g", d, U, want);
+  }
+  ce_geometry_free(hc);
+  ce_geometry_free(l);
+  ce_mesh_data_free(&md);
+  free(obj);
+  ce_arena_destroy(ar);
+}
+
+/* Terrain: not computed (reported 0, UNAVAILABLE); the contact itself is
+ * unchanged. */
+Test(energy, terrain_is_unavailable) {
+  ce_arena *ar = ce_arena_create(1 << 20);
+  double z[16 * 16];
+  for (int i = 0; i < 16 * 16; i++) z[i] = 0;
+  ce_props pr = ce_test_props(CE_RIGID, 0, 0.1);
+  ce_geometry *t = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_heightfield(z, 16, 16, 0.1, 0.1, ce_v3(-0.75, -0.75, 0), 1, &pr, &t, &err), CE_OK,
+               "%s", err.message);
+  ce_geometry *s = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.05);
+  cr_assert_not_null(s);
+  ce_body a = body_at(s, pose(I, ce_v3(0, 0, 0.09))), b = body_at(t, pose(I, ce_v3(0, 0, 0)));
+  ce_result r = query(&a, &b, 1, 0, ar);
+  cr_expect_eq(r.status, CE_CONTACT_SURFACE);
+  cr_expect_eq(r.energy, CE_ENERGY_UNAVAILABLE);
+  cr_expect_eq(r.strain_energy, 0);
+  ce_geometry_free(s);
+  ce_geometry_free(t);
   ce_arena_destroy(ar);
 }
