@@ -215,6 +215,13 @@ class ContactctlTest(unittest.TestCase):
                                delta=0.15 * p["strain_energy"])
         self.assertAlmostEqual(p["patches"][0]["strain_energy"], p["strain_energy"], delta=1e-12 * p["strain_energy"])
         self.assertNotIn("strain_energy", json.loads(self.ok("query", "-", "--json", stdin=json.dumps(SIMPLE)))["pairs"][0])
+        # the scene's options.energy, also for streams
+        s2 = dict(SIMPLE, options={"energy": True})
+        q = json.loads(self.ok("query", "-", "--json", stdin=json.dumps(s2)))["pairs"][0]
+        self.assertEqual(q["strain_energy"], p["strain_energy"])
+        lines = self.ok("stream", "-", "--json", "--count", "2", stdin=json.dumps(s2)).splitlines()
+        first = json.loads(lines[0])
+        self.assertEqual(first["pairs"][0]["strain_energy"], p["strain_energy"])
 
     def test_query_scene_of_every_shape(self):
         """A scene file with every shape kind (and a mesh file next to it,
