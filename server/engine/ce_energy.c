@@ -514,12 +514,13 @@ static ce_errno energy_tet_convex(const ce_geometry *m, const ce_geometry *n, co
     if ((e = surface_tet(T, t, pl, (int)(j - i), mark, &stack, q)) != CE_OK) return e;
   }
   /* components of M that N's surface does not reach: wholly inside or out */
+  unsigned char *reached = ce_arena_calloc(q->a, (size_t)(T->ncomp > 0 ? T->ncomp : 1), 1);
+  if (!reached) return CE_ENOMEM;
+  for (int32_t t = 0; t < T->nt; t++)
+    if (mark[t] != T_UNKNOWN) reached[T->ncomp > 1 ? T->comp[t] : 0] = 1;
   for (int32_t c = 0; c < T->ncomp; c++) {
     int32_t t0 = T->ncomp == 1 ? 0 : T->comp_first[c];
-    int reached = 0;
-    for (int32_t t = t0; t < T->nt && !reached; t++)
-      if ((T->ncomp == 1 || T->comp[t] == c) && mark[t] != T_UNKNOWN) reached = 1;
-    if (reached) continue;
+    if (reached[c]) continue;
     ce_vec3 x[4];
     tet_vertices(T, t0, x);
     ce_vec3 cen = ce_scale(ce_add(ce_add(x[0], x[1]), ce_add(x[2], x[3])), 0.25);
