@@ -127,3 +127,53 @@ Test(daemon_energy, json_and_streams_accept_the_option) {
   free(s);
   free(p);
 }
+
+/* The pairs of one query run on several workers; each pair's energy is
+ * bit-identical to the same pair queried alone. */
+Test(daemon_energy, energy_does_not_depend_on_the_worker) {
+  char *s = tc_register_sphere(fd, 1, R, E, R / 4), *p = tc_register_halfspace(fd, 2, 0, 0);
+  enum { N = 6 };
+  Contactd__V1__Body b[N + 1], *bodies[N + 1];
+  Contactd__V1__Pose pose[N + 1];
+  Contactd__V1__Vec3 pos[N + 1];
+  Contactd__V1__Pair pr[N], *prs[N];
+  tc_body(&b[0], &pose[0], &pos[0], 1, p, 0, 0, 0);
+  bodies[0] = &b[0];
+  for (int i = 0; i < N; i++) {
+    tc_body(&b[i + 1], &pose[i + 1], &pos[i + 1], (uint32_t)(i + 2), s, 0, 0, R - 0.004 * (i + 1));
+    bodies[i + 1] = &b[i + 1];
+    contactd__v1__pair__init(&pr[i]);
+    pr[i].a = (uint32_t)(i + 2);
+    pr[i].b = 1;
+    prs[i] = &pr[i];
+  }
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.want_energy = 1;
+  Contactd__V1__ContactQuery cq = CONTACTD__V1__CONTACT_QUERY__INIT;
+  cq.n_bodies = N + 1;
+  cq.bodies = bodies;
+  cq.n_pairs = N;
+  cq.pairs = prs;
+  cq.options = &o;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 3;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &cq;
+  Env *all = tc_call(fd, &e, 60000);
+  cr_assert(all && all->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  cr_assert_eq(all->contact_reply->n_results, N);
+  for (int i = 0; i < N; i++) {
+    tc_pair_query q;
+    tc_pair_query_init(&q, (uint64_t)(10 + i), s, R - 0.004 * (i + 1), p, 0, CONTACTD__V1__DETAIL__DETAIL_WRENCH);
+    q.options.want_energy = 1;
+    Env *one = tc_call(fd, &q.env, 60000);
+    cr_assert(one && one->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+    double u1 = one->contact_reply->results[0]->strain_energy, un = all->contact_reply->results[i]->strain_energy;
+    cr_expect(memcmp(&u1, &un, sizeof u1) == 0, "pair %d: %.17g alone, %.17g among others", i, u1, un);
+    cr_expect_gt(u1, 0);
+    contactd__v1__envelope__free_unpacked(one, NULL);
+  }
+  contactd__v1__envelope__free_unpacked(all, NULL);
+  free(s);
+  free(p);
+}
