@@ -495,3 +495,52 @@ Test(energy, terrain_is_unavailable) {
   ce_geometry_free(t);
   ce_arena_destroy(ar);
 }
+
+/* An exhausted scratch arena fails the query with CE_ENOMEM at any point
+ * of the energy pass, for every pair type, and never crashes; with room
+ * enough the same query succeeds with the same energy. */
+Test(energy, arena_exhaustion_is_enomem) {
+  ce_geometry *s = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.05);
+  ce_geometry *box = ce_test_shape(CE_SHAPE_BOX, CE_RIGID, 0, ce_v3(0.12, 0.1, 0.08), 1);
+  ce_geometry *hr = halfspace(CE_RIGID, 0), *hc = halfspace(CE_COMPLIANT, 0.5);
+  cr_assert(s && box);
+  ce_body sa = body_at(s, pose(ce_quat_from_axis_angle(ce_v3(1, 2, 3), 0.4), ce_v3(0, 0, 0.08)));
+  ce_body others[4] = {body_at(s, pose(I, ce_v3(0, 0, -0.1))), body_at(box, pose(I, ce_v3(0.02, 0, -0.02))),
+                       body_at(hr, pose(I, ce_v3(0, 0, 0))), body_at(hc, pose(I, ce_v3(0, 0, 0)))};
+  ce_body boxa = body_at(box, pose(I, ce_v3(0, 0, 0.03)));
+  ce_arena *ar = ce_arena_create(1 << 12);
+  ce_options o;
+  ce_options_default(&o);
+  o.want_patches = o.want_energy = 1;
+  for (int k = 0; k < 5; k++) {
+    const ce_body *a = k < 4 ? &sa : &boxa, *b = k < 4 ? &others[k] : &others[3];
+    ce_result r;
+    ce_error err;
+    ce_arena_set_budget(ar, 0);
+    ce_arena_reset(ar);
+    cr_assert_eq(ce_contact(a, b, &o, ar, &r, &err), CE_OK, "%s", err.message);
+    const double want = r.strain_energy;
+    const size_t need = ce_arena_used(ar);
+    int ok = 0, nomem = 0;
+    for (size_t budget = 1024; budget <= 2 * need + 65536; budget = budget * 5 / 4) {
+      ce_arena_set_budget(ar, budget);
+      ce_arena_reset(ar);
+      ce_errno e = ce_contact(a, b, &o, ar, &r, &err);
+      cr_assert(e == CE_OK || e == CE_ENOMEM, "pair %d budget %zu: %s", k, budget, ce_errname(e));
+      if (e == CE_OK) {
+        ok++;
+        cr_expect_eq(r.strain_energy, want, "pair %d budget %zu", k, budget);
+      } else {
+        nomem++;
+      }
+    }
+    cr_expect(ok > 0 && nomem > 0, "pair %d: ok %d nomem %d", k, ok, nomem);
+    cr_expect_gt(want, 0, "pair %d", k);
+  }
+  ce_arena_set_budget(ar, 0);
+  ce_arena_destroy(ar);
+  ce_geometry_free(hc);
+  ce_geometry_free(hr);
+  ce_geometry_free(box);
+  ce_geometry_free(s);
+}
