@@ -10,6 +10,9 @@
  *   cc-g: the cc pair with B turned by a generic rotation (about 51 degrees
  *       about (0.50, -0.75, 0.62)): the meshes no longer mirror each other,
  *       so polygons are clipped by both tets (more, smaller polygons);
+ *   cc-e: the cc and cc-g pairs with and without the strain energy
+ *       (ce_options.want_energy), runs alternating, cpu medians and their
+ *       ratio;
  *   cr: compliant sphere R = 0.1 vs rigid sphere R = 0.1, same distance;
  *   cr-m: the cr pair with two more parts in the rigid mesh (three
  *       components): spheres R = 0.025 at -0.24 and R = 0.03 at +0.15
@@ -23,7 +26,7 @@
  * per output polygon. Single thread; asserts nothing.
  *
  * Usage: bench_contact [runs [hint [case]]]   (default 300 runs, every hint
- * and case; case = cc, cc-v, cc-g, cc-x, cr or cr-m). For profiling one case, e.g.
+ * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr or cr-m). For profiling one case, e.g.
  *   valgrind --tool=callgrind --toggle-collect=ce_contact \
  *       bench_contact 10 0.0066 cc */
 #define _POSIX_C_SOURCE 199309L
@@ -165,6 +168,42 @@ static void run_contact(const char *name, double hint, const ce_geometry *ga, co
          sc.p90, r.polygons ? 1e3 * sc.median / (double)r.polygons : 0.0);
 }
 
+/* What the strain energy costs: the query (as run_contact, B at rest,
+ * turned for cc-g) with and without want_energy, alternating run by run so
+ * that both see the same machine; CPU medians and their ratio. */
+static void run_energy(const char *name, double hint, const ce_geometry *ga, const ce_geometry *gb, int turned,
+                       int runs, ce_arena *arena, double *t, double *te) {
+  ce_body a = body_at(ga, 0), b = body_at(gb, 0.18);
+  if (turned) {
+    ce_quat q = {0.9, 0.2, -0.3, 0.25};
+    double l = sqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
+    b.X_WB = ce_pose_from_quat((ce_quat){q.w / l, q.x / l, q.y / l, q.z / l}, ce_v3(0.18, 0, 0));
+  }
+  ce_options opt, opte;
+  ce_options_default(&opt);
+  opt.want_surface = 1;
+  opte = opt;
+  opte.want_energy = 1;
+  ce_result r;
+  ce_error err;
+  double U = 0;
+  for (int i = 0; i < 2 * runs + 20; i++) {
+    int e = i & 1;
+    ce_arena_reset(arena);
+    double c0 = cpu_us();
+    if (ce_contact(&a, &b, e ? &opte : &opt, arena, &r, &err) != CE_OK) {
+      printf("%-4s hint %.4f: ce_contact failed: %s\n", name, hint, err.message);
+      return;
+    }
+    double dt = cpu_us() - c0;
+    if (e) U = r.strain_energy;
+    if (i >= 20) (e ? te : t)[(i - 20) / 2] = dt;
+  }
+  stats s = summarize(t, runs), se = summarize(te, runs);
+  printf("%-4s hint %.4f  energy %.6e J | cpu median plain %8.1f us, with energy %8.1f us, ratio %.3f\n", name,
+         hint, U, s.median, se.median, se.median / s.median);
+}
+
 /* The intersection alone: BVH traversal + polygons into a builder. */
 static void run_intersect(double hint, const ce_geometry *ga, const ce_geometry *gb, int runs, ce_arena *arena,
                           double *t) {
@@ -217,6 +256,7 @@ int main(int argc, char **argv) {
   const char *only = argc > 3 ? argv[3] : NULL;
   int do_cc = !only || !strcmp(only, "cc"), do_v = !only || !strcmp(only, "cc-v"), do_x = !only || !strcmp(only, "cc-x"), do_cr = !only || !strcmp(only, "cr");
   int do_g = !only || !strcmp(only, "cc-g"), do_crm = !only || !strcmp(only, "cr-m");
+  int do_e = !only || !strcmp(only, "cc-e");
   ce_arena *arena = ce_arena_create(1 << 20);
   double *t = malloc(sizeof(double) * (size_t)runs), *tc = malloc(sizeof(double) * (size_t)runs);
   printf("bench_contact: spheres R = 0.1 m, centres 0.18 m apart, %d timed runs per case\n", runs);
@@ -225,7 +265,7 @@ int main(int argc, char **argv) {
     double b0 = cpu_us();
     ce_geometry *c1 = sphere(CE_COMPLIANT, hints[h]);
     double b1 = cpu_us();
-    ce_geometry *c2 = (do_cc || do_v || do_g || do_x) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
+    ce_geometry *c2 = (do_cc || do_v || do_g || do_x || do_e) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
     double b2 = cpu_us();
     ce_geometry *r1 = do_cr ? sphere(CE_RIGID, hints[h]) : NULL;
     double b3 = cpu_us();
@@ -246,6 +286,10 @@ int main(int argc, char **argv) {
       if (do_v) run_contact("cc-v", hints[h], c1, c2, 1, runs, arena, t, tc);
       if (do_g) run_contact("cc-g", hints[h], c1, c2, 2, runs, arena, t, tc);
       if (do_x) run_intersect(hints[h], c1, c2, runs, arena, t);
+      if (do_e) {
+        run_energy("cc-e", hints[h], c1, c2, 0, runs, arena, t, tc);
+        run_energy("cc-ge", hints[h], c1, c2, 1, runs, arena, t, tc);
+      }
     }
     if (c1 && r1) run_contact("cr", hints[h], c1, r1, 0, runs, arena, t, tc);
     ce_geometry *rm = do_crm ? rigid_parts(hints[h]) : NULL;

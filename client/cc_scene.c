@@ -361,13 +361,17 @@ int cc_scene_parse(const char *json, const char *base_dir, cc_scene *s, char *er
     static const char *const reps[] = {"default", "polygon", "triangle"};
     static const char *const dets[] = {"default", "wrench", "patches", "surface"};
     static const char *const models[] = {"default", "hydroelastic", "point", "hydroelastic_with_fallback"};
-    int r = 0, d = 0, m = 0, pc = 0;
+    int r = 0, d = 0, m = 0, pc = 0, en = 0;
     if (parse_enum(op, "representation", reps, 3, &r, err, errlen) ||
         parse_enum(op, "detail", dets, 4, &d, err, errlen) ||
         parse_enum(op, "contact_model", models, 4, &m, err, errlen))
       goto out;
     if (get_bool(op, "point_contacts", &pc) < 0) {
       err_at(err, errlen, "options.point_contacts: expected true or false");
+      goto out;
+    }
+    if (get_bool(op, "energy", &en) < 0) {
+      err_at(err, errlen, "options.energy: expected true or false");
       goto out;
     }
     if (get_num(op, "stiction_tolerance", &s->options.stiction_tolerance) < 0) {
@@ -378,6 +382,7 @@ int cc_scene_parse(const char *json, const char *base_dir, cc_scene *s, char *er
     s->options.detail = (Contactd__V1__Detail)d;
     s->options.contact_model = (Contactd__V1__ContactModel)m;
     s->options.point_contacts = pc;
+    s->options.want_energy = en;
   }
   /* frames: cumulative full states */
   const cJSON *fs = cJSON_GetObjectItemCaseSensitive(root, "frames");

@@ -95,7 +95,7 @@ static const char *const REGISTER_HELP =
     "  --json             print the whole reply (id, cached, build statistics) as JSON\n";
 
 static const char *const QUERY_HELP =
-    "usage: contactctl query SCENE.json|- [--json] [--detail wrench|patches|surface]\n"
+    "usage: contactctl query SCENE.json|- [--json] [--detail wrench|patches|surface] [--energy]\n"
     "\n"
     "Register the scene's geometries, compute contact for its bodies and pairs, and\n"
     "print per pair: status, area, the wrench on A (about A's origin), the net\n"
@@ -103,7 +103,8 @@ static const char *const QUERY_HELP =
     "scene from stdin. The scene format is described in client/README.md.\n"
     "\n"
     "  --json          print the results as JSON\n"
-    "  --detail LEVEL  override the scene's options.detail\n";
+    "  --detail LEVEL  override the scene's options.detail\n"
+    "  --energy        also the strain energy of each pair and patch (J)\n";
 
 static const char *const STREAM_HELP =
     "usage: contactctl stream SCENE.json|- [--rate HZ] [--count N] [--latest] [--json]\n"
@@ -294,6 +295,21 @@ static cJSON *jpatch(const Contactd__V1__Patch *p) {
   return o;
 }
 
+static const char *energy_name(int e) {
+  static const char *const n[] = {"unspecified", "exact", "force_law", "unavailable"};
+  return e >= 0 && e < 4 ? n[e] : "unknown";
+}
+
+/* The strain energies (query --energy) into a pair's JSON object. */
+static void add_energy(cJSON *o, const Contactd__V1__PairResult *r) {
+  cJSON_AddNumberToObject(o, "strain_energy", r->strain_energy);
+  cJSON_AddStringToObject(o, "energy", energy_name((int)r->energy));
+  cJSON *t = cJSON_GetObjectItem(o, "total"), *ps = cJSON_GetObjectItem(o, "patches");
+  if (t && r->total) cJSON_AddNumberToObject(t, "strain_energy", r->total->strain_energy);
+  for (size_t i = 0; i < r->n_patches; i++)
+    cJSON_AddNumberToObject(cJSON_GetArrayItem(ps, (int)i), "strain_energy", r->patches[i]->strain_energy);
+}
+
 static cJSON *jpair(const cc_scene *s, const Contactd__V1__PairResult *r) {
   char sb[64];
   cJSON *o = cJSON_CreateObject();
@@ -333,6 +349,7 @@ static cJSON *jpair(const cc_scene *s, const Contactd__V1__PairResult *r) {
     cJSON_AddNumberToObject(e, "depth", r->penetration->depth);
     cJSON_AddItemToObject(e, "normal", jvec(r->penetration->normal));
   }
+  if (r->energy != CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_UNSPECIFIED) add_energy(o, r);
   cJSON_AddNumberToObject(o, "faces", r->total ? r->total->faces : 0);
   cJSON_AddNumberToObject(o, "compute_time_us", (double)r->compute_time_us);
   return o;
@@ -855,6 +872,8 @@ static void print_table(const cc_scene *s, const Contactd__V1__ContactReply *rep
       printf(", %d faces, area %.6e m^2", r->total ? r->total->faces : 0, r->area);
     if (r->penetration) printf(", depth %.6e m", r->penetration->depth);
     printf(", %llu us\n", (unsigned long long)r->compute_time_us);
+    if (r->energy != CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_UNSPECIFIED)
+      printf("  strain energy     [J]    %.6e (%s)\n", r->strain_energy, energy_name((int)r->energy));
     if (r->status != CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE &&
         r->status != CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_POINT)
       continue;
@@ -876,6 +895,7 @@ static void print_table(const cc_scene *s, const Contactd__V1__ContactReply *rep
       printf("  patch %-3zu %5d faces  area %.4e m^2  |Fn| %.4e N  point ", k, p->faces, p->area,
              p->normal_force_magnitude);
       print_vec(p->point);
+      if (r->energy != CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_UNSPECIFIED) printf("  U %.4e J", p->strain_energy);
       printf("\n");
     }
     if (r->n_point_contacts)
@@ -924,7 +944,7 @@ static int parse_detail(const char *v, int *d) {
 
 static int cmd_query(int argc, char **argv, common *co) {
   const char *path = NULL;
-  int detail = -1;
+  int detail = -1, energy = 0;
   for (int i = 0; i < argc; i++) {
     int r = common_flag(argc, argv, &i, co);
     if (r < 0) return -r;
@@ -935,6 +955,10 @@ static int cmd_query(int argc, char **argv, common *co) {
     }
     if (strcmp(argv[i], "--detail") == 0 && i + 1 < argc) {
       if (parse_detail(argv[++i], &detail)) return usage("query: --detail \"%s\" is not wrench, patches or surface", argv[i]);
+      continue;
+    }
+    if (strcmp(argv[i], "--energy") == 0) {
+      energy = 1;
       continue;
     }
     if ((argv[i][0] != '-' || strcmp(argv[i], "-") == 0) && !path) {
@@ -949,6 +973,7 @@ static int cmd_query(int argc, char **argv, common *co) {
   int rc = scene_setup(path, co, &s, &c);
   if (rc) return rc;
   if (detail >= 0) s.options.detail = (Contactd__V1__Detail)detail;
+  if (energy) s.options.want_energy = 1;
   cc_scene_msgs m;
   if (cc_scene_msgs_build(&s, NULL, NULL, 0, &m)) {
     fprintf(stderr, "contactctl: out of memory\n");

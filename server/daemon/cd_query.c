@@ -229,6 +229,7 @@ int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qo
     return cd_status_set(st, CD_INVALID, f, "unknown contact model %d", (int)o->contact_model);
   }
   out->ce.model = (ce_contact_model)m;
+  out->ce.want_energy = o->want_energy ? 1 : 0;
   return 0;
 }
 
@@ -352,6 +353,7 @@ static Contactd__V1__Patch *patch(cd_budget *a, const ce_patch *p) {
     m->normal_force = vec3(a, p->normal_force);
     m->normal_force_magnitude = p->normal_force_magnitude;
     m->point = vec3(a, p->point);
+    m->strain_energy = p->strain_energy;
     if (!m->normal_force || !m->point) return NULL;
   }
   return m;
@@ -503,6 +505,12 @@ Contactd__V1__PairResult *cd_reply_convert(cd_budget *a, const ce_options *o, ui
   m->faces_dropped = r->faces_dropped;
   m->compute_time_us = us;
   m->combined_modulus = r->combined_modulus;
+  m->strain_energy = r->strain_energy;
+  _Static_assert((int)CE_ENERGY_EXACT == CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_EXACT &&
+                     (int)CE_ENERGY_FORCE_LAW == CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_FORCE_LAW &&
+                     (int)CE_ENERGY_UNAVAILABLE == CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_UNAVAILABLE,
+                 "engine and wire energy statuses share their numbering");
+  m->energy = (Contactd__V1__EnergyStatus)r->energy;
   Contactd__V1__Material *mat = NEW(a, Contactd__V1__Material, CONTACTD__V1__MATERIAL__INIT);
   if (!mat) return NULL;
   mat->dissipation = r->combined_material.dissipation;

@@ -302,6 +302,9 @@ typedef struct ce_options {
   int want_points;  /* fill result.points (per-face point contacts) */
   double stiction_tolerance; /* v_s, m/s; <= 0 means the default 1e-4 */
   ce_contact_model model;    /* default (0): hydroelastic with fallback */
+  /* Fill result.strain_energy, result.energy and each patch's strain_energy
+   * (ce_energy.c). Off: those stay zero and nothing else changes. */
+  int want_energy;
 } ce_options;
 
 void ce_options_default(ce_options *o);
@@ -341,6 +344,7 @@ typedef struct ce_patch {
   ce_vec3 normal_force;   /* sum of normal tractions (with dissipation), N */
   double normal_force_magnitude;
   ce_vec3 point;          /* equivalent contact point (centre of pressure) */
+  double strain_energy;   /* J, when energy is requested (ce_result.energy) */
 } ce_patch;
 
 /* Per-face point-contact approximation (seed 001 section IV). */
@@ -388,6 +392,23 @@ typedef struct ce_point_mtd {
   int32_t contacts;
 } ce_point_mtd;
 
+/* How result.strain_energy was obtained (ce_options.want_energy).
+ * The strain energy of a hydroelastic contact (Elandt et al. 2019, Eq. 1 for
+ * both bodies) is U = integral over the overlap of min(p_A, p_B) dV; against
+ * a rigid body, of the compliant side's field; its negative gradient with
+ * respect to the relative pose is the elastic (dissipation- and
+ * friction-free) wrench. */
+typedef enum {
+  CE_ENERGY_NONE = 0,        /* not requested */
+  CE_ENERGY_EXACT = 1,       /* exact for the piecewise-linear fields */
+  CE_ENERGY_FORCE_LAW = 2,   /* point contact: k x^2 / 2 per contact, the
+                                potential of the elastic part fn = k x of
+                                fn = k x (1 + d xdot)+ */
+  CE_ENERGY_UNAVAILABLE = 3, /* not computed for this pair (reported 0):
+                                compliant mesh against a non-convex or open
+                                rigid mesh or a terrain; unsupported pairs */
+} ce_energy_status;
+
 typedef struct ce_result {
   ce_contact_status status;
   /* Net wrench on A about A's origin and on B about B's origin, and on A
@@ -413,6 +434,10 @@ typedef struct ce_result {
    * the model that was asked for and has no answer for the pair. */
   ce_contact_model model;
   ce_point_mtd point;          /* filled when model == CE_MODEL_POINT */
+  /* Strain energy of the pair, J (also in total.strain_energy), and how it
+   * was obtained; zero and CE_ENERGY_NONE unless options.want_energy. */
+  double strain_energy;
+  ce_energy_status energy;
 } ce_result;
 
 /* Compute the contact between bodies a and b. All result arrays live in

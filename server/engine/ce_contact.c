@@ -167,6 +167,9 @@ static ce_errno contact(const ce_body *a, const ce_body *b, const ce_options *op
   if ((e = ce_wrench_compute(&r->surface, a, b, &r->combined_material, vs, &pm, arena, r, &ff)) != CE_OK) goto fail;
   if (opt->want_points && (e = ce_points_compute(&r->surface, arena, r)) != CE_OK) goto fail;
   if (opt->want_patches && (e = ce_patches_compute(&r->surface, ga, gb, &ff, arena, r)) != CE_OK) goto fail;
+  if (opt->want_energy &&
+      (e = ce_energy_compute(M->geometry, N->geometry, &X_MN, m_is_a, opt->want_patches, arena, r)) != CE_OK)
+    goto fail;
   if (!opt->want_surface) memset(&r->surface, 0, sizeof r->surface);
   return CE_OK;
 
@@ -177,10 +180,26 @@ fail:
 
 static int wrench_is_finite(const ce_wrench *w) { return ce_vec3_isfinite(w->force) && ce_vec3_isfinite(w->torque); }
 
+/* The point-contact paths always fill their force law's energy (cheap);
+ * the result shows it only on request, and every result says how its
+ * energy was obtained. */
+static void energy_status(const ce_options *opt, ce_result *r) {
+  if (opt && opt->want_energy) {
+    if (r->model == CE_MODEL_POINT && r->status != CE_CONTACT_UNSUPPORTED) r->energy = CE_ENERGY_FORCE_LAW;
+    else if (r->status == CE_CONTACT_UNSUPPORTED) r->energy = CE_ENERGY_UNAVAILABLE;
+    return;
+  }
+  r->strain_energy = 0;
+  r->total.strain_energy = 0;
+  r->energy = CE_ENERGY_NONE;
+  for (int32_t i = 0; i < r->npatches; i++) r->patches[i].strain_energy = 0;
+}
+
 ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt, ce_arena *arena, ce_result *r,
                     ce_error *err) {
   ce_errno e = contact(a, b, opt, arena, r, err);
   if (e != CE_OK) return e;
+  energy_status(opt, r);
   /* Finite inputs can still overflow: a dissipation of 1e300 s/m at 1e300
    * m/s gave a force of (nan, nan, inf). Such a result is an error, not an
    * answer. */

@@ -714,6 +714,14 @@ ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga,
                             const ce_geometry *gb, const ce_face_forces *ff,
                             ce_arena *arena, ce_result *r);
 
+/* Strain energy of a hydroelastic pair (ce_energy.c), M and N as for the
+ * intersectors (X_MN places N in M's frame): fills r->strain_energy,
+ * r->total.strain_energy and r->energy, and with want_patches each patch's
+ * strain_energy (after ce_patches_compute, from r->surface's patch and
+ * element arrays). */
+ce_errno ce_energy_compute(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, int m_is_a,
+                           int want_patches, ce_arena *arena, ce_result *r);
+
 /* ---- compliant point contact (ce_mtd.c, ce_point_contact.c) ------------ */
 
 /* atan(s)/s for s >= 0, smooth through 0 (regularised Coulomb friction

@@ -490,6 +490,10 @@ ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double sti
     FN = ce_axpy(FN, fn, n);
     Px = ce_axpy(Px, fn, pt);
     fsum += fn;
+    /* the elastic part of contact i's law, its stiffness k w_i taken as
+     * fixed (the weights make the sum of the laws non-conservative) */
+    double ui = 0.5 * k * w * C[i].depth * C[i].depth;
+    r->strain_energy += ui;
     if (want_patches) {
       ce_patch *pa = &r->patches[i];
       pa->faces = 0;
@@ -497,6 +501,7 @@ ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double sti
       pa->normal_force = ce_scale(n, fn);
       pa->normal_force_magnitude = fn;
       pa->point = pt;
+      pa->strain_energy = ui;
     }
     if (i == deepest) {
       ce_point_mtd *m = &r->point;
@@ -523,5 +528,6 @@ ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double sti
   r->total.normal_force = FN;
   r->total.normal_force_magnitude = ce_norm(FN);
   r->total.point = r->centroid;
+  r->total.strain_energy = r->strain_energy;
   return CE_OK;
 }

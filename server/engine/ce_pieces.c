@@ -122,7 +122,7 @@ ce_errno ce_point_contact_pieces(const ce_body *a, const ce_body *b, double stic
   memset(&deepest, 0, sizeof deepest);
   ce_wrench wa = {ce_v3(0, 0, 0), ce_v3(0, 0, 0)}, wb = wa;
   ce_vec3 fsum = ce_v3(0, 0, 0), pw = ce_v3(0, 0, 0);
-  double fw = 0;
+  double fw = 0, energy = 0;
   int32_t contacts = 0;
   for (int32_t i = 0; i < na; i++)
     for (int32_t j = 0; j < nb; j++) {
@@ -142,6 +142,7 @@ ce_errno ce_point_contact_pieces(const ce_body *a, const ce_body *b, double stic
       fsum = ce_add(fsum, t.total.normal_force);
       pw = ce_axpy(pw, t.point.normal_force, t.point.point);
       fw += t.point.normal_force;
+      energy += t.strain_energy;
     }
   r->model = first.model;
   r->combined_material = first.combined_material;
@@ -173,6 +174,8 @@ ce_errno ce_point_contact_pieces(const ce_body *a, const ce_body *b, double stic
   r->total.normal_force = fsum;
   r->total.normal_force_magnitude = ce_norm(fsum);
   r->total.point = c;
+  r->strain_energy = energy;
+  r->total.strain_energy = energy;
   if (patches) {
     r->patches = patches;
     r->npatches = contacts;

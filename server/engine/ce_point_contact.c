@@ -119,6 +119,9 @@ ce_errno ce_point_contact_compute(const ce_body *a, const ce_body *b, double sti
   r->total.normal_force = ce_scale(n, fn);
   r->total.normal_force_magnitude = fn;
   r->total.point = P;
+  /* the potential of the elastic part fn = k x (ce.h, CE_ENERGY_FORCE_LAW) */
+  r->strain_energy = 0.5 * k * m.depth * m.depth;
+  r->total.strain_energy = r->strain_energy;
   if (want_patches) {
     r->patches = ce_arena_calloc(arena, 1, sizeof *r->patches);
     if (!r->patches) return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");

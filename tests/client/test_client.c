@@ -267,6 +267,29 @@ Test(client, query_sphere_on_floor) {
   cc_free(rep);
 }
 
+/* The strain energy through the C client (QueryOptions.want_energy):
+ * pi E (d^3/3 - d^4/(6R)) for the ball pressed d = R - h into the floor,
+ * to 15 % on this coarse mesh, as the force. */
+Test(client, query_strain_energy) {
+  char ball[CC_ID_MAX], floor[CC_ID_MAX];
+  const double R = 0.05, E = 1e5, h = 0.045, d = R - h;
+  reg_sphere(ball, R, E);
+  reg_floor(floor);
+  cc_body b[2];
+  ball_floor(b, ball, floor, h);
+  const uint32_t pairs[1][2] = {{1, 2}};
+  Contactd__V1__QueryOptions opt = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  opt.want_energy = 1;
+  Contactd__V1__ContactReply *rep;
+  cc_error e;
+  cr_assert_eq(cc_query_bodies(C, b, 2, pairs, 1, &opt, &rep, &e), 0, "%s", e.message);
+  const Contactd__V1__PairResult *r = rep->results[0];
+  double want = M_PI * E * (d * d * d / 3 - d * d * d * d / (6 * R));
+  cr_expect_eq(r->energy, CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_EXACT);
+  cr_expect(fabs(r->strain_energy - want) < 0.15 * want, "U %g vs %g", r->strain_energy, want);
+  cc_free(rep);
+}
+
 Test(client, query_errors_keep_connection) {
   char ball[CC_ID_MAX];
   reg_sphere(ball, 0.05, 1e5);

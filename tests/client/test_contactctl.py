@@ -2,6 +2,7 @@
 --help, --version, errors and exit codes (0 ok, 1 server error, 2 usage,
 3 unreachable, 4 bad input, 5 negative answer)."""
 import json
+import math
 import os
 import re
 import subprocess
@@ -199,6 +200,28 @@ class ContactctlTest(unittest.TestCase):
         s2.pop("pairs")
         j2 = json.loads(self.ok("query", "-", "--json", stdin=json.dumps(s2)))
         self.assertEqual(j2["pairs"][0]["wrench_a"]["force"][2], fz)
+
+    def test_query_energy(self):
+        out = self.ok("query", "-", "--energy", "--detail", "patches", stdin=json.dumps(SIMPLE))
+        self.assertRegex(out, r"strain energy     \[J\]    [0-9.e+-]+ \(exact\)")
+        self.assertRegex(out, r"patch 0 .* U [0-9.e+-]+ J")
+        j = json.loads(self.ok("query", "-", "--json", "--energy", "--detail", "patches", stdin=json.dumps(SIMPLE)))
+        p = j["pairs"][0]
+        # ball (R 0.05, E 1e5) 5 mm into the floor: pi E (d^3/3 - d^4/(6R)),
+        # to 15 % on its coarse mesh (d = 0.4 hint)
+        d, R, E = 0.005, 0.05, 1e5
+        self.assertEqual(p["energy"], "exact")
+        self.assertAlmostEqual(p["strain_energy"], math.pi * E * (d ** 3 / 3 - d ** 4 / (6 * R)),
+                               delta=0.15 * p["strain_energy"])
+        self.assertAlmostEqual(p["patches"][0]["strain_energy"], p["strain_energy"], delta=1e-12 * p["strain_energy"])
+        self.assertNotIn("strain_energy", json.loads(self.ok("query", "-", "--json", stdin=json.dumps(SIMPLE)))["pairs"][0])
+        # the scene's options.energy, also for streams
+        s2 = dict(SIMPLE, options={"energy": True})
+        q = json.loads(self.ok("query", "-", "--json", stdin=json.dumps(s2)))["pairs"][0]
+        self.assertEqual(q["strain_energy"], p["strain_energy"])
+        lines = self.ok("stream", "-", "--json", "--count", "2", stdin=json.dumps(s2)).splitlines()
+        first = json.loads(lines[0])
+        self.assertEqual(first["pairs"][0]["strain_energy"], p["strain_energy"])
 
     def test_query_scene_of_every_shape(self):
         """A scene file with every shape kind (and a mesh file next to it,

@@ -111,6 +111,20 @@ class PythonClientTest(unittest.TestCase):
         res = self.c.query(self.bodies(0.3), pairs=[(1, 2)])
         self.assertEqual(res.pairs[0].status, "none")
 
+    def test_query_energy(self):
+        res = self.c.query(self.bodies(), pairs=[(1, 2)], detail="patches", energy=True)
+        p = res.pairs[0]
+        self.assertEqual(p.energy, "exact")
+        # pi E (d^3/3 - d^4/(6R)) for the ball pressed d into the floor; the
+        # mesh is coarse for so shallow a cap (d = 0.4 hint): 15 %, as the force
+        d = R - H
+        self.assertLess(abs(p.strain_energy / (math.pi * E * (d ** 3 / 3 - d ** 4 / (6 * R))) - 1), 0.15)
+        self.assertEqual(p.total.strain_energy, p.strain_energy)
+        self.assertAlmostEqual(p.patches[0].strain_energy, p.strain_energy, delta=1e-12 * p.strain_energy)
+        off = self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0]
+        self.assertEqual((off.energy, off.strain_energy), ("unspecified", 0.0))
+        self.assertEqual(off.force_a, p.force_a)
+
     def test_heightfield_flat_terrain_equals_half_space(self):
         # a flat 8 x 8 terrain under the ball: the same force as the rigid half space
         terrain = self.c.register_heightfield([[0.0] * 8 for _ in range(8)], 1.0, origin=(-3.5, -3.5, 0.0))

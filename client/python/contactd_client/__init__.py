@@ -118,10 +118,12 @@ class Patch:
     normal_force: Vec3
     normal_force_magnitude: float
     point: Vec3
+    strain_energy: float = 0.0  # J (query option energy=True)
 
     @staticmethod
     def _from(m) -> "Patch":
-        return Patch(m.faces, m.area, _v(m.normal_force), m.normal_force_magnitude, _v(m.point))
+        return Patch(m.faces, m.area, _v(m.normal_force), m.normal_force_magnitude, _v(m.point),
+                     m.strain_energy)
 
 
 @dataclass
@@ -170,6 +172,10 @@ class PairResult:
     point_contacts: List[dict]
     penetration_depth: Optional[float]
     compute_time_us: int
+    # Strain energy, J, and how it was obtained ("exact", "force_law",
+    # "unavailable"; "unspecified" when not requested): query option energy=True.
+    strain_energy: float = 0.0
+    energy: str = "unspecified"
 
     @staticmethod
     def _from(m) -> "PairResult":
@@ -183,7 +189,8 @@ class PairResult:
             Patch._from(m.total) if m.HasField("total") else None,
             [Patch._from(p) for p in m.patches],
             Surface._from(m.surface) if m.HasField("surface") else None,
-            pcs, m.penetration.depth if m.HasField("penetration") else None, m.compute_time_us)
+            pcs, m.penetration.depth if m.HasField("penetration") else None, m.compute_time_us,
+            m.strain_energy, pb.EnergyStatus.Name(m.energy).replace("ENERGY_STATUS_", "").lower())
 
 
 @dataclass
@@ -254,13 +261,14 @@ _ENUMS = {
 
 
 def _fill_options(m, detail=None, representation=None, point_contacts=False,
-                  stiction_tolerance=None, contact_model=None):
+                  stiction_tolerance=None, contact_model=None, energy=False):
     for key, val in (("detail", detail), ("representation", representation),
                      ("contact_model", contact_model)):
         if val is not None:
             prefix, enum = _ENUMS[key]
             setattr(m, key, enum.Value(prefix + str(val).upper()))
     m.point_contacts = bool(point_contacts)
+    m.want_energy = bool(energy)
     if stiction_tolerance is not None:
         m.stiction_tolerance = float(stiction_tolerance)
 
@@ -627,7 +635,8 @@ class Client:
         ...] or None for all pairs by the server's broad phase. options:
         detail ("wrench" | "patches" | "surface"), representation
         ("polygon" | "triangle"), point_contacts, stiction_tolerance,
-        contact_model ("hydroelastic" | "point" | ...)."""
+        contact_model ("hydroelastic" | "point" | ...), energy (strain
+        energy per pair and patch: PairResult.strain_energy)."""
         r = self.call(query_request(bodies, pairs, margin=margin, **options), "contact_reply")
         return QueryResult([PairResult._from(p) for p in r.results], r.compute_time_us, r.candidate_pairs)
 
