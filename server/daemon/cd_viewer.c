@@ -30,7 +30,6 @@ static const struct asset {
     {"/viewer.js", "viewer.js", "text/javascript; charset=utf-8"},
     {"/viewer.css", "viewer.css", "text/css; charset=utf-8"},
     {"/vendor/three.module.js", "vendor/three.module.js", "text/javascript; charset=utf-8"},
-    {"/vendor/three.core.js", "vendor/three.core.js", "text/javascript; charset=utf-8"},
     {"/vendor/OrbitControls.js", "vendor/OrbitControls.js", "text/javascript; charset=utf-8"},
 };
 #define ASSET_MAX_BYTES (16u << 20)
