@@ -19,10 +19,23 @@ const VIRIDIS = [
   [0x27, 0xad, 0x81], [0x5c, 0xc8, 0x63], [0xaa, 0xdc, 0x32], [0xfd, 0xe7, 0x25],
 ];
 
+// The map's sRGB colour at t in [0, 1], components in [0, 1].
 function colormap(t, out) {
   t = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0)) * (VIRIDIS.length - 1);
   const i = Math.min(VIRIDIS.length - 2, Math.floor(t)), f = t - i;
   for (let k = 0; k < 3; k++) out[k] = (VIRIDIS[i][k] * (1 - f) + VIRIDIS[i + 1][k] * f) / 255;
+  return out;
+}
+
+// The same as a vertex colour: three.js works in linear RGB and writes
+// sRGB, so the map's sRGB values are converted (else they come out pale).
+const tmpColor = new THREE.Color();
+function vertexColor(t, out) {
+  colormap(t, out);
+  tmpColor.setRGB(out[0], out[1], out[2], THREE.SRGBColorSpace);
+  out[0] = tmpColor.r;
+  out[1] = tmpColor.g;
+  out[2] = tmpColor.b;
   return out;
 }
 
@@ -152,7 +165,7 @@ function fitView() {
   state.radius = Math.max(sphere.radius, 1e-3);
   state.center.copy(sphere.center);
   const dir = new THREE.Vector3(0.55, -0.8, 0.5).normalize();
-  camera.position.copy(sphere.center).addScaledVector(dir, 4 * state.radius);
+  camera.position.copy(sphere.center).addScaledVector(dir, 5 * state.radius);
   camera.near = state.radius * 1e-3;
   camera.far = state.radius * 1e3;
   camera.updateProjectionMatrix();
@@ -184,7 +197,7 @@ function surfaceMesh(s, pmax) {
   geo.setAttribute('position', new THREE.Float32BufferAttribute(s.v, 3));
   const col = new Float32Array(s.p.length * 3), c = [0, 0, 0];
   for (let i = 0; i < s.p.length; i++) {
-    colormap(pmax > 0 ? s.p[i] / pmax : 0, c);
+    vertexColor(pmax > 0 ? s.p[i] / pmax : 0, c);
     col.set(c, 3 * i);
   }
   geo.setAttribute('color', new THREE.Float32BufferAttribute(col, 3));
@@ -234,7 +247,7 @@ function updateContacts(snap) {
     }
     if (p.points && p.points.length) {
       const pos = new Float32Array(p.points.length * 3), col = new Float32Array(p.points.length * 3), c = [0, 0, 0];
-      p.points.forEach((q, i) => { pos.set(q.x, 3 * i); col.set(colormap(pmax > 0 ? q.p / pmax : 0, c), 3 * i); });
+      p.points.forEach((q, i) => { pos.set(q.x, 3 * i); col.set(vertexColor(pmax > 0 ? q.p / pmax : 0, c), 3 * i); });
       const geo = new THREE.BufferGeometry();
       geo.setAttribute('position', new THREE.Float32BufferAttribute(pos, 3));
       geo.setAttribute('color', new THREE.Float32BufferAttribute(col, 3));

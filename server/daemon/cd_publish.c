@@ -217,6 +217,10 @@ void cd_publish_put(cd_publish *t, cd_pub_snap *snap) {
     }
     memset(sc, 0, sizeof *sc);
     snprintf(sc->name, sizeof sc->name, "%s", snap->scene);
+  } else if (sc->latest && snap->started_ns < sc->latest->started_ns) {
+    pthread_mutex_unlock(&t->mu); /* overtaken by a query that started later */
+    cd_pub_snap_unref(snap);
+    return;
   } else {
     old = sc->latest;
   }

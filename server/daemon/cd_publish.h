@@ -65,6 +65,7 @@ typedef struct cd_pub_snap {
   atomic_int refs;
   char scene[CD_PUB_NAME_MAX + 1];
   uint64_t version;       /* set by cd_publish_put: 1, 2, ... per scene */
+  uint64_t started_ns;    /* when its query started (cd_now_ns): the latest is the one started last */
   double wall_s;          /* when it was published (Unix time) */
   int32_t nbodies;
   cd_pub_body *bodies;
@@ -91,8 +92,10 @@ void cd_pub_snap_unref(cd_pub_snap *s);
 typedef struct cd_publish cd_publish;
 cd_publish *cd_publish_create(uint64_t max_scenes);
 void cd_publish_destroy(cd_publish *t);
-/* Make snap the latest of its scene (taking over its reference); the scene
- * published least recently is forgotten when the table is full. Any thread. */
+/* Make snap the latest of its scene (taking over its reference) unless the
+ * scene's latest started after it (queries of a stream may finish out of
+ * order: the result of the update sent last wins); the scene published
+ * least recently is forgotten when the table is full. Any thread. */
 void cd_publish_put(cd_publish *t, cd_pub_snap *snap);
 /* The latest snapshot of a scene with a reference the caller drops, or
  * NULL. Any thread. */

@@ -630,6 +630,7 @@ static void publish(cd_query *q) {
   cd_pub_snap *snap = cd_pub_snap_new(q->opt.publish, q->nbodies, q->npairs, q->pub);
   if (!snap) return; /* out of memory: the scene keeps its previous result */
   q->pub = NULL;     /* the snapshot has the pairs */
+  snap->started_ns = q->t0_ns;
   for (int32_t i = 0; i < q->nbodies; i++) {
     cd_pub_body *b = &snap->bodies[i];
     const ce_pose *X = &q->bodies[i].body.X_WB;

@@ -5,7 +5,7 @@
 // STEPS.json: {"origin": "http://127.0.0.1:PORT", "width": W, "height": H,
 //              "steps": [{"goto": PATH}, {"waitApplied": N}, {"sleep": MS},
 //                        {"shot": FILE, "canvas": true}, {"click": SELECTOR},
-//                        {"waitFile": FILE}, {"waitAppliedFromFile": FILE},
+//                        {"touch": FILE}, {"waitFile": FILE}, {"waitAppliedFromFile": FILE},
 //                        {"readout": true}, {"text": SELECTOR}]}
 // Prints one JSON object: every request the page made, the readout, texts,
 // console errors.
@@ -59,6 +59,8 @@ try {
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
       if (s.canvas) await page.locator('#canvas').screenshot({ path: s.shot });
       else await page.screenshot({ path: s.shot });
+    } else if (s.touch !== undefined) {
+      fs.writeFileSync(s.touch, '');
     } else if (s.waitFile !== undefined) {
       const t0 = Date.now();
       while (!fs.existsSync(s.waitFile)) {
