@@ -290,6 +290,13 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
     return;
   }
   if (c->draining) return; /* the rest of an oversize request */
+  if (memchr(c->req + c->len, 0, (size_t)n)) { /* no HTTP request holds a NUL byte */
+    c->done = 1;
+    c->draining = 1;
+    c->len = 0;
+    respond(c, 400, "text/plain", "bad request\n", 12);
+    return;
+  }
   c->len += (size_t)n;
   c->req[c->len] = 0;
   if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {

@@ -3,6 +3,7 @@ ephemeral loopback ports, raw HTTP requests, scene files, contactctl runs,
 the Chromium driver (playwright-core, installed with npm ci into the build
 tree) and a PNG reader for the screenshots."""
 import json
+import math
 import os
 import re
 import shutil
@@ -22,13 +23,16 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 
 class Daemon:
-    """contactd on 127.0.0.1:0 with --http-port 0 (extra flags, optional
-    config JSON); port = TCP, http = the HTTP port."""
+    """contactd on 127.0.0.1:0 with --http-port 0 (unless http_flag is
+    False), extra flags, optional config JSON; port = TCP, http = the HTTP
+    port."""
 
-    def __init__(self, extra=(), config=None, workers=2):
+    def __init__(self, extra=(), config=None, workers=2, http_flag=True):
         self.dir = tempfile.mkdtemp(prefix="cd-viewer-")
         self.log_path = os.path.join(self.dir, "contactd.log")
-        args = [CONTACTD, "--listen", "127.0.0.1:0", "--http-port", "0", "--workers", str(workers)]
+        args = [CONTACTD, "--listen", "127.0.0.1:0", "--workers", str(workers)]
+        if http_flag:
+            args += ["--http-port", "0"]
         if config is not None:
             path = os.path.join(self.dir, "config.json")
             with open(path, "w") as f:
@@ -113,7 +117,6 @@ def rolling_ball_scene(path, frames=240, x0=-0.04, x1=0.04):
     for k in range(frames):
         x = x0 + (x1 - x0) * k / (frames - 1)
         a = x / r  # rolling: the angle about y is the distance over the radius
-        import math
         fr.append({"ball": {"position": [x, 0, r - 0.004],
                             "orientation": [math.cos(a / 2), 0, math.sin(a / 2), 0]}})
     scene = {
