@@ -104,13 +104,17 @@ function bodyMaterial(kind) {
   return new THREE.MeshLambertMaterial({ color: BODY_COLOR, transparent: true, opacity: 0.45, depthWrite: false });
 }
 
-// A half space is drawn as a square of its boundary plane, sized to the scene.
-function halfspaceMesh() {
-  const size = Math.max(0.2, 12 * state.radius);
-  const m = new THREE.Mesh(new THREE.PlaneGeometry(size, size), bodyMaterial('halfspace'));
+// A half space is drawn as a square of its boundary plane (z = 0 of its
+// frame), sized to the scene and centred under it.
+function halfspaceMesh(pose) {
+  const size = 12 * state.radius;
+  const c = state.center.clone().applyMatrix4(poseMatrix(pose).invert());
+  const geo = new THREE.PlaneGeometry(size, size);
+  geo.translate(c.x, c.y, 0);
+  const m = new THREE.Mesh(geo, bodyMaterial('halfspace'));
   const grid = new THREE.GridHelper(size, 20, 0x5a5f69, 0x5a5f69);
   grid.rotation.x = Math.PI / 2; // GridHelper lies in xz; the plane is z = 0
-  grid.position.z = 1e-5 * size;
+  grid.position.set(c.x, c.y, 1e-5 * size);
   m.add(grid);
   m.userData.halfspace = true;
   return m;
@@ -127,7 +131,7 @@ async function updateBodies(snap) {
       state.bodies.set(b.id, entry);
       const g = await fetchGeometry(b.geometry);
       if (state.bodies.get(b.id) !== entry) continue; // replaced meanwhile
-      if (g.kind === 'halfspace') entry.mesh = halfspaceMesh();
+      if (g.kind === 'halfspace') entry.mesh = halfspaceMesh(b);
       else if (g.geometry) entry.mesh = new THREE.Mesh(g.geometry, bodyMaterial(g.kind));
       else continue;
       entry.mesh.matrixAutoUpdate = false;
@@ -175,7 +179,7 @@ function fitView() {
   for (const e of state.bodies.values())
     if (e.mesh && e.mesh.userData.halfspace) {
       groups.bodies.remove(e.mesh);
-      const m = halfspaceMesh();
+      const m = halfspaceMesh(e.pose);
       m.matrixAutoUpdate = false;
       m.matrix.copy(poseMatrix(e.pose));
       e.mesh = m;
