@@ -196,6 +196,9 @@ static void on_discard(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
 int cd_http_stream_start(mconn *c, void (*on_sent)(void *), void (*on_close)(void *), void *arg) {
   static const char head[] = "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
                              "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n: contactd\n\n";
+  c->on_sent = on_sent;
+  c->on_close = on_close; /* from here on, closing tells the caller */
+  c->arg = arg;
   char *buf = malloc(sizeof head);
   if (!buf) {
     mclose(c);
@@ -204,9 +207,6 @@ int cd_http_stream_start(mconn *c, void (*on_sent)(void *), void (*on_close)(voi
   memcpy(buf, head, sizeof head);
   uv_timer_stop(&c->deadline);
   c->streaming = 1;
-  c->on_sent = on_sent;
-  c->on_close = on_close;
-  c->arg = arg;
   /* read on only to see the client go; what it sends is dropped */
   uv_read_start((uv_stream_t *)&c->h, on_discard_alloc, on_discard);
   cd_http_send(c, buf, sizeof head - 1);

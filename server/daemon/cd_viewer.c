@@ -48,6 +48,7 @@ struct cd_viewers {
   cd_server *srv;
   uv_async_t published; /* a scene was published (sent from any thread) */
   uv_timer_t tick;      /* while viewers wait for their rate: every interval */
+  int waiting;          /* a viewer has a newer version its rate holds back */
   int handles_open;
   viewer *list;
   uint64_t n;
@@ -210,7 +211,12 @@ static void pump_all(cd_viewers *v) {
 
 static void on_published(uv_async_t *a) { pump_all(a->data); }
 
-static void on_tick(uv_timer_t *t) { pump_all(t->data); }
+static void on_tick(uv_timer_t *t) {
+  cd_viewers *v = t->data;
+  v->waiting = 0;
+  pump_all(v);
+  if (!v->waiting) uv_timer_stop(t); /* nothing held back: the next publication restarts it */
+}
 
 /* Send w the scene's latest version if it is newer than what it has, it
  * is not still writing the previous one, and its rate allows. */
@@ -225,6 +231,7 @@ static void pump(viewer *w) {
   uint64_t now = cd_now_ns();
   if (w->last_send_ns && now - w->last_send_ns < v->interval_ns) {
     cd_pub_snap_unref(s);
+    v->waiting = 1;
     if (!uv_is_active((uv_handle_t *)&v->tick)) {
       uint64_t ms = v->interval_ns / 1000000;
       uv_timer_start(&v->tick, on_tick, ms ? ms : 1, ms ? ms : 1);
@@ -405,10 +412,9 @@ static int is_hex_id(const char *s, size_t n) {
 
 static void bad(cd_http_conn *c, const char *msg) { cd_http_respond(c, 400, "text/plain", NULL, msg, strlen(msg)); }
 
-/* /v1/scenes[/NAME[/events]] and /v1/geometry/ID/surface; 0 if none. */
-static int route_api(cd_viewers *v, cd_http_conn *c, const char *path, int get) {
+/* GET /v1/scenes[/NAME[/events]] and /v1/geometry/ID/surface; 0 if none. */
+static int route_api(cd_viewers *v, cd_http_conn *c, const char *path) {
   if (strcmp(path, "/v1/scenes") == 0) {
-    if (!get) return -1;
     size_t n;
     char *b = cd_publish_list_json(v->srv->publish, &n);
     if (b) cd_http_respond_owned(c, 200, "application/json", b, n);
@@ -420,7 +426,6 @@ static int route_api(cd_viewers *v, cd_http_conn *c, const char *path, int get) 
     if (slash && strcmp(slash, "/events") != 0) return 0;
     char nm[CD_PUB_NAME_MAX + 2];
     size_t len = slash ? (size_t)(slash - name) : strlen(name);
-    if (!get) return -1;
     snprintf(nm, sizeof nm, "%.*s", (int)(len < sizeof nm - 1 ? len : sizeof nm - 1), name);
     if (len > CD_PUB_NAME_MAX || !cd_pub_name_ok(nm)) {
       bad(c, "bad scene name: 1 to 64 characters of A-Z, a-z, 0-9, '_', '-', '.'\n");
@@ -440,7 +445,6 @@ static int route_api(cd_viewers *v, cd_http_conn *c, const char *path, int get) 
   if (strncmp(path, "/v1/geometry/", 13) == 0) {
     const char *id = path + 13, *slash = strchr(id, '/');
     if (!slash || strcmp(slash, "/surface") != 0) return 0;
-    if (!get) return -1;
     if (!is_hex_id(id, (size_t)(slash - id))) {
       bad(c, "bad geometry id: 64 lowercase hex digits\n");
       return 1;
@@ -454,23 +458,19 @@ static int route_api(cd_viewers *v, cd_http_conn *c, const char *path, int get) 
 }
 
 int cd_viewer_route(cd_viewers *v, cd_http_conn *c, const cd_http_req *req) {
-  int get = strcmp(req->method, "GET") == 0;
+  const struct asset *a = NULL;
   for (size_t i = 0; i < sizeof ASSETS / sizeof *ASSETS; i++)
-    if (strcmp(req->path, ASSETS[i].url) == 0) {
-      if (!get) break;
-      serve_asset(v, c, &ASSETS[i]);
-      return 1;
-    }
-  int r = get ? route_api(v, c, req->path, 1) : 0;
-  if (!get) {
-    int known = 0;
-    for (size_t i = 0; i < sizeof ASSETS / sizeof *ASSETS; i++) known |= strcmp(req->path, ASSETS[i].url) == 0;
-    if (!known) known = strncmp(req->path, "/v1/", 4) == 0;
-    if (!known) return 0;
+    if (strcmp(req->path, ASSETS[i].url) == 0) a = &ASSETS[i];
+  if (strcmp(req->method, "GET") != 0) { /* the page's paths and the API take GET only */
+    if (!a && strncmp(req->path, "/v1/", 4) != 0) return 0;
     cd_http_respond(c, 405, "text/plain", "Allow: GET\r\n", "method not allowed\n", 19);
     return 1;
   }
-  return r;
+  if (a) {
+    serve_asset(v, c, a);
+    return 1;
+  }
+  return route_api(v, c, req->path);
 }
 
 /* ---- lifetime -------------------------------------------------------------- */
