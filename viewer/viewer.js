@@ -135,6 +135,7 @@ async function updateBodies(snap) {
       else if (g.geometry) entry.mesh = new THREE.Mesh(g.geometry, bodyMaterial(g.kind));
       else continue;
       entry.mesh.matrixAutoUpdate = false;
+      entry.mesh.userData.kind = g.kind;
       entry.mesh.renderOrder = g.kind === 'mesh' ? 2 : 0;
       groups.bodies.add(entry.mesh);
     }
@@ -148,21 +149,44 @@ async function updateBodies(snap) {
     }
 }
 
-// The bodies' extent (half spaces excluded) for the camera and plane size.
-function sceneBounds() {
+// A body much larger than the smallest one is ground (a terrain, a bowl):
+// drawn opaque like a terrain and left out of the view's fit.
+const GROUND_RATIO = 5;
+
+function markGround() {
+  let rmin = Infinity;
+  for (const e of state.bodies.values())
+    if (e.mesh && !e.mesh.userData.halfspace && e.mesh.geometry.boundingSphere)
+      rmin = Math.min(rmin, e.mesh.geometry.boundingSphere.radius);
+  for (const e of state.bodies.values()) {
+    if (!e.mesh || e.mesh.userData.halfspace || !e.mesh.geometry.boundingSphere) continue;
+    const ground = e.mesh.userData.kind === 'terrain' || e.mesh.geometry.boundingSphere.radius > GROUND_RATIO * rmin;
+    if (ground && !e.mesh.userData.ground) {
+      e.mesh.material.dispose();
+      e.mesh.material = bodyMaterial('terrain');
+      e.mesh.renderOrder = 0;
+    }
+    e.mesh.userData.ground = ground;
+  }
+}
+
+// The bodies' extent for the camera and plane size: half spaces and ground
+// left out, unless there is nothing else.
+function sceneBounds(withGround = false) {
   const box = new THREE.Box3();
   for (const e of state.bodies.values()) {
-    if (!e.mesh || e.mesh.userData.halfspace) continue;
+    if (!e.mesh || e.mesh.userData.halfspace || (!withGround && e.mesh.userData.ground)) continue;
     const s = e.mesh.geometry.boundingSphere;
     if (!s) continue;
     const c = s.center.clone().applyMatrix4(e.mesh.matrix);
     box.expandByPoint(c.clone().addScalar(s.radius));
     box.expandByPoint(c.clone().addScalar(-s.radius));
   }
-  return box;
+  return box.isEmpty() && !withGround ? sceneBounds(true) : box;
 }
 
 function fitView() {
+  markGround();
   const box = sceneBounds();
   if (box.isEmpty()) return false;
   const sphere = box.getBoundingSphere(new THREE.Sphere());
