@@ -218,7 +218,10 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   if (cfg->metrics_port >= 0) {
     int bound = 0;
     s->viewers = cd_viewer_start(s);
-    if (!s->viewers) return -1;
+    if (!s->viewers) {
+      CD_ERROR("out of memory starting the viewer", NULL);
+      return -1;
+    }
     s->metrics = cd_metrics_start(s, cfg->http_address, cfg->metrics_port, &bound);
     if (!s->metrics) return -1;
     s->http_port = bound;
