@@ -1056,6 +1056,17 @@ static double quantile(const double *v, size_t n, double q) {
 
 #define ROLL 100
 
+static void print_stream_result(const cc_scene *s, const Contactd__V1__StreamResult *res, double lat) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "sequence", (double)res->sequence);
+  cJSON_AddNumberToObject(o, "dropped_updates", (double)res->dropped_updates);
+  cJSON_AddNumberToObject(o, "compute_time_us", (double)res->compute_time_us);
+  cJSON_AddNumberToObject(o, "round_trip_us", lat * 1e6);
+  cJSON *ps = cJSON_AddArrayToObject(o, "pairs");
+  for (size_t i = 0; i < res->n_results; i++) cJSON_AddItemToArray(ps, jpair(s, res->results[i]));
+  print_json(o);
+}
+
 static int cmd_stream(int argc, char **argv, common *co) {
   const char *path = NULL;
   double rate = 30;
@@ -1183,14 +1194,7 @@ static int cmd_stream(int argc, char **argv, common *co) {
     }
     all_lat[nall++] = lat;
     if (co->json) {
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddNumberToObject(o, "sequence", (double)res->sequence);
-      cJSON_AddNumberToObject(o, "dropped_updates", (double)res->dropped_updates);
-      cJSON_AddNumberToObject(o, "compute_time_us", (double)res->compute_time_us);
-      cJSON_AddNumberToObject(o, "round_trip_us", lat * 1e6);
-      cJSON *ps = cJSON_AddArrayToObject(o, "pairs");
-      for (size_t i = 0; i < res->n_results; i++) cJSON_AddItemToArray(ps, jpair(&s, res->results[i]));
-      print_json(o);
+      print_stream_result(&s, res, lat);
     } else {
       printf("%sseq %6llu", tty ? "\r\033[K" : "", (unsigned long long)res->sequence);
       for (size_t i = 0; i < res->n_results && i < 4; i++) {
@@ -1217,6 +1221,7 @@ static int cmd_stream(int argc, char **argv, common *co) {
   while (cc_stream_recv(c, 0, &res, &e) == 0) {
     received++;
     dropped += res->dropped_updates;
+    if (co->json) print_stream_result(&s, res, now_s() - sent_at[res->sequence % ring_n]);
     cc_free(res);
   }
   double elapsed = now_s() - t_start;

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -44,11 +45,12 @@ class ViewerBrowser(unittest.TestCase):
         self.assertEqual(first.returncode, 0, err)
         self.assertIn('"view_url": "%s/#rolling"' % self.d.origin, out.decode())
         shot1, shot2 = self.path("shot1.png"), self.path("shot2.png")
-        ready, streaming, done, version = (self.path(n) for n in ("ready", "streaming", "done", "version"))
+        ready, streaming, shot, done, version = (self.path(n) for n in
+                                                 ("ready", "streaming", "shot", "done", "version"))
         steps = [{"goto": "/#rolling"}, {"waitApplied": 1}, {"touch": ready}, {"waitFile": streaming},
                  {"sleep": 300}, {"shot": shot1, "canvas": True}, {"sleep": 500},
-                 {"shot": shot2, "canvas": True}, {"waitFile": done}, {"waitAppliedFromFile": version},
-                 {"readout": True}]
+                 {"shot": shot2, "canvas": True}, {"touch": shot}, {"waitFile": done},
+                 {"waitAppliedFromFile": version}, {"readout": True}]
         drv, plan = vf.start_drive(self.d.origin, steps)
         try:
             t0 = time.monotonic()
@@ -57,16 +59,26 @@ class ViewerBrowser(unittest.TestCase):
                     self.fail("the driver ended early: %s" % drv.communicate()[1][-3000:])
                 self.assertLess(time.monotonic() - t0, 120, "the page never drew the scene")
                 time.sleep(0.05)
-            # 480 frames at 60 Hz: the ball rolls 0.08 m in 8 s (then starts over); the
-            # stream runs 12 s, long enough for both screenshots on a slow machine
+            # 480 frames at 60 Hz: the ball rolls 0.08 m in 8 s (then starts over). The
+            # stream runs until both screenshots are taken, then stops (SIGINT: the
+            # client closes its stream and prints its results).
             results = self.path("client.jsonl")
             with open(results, "w") as f:
                 cl = vf.contactctl(self.d, "view", scene, "--name", "rolling", "--stream", "--rate", "60",
-                                   "--count", "720", "--json", stdout=f)
-                while os.path.getsize(results) < 4096 and cl.poll() is None:
-                    time.sleep(0.02)
-                open(streaming, "w").close()
-                _, err = cl.communicate(timeout=120)
+                                   "--json", stdout=f)
+                try:
+                    while os.path.getsize(results) < 4096 and cl.poll() is None:
+                        time.sleep(0.02)
+                    open(streaming, "w").close()
+                    t0 = time.monotonic()
+                    while not os.path.exists(shot) and drv.poll() is None and time.monotonic() - t0 < 180:
+                        time.sleep(0.05)
+                    self.assertIsNone(cl.poll(), "the client stopped streaming before the screenshots")
+                    cl.send_signal(signal.SIGINT)
+                    _, err = cl.communicate(timeout=120)
+                finally:
+                    if cl.poll() is None:
+                        cl.kill()
             self.assertEqual(cl.returncode, 0, err)
             status, _, body = vf.get(self.d.http, "/v1/scenes")
             self.assertEqual(status, 200)
