@@ -41,6 +41,15 @@ class BadRequests(unittest.TestCase):
         self.assertTrue(self.d.alive())
         return head, body
 
+    def test_bad_scene_name_is_invalid_argument(self):
+        scene = vf.rolling_ball_scene(os.path.join(self.tmp, "s.json"), frames=2)
+        p = vf.contactctl(self.d, "view", scene, "--name", "bad name")
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn(b"options.publish", err)
+        self.assertIn(b"bad name", err)
+        self.assertEqual(json.loads(vf.get(self.d.http, "/v1/scenes")[2]), {"scenes": []})
+
     def test_statuses_and_daemon_stays_up(self):
         _, snap = publish_ball(self.d, self.tmp)
         ball, floor = (b["geometry"] for b in snap["bodies"])
