@@ -1,7 +1,6 @@
 /* cd_viewer.c — the viewer's routes and event streams (see cd_viewer.h). */
 #include "cd_viewer.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
