@@ -9,6 +9,7 @@
  *   5  negative answer: `has` found missing ids, `export` found no contact
  */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -48,6 +49,7 @@ static const char *const MAIN_HELP =
     "  query SCENE.json          contact wrenches, areas and equivalent points of a scene\n"
     "  stream SCENE.json         stream a scene's frames, live view with latency summary\n"
     "  export SCENE.json         write a pair's contact surface (VTK or PLY) with pressure\n"
+    "  view SCENE.json           publish a scene (or stream it) for the browser viewer\n"
     "  help [COMMAND]            this text, or a command's\n"
     "\n"
     "options (accepted before or after the command):\n"
@@ -119,6 +121,18 @@ static const char *const STREAM_HELP =
     "  --count N   number of updates to send\n"
     "  --latest    latest-only mode: the server drops overtaken updates\n"
     "  --json      one JSON object per result, then a summary object\n";
+
+static const char *const VIEW_HELP =
+    "usage: contactctl view SCENE.json|- [--name NAME] [--stream [--rate HZ] [--count N] [--latest]]\n"
+    "                       [--json] [--detail LEVEL]\n"
+    "\n"
+    "Like query (or, with --stream, like stream), with the result published under a\n"
+    "scene name so that the viewer page on the server's HTTP port (contactd\n"
+    "--http-port) shows it; prints the page's URL first. The server keeps the latest\n"
+    "result of each published scene after the command ends.\n"
+    "\n"
+    "  --name NAME  scene name (default: the file's name without extension)\n"
+    "  --stream     stream the scene's frames (options as for stream)\n";
 
 static const char *const EXPORT_HELP =
     "usage: contactctl export SCENE.json|- --pair A,B [--format vtk|ply] -o FILE\n"
@@ -922,6 +936,33 @@ static int scene_connect(const common *co, cc_scene *s, cc_client **c) {
   return 0;
 }
 
+/* view: the scene name the query or stream publishes under ("" = none). */
+static char g_publish[65];
+
+/* The viewer's URL for the scene: the server's HTTP port (from its Hello
+ * capabilities) on the host contactctl connected to. */
+static void print_view_url(const common *co, cc_client *c) {
+  Contactd__V1__HelloReply *hr = NULL;
+  cc_error e;
+  int port = 0;
+  if (cc_hello(c, "contactctl", &hr, &e) == 0) {
+    for (size_t i = 0; i < hr->n_capabilities; i++)
+      if (strncmp(hr->capabilities[i], "http_port:", 10) == 0) port = atoi(hr->capabilities[i] + 10);
+    cc_free(hr);
+  }
+  const char *addr = co->addr ? co->addr : cc_default_addr();
+  char host[128] = "127.0.0.1";
+  const char *colon = strrchr(addr, ':');
+  if (strncmp(addr, "unix:", 5) != 0 && colon && colon > addr && (size_t)(colon - addr) < sizeof host)
+    snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
+  char url[256];
+  if (port > 0) snprintf(url, sizeof url, "http://%s:%d/#%s", host, port, g_publish);
+  else snprintf(url, sizeof url, "(the server's HTTP port is off: start contactd with --http-port)");
+  if (co->json) printf("{\"view_url\": \"%s\", \"scene\": \"%s\"}\n", url, g_publish);
+  else printf("viewer: %s\n", url);
+  fflush(stdout);
+}
+
 /* Load + connect + register. */
 static int scene_setup(const char *path, const common *co, cc_scene *s, cc_client **c) {
   char err[1024];
@@ -929,7 +970,12 @@ static int scene_setup(const char *path, const common *co, cc_scene *s, cc_clien
     fprintf(stderr, "contactctl: %s\n", err);
     return EX_INPUT;
   }
-  return scene_connect(co, s, c);
+  int rc = scene_connect(co, s, c);
+  if (!rc && g_publish[0]) {
+    s->options.publish = g_publish;
+    print_view_url(co, *c);
+  }
+  return rc;
 }
 
 static int parse_detail(const char *v, int *d) {
@@ -1034,6 +1080,17 @@ static double quantile(const double *v, size_t n, double q) {
 }
 
 #define ROLL 100
+
+static void print_stream_result(const cc_scene *s, const Contactd__V1__StreamResult *res, double lat) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "sequence", (double)res->sequence);
+  cJSON_AddNumberToObject(o, "dropped_updates", (double)res->dropped_updates);
+  cJSON_AddNumberToObject(o, "compute_time_us", (double)res->compute_time_us);
+  cJSON_AddNumberToObject(o, "round_trip_us", lat * 1e6);
+  cJSON *ps = cJSON_AddArrayToObject(o, "pairs");
+  for (size_t i = 0; i < res->n_results; i++) cJSON_AddItemToArray(ps, jpair(s, res->results[i]));
+  print_json(o);
+}
 
 static int cmd_stream(int argc, char **argv, common *co) {
   const char *path = NULL;
@@ -1162,14 +1219,7 @@ static int cmd_stream(int argc, char **argv, common *co) {
     }
     all_lat[nall++] = lat;
     if (co->json) {
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddNumberToObject(o, "sequence", (double)res->sequence);
-      cJSON_AddNumberToObject(o, "dropped_updates", (double)res->dropped_updates);
-      cJSON_AddNumberToObject(o, "compute_time_us", (double)res->compute_time_us);
-      cJSON_AddNumberToObject(o, "round_trip_us", lat * 1e6);
-      cJSON *ps = cJSON_AddArrayToObject(o, "pairs");
-      for (size_t i = 0; i < res->n_results; i++) cJSON_AddItemToArray(ps, jpair(&s, res->results[i]));
-      print_json(o);
+      print_stream_result(&s, res, lat);
     } else {
       printf("%sseq %6llu", tty ? "\r\033[K" : "", (unsigned long long)res->sequence);
       for (size_t i = 0; i < res->n_results && i < 4; i++) {
@@ -1196,6 +1246,7 @@ static int cmd_stream(int argc, char **argv, common *co) {
   while (cc_stream_recv(c, 0, &res, &e) == 0) {
     received++;
     dropped += res->dropped_updates;
+    if (co->json) print_stream_result(&s, res, now_s() - sent_at[res->sequence % ring_n]);
     cc_free(res);
   }
   double elapsed = now_s() - t_start;
@@ -1379,6 +1430,44 @@ static int cmd_export(int argc, char **argv, common *co) {
   return rc;
 }
 
+/* ---- view ----------------------------------------------------------------- */
+
+/* query or stream with QueryOptions.publish set (scene_setup). */
+static int cmd_view(int argc, char **argv, common *co) {
+  int stream = 0;
+  const char *name = NULL, *path = NULL;
+  char **rest = calloc((size_t)argc + 1, sizeof *rest);
+  int nrest = 0;
+  if (!rest) return EX_INPUT;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      free(rest);
+      fputs(VIEW_HELP, stdout);
+      return EX_OK;
+    }
+    if (strcmp(argv[i], "--stream") == 0) stream = 1;
+    else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) name = argv[++i];
+    else {
+      if (!path && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)) path = argv[i];
+      rest[nrest++] = argv[i];
+    }
+  }
+  if (!name && path) { /* the file's name without directory and extension */
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strcspn(b, ".");
+    snprintf(g_publish, sizeof g_publish, "%.*s", (int)(n < 64 ? n : 64), b);
+    for (char *p = g_publish; *p; p++)
+      if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_') *p = '_';
+    if (!g_publish[0] || strcmp(path, "-") == 0) snprintf(g_publish, sizeof g_publish, "scene");
+  } else if (name) {
+    snprintf(g_publish, sizeof g_publish, "%s", name);
+  }
+  int rc = stream ? cmd_stream(nrest, rest, co) : cmd_query(nrest, rest, co);
+  free(rest);
+  return rc;
+}
+
 /* ---- main ----------------------------------------------------------------- */
 
 typedef struct command {
@@ -1390,7 +1479,7 @@ typedef struct command {
 static const command COMMANDS[] = {
     {"ping", cmd_ping, NULL},   {"stats", cmd_stats, NULL}, {"register", cmd_register, NULL},
     {"has", cmd_has, NULL},     {"query", cmd_query, NULL}, {"stream", cmd_stream, NULL},
-    {"export", cmd_export, NULL},
+    {"export", cmd_export, NULL}, {"view", cmd_view, NULL},
 };
 
 static const char *help_of(const char *name) {
@@ -1401,6 +1490,7 @@ static const char *help_of(const char *name) {
   if (strcmp(name, "query") == 0) return QUERY_HELP;
   if (strcmp(name, "stream") == 0) return STREAM_HELP;
   if (strcmp(name, "export") == 0) return EXPORT_HELP;
+  if (strcmp(name, "view") == 0) return VIEW_HELP;
   return NULL;
 }
 

@@ -3,7 +3,12 @@
 # Idempotent: only missing packages are installed. Needs root (or sudo).
 set -euo pipefail
 PKGS=(gcc cmake make pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler
-      libcjson-dev libcriterion-dev protobuf-compiler python3-protobuf libccd-dev)
+      libcjson-dev libcriterion-dev protobuf-compiler python3-protobuf libccd-dev
+      chromium)
+# The viewer: npm fetches three.js at build time and playwright-core for its
+# browser tests (both pinned by package-lock.json files); Debian's nodejs and
+# npm unless a node with npm is already installed.
+command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -138,6 +138,8 @@ static void rotate(double q[4], const double w[3], double dt) {
   for (int i = 0; i < 4; i++) q[i] = o[i] / nq;
 }
 
+static const char *g_publish = ""; /* --publish NAME: QueryOptions.publish */
+
 /* One step against `bowl`; returns 0 or -1. */
 static int step(cc_client *c, const char *ball, const char *bowl, state *s, double dt, int *contact) {
   cc_body b[2];
@@ -154,7 +156,9 @@ static int step(cc_client *c, const char *ball, const char *bowl, state *s, doub
   uint32_t pair[1][2] = {{1, 2}};
   Contactd__V1__ContactReply *rep = NULL;
   cc_error err;
-  if (cc_query_bodies(c, b, 2, pair, 1, NULL, &rep, &err)) {
+  Contactd__V1__QueryOptions qo = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  qo.publish = (char *)g_publish; /* --publish: the viewer shows the run */
+  if (cc_query_bodies(c, b, 2, pair, 1, g_publish[0] ? &qo : NULL, &rep, &err)) {
     fprintf(stderr, "bowl: query: %s\n", err.message);
     return -1;
   }
@@ -188,8 +192,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--fine") && i + 1 < argc) fine = atof(argv[++i]);
     else if (!strcmp(argv[i], "--check") && i + 1 < argc) check = atof(argv[++i]);
     else if (!strcmp(argv[i], "--trace")) trace = 1;
+    else if (!strcmp(argv[i], "--publish") && i + 1 < argc) g_publish = argv[++i];
     else {
-      fprintf(stderr, "usage: bowl [--addr A] [--time T] [--fine H] [--check TOL] [--trace]\n");
+      fprintf(stderr, "usage: bowl [--addr A] [--time T] [--fine H] [--check TOL] [--trace] [--publish NAME]\n");
       return 2;
     }
   }

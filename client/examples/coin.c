@@ -330,12 +330,12 @@ static int run(sim *S, double eps0, double stop, double courant, double dt_max, 
 static int usage(void) {
   fprintf(stderr,
           "usage: coin [--addr A] [--eps0 LIST] [--modulus E] [--hint H] [--compliant-coin]\n"
-          "            [--stop F] [--courant C] [--check TOL] [--trace]\n");
+          "            [--stop F] [--courant C] [--check TOL] [--trace] [--publish NAME]\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
-  const char *addr = NULL;
+  const char *addr = NULL, *publish = NULL;
   double eps0s[32] = {0.1, 0.3, 1, 3, 10};
   int neps = 5, rigid_coin = 1;
   double E = 1e5, hint = R / 16, stop = 1e-5, courant = 0.02, check = -1, dt_max = 1e-3;
@@ -367,6 +367,7 @@ int main(int argc, char **argv) {
     else if (strcmp(f, "--stop") == 0) stop = atof(v);
     else if (strcmp(f, "--courant") == 0) courant = atof(v);
     else if (strcmp(f, "--check") == 0) check = atof(v);
+    else if (strcmp(f, "--publish") == 0) publish = v;
     else return usage();
   }
   sim S;
@@ -404,6 +405,7 @@ int main(int argc, char **argv) {
   opt.detail = CONTACTD__V1__DETAIL__DETAIL_WRENCH;
   opt.representation = CONTACTD__V1__REPRESENTATION__REPRESENTATION_POLYGON;
   opt.stiction_tolerance = 1e-10;
+  if (publish) opt.publish = (char *)publish; /* the viewer shows the run */
   S.opt = opt;
   if (equilibrium(&S, &S.z)) return 1;
   printf("equilibrium penetration %.4g m (normal force = m g), stiction tolerance %.1g m/s\n", T / 2 - S.z,

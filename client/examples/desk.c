@@ -59,7 +59,7 @@ static void cross(const double a[3], const double b[3], double o[3]) {
 }
 
 int main(int argc, char **argv) {
-  const char *addr = NULL;
+  const char *addr = NULL, *publish = NULL;
   double T_end = 4.0, dt = 1e-3;
   int every = 100;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -67,8 +67,9 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--time") == 0) T_end = atof(argv[i + 1]);
     else if (strcmp(argv[i], "--dt") == 0) dt = atof(argv[i + 1]);
     else if (strcmp(argv[i], "--every") == 0) every = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--publish") == 0) publish = argv[i + 1];
     else {
-      fprintf(stderr, "usage: desk [--addr A] [--time T] [--dt DT] [--every N]\n");
+      fprintf(stderr, "usage: desk [--addr A] [--time T] [--dt DT] [--every N] [--publish NAME]\n");
       return 2;
     }
   }
@@ -100,6 +101,7 @@ int main(int argc, char **argv) {
   Contactd__V1__QueryOptions opt = CONTACTD__V1__QUERY_OPTIONS__INIT;
   opt.detail = CONTACTD__V1__DETAIL__DETAIL_PATCHES;
   opt.stiction_tolerance = 1e-2;
+  if (publish) opt.publish = (char *)publish; /* the viewer shows the run */
   const uint32_t pairs[4][2] = {{1, 5}, {2, 5}, {3, 5}, {4, 5}};
   long steps = (long)llround(T_end / dt);
   int outside = 0;

@@ -123,14 +123,9 @@ bad:
 }
 
 /* --publish NAME asks the daemon to keep the run's latest result for its
- * viewer, through QueryOptions.publish. This protocol version has no such
- * field, so the option is refused here; where the field exists, this
- * function sets it instead: opt->publish = (char *)name. */
-static inline int rb_apply_publish(Contactd__V1__QueryOptions *opt, const char *name) {
-  (void)opt;
-  if (!name) return 0;
-  fprintf(stderr, "--publish %s: this protocol version has no QueryOptions.publish\n", name);
-  return 2;
+ * viewer (QueryOptions.publish), so the run can be watched in a browser. */
+static inline void rb_apply_publish(Contactd__V1__QueryOptions *opt, const char *name) {
+  if (name) opt->publish = (char *)name;
 }
 
 /* ---- planar convex hull ------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "cd_log.h"
 #include "cd_version.h"
@@ -18,6 +19,7 @@ void cd_config_default(cd_config *c) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   c->workers = n > 0 ? (int)n : 1;
   c->metrics_port = -1;
+  snprintf(c->http_address, sizeof c->http_address, "127.0.0.1");
   c->log_level = CD_LOG_INFO;
   c->shutdown_grace_s = 30;
   cd_limits_default(&c->limits);
@@ -70,6 +72,20 @@ static int set_listen(cd_config *c, const char *v, const char *what, char *err, 
     return -1;
   }
   return set_str(c->listen, sizeof c->listen, v, what, err, errlen);
+}
+
+/* The HTTP port's key; "metrics_port" is its older name, kept as an alias. */
+static int is_http_port_key(const char *k) { return strcmp(k, "http_port") == 0 || strcmp(k, "metrics_port") == 0; }
+
+/* A numeric IPv4 or IPv6 address (no names: nothing is resolved). */
+static int set_http_address(cd_config *c, const char *v, const char *what, char *err, size_t errlen) {
+  struct sockaddr_in a4;
+  struct sockaddr_in6 a6;
+  if (uv_ip4_addr(v, 0, &a4) != 0 && uv_ip6_addr(v, 0, &a6) != 0) {
+    snprintf(err, errlen, "%s: \"%.80s\" is not a numeric IPv4 or IPv6 address", what, v);
+    return -1;
+  }
+  return set_str(c->http_address, sizeof c->http_address, v, what, err, errlen);
 }
 
 static int parse_int(const char *v, long lo, long hi, long *out) {
@@ -136,6 +152,17 @@ int cd_config_apply_json(cd_config *c, const char *text, char *err, size_t errle
   cJSON_ArrayForEach(it, root) {
     const char *k = it->string;
     if (k[0] == '_') continue;
+    if (strcmp(k, "http_address") == 0 || strcmp(k, "viewer_dir") == 0) {
+      int addr = k[0] == 'h';
+      if (!cJSON_IsString(it) ||
+          (addr ? set_http_address(c, it->valuestring, "config: http_address", err, errlen)
+                : set_str(c->viewer_dir, sizeof c->viewer_dir, it->valuestring, "config: viewer_dir", err, errlen))) {
+        if (!cJSON_IsString(it)) snprintf(err, errlen, "config: %s must be a string", k);
+        rc = -1;
+        goto out;
+      }
+      continue;
+    }
     if (strcmp(k, "listen") == 0 || strcmp(k, "unix") == 0 || strcmp(k, "log_level") == 0) {
       if (!cJSON_IsString(it)) {
         snprintf(err, errlen, "config: %s must be a string", k);
@@ -155,7 +182,7 @@ int cd_config_apply_json(cd_config *c, const char *text, char *err, size_t errle
         }
       }
       if (rc) goto out;
-    } else if (strcmp(k, "workers") == 0 || strcmp(k, "metrics_port") == 0 ||
+    } else if (strcmp(k, "workers") == 0 || is_http_port_key(k) ||
                strcmp(k, "shutdown_grace_s") == 0) {
       if (!cJSON_IsNumber(it)) {
         snprintf(err, errlen, "config: %s must be a number", k);
@@ -170,9 +197,9 @@ int cd_config_apply_json(cd_config *c, const char *text, char *err, size_t errle
           goto out;
         }
         c->workers = (int)v;
-      } else if (strcmp(k, "metrics_port") == 0) {
+      } else if (is_http_port_key(k)) {
         if (!(v >= -1 && v <= 65535) || v != floor(v)) {
-          snprintf(err, errlen, "config: metrics_port must be -1 (off) or a port in [0, 65535]");
+          snprintf(err, errlen, "config: %s must be -1 (off) or a port in [0, 65535]", k);
           rc = -1;
           goto out;
         }
@@ -255,7 +282,11 @@ void cd_config_print_help(const char *argv0) {
          "  --unix PATH          also listen on a Unix socket\n"
          "  --config FILE        JSON config file (see deploy/contactd.example.json)\n"
          "  --workers N          worker threads (default: online cores)\n"
-         "  --metrics-port N     Prometheus /metrics, /healthz, /readyz over HTTP on the listen host\n"
+         "  --http-port N        HTTP port: Prometheus /metrics, /healthz, /readyz and the viewer\n"
+         "                       page at / (off by default; 0 = ephemeral; alias --metrics-port)\n"
+         "  --http-address ADDR  address the HTTP port binds (default 127.0.0.1: anyone who can\n"
+         "                       reach the port sees every published scene)\n"
+         "  --viewer-dir DIR     viewer assets (default: the build's copy, else the installed one)\n"
          "  --log-level LEVEL    debug, info, warn or error (default info)\n"
          "  --help, --version\n\n"
          "limits (config file key \"limits\": {name: value}):\n",
@@ -322,12 +353,16 @@ int cd_config_from_args(cd_config *c, int argc, char **argv, char *err, size_t e
         return -1;
       }
       c->workers = (int)x;
-    } else if (strcmp(f, "--metrics-port") == 0) {
+    } else if (strcmp(f, "--http-port") == 0 || strcmp(f, "--metrics-port") == 0) {
       if (parse_int(v, -1, 65535, &x)) {
-        snprintf(err, errlen, "--metrics-port: \"%s\" is not -1 or a port in [0, 65535]", v);
+        snprintf(err, errlen, "%s: \"%s\" is not -1 or a port in [0, 65535]", f, v);
         return -1;
       }
       c->metrics_port = (int)x;
+    } else if (strcmp(f, "--http-address") == 0) {
+      if (set_http_address(c, v, "--http-address", err, errlen)) return -1;
+    } else if (strcmp(f, "--viewer-dir") == 0) {
+      if (set_str(c->viewer_dir, sizeof c->viewer_dir, v, "--viewer-dir", err, errlen)) return -1;
     } else if (strcmp(f, "--log-level") == 0) {
       int lv = cd_log_parse_level(v);
       if (lv < 0) {

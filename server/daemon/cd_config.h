@@ -11,7 +11,10 @@ typedef struct cd_config {
   char listen[256];    /* "HOST:PORT" for TCP; "" = no TCP listener */
   char unix_path[108]; /* Unix socket path; "" = none */
   int workers;         /* worker threads; default: online cores */
-  int metrics_port;    /* Prometheus/health HTTP port on the listen host; -1 = off, 0 = ephemeral */
+  int metrics_port;    /* the HTTP port (--http-port, alias --metrics-port): /metrics, health, the
+                          viewer; -1 = off, 0 = ephemeral */
+  char http_address[64]; /* address the HTTP port binds (default loopback) */
+  char viewer_dir[512];  /* viewer assets; "" = the build's, else the installed copy */
   int log_level;       /* cd_log_level */
   double shutdown_grace_s; /* longest wait for in-flight work on SIGTERM */
   cd_limits limits;

@@ -85,13 +85,16 @@ static void on_hello(cd_req *r) {
   lm.request_memory_bytes = l->request_memory_bytes;
   lm.frame_grace_ms = l->frame_grace_ms;
   lm.frame_min_rate_bytes = l->frame_min_rate_bytes;
-  static char *caps[] = {"json",           "streams",       "latest_only",   "all_pairs",
-                         "mesh_file:obj",  "mesh_file:stl", "mesh_file:vtk", "quaternion_tolerance:1e-3"};
+  /* http_port:N (when the HTTP port is on) lets a client print the viewer's URL */
+  char http_cap[32];
+  snprintf(http_cap, sizeof http_cap, "http_port:%d", r->conn->srv->http_port);
+  char *caps[] = {"json",          "streams",       "latest_only",   "all_pairs",   "mesh_file:obj",
+                  "mesh_file:stl", "mesh_file:vtk", "quaternion_tolerance:1e-3", "publish", http_cap};
   Contactd__V1__HelloReply hr = CONTACTD__V1__HELLO_REPLY__INIT;
   hr.server_version = CD_VERSION_STRING;
   hr.protocol_version = CD_PROTOCOL_VERSION;
   hr.limits = &lm;
-  hr.n_capabilities = sizeof caps / sizeof *caps;
+  hr.n_capabilities = sizeof caps / sizeof *caps - (r->conn->srv->http_port > 0 ? 0 : 1);
   hr.capabilities = caps;
   Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY;

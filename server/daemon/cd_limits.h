@@ -25,9 +25,12 @@
  * plus its bytes so far at frame_min_rate_bytes, or its connection is
  * closed with an error);
  * and the cache is bounded by cache_bytes (unreferenced entries are evicted
- * least-recently-used first). The metrics port holds at most
+ * least-recently-used first). The HTTP port holds at most
  * max_metrics_connections connections of a 4 KiB request buffer each, for at
- * most metrics_timeout_ms. */
+ * most metrics_timeout_ms (an event stream, once its request is read, for as
+ * long as its viewer stays, at most max_viewers of them, each holding one
+ * update being written and no queue); published scenes hold one result
+ * each, at most max_published_scenes of them. */
 #ifndef CD_LIMITS_H
 #define CD_LIMITS_H
 
@@ -94,7 +97,18 @@
      "open connections to the metrics port (0 = no limit)")                                \
   XX(metrics_timeout_ms, 10000, 0, "ms",                                                   \
      "a metrics connection is closed this long after it opened, answered or not "          \
-     "(0 = never)")
+     "(0 = never)")                                                                        \
+  XX(max_viewers, 8, 0, "viewers",                                                         \
+     "open viewer event streams on the HTTP port, each also one of its connections "       \
+     "(0 = no event streams)")                                                             \
+  XX(viewer_max_rate_hz, 30, 1, "updates/s",                                               \
+     "most scene updates sent to one viewer per second; a viewer holds at most one "       \
+     "pending update, replaced by a newer one")                                            \
+  XX(viewer_max_geometry_bytes, 64 * CD_MIB, 1024, "bytes",                                \
+     "largest boundary-mesh response of GET /v1/geometry/<id>/surface (413 beyond)")       \
+  XX(max_published_scenes, 64, 1, "scenes",                                                \
+     "scenes whose latest result is kept for viewers; publishing one more forgets the "    \
+     "scene published least recently")
 
 typedef struct cd_limits {
 #define CD_XX_FIELD(field, def, min, unit, desc) uint64_t field;

@@ -1,15 +1,19 @@
-/* cd_metrics.c — Prometheus endpoint and health probes over plain HTTP. */
+/* cd_metrics.c — the HTTP port: listener, connection cap, deadline and
+ * request parsing; Prometheus endpoint and health probes; every other path
+ * goes to the viewer (cd_viewer.c). */
 #include "cd_metrics.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "cd_http.h"
 #include "cd_log.h"
 #include "cd_server.h"
+#include "cd_viewer.h"
 
 #define REQ_MAX 4096
 
-typedef struct mconn mconn;
+typedef struct cd_http_conn mconn;
 
 struct cd_metrics {
   cd_server *srv;
@@ -27,7 +31,7 @@ struct cd_metrics {
 /* One HTTP connection. Its timer is a deadline from accept, never reset by
  * traffic: a client that connects and sends nothing, or dribbles a byte at a
  * time, is closed metrics_timeout_ms after it connected. */
-struct mconn {
+struct cd_http_conn {
   uv_tcp_t h;
   uv_timer_t deadline;
   int handles_open; /* h and deadline: closed asynchronously */
@@ -39,6 +43,13 @@ struct mconn {
   int done;
   uv_write_t w;
   char *resp;
+  int draining;  /* answered an oversize request: reading and dropping the rest */
+  int streaming; /* an event stream (cd_http_stream_start) */
+  int writing;   /* a stream write in flight (resp is its buffer) */
+  void (*on_sent)(void *);
+  void (*on_close)(void *);
+  void *arg;
+  uv_shutdown_t sd;
 };
 
 static void free_metrics(cd_metrics *m) {
@@ -47,14 +58,18 @@ static void free_metrics(cd_metrics *m) {
 
 static void on_spare_idle(void *arg) { free_metrics(arg); }
 
-static void on_mclose(uv_handle_t *h) {
-  mconn *c = h->data;
-  if (--c->handles_open > 0) return;
+static void mfree(mconn *c) {
   cd_metrics *m = c->m;
   free(c->resp);
   free(c);
   m->nconns--;
   free_metrics(m);
+}
+
+static void on_mclose(uv_handle_t *h) {
+  mconn *c = h->data;
+  if (--c->handles_open > 0) return;
+  mfree(c);
 }
 
 /* Close c once (a pending write is cancelled: on_written then sees closing). */
@@ -67,13 +82,34 @@ static void mclose(mconn *c) {
   else if (m->conns == c) m->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   c->prev = c->next = NULL;
+  if (c->on_close) c->on_close(c->arg);
+  c->on_close = NULL;
+  c->on_sent = NULL;
   uv_close((uv_handle_t *)&c->h, on_mclose);
   uv_close((uv_handle_t *)&c->deadline, on_mclose);
 }
 
+static void on_shutdown(uv_shutdown_t *r, int status) {
+  (void)r;
+  (void)status; /* the deadline or the client's EOF closes it */
+}
+
 static void on_written(uv_write_t *w, int status) {
-  (void)status;
-  mclose(w->data);
+  mconn *c = w->data;
+  if (c->streaming && !c->closing && status == 0) {
+    free(c->resp);
+    c->resp = NULL;
+    c->writing = 0;
+    if (c->on_sent) c->on_sent(c->arg);
+    return;
+  }
+  /* An oversize request: the client may still be sending it. Closing now
+   * would reset the connection and lose the response, so say we are done
+   * (FIN) and read on, dropping, until it closes or the deadline. */
+  if (c->draining && !c->closing && status == 0 &&
+      uv_shutdown(&c->sd, (uv_stream_t *)&c->h, on_shutdown) == 0)
+    return;
+  mclose(c);
 }
 
 static void on_deadline(uv_timer_t *t) {
@@ -83,35 +119,141 @@ static void on_deadline(uv_timer_t *t) {
   mclose(c);
 }
 
-static void respond(mconn *c, int code, const char *ctype, const char *body, size_t blen) {
-  const char *reason = code == 200 ? "OK" : code == 404 ? "Not Found" : code == 503 ? "Service Unavailable"
-                                                                                     : "Bad Request";
-  size_t cap = blen + 256;
+static const char *reason(int code) {
+  switch (code) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+static void write_resp(mconn *c, size_t n) {
+  uv_buf_t b = uv_buf_init(c->resp, (unsigned)n);
+  c->w.data = c;
+  if (uv_write(&c->w, (uv_stream_t *)&c->h, &b, 1, on_written) < 0) mclose(c);
+}
+
+void cd_http_respond(mconn *c, int code, const char *ctype, const char *extra, const void *body, size_t blen) {
+  if (c->closing || c->resp) return;
+  size_t cap = blen + 512 + (extra ? strlen(extra) : 0);
   c->resp = malloc(cap);
   if (!c->resp) {
     mclose(c);
     return;
   }
   int n = snprintf(c->resp, cap,
-                   "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", code,
-                   reason, ctype, blen);
-  memcpy(c->resp + n, body, blen);
-  uv_buf_t b = uv_buf_init(c->resp, (unsigned)(n + (int)blen));
-  c->w.data = c;
-  if (uv_write(&c->w, (uv_stream_t *)&c->h, &b, 1, on_written) < 0) mclose(c);
+                   "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sCache-Control: no-store\r\n"
+                   "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
+                   code, reason(code), ctype, blen, extra ? extra : "");
+  if (blen) memcpy(c->resp + n, body, blen);
+  write_resp(c, (size_t)n + blen);
+}
+
+void cd_http_respond_owned(mconn *c, int code, const char *ctype, char *body, size_t len) {
+  cd_http_respond(c, code, ctype, NULL, body, len);
+  free(body);
+}
+
+static void respond(mconn *c, int code, const char *ctype, const char *body, size_t blen) {
+  cd_http_respond(c, code, ctype, code == 405 ? "Allow: GET\r\n" : NULL, body, blen);
+}
+
+cd_server *cd_http_server(const mconn *c) { return c->m->srv; }
+
+void cd_http_close(mconn *c) { mclose(c); }
+
+int cd_http_busy(const mconn *c) { return c->writing || c->closing; }
+
+int cd_http_send(mconn *c, char *buf, size_t len) {
+  if (c->writing || c->closing || !c->streaming) {
+    free(buf);
+    return -1;
+  }
+  c->writing = 1;
+  c->resp = buf;
+  write_resp(c, len);
+  return 0;
+}
+
+static void on_discard_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
+  (void)sz;
+  mconn *c = h->data;
+  b->base = c->req;
+  b->len = REQ_MAX - 1;
+}
+
+static void on_discard(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  (void)b;
+  if (n < 0) mclose(st->data);
+}
+
+int cd_http_stream_start(mconn *c, void (*on_sent)(void *), void (*on_close)(void *), void *arg) {
+  static const char head[] = "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
+                             "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n: contactd\n\n";
+  c->on_sent = on_sent;
+  c->on_close = on_close; /* from here on, closing tells the caller */
+  c->arg = arg;
+  char *buf = malloc(sizeof head);
+  if (!buf) {
+    mclose(c);
+    return -1;
+  }
+  memcpy(buf, head, sizeof head);
+  uv_timer_stop(&c->deadline);
+  c->streaming = 1;
+  /* read on only to see the client go; what it sends is dropped */
+  uv_read_start((uv_stream_t *)&c->h, on_discard_alloc, on_discard);
+  cd_http_send(c, buf, sizeof head - 1);
+  return c->closing ? -1 : 0;
+}
+
+/* Parse "METHOD SP PATH SP HTTP/1.x" in place; 0, or -1 when malformed. */
+static int parse_request_line(char *req, cd_http_req *out) {
+  char *eol = strchr(req, '\n');
+  if (!eol) return -1;
+  if (eol > req && eol[-1] == '\r') eol--;
+  *eol = 0;
+  char *sp1 = strchr(req, ' ');
+  if (!sp1 || sp1 == req) return -1;
+  *sp1 = 0;
+  char *path = sp1 + 1;
+  char *sp2 = strchr(path, ' ');
+  if (!sp2 || path[0] != '/' || strncmp(sp2 + 1, "HTTP/1.", 7) != 0) return -1;
+  *sp2 = 0;
+  char *qm = strpbrk(path, "?#");
+  if (qm) *qm = 0;
+  for (const char *p = req; *p; p++)
+    if (*p < 'A' || *p > 'Z') return -1;
+  out->method = req;
+  out->path = path;
+  return 0;
 }
 
 static void handle(mconn *c) {
   c->done = 1;
   uv_read_stop((uv_stream_t *)&c->h);
   cd_server *s = c->m->srv;
-  char method[8], path[256];
-  if (sscanf(c->req, "%7s %255s", method, path) != 2 || strcmp(method, "GET") != 0) {
+  cd_http_req rq;
+  if (parse_request_line(c->req, &rq)) {
     respond(c, 400, "text/plain", "bad request\n", 12);
     return;
   }
-  char *qm = strchr(path, '?');
-  if (qm) *qm = 0;
+  const char *path = rq.path;
+  int ours = strcmp(path, "/metrics") == 0 || strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0;
+  if (!ours) {
+    if (!s->viewers || !cd_viewer_route(s->viewers, c, &rq)) respond(c, 404, "text/plain", "not found\n", 10);
+    return;
+  }
+  if (strcmp(rq.method, "GET") != 0) {
+    respond(c, 405, "text/plain", "method not allowed\n", 19);
+    return;
+  }
   if (strcmp(path, "/metrics") == 0) {
     size_t cap = 16384;
     char *buf = malloc(cap);
@@ -124,17 +266,17 @@ static void handle(mconn *c) {
     free(buf);
   } else if (strcmp(path, "/healthz") == 0) {
     respond(c, 200, "text/plain", "ok\n", 3);
-  } else if (strcmp(path, "/readyz") == 0) {
-    if (s->draining) respond(c, 503, "text/plain", "shutting down\n", 14);
-    else respond(c, 200, "text/plain", "ready\n", 6);
+  } else if (s->draining) {
+    respond(c, 503, "text/plain", "shutting down\n", 14);
   } else {
-    respond(c, 404, "text/plain", "not found\n", 10);
+    respond(c, 200, "text/plain", "ready\n", 6);
   }
 }
 
 static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
   (void)sz;
   mconn *c = h->data;
+  if (c->draining) c->len = 0;
   b->base = c->req + c->len;
   b->len = REQ_MAX - 1 - c->len;
 }
@@ -142,15 +284,30 @@ static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
   (void)b;
   mconn *c = st->data;
-  if (c->done || c->closing) return;
+  if (c->closing || (c->done && !c->draining)) return;
   if (n < 0) {
     mclose(c);
     return;
   }
+  if (c->draining) return; /* the rest of an oversize request */
+  if (memchr(c->req + c->len, 0, (size_t)n)) { /* no HTTP request holds a NUL byte */
+    c->done = 1;
+    c->draining = 1;
+    c->len = 0;
+    respond(c, 400, "text/plain", "bad request\n", 12);
+    return;
+  }
   c->len += (size_t)n;
   c->req[c->len] = 0;
-  if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) handle(c);
-  else if (c->len >= REQ_MAX - 1) respond(c, 400, "text/plain", "request too large\n", 18);
+  if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
+    handle(c);
+  } else if (c->len >= REQ_MAX - 1) {
+    /* 431 whether the request line or the headers are too long */
+    c->done = 1;
+    c->draining = 1;
+    c->len = 0;
+    respond(c, 431, "text/plain", "request too large\n", 18);
+  }
 }
 
 static void on_listener_closed(uv_handle_t *h) {

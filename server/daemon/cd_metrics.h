@@ -1,9 +1,12 @@
-/* cd_metrics.h — a minimal HTTP/1.0 responder on the loop: GET /metrics
- * (Prometheus text format), /healthz (liveness: the loop answers) and
- * /readyz (readiness: 503 while shutting down). One request per
- * connection; anything else is 404. At most max_metrics_connections are
- * open at once (more are closed on accept), and each is closed
- * metrics_timeout_ms after it was accepted, answered or not. */
+/* cd_metrics.h — the HTTP port: a minimal HTTP/1.0 responder on the loop.
+ * GET /metrics (Prometheus text format), /healthz (liveness: the loop
+ * answers) and /readyz (readiness: 503 while shutting down) here; the
+ * viewer's paths in cd_viewer.c (cd_http.h is what it sees of a
+ * connection). One request per connection: a malformed request line is
+ * 400, one over 4 KiB 431, a method other than GET 405, an unknown path
+ * 404. At most max_metrics_connections are open at once (more are closed
+ * on accept), and each is closed metrics_timeout_ms after it was accepted,
+ * answered or not, except an event stream once its request is read. */
 #ifndef CD_METRICS_H
 #define CD_METRICS_H
 

@@ -194,6 +194,7 @@ int cd_model_from_wire(int m) {
 
 int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qopts *out, cd_status *st) {
   ce_options_default(&out->ce);
+  out->publish[0] = 0;
   if (!o) return 0;
   char f[160];
   switch (o->representation) {
@@ -230,6 +231,16 @@ int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qo
   }
   out->ce.model = (ce_contact_model)m;
   out->ce.want_energy = o->want_energy ? 1 : 0;
+  out->publish[0] = 0;
+  if (o->publish && o->publish[0]) {
+    if (!cd_pub_name_ok(o->publish)) {
+      snprintf(f, sizeof f, "%s.publish", field);
+      return cd_status_set(st, CD_INVALID, f,
+                           "scene name \"%.80s\" must be 1 to %d characters of A-Z, a-z, 0-9, '_', '-' and '.'",
+                           o->publish, CD_PUB_NAME_MAX);
+    }
+    snprintf(out->publish, sizeof out->publish, "%s", o->publish);
+  }
   return 0;
 }
 
@@ -574,7 +585,9 @@ static void qjob_run(cd_job *job, cd_worker *w) {
     uint64_t t0 = cd_now_ns();
     ce_options opt = q->opt.ce;
     if (pr->model) opt.model = (ce_contact_model)(pr->model - 1);
-    ce_errno e = ce_contact(&q->bodies[pr->a].body, &q->bodies[pr->b].body, &opt, w->arena, &r, &err);
+    ce_options eopt = opt; /* a published pair computes what the viewer draws too */
+    if (q->pub) cd_pub_engine_options(&eopt);
+    ce_errno e = ce_contact(&q->bodies[pr->a].body, &q->bodies[pr->b].body, &eopt, w->arena, &r, &err);
     uint64_t us = (cd_now_ns() - t0) / 1000;
     if (e != CE_OK) {
       char hint[160] = "";
@@ -616,7 +629,27 @@ static void qjob_run(cd_job *job, cd_worker *w) {
       j->err_pair = i;
       return;
     }
+    if (q->pub) q->pub[i] = cd_pub_pair_new(q->bodies[pr->a].id, q->bodies[pr->b].id, &r, q->results[i]);
   }
+}
+
+/* A finished published query becomes its scene's latest snapshot. */
+static void publish(cd_query *q) {
+  cd_pub_snap *snap = cd_pub_snap_new(q->opt.publish, q->nbodies, q->npairs, q->pub);
+  if (!snap) return; /* out of memory: the scene keeps its previous result */
+  q->pub = NULL;     /* the snapshot has the pairs */
+  snap->started_ns = q->t0_ns;
+  for (int32_t i = 0; i < q->nbodies; i++) {
+    cd_pub_body *b = &snap->bodies[i];
+    const ce_pose *X = &q->bodies[i].body.X_WB;
+    b->id = q->bodies[i].id;
+    if (q->bodies[i].entry) snprintf(b->geometry, sizeof b->geometry, "%s", q->bodies[i].entry->id);
+    for (int k = 0; k < 9; k++) b->R[k] = X->R.m[k / 3][k % 3];
+    b->p[0] = X->p.x;
+    b->p[1] = X->p.y;
+    b->p[2] = X->p.z;
+  }
+  cd_publish_put(q->srv->publish, snap);
 }
 
 static void qjob_done(cd_job *job) {
@@ -630,6 +663,7 @@ static void qjob_done(cd_job *job) {
     q->wall_us = (cd_now_ns() - q->t0_ns) / 1000;
     q->srv->stats.pairs += (uint64_t)q->npairs;
     if (atomic_load_explicit(&q->reply_over, memory_order_relaxed)) q->srv->stats.replies_over_limit++;
+    if (q->pub && q->err_pair < 0) publish(q);
     q->done(q);
   }
 }
@@ -641,6 +675,8 @@ void cd_query_run(cd_query *q) {
   q->njobs = q->npairs ? (q->npairs + (int64_t)per - 1) / (int64_t)per : 0;
   q->results = calloc(q->npairs ? (size_t)q->npairs : 1, sizeof *q->results);
   q->jobs = calloc(q->njobs ? (size_t)q->njobs : 1, sizeof *q->jobs);
+  if (q->opt.publish[0] && q->srv->publish)
+    q->pub = calloc(q->npairs ? (size_t)q->npairs : 1, sizeof *q->pub); /* NULL: not published */
   if (!q->results || !q->jobs) {
     cd_status_set(&q->err, CD_EXHAUSTED, "", "out of memory");
     q->err_pair = 0;
@@ -648,6 +684,7 @@ void cd_query_run(cd_query *q) {
     return;
   }
   if (q->njobs == 0) {
+    if (q->pub) publish(q); /* the bodies' poses, no pairs */
     q->done(q);
     return;
   }
@@ -693,6 +730,9 @@ void cd_query_free(cd_query *q) {
     for (int64_t k = 0; k < q->njobs; k++) cd_budget_destroy(&q->jobs[k].out);
   free(q->jobs);
   free(q->results);
+  if (q->pub)
+    for (int64_t i = 0; i < q->npairs; i++) cd_pub_pair_free(q->pub[i]);
+  free(q->pub);
   if (q->owns_pins) cd_qbodies_unpin(q->bodies, q->nbodies);
   free(q->bodies);
   free(q->pairs);

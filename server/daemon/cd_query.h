@@ -11,6 +11,7 @@
 #include "cd_budget.h"
 #include "cd_cache.h"
 #include "cd_limits.h"
+#include "cd_publish.h"
 #include "cd_status.h"
 #include "ce.h"
 
@@ -31,6 +32,7 @@ typedef struct cd_qpair {
 
 typedef struct cd_qopts {
   ce_options ce;
+  char publish[CD_PUB_NAME_MAX + 1]; /* QueryOptions.publish; "" = not published */
 } cd_qopts;
 
 typedef struct cd_query cd_query;
@@ -63,6 +65,7 @@ struct cd_query {
    * reserve fails the query and the others stop. */
   atomic_size_t reply_bytes;
   atomic_int reply_over;
+  cd_pub_pair **pub; /* published queries: each pair as a viewer sees it (cd_publish.h) */
 };
 
 /* Upper bound on the bytes cd_reply_convert takes from its budget for one

@@ -15,6 +15,8 @@
 #include "cd_json.h"
 #include "cd_log.h"
 #include "cd_metrics.h"
+#include "cd_publish.h"
+#include "cd_viewer.h"
 
 static void on_conn(uv_stream_t *ls, int status, int is_tcp) {
   cd_server *s = ls->data;
@@ -53,9 +55,11 @@ static void finish(cd_server *s) {
     s->pool = NULL;
   }
   if (s->metrics) {
-    cd_metrics_stop(s->metrics);
+    cd_metrics_stop(s->metrics); /* closes the viewers' event streams too */
     s->metrics = NULL;
   }
+  cd_viewer_stop(s->viewers);
+  s->viewers = NULL;
   if (!uv_is_closing((uv_handle_t *)&s->drain_timer)) uv_close((uv_handle_t *)&s->drain_timer, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->mem_pump)) uv_close((uv_handle_t *)&s->mem_pump, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->mem_sweep)) uv_close((uv_handle_t *)&s->mem_sweep, NULL);
@@ -192,11 +196,12 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   uv_signal_start(&s->sigterm, on_signal, SIGTERM);
   uv_signal_start(&s->sigint, on_signal, SIGINT);
   s->cache = cd_cache_create(cfg->limits.cache_bytes);
+  s->publish = cd_publish_create(cfg->limits.max_published_scenes);
   s->pool = cd_pool_create(loop, cfg->workers, cfg->limits.worker_arena_bytes);
   /* (its scratch arena is never used, so the smallest: decoding allocates
    * from each request's budget, encoding from its own) */
   s->codec = cd_pool_create(loop, 1, 4096);
-  if (!s->cache || !s->pool || !s->codec) {
+  if (!s->cache || !s->pool || !s->codec || !s->publish) {
     CD_ERROR("out of memory at startup", NULL);
     return -1;
   }
@@ -211,13 +216,17 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   if (cfg->listen[0] && bind_tcp(s)) return -1;
   if (cfg->unix_path[0] && bind_unix(s)) return -1;
   if (cfg->metrics_port >= 0) {
-    char host[256] = "127.0.0.1";
-    int port;
-    if (cfg->listen[0]) cd_config_split_hostport(cfg->listen, host, sizeof host, &port);
     int bound = 0;
-    s->metrics = cd_metrics_start(s, host, cfg->metrics_port, &bound);
+    s->viewers = cd_viewer_start(s);
+    if (!s->viewers) {
+      CD_ERROR("out of memory starting the viewer", NULL);
+      return -1;
+    }
+    s->metrics = cd_metrics_start(s, cfg->http_address, cfg->metrics_port, &bound);
     if (!s->metrics) return -1;
-    CD_INFO("metrics listening", "http=%s metrics_port=%d", host, bound);
+    s->http_port = bound;
+    CD_INFO("metrics listening", "http=%s metrics_port=%d http_port=%d viewer=%s", cfg->http_address, bound, bound,
+            cd_viewer_assets_dir(s->viewers));
   }
   CD_INFO("ready", "workers=%d version=%s", cfg->workers, "contactd.v1");
   return 0;
@@ -226,6 +235,8 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
 void cd_server_free(cd_server *s) {
   cd_cache_destroy(s->cache);
   s->cache = NULL;
+  cd_publish_destroy(s->publish);
+  s->publish = NULL;
 }
 
 /* ---- metrics ------------------------------------------------------------ */

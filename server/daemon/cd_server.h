@@ -25,6 +25,9 @@ typedef struct cd_server {
   cd_cache *cache;
   cd_stats stats;
   cd_metrics *metrics;
+  int http_port;       /* the HTTP port as bound (0 = off) */
+  struct cd_publish *publish;  /* latest result of each published scene (any thread) */
+  struct cd_viewers *viewers;  /* the viewer's routes and event streams (HTTP loop) */
   uv_tcp_t tcp;
   uv_pipe_t unix_sock;
   int have_tcp, have_unix;

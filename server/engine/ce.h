@@ -242,6 +242,21 @@ ce_errno ce_heightfield_extent(const ce_geometry *g, ce_vec3 *lo, ce_vec3 *hi,
 void ce_geometry_free(ce_geometry *g);
 void ce_geometry_get_info(const ce_geometry *g, ce_geometry_info *info);
 
+/* The boundary of a geometry as triangles in its own frame, for drawing:
+ * a rigid mesh's triangles; a tet mesh's faces without a neighbour, wound
+ * outward, with only the vertices they use; a terrain sampled on a grid of
+ * CE_BOUNDARY_TERRAIN_SAMPLES per side. A half space has none (CE_EINVAL:
+ * its boundary is the plane z = 0). Arrays are malloc'd; free with
+ * ce_boundary_free. */
+#define CE_BOUNDARY_TERRAIN_SAMPLES 129
+typedef struct ce_boundary {
+  int32_t nv, nt;
+  double *v;    /* 3 nv coordinates */
+  int32_t *tri; /* 3 nt vertex indices, counter-clockwise seen from outside */
+} ce_boundary;
+ce_errno ce_geometry_boundary(const ce_geometry *g, ce_boundary *out, ce_error *err);
+void ce_boundary_free(ce_boundary *b);
+
 /* ---- arena ------------------------------------------------------------ */
 
 /* A bump allocator for per-query scratch. Not thread-safe: one per worker.

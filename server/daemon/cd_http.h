@@ -1,0 +1,46 @@
+/* cd_http.h — one connection of the HTTP port (cd_metrics.c owns the
+ * listener, the connection cap and the request deadline), as the routes
+ * that live elsewhere (cd_viewer.c) see it.
+ *
+ * A request is answered once (cd_http_respond: the connection closes when
+ * the response is written), or turned into an event stream
+ * (cd_http_stream_start): the deadline stops, the connection stays open
+ * until the client goes or the server stops, and at most one buffer is
+ * being written at a time (cd_http_send refuses a second), so a client
+ * that stops reading holds one buffer, never a queue. */
+#ifndef CD_HTTP_H
+#define CD_HTTP_H
+
+#include <stddef.h>
+
+typedef struct cd_server cd_server;
+typedef struct cd_http_conn cd_http_conn;
+
+/* The request as parsed: method and path (query string cut off). */
+typedef struct cd_http_req {
+  const char *method;
+  const char *path;
+} cd_http_req;
+
+cd_server *cd_http_server(const cd_http_conn *c);
+
+/* Answer with body (copied) and close once it is written. Extra headers
+ * (each ending in \r\n) may be NULL. */
+void cd_http_respond(cd_http_conn *c, int code, const char *ctype, const char *extra_headers, const void *body,
+                     size_t len);
+/* The same with a malloc'd body the connection takes over. */
+void cd_http_respond_owned(cd_http_conn *c, int code, const char *ctype, char *body, size_t len);
+
+/* Turn the connection into an event stream: writes the response head
+ * (200, text/event-stream), stops the deadline, keeps reading only to see
+ * the client go. on_sent(arg) runs after each write completes; on_close(arg)
+ * once when the connection starts closing (after it, no more callbacks and
+ * c must not be used). 0, or -1 when it could not start (c is closed). */
+int cd_http_stream_start(cd_http_conn *c, void (*on_sent)(void *), void (*on_close)(void *), void *arg);
+/* Write buf (malloc'd, taken over; freed once written or on close). -1 if a
+ * write is already in flight or the connection is closing (buf is freed). */
+int cd_http_send(cd_http_conn *c, char *buf, size_t len);
+int cd_http_busy(const cd_http_conn *c);
+void cd_http_close(cd_http_conn *c);
+
+#endif
