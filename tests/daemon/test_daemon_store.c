@@ -639,3 +639,90 @@ Test(store, dir_on_a_full_filesystem, .timeout = 120) {
   free(s);
   free(p);
 }
+
+/* A stream opened on a replica that never saw its geometry, and a query
+ * right behind it on the same connection: the stream's bodies come from
+ * the store, and the two replies keep their request order. A Redis with a
+ * password: from store_password_file on one replica and
+ * CONTACTD_STORE_PASSWORD on the other. */
+Test(store, stream_bodies_and_password, .timeout = 120) {
+  redis rd;
+  snprintf(rd.dir, sizeof rd.dir, "/tmp/cd_redis_XXXXXX");
+  cr_assert(mkdtemp(rd.dir));
+  rd.port = free_port();
+  snprintf(rd.uri, sizeof rd.uri, "redis://127.0.0.1:%d/3", rd.port);
+  char port[16], log[200], pwfile[200], cfg[256];
+  snprintf(port, sizeof port, "%d", rd.port);
+  snprintf(log, sizeof log, "%s/redis.log", rd.dir);
+  rd.pid = fork();
+  if (rd.pid == 0) {
+    execl(REDIS_BIN, REDIS_BIN, "--port", port, "--bind", "127.0.0.1", "--dir", rd.dir, "--save", "", "--logfile",
+          log, "--requirepass", "s3cret", (char *)NULL);
+    _exit(127);
+  }
+  usleep(300000);
+  snprintf(pwfile, sizeof pwfile, "%s/pw", rd.dir);
+  write_file(pwfile, "s3cret\n", 7);
+  snprintf(cfg, sizeof cfg, "%s/a.json", rd.dir);
+  char json[512];
+  snprintf(json, sizeof json, "{\"store\": \"%s\", \"store_password_file\": \"%s\"}", rd.uri, pwfile);
+  write_file(cfg, json, strlen(json));
+  tc_daemon a, b;
+  tc_start(&a, (const char *const[]){"--config", cfg, NULL});
+  setenv("CONTACTD_STORE_PASSWORD", "s3cret", 1);
+  start_with(&b, rd.uri, NULL);
+  unsetenv("CONTACTD_STORE_PASSWORD");
+  int fa = tc_connect_tcp(a.port), fb = tc_connect_tcp(b.port);
+  char *s = tc_register_sphere(fa, 1, 0.5, 1e6, 0.1);
+  char *p = tc_register_sphere(fa, 2, 0.3, 2e6, 0.1);
+  usleep(300000);
+  Contactd__V1__Body bd[2], *bp[2] = {&bd[0], &bd[1]};
+  Contactd__V1__Pose pose[2];
+  Contactd__V1__Vec3 pos[2];
+  tc_body(&bd[0], &pose[0], &pos[0], 1, s, 0, 0, 0);
+  tc_body(&bd[1], &pose[1], &pos[1], 2, p, 0, 0, 0.7);
+  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
+  os.bodies = bp;
+  os.n_bodies = 2;
+  Contactd__V1__AllPairs all = CONTACTD__V1__ALL_PAIRS__INIT;
+  os.all_pairs = &all;
+  Env oe = CONTACTD__V1__ENVELOPE__INIT;
+  oe.request_id = 10;
+  oe.msg_case = CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
+  oe.open_stream = &os;
+  tc_pair_query q;
+  tc_pair_query_init(&q, 11, s, 0, p, 0.7, 0);
+  Env burst[2] = {oe, q.env};
+  cr_assert_eq(tc_send_burst(fb, burst, 2), 0);
+  Env *r1 = tc_recv(fb, 30000), *r2 = tc_recv(fb, 30000);
+  cr_assert(r1 && r2);
+  cr_expect_eq(r1->request_id, 10);
+  cr_expect_eq(r1->msg_case, CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM_REPLY, "%s",
+               r1->error ? r1->error->message : "");
+  cr_expect_eq(r2->request_id, 11);
+  cr_expect_eq(r2->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "%s", r2->error ? r2->error->message : "");
+  contactd__v1__envelope__free_unpacked(r1, NULL);
+  contactd__v1__envelope__free_unpacked(r2, NULL);
+  Contactd__V1__StatsReply st = stats(fb);
+  cr_expect_eq(st.store_loads, 2, "B built both from A's records (authenticated, database 3)");
+  cr_expect_eq(st.cache_builds, 2);
+  close(fa);
+  close(fb);
+  cr_expect_eq(tc_stop(&a), 0);
+  cr_expect_eq(tc_stop(&b), 0);
+  free(s);
+  free(p);
+  redis_stop(&rd);
+}
+
+Test(store, bad_store_settings_are_refused, .timeout = 60) {
+  static const char *bad[] = {"redis://user:pw@127.0.0.1:6379", "redis://127.0.0.1", "redis://127.0.0.1:0",
+                              "redis://127.0.0.1:6379/x", "dir:", "s3://bucket"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    tc_daemon d;
+    const char *why = NULL;
+    const char *extra[] = {"--store", bad[i], NULL};
+    cr_expect_neq(td_start(&d, CONTACTD_BIN, extra, &why), 0, "--store %s is refused", bad[i]);
+    cr_expect(strstr(d.startup_log, "store"), "the error names the store: %s", d.startup_log);
+  }
+}
