@@ -102,7 +102,8 @@
      "saying the store is unavailable when it has not answered)")                         \
   XX(store_threads, 4, 1, "threads", "store threads, each with its own store connection")  \
   XX(store_write_queue, 4096, 1, "writes",                                                 \
-     "store writes waiting for a store thread; more are dropped (and counted)")            \
+     "store writes waiting for a store thread (their records together also within "        \
+     "cache_bytes); more are dropped (and counted)")                                      \
   XX(store_breaker_failures, 3, 1, "failures",                                             \
      "store failures in a row that open the circuit breaker (operations then fail fast)")   \
   XX(store_breaker_open_ms, 2000, 1, "ms",                                                 \

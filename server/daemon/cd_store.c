@@ -57,7 +57,7 @@ struct cd_store {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   cd_store_op *head, *tail; /* queued operations */
-  uint64_t queued_puts;
+  uint64_t queued_puts, queued_bytes; /* writes waiting, and their records' bytes */
   int stop;
   pthread_t *threads;
   int nthreads;
@@ -375,7 +375,10 @@ static void *store_thread(void *arg) {
     if (op) {
       s->head = op->next;
       if (!s->head) s->tail = NULL;
-      if (op->kind == OP_PUT) s->queued_puts--;
+      if (op->kind == OP_PUT) {
+        s->queued_puts--;
+        s->queued_bytes -= op->len;
+      }
     }
     int stop = s->stop;
     pthread_mutex_unlock(&s->mu);
@@ -448,9 +451,18 @@ void cd_store_put_spec(cd_store *s, const char *id, const Contactd__V1__Register
   snprintf(op->id, sizeof op->id, "%s", id);
   atomic_init(&op->refs, 1);
   pthread_mutex_lock(&s->mu);
-  s->queued_puts++;
-  enqueue(s, op);
+  /* the records waiting hold copies of their registrations: at most
+   * cache_bytes of them */
+  full = s->queued_bytes + op->len > s->limits.cache_bytes;
+  if (full) {
+    s->st.write_drops++;
+  } else {
+    s->queued_puts++;
+    s->queued_bytes += op->len;
+    enqueue(s, op);
+  }
   pthread_mutex_unlock(&s->mu);
+  if (full) op_unref(op);
 }
 
 void cd_store_get_stats(cd_store *s, cd_store_stats *st) {
