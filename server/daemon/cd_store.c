@@ -383,7 +383,10 @@ static void *store_thread(void *arg) {
     int stop = s->stop;
     pthread_mutex_unlock(&s->mu);
     if (!op) break;
-    if (stop || !ctx) { /* shutting down (or no context): nothing more reaches the backend */
+    /* Shutting down: lookups are answered at once, writes still go out (a
+     * registration just before a restart is kept; a failing store opens
+     * the breaker after a few timeouts and the rest are dropped). */
+    if (!ctx || (stop && op->kind == OP_GET)) {
       if (op->kind == OP_GET) {
         op->res = CD_STORE_UNAVAILABLE;
         deliver(op);

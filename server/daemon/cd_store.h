@@ -64,8 +64,9 @@ int cd_store_check_uri(const char *uri, char *err, size_t errlen);
  * *failed is set when the store could not be created (err says why). */
 cd_store *cd_store_create(const char *uri, const char *password_file, const cd_limits *l, int *failed, char *err,
                           size_t errlen);
-/* Join the threads (each finishes its operation in progress, bounded by
- * the timeouts) and free everything. Every loop must be detached. */
+/* Join the threads after they have written what is queued (each write
+ * bounded by the timeouts; an open breaker drops the rest) and free
+ * everything. Every loop must be detached. */
 void cd_store_destroy(cd_store *s);
 /* The URI as reported (no password): "memory" when s is NULL. */
 const char *cd_store_describe(const cd_store *s);
