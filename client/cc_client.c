@@ -520,6 +520,33 @@ int cc_has(cc_client *c, const char *const *ids, size_t n, Contactd__V1__HasGeom
   CALL_EXPECT(c, &env, CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY_REPLY, has_geometry_reply, out, err);
 }
 
+int cc_ensure_shapes(cc_client *c, const cc_shape *const *shapes, char *const *ids, size_t n, size_t *registered,
+                     cc_error *err) {
+  if (registered) *registered = 0;
+  const char **known = calloc(n ? n : 1, sizeof *known);
+  if (!known) return fail(err, CC_ERESOURCE_EXHAUSTED, "out of memory");
+  size_t nk = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ids[i][0]) known[nk++] = ids[i];
+  Contactd__V1__HasGeometryReply *h = NULL;
+  int rc = nk ? cc_has(c, known, nk, &h, err) : 0;
+  free(known);
+  for (size_t i = 0; !rc && i < n; i++) {
+    int need = !ids[i][0];
+    for (size_t k = 0; h && !need && k < h->n_missing; k++) need = strcmp(h->missing[k], ids[i]) == 0;
+    if (!need) continue;
+    rc = cc_register_shape(c, shapes[i], ids[i], NULL, err);
+    if (!rc && registered) ++*registered;
+    if (rc && err && shapes[i]->name) { /* which one, for a scene of many */
+      char m[sizeof err->message];
+      snprintf(m, sizeof m, "%s", err->message);
+      snprintf(err->message, sizeof err->message, "geometry \"%.64s\": %.400s", shapes[i]->name, m);
+    }
+  }
+  if (h) cc_free(h);
+  return rc;
+}
+
 int cc_release(cc_client *c, const char *const *ids, size_t n, Contactd__V1__ReleaseReply **out,
                cc_error *err) {
   Contactd__V1__ReleaseGeometry r = CONTACTD__V1__RELEASE_GEOMETRY__INIT;

@@ -202,6 +202,17 @@ typedef struct cc_shape {
 int cc_register_shape(cc_client *c, const cc_shape *s, char id[CC_ID_MAX],
                       Contactd__V1__RegisterReply **out, cc_error *err);
 
+/* Register these shapes unless the server holds them already: ids[i]
+ * non-empty is the id of shapes[i] from an earlier registration (on this
+ * server or on another replica sharing its geometry store); one HasGeometry
+ * asks for all of those, and only the shapes the server lacks, and those
+ * with no id yet, are registered (filling ids[i]). A client that
+ * reconnects to another replica so recovers in one round trip when the
+ * store holds its geometry. *registered (may be NULL) counts the
+ * registrations sent. */
+int cc_ensure_shapes(cc_client *c, const cc_shape *const *shapes, char *const *ids, size_t n, size_t *registered,
+                     cc_error *err);
+
 /* Name of a cc_shape_kind for a command line ("sphere", ..., "half-space",
  * "mesh"); cc_shape_kind_parse is the inverse (0 if unknown). */
 const char *cc_shape_kind_name(cc_shape_kind k);

@@ -456,19 +456,21 @@ void cc_scene_free(cc_scene *s) {
 }
 
 int cc_scene_register(cc_client *c, cc_scene *s, cc_error *err) {
-  for (size_t i = 0; i < s->ngeoms; i++) {
-    cc_scene_geom *g = &s->geoms[i];
-    if (g->preset) continue;
-    int rc = cc_register_shape(c, &g->shape, g->id, NULL, err);
-    if (rc) {
-      if (err) {
-        char m[sizeof err->message];
-        snprintf(m, sizeof m, "%s", err->message);
-        snprintf(err->message, sizeof err->message, "geometry \"%.64s\": %.400s", g->name, m);
-      }
-      return rc;
-    }
+  /* ids from an earlier call (another connection, maybe another replica)
+   * are checked with one HasGeometry; only what the server lacks is sent */
+  const cc_shape **shapes = calloc(s->ngeoms ? s->ngeoms : 1, sizeof *shapes);
+  char **ids = calloc(s->ngeoms ? s->ngeoms : 1, sizeof *ids);
+  size_t n = 0;
+  for (size_t i = 0; shapes && ids && i < s->ngeoms; i++) {
+    if (s->geoms[i].preset) continue;
+    shapes[n] = &s->geoms[i].shape;
+    ids[n++] = s->geoms[i].id;
   }
+  int rc = shapes && ids ? cc_ensure_shapes(c, shapes, ids, n, NULL, err) : -1;
+  free(shapes);
+  free(ids);
+  if (rc < 0 && err) snprintf(err->message, sizeof err->message, "out of memory");
+  if (rc) return rc < 0 ? CC_ERESOURCE_EXHAUSTED : rc;
   for (size_t i = 0; i < s->nbodies; i++) s->bodies[i].state.geometry_id = s->geoms[s->bodies[i].geom].id;
   if (s->frames)
     for (size_t f = 0; f < s->nframes; f++)

@@ -52,7 +52,9 @@ int cc_scene_parse(const char *json, const char *base_dir, cc_scene *s, char *er
 void cc_scene_free(cc_scene *s);
 
 /* Register every geometry (skipping presets) and set the bodies' geometry
- * ids. */
+ * ids. Called again on a new connection (to another replica, say), it
+ * registers only the geometries that server does not hold
+ * (cc_ensure_shapes). */
 int cc_scene_register(cc_client *c, cc_scene *s, cc_error *err);
 
 /* Body index of a name or decimal id ("-1" if none). */

@@ -418,6 +418,7 @@ static int cmd_ping(int argc, char **argv, common *co) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "server_version", hr->server_version);
     cJSON_AddNumberToObject(o, "protocol_version", hr->protocol_version);
+    cJSON_AddStringToObject(o, "store", hr->store ? hr->store : "");
     cJSON_AddNumberToObject(o, "round_trip_ms_min", best * 1e3);
     cJSON_AddNumberToObject(o, "round_trip_ms_mean", sum / (double)count * 1e3);
     cJSON *caps = cJSON_AddArrayToObject(o, "capabilities");

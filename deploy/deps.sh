@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(gcc cmake make pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler
       libcjson-dev libcriterion-dev protobuf-compiler python3-protobuf libccd-dev
-      chromium)
+      chromium libhiredis-dev redis-server)
 # The viewer: npm fetches three.js at build time and playwright-core for its
 # browser tests (both pinned by package-lock.json files); Debian's nodejs and
 # npm unless a node with npm is already installed.

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "cd_log.h"
+#include "cd_store.h"
 #include "cd_version.h"
 
 void cd_config_default(cd_config *c) {
@@ -22,6 +23,7 @@ void cd_config_default(cd_config *c) {
   snprintf(c->http_address, sizeof c->http_address, "127.0.0.1");
   c->log_level = CD_LOG_INFO;
   c->shutdown_grace_s = 30;
+  snprintf(c->store, sizeof c->store, "memory");
   cd_limits_default(&c->limits);
 }
 
@@ -86,6 +88,11 @@ static int set_http_address(cd_config *c, const char *v, const char *what, char 
     return -1;
   }
   return set_str(c->http_address, sizeof c->http_address, v, what, err, errlen);
+}
+
+static int set_store(cd_config *c, const char *v, const char *what, char *err, size_t errlen) {
+  if (cd_store_check_uri(v, err, errlen)) return -1;
+  return set_str(c->store, sizeof c->store, v, what, err, errlen);
 }
 
 static int parse_int(const char *v, long lo, long hi, long *out) {
@@ -163,7 +170,8 @@ int cd_config_apply_json(cd_config *c, const char *text, char *err, size_t errle
       }
       continue;
     }
-    if (strcmp(k, "listen") == 0 || strcmp(k, "unix") == 0 || strcmp(k, "log_level") == 0) {
+    if (strcmp(k, "listen") == 0 || strcmp(k, "unix") == 0 || strcmp(k, "log_level") == 0 ||
+        strcmp(k, "store") == 0 || strcmp(k, "store_password_file") == 0) {
       if (!cJSON_IsString(it)) {
         snprintf(err, errlen, "config: %s must be a string", k);
         rc = -1;
@@ -172,6 +180,10 @@ int cd_config_apply_json(cd_config *c, const char *text, char *err, size_t errle
       const char *v = it->valuestring;
       if (strcmp(k, "listen") == 0) rc = set_listen(c, v, "config: listen", err, errlen);
       else if (strcmp(k, "unix") == 0) rc = set_str(c->unix_path, sizeof c->unix_path, v, "config: unix", err, errlen);
+      else if (strcmp(k, "store") == 0) rc = set_store(c, v, "config: store", err, errlen);
+      else if (strcmp(k, "store_password_file") == 0)
+        rc = set_str(c->store_password_file, sizeof c->store_password_file, v, "config: store_password_file", err,
+                     errlen);
       else {
         int lv = cd_log_parse_level(v);
         if (lv < 0) {
@@ -288,6 +300,10 @@ void cd_config_print_help(const char *argv0) {
          "                       reach the port sees every published scene)\n"
          "  --viewer-dir DIR     viewer assets (default: the build's copy, else the installed one)\n"
          "  --log-level LEVEL    debug, info, warn or error (default info)\n"
+         "  --store URI          where registered geometry outlives the process: memory (default),\n"
+         "                       dir:PATH, redis://HOST:PORT[/DB] or unix:PATH (Redis socket)\n"
+         "  --store-password-file FILE  Redis password (else $CONTACTD_STORE_PASSWORD; never a flag)\n"
+         "  --store-connect-timeout-ms N, --store-timeout-ms N  (limits of the same names)\n"
          "  --help, --version\n\n"
          "limits (config file key \"limits\": {name: value}):\n",
          argv0, CD_VERSION_STRING, CD_PROTOCOL_VERSION, CD_DEFAULT_LISTEN);
@@ -347,6 +363,18 @@ int cd_config_from_args(cd_config *c, int argc, char **argv, char *err, size_t e
       if (set_listen(c, v, "--listen", err, errlen)) return -1;
     } else if (strcmp(f, "--unix") == 0) {
       if (set_str(c->unix_path, sizeof c->unix_path, v, "--unix", err, errlen)) return -1;
+    } else if (strcmp(f, "--store") == 0) {
+      if (set_store(c, v, "--store", err, errlen)) return -1;
+    } else if (strcmp(f, "--store-password-file") == 0) {
+      if (set_str(c->store_password_file, sizeof c->store_password_file, v, "--store-password-file", err, errlen))
+        return -1;
+    } else if (strcmp(f, "--store-connect-timeout-ms") == 0 || strcmp(f, "--store-timeout-ms") == 0) {
+      if (parse_int(v, 1, 3600000, &x)) {
+        snprintf(err, errlen, "%s: \"%s\" is not an integer in [1, 3600000] (ms)", f, v);
+        return -1;
+      }
+      if (f[8] == 'c') c->limits.store_connect_timeout_ms = (uint64_t)x;
+      else c->limits.store_timeout_ms = (uint64_t)x;
     } else if (strcmp(f, "--workers") == 0) {
       if (parse_int(v, 1, 1024, &x)) {
         snprintf(err, errlen, "--workers: \"%s\" is not an integer in [1, 1024]", v);

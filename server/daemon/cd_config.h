@@ -17,6 +17,8 @@ typedef struct cd_config {
   char viewer_dir[512];  /* viewer assets; "" = the build's, else the installed copy */
   int log_level;       /* cd_log_level */
   double shutdown_grace_s; /* longest wait for in-flight work on SIGTERM */
+  char store[512];     /* "memory", "dir:PATH", "redis://HOST:PORT[/DB]", "unix:PATH" (cd_store.h) */
+  char store_password_file[256]; /* Redis password; else CONTACTD_STORE_PASSWORD */
   cd_limits limits;
 } cd_config;
 

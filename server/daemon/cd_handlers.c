@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cd_fetch.h"
 #include "cd_geomspec.h"
 #include "cd_log.h"
 #include "cd_query.h"
 #include "cd_server.h"
+#include "cd_store.h"
 #include "cd_stream.h"
 #include "cd_version.h"
 
@@ -96,6 +98,7 @@ static void on_hello(cd_req *r) {
   hr.limits = &lm;
   hr.n_capabilities = sizeof caps / sizeof *caps - (r->conn->srv->http_port > 0 ? 0 : 1);
   hr.capabilities = caps;
+  hr.store = (char *)cd_store_describe(r->conn->srv->store);
   Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY;
   env.hello_reply = &hr;
@@ -315,6 +318,7 @@ static void reg_run(cd_job *job, cd_worker *w) {
                                                            &j->geom, &j->radius, &j->st);
   j->build_us = (cd_now_ns() - t0) / 1000;
   if (rc) j->geom = NULL;
+  else cd_store_put_spec(j->req->conn->srv->store, j->id, m); /* queued; packed here, off the loop */
   if (rc && j->cancel == REG_CANCEL_SHUTDOWN)
     cd_status_set(&j->st, CD_UNAVAILABLE, "registerGeometry", "the server is shutting down: geometry build cancelled");
   else if (rc && j->cancel == REG_CANCEL_GONE)
@@ -344,7 +348,7 @@ static void reg_done(cd_job *job) {
     if (e) { /* pending: one build, many replies */
       free(j);
       /* counted first: the build must not be cancelled under a waiter */
-      if (build_add_conn(e->build, r->conn) || cd_cache_add_waiter(e, on_joined_build, r))
+      if ((e->build && build_add_conn(e->build, r->conn)) || cd_cache_add_waiter(e, on_joined_build, r))
         fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
       return;
     }
@@ -531,6 +535,16 @@ static void on_stats(cd_req *r) {
   sr.cache_builds = cs.builds;
   sr.cache_hits = cs.hits;
   sr.cache_evictions = cs.evictions;
+  cd_store_stats ss;
+  cd_store_get_stats(s->store, &ss);
+  sr.store_hits = ss.hits;
+  sr.store_misses = ss.misses;
+  sr.store_writes = ss.writes;
+  sr.store_write_drops = ss.write_drops;
+  sr.store_verify_failures = ss.verify_failures;
+  sr.store_errors = ss.errors;
+  sr.store_loads = cd_fetch_loads(s->fetch);
+  sr.store_breaker = (char *)(s->store ? cd_breaker_name(ss.breaker) : "");
   sr.uptime_s = (double)(cd_now_ns() - s->stats.start_ns) * 1e-9;
   Contactd__V1__LatencyBucket b[CD_LATENCY_BUCKETS], *bp[CD_LATENCY_BUCKETS];
   for (int i = 0; i < CD_LATENCY_BUCKETS; i++) {
@@ -578,6 +592,7 @@ void cd_handle(cd_req *r) {
     fail(r, CD_UNAVAILABLE, "", "%s", "the server is shutting down");
     return;
   }
+  if (cd_fetch_intercept(r)) return; /* ids to look up in the store first */
   Envelope *e = r->env;
   switch (e->msg_case) {
     case CONTACTD__V1__ENVELOPE__MSG_HELLO: on_hello(r); return;

@@ -19,6 +19,7 @@ typedef struct cd_req {
   cd_budget budget;    /* holds the decoded envelope */
   uint64_t charged;    /* of it, counted in request_memory_bytes until freed */
   Contactd__V1__Envelope *env;
+  int store_checked;   /* its ids were looked up in the store (cd_fetch.c) */
 } cd_req;
 
 /* New request on c for slot seq; its budget is the configured decode budget. */

@@ -108,7 +108,20 @@
      "largest boundary-mesh response of GET /v1/geometry/<id>/surface (413 beyond)")       \
   XX(max_published_scenes, 64, 1, "scenes",                                                \
      "scenes whose latest result is kept for viewers; publishing one more forgets the "    \
-     "scene published least recently")
+     "scene published least recently")                                                     \
+  XX(store_connect_timeout_ms, 1000, 1, "ms",                                              \
+     "connecting to the geometry store (Redis) gives up after this long")                  \
+  XX(store_timeout_ms, 1000, 1, "ms",                                                      \
+     "one store operation; a request waiting for the store is answered by then (NOT_FOUND " \
+     "saying the store is unavailable when it has not answered)")                         \
+  XX(store_threads, 4, 1, "threads", "store threads, each with its own store connection")  \
+  XX(store_write_queue, 4096, 1, "writes",                                                 \
+     "store writes waiting for a store thread (their records together also within "        \
+     "cache_bytes); more are dropped (and counted)")                                      \
+  XX(store_breaker_failures, 3, 1, "failures",                                             \
+     "store failures in a row that open the circuit breaker (operations then fail fast)")   \
+  XX(store_breaker_open_ms, 2000, 1, "ms",                                                 \
+     "an open breaker lets one probe through after this long; its success closes it")
 
 typedef struct cd_limits {
 #define CD_XX_FIELD(field, def, min, unit, desc) uint64_t field;

@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include "cd_conn.h"
+#include "cd_fetch.h"
 #include "cd_json.h"
 #include "cd_log.h"
 #include "cd_metrics.h"
 #include "cd_publish.h"
 #include "cd_viewer.h"
+#include "cd_store.h"
 
 static void on_conn(uv_stream_t *ls, int status, int is_tcp) {
   cd_server *s = ls->data;
@@ -60,6 +62,7 @@ static void finish(cd_server *s) {
   }
   cd_viewer_stop(s->viewers);
   s->viewers = NULL;
+  cd_store_detach_loop(s->store, s->loop);
   if (!uv_is_closing((uv_handle_t *)&s->drain_timer)) uv_close((uv_handle_t *)&s->drain_timer, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->mem_pump)) uv_close((uv_handle_t *)&s->mem_pump, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->mem_sweep)) uv_close((uv_handle_t *)&s->mem_sweep, NULL);
@@ -205,6 +208,14 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
     CD_ERROR("out of memory at startup", NULL);
     return -1;
   }
+  char serr[512] = "";
+  int sfail = 0;
+  s->store = cd_store_create(cfg->store, cfg->store_password_file, &cfg->limits, &sfail, serr, sizeof serr);
+  s->fetch = cd_fetch_create();
+  if (sfail || !s->fetch) {
+    CD_ERROR("cannot set up the geometry store", "error=\"%s\"", sfail ? serr : "out of memory");
+    return -1;
+  }
   uint64_t bw = cfg->limits.build_workers;
   if (bw == 0) bw = cfg->workers > 1 ? (uint64_t)cfg->workers - 1 : 1;
   cd_pool_limit_heavy(s->pool, bw < (uint64_t)cfg->workers ? (int)bw : cfg->workers);
@@ -233,6 +244,10 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
 }
 
 void cd_server_free(cd_server *s) {
+  cd_store_destroy(s->store);
+  s->store = NULL;
+  cd_fetch_destroy(s->fetch);
+  s->fetch = NULL;
   cd_cache_destroy(s->cache);
   s->cache = NULL;
   cd_publish_destroy(s->publish);
@@ -304,6 +319,7 @@ size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
   metric(&o, "cache_builds_total", "counter", "geometries built", (double)cs.builds);
   metric(&o, "cache_hits_total", "counter", "registrations answered from the cache", (double)cs.hits);
   metric(&o, "cache_evictions_total", "counter", "geometries evicted", (double)cs.evictions);
+  cd_server_render_store_metrics(s, buf, cap, &o.n);
   metric(&o, "jobs_pending", "gauge", "jobs queued or running on the workers",
          s->pool ? (double)cd_pool_pending(s->pool) : 0);
   put(&o, "# HELP contactd_worker_utilisation busy fraction of each worker since start\n"

@@ -16,6 +16,8 @@
 
 typedef struct cd_conn cd_conn;
 typedef struct cd_metrics cd_metrics;
+typedef struct cd_store cd_store;
+typedef struct cd_fetch cd_fetch;
 
 typedef struct cd_server {
   uv_loop_t *loop;
@@ -23,6 +25,8 @@ typedef struct cd_server {
   cd_pool *pool;
   cd_pool *codec;      /* one thread decoding large requests, encoding large replies (cd_conn.c) */
   cd_cache *cache;
+  cd_store *store;     /* NULL = memory only (cd_store.h) */
+  cd_fetch *fetch;     /* store lookups in flight (cd_fetch.h) */
   cd_stats stats;
   cd_metrics *metrics;
   int http_port;       /* the HTTP port as bound (0 = off) */
@@ -70,5 +74,7 @@ void cd_server_conn_closed(cd_server *s, cd_conn *c);
 
 /* Prometheus text exposition of the server state into buf; returns length. */
 size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap);
+/* The store's part of it, appended at buf + *n (cd_store_metrics.c). */
+void cd_server_render_store_metrics(cd_server *s, char *buf, size_t cap, size_t *n);
 
 #endif

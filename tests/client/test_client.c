@@ -485,3 +485,28 @@ Test(client, scene_parse_errors_name_the_path) {
   cr_assert_eq(s.all_pairs, 1);
   cc_scene_free(&s);
 }
+
+/* cc_ensure_shapes: shapes without an id are registered; shapes whose id
+ * the server holds are not sent again (one HasGeometry), and an id it does
+ * not hold (another server's, say) is registered again and replaced. */
+Test(client, ensure_registers_only_what_the_server_lacks) {
+  cc_shape a = {.kind = CC_SHAPE_SPHERE, .a = 0.1, .modulus = 1e5, .hint = 0.025};
+  cc_shape b = {.kind = CC_SHAPE_HALF_SPACE, .rigid = 1};
+  const cc_shape *shapes[2] = {&a, &b};
+  char ida[CC_ID_MAX] = "", idb[CC_ID_MAX] = "";
+  char *ids[2] = {ida, idb};
+  size_t sent = 0;
+  cc_error e;
+  cr_assert_eq(cc_ensure_shapes(C, shapes, ids, 2, &sent, &e), 0, "%s", e.message);
+  cr_expect_eq(sent, 2);
+  cr_expect(ida[0] && idb[0]);
+  char keep[CC_ID_MAX];
+  snprintf(keep, sizeof keep, "%s", ida);
+  cr_assert_eq(cc_ensure_shapes(C, shapes, ids, 2, &sent, &e), 0, "%s", e.message);
+  cr_expect_eq(sent, 0, "both held: nothing registered");
+  cr_expect_str_eq(ida, keep);
+  snprintf(idb, CC_ID_MAX, "%064d", 0); /* an id this server never saw */
+  cr_assert_eq(cc_ensure_shapes(C, shapes, ids, 2, &sent, &e), 0, "%s", e.message);
+  cr_expect_eq(sent, 1, "only the missing one is registered");
+  cr_expect_str_neq(idb, "0000000000000000000000000000000000000000000000000000000000000000");
+}

@@ -56,6 +56,18 @@ class PythonClientTest(unittest.TestCase):
             Client("no-port-here")
         self.assertEqual(e.exception.code_name, "INVALID_ARGUMENT")
 
+    def test_ensure_registers_only_what_is_missing(self):
+        specs = [(None, "sphere", dict(radius=R, modulus=E, hint=R / 4)),
+                 (None, "half_space", dict(rigid=True))]
+        ids = self.c.ensure(specs)
+        self.assertEqual(ids, [self.ball, self.floor])
+        hits = self.c.stats()["cache_hits"]
+        again = self.c.ensure([(i, sh, kw) for i, (_, sh, kw) in zip(ids, specs)])
+        self.assertEqual(again, ids)
+        self.assertEqual(self.c.stats()["cache_hits"], hits, "held ids are not registered again")
+        foreign = self.c.ensure([("0" * 64, "sphere", dict(radius=R, modulus=E, hint=R / 4))])
+        self.assertEqual(foreign, [self.ball], "an id the server lacks is registered again")
+
     def test_register_same_content_same_id(self):
         r = self.c.register("sphere", radius=R, modulus=E, hint=R / 4)
         self.assertEqual(r.geometry_id, self.ball)

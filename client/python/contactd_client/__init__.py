@@ -587,7 +587,7 @@ class Client:
         r = self.call(hello_request(client_name), "hello_reply")
         lim = {f.name: getattr(r.limits, f.name) for f in r.limits.DESCRIPTOR.fields}
         return dict(server_version=r.server_version, protocol_version=r.protocol_version,
-                    limits=lim, capabilities=list(r.capabilities))
+                    limits=lim, capabilities=list(r.capabilities), store=getattr(r, "store", ""))
 
     def register(self, shape: str, **kw) -> RegisterResult:
         """Register a geometry (arguments: register_request)."""
@@ -623,6 +623,26 @@ class Client:
     def has(self, ids: Iterable[str]) -> List[str]:
         """The ids the server does not hold."""
         return list(self.call(has_request(ids), "has_geometry_reply").missing)
+
+    def ensure(self, specs: Sequence[Tuple[Optional[str], str, dict]]) -> List[str]:
+        """Register these specs unless the server holds them already.
+
+        specs: (known_id or None, shape, register_request keywords) each;
+        known_id is the id an earlier registration returned, on this server
+        or on another replica sharing its geometry store. One HasGeometry
+        asks for every known id; only the specs the server lacks (and those
+        with no id yet) are registered. Returns the ids, in order, so a
+        client that reconnects to another replica recovers in one round
+        trip when the store holds its geometry."""
+        known = [k for k, _, _ in specs if k]
+        missing = set(self.has(known)) if known else set()
+        out = []
+        for k, shape, kw in specs:
+            if k and k not in missing:
+                out.append(k)
+            else:
+                out.append(self.register(shape, **kw).geometry_id)
+        return out
 
     def release(self, ids: Iterable[str]) -> Tuple[List[str], List[str]]:
         """Drop this connection's references: (released, unknown)."""

@@ -1,0 +1,327 @@
+/* cd_fetch.c — see cd_fetch.h. One store lookup per id at a time (later
+ * requests for the same id join it), one build per id (the cache's PENDING
+ * entry and its waiters, shared with registrations). */
+#include "cd_fetch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cd_geomspec.h"
+#include "cd_handlers.h"
+#include "cd_log.h"
+#include "cd_server.h"
+#include "cd_store.h"
+
+/* A request held back until each of its ids is settled. */
+typedef struct fetch_req {
+  cd_req *r;
+  int pending;     /* ids not settled yet (+1 while they are being counted) */
+  int unavailable; /* an id stayed unknown because the store failed */
+  char unavailable_id[CD_HASH_HEX_LEN + 1];
+  cd_cache_entry **pinned;
+  size_t npinned, cappinned;
+} fetch_req;
+
+/* One id of one request waiting for a lookup or a build. */
+typedef struct fetch_wait {
+  fetch_req *f;
+  struct fetch_wait *next;
+} fetch_wait;
+
+/* A store lookup in flight. */
+typedef struct lookup {
+  char id[CD_HASH_HEX_LEN + 1];
+  cd_server *srv;
+  fetch_wait *waiters;
+  struct lookup *next;
+} lookup;
+
+struct cd_fetch {
+  lookup *lookups;
+  uint64_t loads;
+};
+
+/* A build from a store record (a worker job). */
+typedef struct load_job {
+  cd_job job;
+  cd_server *srv;
+  cd_cache_entry *entry;
+  Contactd__V1__RegisterGeometry *msg;
+  ce_geometry *geom;
+  double radius;
+  uint64_t build_us;
+  cd_status st;
+} load_job;
+
+cd_fetch *cd_fetch_create(void) { return calloc(1, sizeof(cd_fetch)); }
+
+void cd_fetch_destroy(cd_fetch *f) { free(f); }
+
+uint64_t cd_fetch_loads(const cd_fetch *f) { return f ? f->loads : 0; }
+
+static int is_id(const char *s) {
+  size_t n = 0;
+  for (; s[n]; n++)
+    if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f'))) return 0;
+  return n == CD_HASH_HEX_LEN;
+}
+
+/* ---- finishing a request ------------------------------------------------ */
+
+static void unavailable_field(const cd_req *r, const char *id, char *f, size_t n) {
+  const Contactd__V1__Envelope *e = r->env;
+  Contactd__V1__Body **b = NULL;
+  size_t nb = 0;
+  const char *what = "contactQuery.bodies";
+  if (e->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY) {
+    b = e->contact_query->bodies;
+    nb = e->contact_query->n_bodies;
+  } else if (e->msg_case == CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM) {
+    b = e->open_stream->bodies;
+    nb = e->open_stream->n_bodies;
+    what = "openStream.bodies";
+  }
+  snprintf(f, n, "%s", what);
+  for (size_t i = 0; i < nb; i++)
+    if (strcmp(b[i]->geometry_id, id) == 0) {
+      snprintf(f, n, "%s[%zu].geometryId", what, i);
+      return;
+    }
+}
+
+static void finish(fetch_req *f) {
+  cd_req *r = f->r;
+  int has = r->env->msg_case == CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY;
+  if (f->unavailable && !has) {
+    cd_cache_entry *e = cd_cache_find(r->conn->srv->cache, f->unavailable_id);
+    if (!e || e->state != CD_ENTRY_READY) {
+      char field[192];
+      unavailable_field(r, f->unavailable_id, field, sizeof field);
+      cd_status st;
+      cd_status_set(&st, CD_NOT_FOUND, field,
+                    "geometry \"%s\" is not registered on this server and the geometry store (%s) is unavailable: "
+                    "register it again (retry later to use the store)",
+                    f->unavailable_id, cd_store_describe(r->conn->srv->store));
+      cd_req_fail(r, &st);
+      r = NULL;
+    }
+  }
+  if (r) {
+    r->store_checked = 1;
+    cd_handle(r); /* the geometry found is pinned here: it cannot be evicted in between */
+  }
+  for (size_t i = 0; i < f->npinned; i++) cd_cache_unpin(f->pinned[i]);
+  free(f->pinned);
+  free(f);
+}
+
+static void settle_one(fetch_req *f) {
+  if (--f->pending == 0) finish(f);
+}
+
+static void on_entry(void *arg, cd_cache_entry *e, int code, const char *message) {
+  (void)message;
+  fetch_wait *w = arg;
+  fetch_req *f = w->f;
+  free(w);
+  if (!code) {
+    if (f->npinned == f->cappinned) {
+      size_t cap = f->cappinned ? 2 * f->cappinned : 4;
+      cd_cache_entry **n = realloc(f->pinned, cap * sizeof *n);
+      if (n) {
+        f->pinned = n;
+        f->cappinned = cap;
+      }
+    }
+    if (f->npinned < f->cappinned) {
+      cd_cache_pin(e);
+      f->pinned[f->npinned++] = e;
+    }
+  }
+  settle_one(f);
+}
+
+/* ---- building a store hit ------------------------------------------------ */
+
+static int load_progress(void *user, double fraction, const char *stage) {
+  (void)fraction;
+  (void)stage;
+  load_job *j = user;
+  return cd_pool_cancelled(j->srv->pool);
+}
+
+static void load_run(cd_job *job, cd_worker *w) {
+  (void)w;
+  load_job *j = (load_job *)job;
+  uint64_t t0 = cd_now_ns();
+  int rc = cd_pool_cancelled(j->srv->pool)
+               ? cd_status_set(&j->st, CD_UNAVAILABLE, "", "the server is shutting down")
+               : cd_geomspec_build_progress(j->msg, &j->srv->cfg.limits, load_progress, j, &j->geom, &j->radius,
+                                            &j->st);
+  if (rc) j->geom = NULL;
+  j->build_us = (cd_now_ns() - t0) / 1000;
+}
+
+static void load_done(cd_job *job) {
+  load_job *j = (load_job *)job;
+  cd_server *s = j->srv;
+  cd_cache_entry *e = j->entry;
+  if (j->geom) {
+    e->bound_radius = j->radius;
+    s->fetch->loads++;
+    CD_INFO("geometry built from the store", "geometry=%s build_us=%llu", e->id, (unsigned long long)j->build_us);
+  } else {
+    CD_WARN("geometry from the store failed to build", "geometry=%s error=\"%s\"", e->id, j->st.message);
+  }
+  contactd__v1__register_geometry__free_unpacked(j->msg, NULL);
+  cd_cache_complete(s->cache, e, j->geom, j->build_us, j->geom ? 0 : (j->st.code ? j->st.code : CD_INTERNAL),
+                    j->st.message);
+  free(j);
+}
+
+/* Start building the stored registration m of a new PENDING entry e (takes m). */
+static void start_load(cd_server *s, cd_cache_entry *e, Contactd__V1__RegisterGeometry *m) {
+  if (m->material) e->material = (ce_material){m->material->dissipation, m->material->friction};
+  if (m->point_stiffness) e->point_stiffness = m->point_stiffness->value;
+  load_job *j = calloc(1, sizeof *j);
+  if (!j) {
+    contactd__v1__register_geometry__free_unpacked(m, NULL);
+    cd_cache_complete(s->cache, e, NULL, 0, CD_EXHAUSTED, "out of memory");
+    return;
+  }
+  j->srv = s;
+  j->entry = e;
+  j->msg = m;
+  j->job.run = load_run;
+  j->job.done = load_done;
+  j->job.heavy = 1;
+  cd_pool_submit(s->pool, NULL, &j->job);
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+static void on_lookup(void *arg, cd_store_result res, Contactd__V1__RegisterGeometry *m) {
+  lookup *lk = arg;
+  cd_server *s = lk->srv;
+  lookup **pp = &s->fetch->lookups;
+  while (*pp && *pp != lk) pp = &(*pp)->next;
+  if (*pp) *pp = lk->next;
+  /* the cache may have the id by now (a registration): prefer it */
+  cd_cache_entry *e = cd_cache_find(s->cache, lk->id);
+  if (!e && res == CD_STORE_HIT && s->pool && !s->draining) {
+    e = cd_cache_begin(s->cache, lk->id, 0);
+    if (e) {
+      start_load(s, e, m); /* e stays PENDING: its build runs on a worker */
+      m = NULL;
+    }
+  }
+  if (m) contactd__v1__register_geometry__free_unpacked(m, NULL);
+  for (fetch_wait *w = lk->waiters, *n; w; w = n) {
+    n = w->next;
+    fetch_req *f = w->f;
+    if (e && e->state == CD_ENTRY_READY) {
+      on_entry(w, e, 0, NULL);
+    } else if (e && cd_cache_add_waiter(e, on_entry, w) == 0) {
+      /* settled by the build */
+    } else {
+      if (res == CD_STORE_UNAVAILABLE && !f->unavailable) {
+        f->unavailable = 1;
+        snprintf(f->unavailable_id, sizeof f->unavailable_id, "%s", lk->id);
+      }
+      free(w);
+      settle_one(f);
+    }
+  }
+  free(lk);
+}
+
+/* f waits for id: join a lookup in flight or start one. */
+static void want(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id) {
+  fetch_wait *w = calloc(1, sizeof *w);
+  if (!w) return;
+  w->f = f;
+  lookup *lk = s->fetch->lookups;
+  while (lk && strcmp(lk->id, id) != 0) lk = lk->next;
+  if (!lk) {
+    lk = calloc(1, sizeof *lk);
+    if (lk) {
+      snprintf(lk->id, sizeof lk->id, "%s", id);
+      lk->srv = s;
+    }
+    if (!lk || cd_store_get_spec(s->store, loop, id, on_lookup, lk) != 0) {
+      free(lk);
+      free(w);
+      f->unavailable = 1;
+      snprintf(f->unavailable_id, sizeof f->unavailable_id, "%s", id);
+      return;
+    }
+    lk->next = s->fetch->lookups;
+    s->fetch->lookups = lk;
+  }
+  w->next = lk->waiters;
+  lk->waiters = w;
+  f->pending++;
+}
+
+static void consider(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id) {
+  if (!is_id(id)) return; /* not an id: the handler says so */
+  cd_cache_entry *e = cd_cache_find(s->cache, id);
+  if (e && e->state == CD_ENTRY_READY) return;
+  if (e) { /* being built: wait for it */
+    fetch_wait *w = calloc(1, sizeof *w);
+    if (!w) return;
+    w->f = f;
+    if (cd_cache_add_waiter(e, on_entry, w)) {
+      free(w);
+      return;
+    }
+    f->pending++;
+    return;
+  }
+  want(f, s, loop, id);
+}
+
+int cd_fetch_intercept(cd_req *r) {
+  cd_server *s = r->conn->srv;
+  if (!s->store || r->store_checked) return 0;
+  const Contactd__V1__Envelope *e = r->env;
+  Contactd__V1__Body **b = NULL;
+  size_t nb = 0;
+  char **ids = NULL;
+  size_t nids = 0;
+  switch (e->msg_case) {
+    case CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY:
+      b = e->contact_query->bodies;
+      nb = e->contact_query->n_bodies;
+      break;
+    case CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM:
+      b = e->open_stream->bodies;
+      nb = e->open_stream->n_bodies;
+      break;
+    case CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY:
+      ids = e->has_geometry->geometry_ids;
+      nids = e->has_geometry->n_geometry_ids;
+      break;
+    default: return 0;
+  }
+  /* (the handler enforces max_bodies_per_query; a longer list is refused there) */
+  if (nb > s->cfg.limits.max_bodies_per_query || nids > s->cfg.limits.max_bodies_per_query) return 0;
+  fetch_req *f = calloc(1, sizeof *f);
+  if (!f) return 0;
+  f->r = r;
+  f->pending = 1;
+  uv_loop_t *loop = r->conn->h.tcp.loop; /* (the union's handles share their uv_handle_t fields) */
+  const char *prev = NULL;
+  for (size_t i = 0; i < nb + nids; i++) {
+    const char *id = i < nb ? b[i]->geometry_id : ids[i - nb];
+    if (prev && strcmp(prev, id) == 0) continue; /* runs of one id (many bodies of one shape) */
+    prev = id;
+    consider(f, s, loop, id);
+  }
+  if (f->pending == 1 && !f->unavailable) {
+    free(f);
+    return 0;
+  }
+  settle_one(f);
+  return 1;
+}
