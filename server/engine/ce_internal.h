@@ -739,12 +739,16 @@ typedef struct ce_jac_input {
   ce_jac_pair kind;
   double d, mu, vs;
   int slot_pose[2], slot_vel[2];
+  /* tractions p n (the wrench pass's closed forms: no relative motion, or
+   * d = mu = 0) instead of the quadrature of the full traction law */
+  int closed_form;
 } ce_jac_input;
 
 /* wrench_a (torque, force) re-evaluated in val and its partials in der;
  * CE_EUNSUPPORTED (with *why) when a face cannot be rebuilt. */
 ce_errno ce_jacobian_eval12(const ce_jac_input *in, double val[6], double der[6][12], const char **why);
 ce_errno ce_jacobian_eval24(const ce_jac_input *in, double val[6], double der[6][24], const char **why);
+ce_errno ce_jacobian_eval6(const ce_jac_input *in, double val[6], double der[6][6], const char **why);
 
 /* The four Jacobians of a hydroelastic result (fills r->jacobian*): one
  * evaluation with 12 partials (the pose of M's partner N and A's

@@ -83,6 +83,73 @@ static void other_velocity(const double *Jv, ce_vec3 dBA, double *out) {
     }
 }
 
+/* d wrench_a / d V_A without relative motion (the tractions are p n): the
+ * traction's derivative at v = 0 is linear in the relative velocity field,
+ *   dt = -p (d n n^T + mu (2 / (pi vs)) (I - n n^T)) dv(x),
+ *   dv(x) = dv_A + dw_A x (x - p_A),
+ * integrated with the wrench pass's rule (fan around the face centroid,
+ * edge midpoints, weight area / 3), which the engine uses as soon as the
+ * bodies move relative to each other. */
+static void velocity_static(const ce_jac_input *in, const ce_vec3 pa, double Jv[36]) {
+  const ce_surface *s = in->s;
+  const double g0 = in->mu * (2.0 / M_PI) / (in->vs > 0 ? in->vs : 1e-4);
+  memset(Jv, 0, 36 * sizeof *Jv);
+  for (int32_t f = 0; f < s->nf; f++) {
+    const int32_t o = s->face_offsets[f], m = s->face_offsets[f + 1] - o;
+    if (m < 3) continue;
+    int32_t cid[64];
+    const int32_t *ids = s->face_vertices + o, *use = cid;
+    int32_t k = ce_wrench_corners(s->vertices, ids, m, cid);
+    if (k < 0) {
+      use = ids;
+      k = m;
+    }
+    const ce_vec3 n = s->normal[f], C = s->centroid[f];
+    const double pc = s->centroid_pressure[f];
+    /* K = d n n^T + g0 (I - n n^T), symmetric */
+    double K[3][3];
+    const double nn[3] = {n.x, n.y, n.z};
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) K[i][j] = (in->d - g0) * nn[i] * nn[j] + (i == j ? g0 : 0);
+    for (int i = 0; i < k; i++) {
+      const ce_vec3 xi = s->vertices[use[i]], xj = s->vertices[use[i + 1 == k ? 0 : i + 1]];
+      const double pi = s->pressure[use[i]], pj = s->pressure[use[i + 1 == k ? 0 : i + 1]];
+      const double a = 0.5 * fabs(ce_dot(ce_cross(ce_sub(xi, C), ce_sub(xj, C)), n));
+      if (!(a > 0)) continue;
+      const ce_vec3 qx[3] = {ce_scale(ce_add(C, xi), 0.5), ce_scale(ce_add(xi, xj), 0.5), ce_scale(ce_add(xj, C), 0.5)};
+      const double qp[3] = {0.5 * (pc + pi), 0.5 * (pi + pj), 0.5 * (pj + pc)};
+      for (int q = 0; q < 3; q++) {
+        const double w = -qp[q] * a / 3.0;
+        const ce_vec3 r = ce_sub(qx[q], pa);
+        /* dv = D (dw, dv), D = [-[r]x, I]; dt = w K D */
+        const double D[3][6] = {{0, r.z, -r.y, 1, 0, 0}, {-r.z, 0, r.x, 0, 1, 0}, {r.y, -r.x, 0, 0, 0, 1}};
+        double T[3][6];
+        for (int i2 = 0; i2 < 3; i2++)
+          for (int j = 0; j < 6; j++) T[i2][j] = w * (K[i2][0] * D[0][j] + K[i2][1] * D[1][j] + K[i2][2] * D[2][j]);
+        for (int j = 0; j < 6; j++) {
+          Jv[6 * 3 + j] += T[0][j];
+          Jv[6 * 4 + j] += T[1][j];
+          Jv[6 * 5 + j] += T[2][j];
+          /* torque r x dt */
+          Jv[6 * 0 + j] += r.y * T[2][j] - r.z * T[1][j];
+          Jv[6 * 1 + j] += r.z * T[0][j] - r.x * T[2][j];
+          Jv[6 * 2 + j] += r.x * T[1][j] - r.y * T[0][j];
+        }
+      }
+    }
+  }
+}
+
+/* Whether the wrench pass took its closed forms (tractions p n): no
+ * dissipation and no friction, or no relative motion at the surface
+ * centroid C and no relative spin (ce_wrench.c). */
+static int closed_form(const ce_jac_input *in, ce_vec3 C) {
+  const ce_body *a = in->a, *b = in->b;
+  ce_vec3 vC = ce_sub(ce_velocity_at(&a->V_WB, a->X_WB.p, C), ce_velocity_at(&b->V_WB, b->X_WB.p, C));
+  ce_vec3 w = ce_sub(a->V_WB.w, b->V_WB.w);
+  return !((in->d > 0 || in->mu > 0) && (ce_norm2(vC) > 0 || ce_norm2(w) > 0));
+}
+
 static ce_jacobian *jac_alloc(ce_arena *arena, ce_result *r) {
   ce_jacobian *J = ce_arena_calloc(arena, 1, sizeof *J);
   r->jacobian = J;
@@ -108,11 +175,22 @@ ce_errno ce_jacobian_hydro(const ce_jac_input *in0, ce_representation rep, ce_ar
   const int n_is_b = in.m_is_a;
   in.slot_pose[n_is_b ? 1 : 0] = 0;
   in.slot_pose[n_is_b ? 0 : 1] = -1;
-  in.slot_vel[0] = 6;
   in.slot_vel[1] = -1;
+  in.closed_form = closed_form(&in, r->centroid);
   double val[6], der[6][12];
   const char *why = NULL;
-  ce_errno e = ce_jacobian_eval12(&in, val, der, &why);
+  ce_errno e;
+  if (in.closed_form) {
+    /* pose partials only (6); the velocity part by velocity_static() */
+    in.slot_vel[0] = -1;
+    double d6[6][6];
+    e = ce_jacobian_eval6(&in, val, d6, &why);
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) der[i][j] = d6[i][j];
+  } else {
+    in.slot_vel[0] = 6;
+    e = ce_jacobian_eval12(&in, val, der, &why);
+  }
   if (e == CE_EUNSUPPORTED) {
     unavailable(r, why);
     return CE_OK;
@@ -122,8 +200,9 @@ ce_errno ce_jacobian_hydro(const ce_jac_input *in0, ce_representation rep, ce_ar
   for (int i = 0; i < 6; i++)
     for (int j = 0; j < 6; j++) {
       JN[6 * i + j] = der[i][j];
-      J->d_velocity_a[6 * i + j] = der[i][6 + j];
+      if (!in.closed_form) J->d_velocity_a[6 * i + j] = der[i][6 + j];
     }
+  if (in.closed_form && (in.d > 0 || in.mu > 0)) velocity_static(&in, in.a->X_WB.p, J->d_velocity_a);
   const ce_vec3 dBA = ce_sub(in.b->X_WB.p, in.a->X_WB.p);
   other_velocity(J->d_velocity_a, dBA, J->d_velocity_b);
   other_pose(JN, !n_is_b, dBA, val, J, in.a, in.b, JM);
@@ -140,6 +219,7 @@ ce_errno ce_jacobian_hydro_full(const ce_jac_input *in0, ce_arena *arena, ce_res
   in.slot_pose[1] = 6;
   in.slot_vel[0] = 12;
   in.slot_vel[1] = 18;
+  in.closed_form = 0; /* the quadrature everywhere: also the static case's check */
   double val[6], der[6][24];
   const char *why = NULL;
   ce_errno e = ce_jacobian_eval24(&in, val, der, &why);
