@@ -197,12 +197,24 @@ ce_errno ce_jacobian_hydro(const ce_jac_input *in0, ce_representation rep, ce_ar
   }
   if (e != CE_OK) return e;
   double *JN = n_is_b ? J->d_pose_b : J->d_pose_a, *JM = n_is_b ? J->d_pose_a : J->d_pose_b;
+  if (!in.closed_form)
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) J->d_velocity_a[6 * i + j] = der[i][6 + j];
+  if (in.closed_form && (in.d > 0 || in.mu > 0)) {
+    velocity_static(&in, in.a->X_WB.p, J->d_velocity_a);
+    /* Moving N's origin by dp moves its velocity field v_N(x) = v_N +
+     * w_N x (x - p_N) by -w_N x dp: the relative velocity changes by
+     * +-w_N x dp everywhere (+ when N is B), as if A's origin velocity
+     * changed by that much. */
+    const ce_body *N = n_is_b ? in.b : in.a;
+    double T[6][3];
+    times_skew(J->d_velocity_a, 3, N->V_WB.w, T);
+    const double sg = n_is_b ? 1.0 : -1.0;
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 3; j++) der[i][3 + j] += sg * T[i][j];
+  }
   for (int i = 0; i < 6; i++)
-    for (int j = 0; j < 6; j++) {
-      JN[6 * i + j] = der[i][j];
-      if (!in.closed_form) J->d_velocity_a[6 * i + j] = der[i][6 + j];
-    }
-  if (in.closed_form && (in.d > 0 || in.mu > 0)) velocity_static(&in, in.a->X_WB.p, J->d_velocity_a);
+    for (int j = 0; j < 6; j++) JN[6 * i + j] = der[i][j];
   const ce_vec3 dBA = ce_sub(in.b->X_WB.p, in.a->X_WB.p);
   other_velocity(J->d_velocity_a, dBA, J->d_velocity_b);
   other_pose(JN, !n_is_b, dBA, val, J, in.a, in.b, JM);

@@ -392,3 +392,151 @@ Test(jacobian, compliant_on_terrain) {
   ce_geometry_free(c.ga);
   ce_geometry_free(c.gb);
 }
+
+/* ---- the elastic stiffness -------------------------------------------------
+ * Without dissipation and friction the wrench on A is minus the gradient of
+ * the strain energy U with respect to A's pose: with the perturbation
+ * R <- exp([dth]x) R, p <- p + dp, (torque about A's origin, force) =
+ * -(dU/dth, dU/dp). So d_pose_a = -(the second derivative of U along those
+ * perturbations):
+ *  - the translational block d f / d p is the Hessian of U: symmetric;
+ *  - the mixed blocks: translations and rotations about A's origin
+ *    commute, so d tau / d p = (d f / d dth)^T;
+ *  - the rotational block d tau / d dth is not symmetric: rotations do not
+ *    commute (exp(a) exp(b) = exp(a + b + (a x b)/2 + ...)), which adds
+ *    (tau . (e_i x e_j))/2 to entry (i, j): d tau / d dth + [tau]x / 2 is
+ *    the symmetric Hessian ([tau]x the cross-product matrix). */
+static void check_elastic_symmetry(const jcase *c, int nposes, uint64_t seed) {
+  uint64_t rng = seed;
+  int checked = 0, dropped = 0;
+  for (int k = 0; k < nposes; k++) {
+    ce_pose xa, xb;
+    c->pose(&rng, &xa, &xb);
+    ce_body a = body(c->ga, xa, &rng, 0), b = body(c->gb, xb, &rng, 0);
+    ce_options o = opts(1);
+    ce_result r;
+    ce_error err;
+    ce_arena_reset(arena);
+    cr_assert_eq(ce_contact(&a, &b, &o, arena, &r, &err), CE_OK, "%s", err.message);
+    if (r.status != CE_CONTACT_SURFACE) continue;
+    cr_assert_eq(r.jacobian_status, CE_JACOBIAN_OK);
+    if (r.faces_dropped > 0) { /* a face the gradient rule drops has no energy counterpart */
+      dropped++;
+      continue;
+    }
+    const double *J = r.jacobian->d_pose_a;
+    const ce_vec3 t = r.wrench_a.torque;
+    const double tx[3][3] = {{0, -t.z, t.y}, {t.z, 0, -t.x}, {-t.y, t.x, 0}};
+    double H[36], asym = 0, norm = frob(J);
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) H[6 * i + j] = J[6 * i + j] + (i < 3 && j < 3 ? 0.5 * tx[i][j] : 0);
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < i; j++) asym = fmax(asym, fabs(H[6 * i + j] - H[6 * j + i]));
+    cr_expect(asym <= 1e-9 * norm, "%s pose %d: d_pose_a + [tau]x/2 (rotational block) is not symmetric: %.3g of %.3g",
+              c->name, k, asym, norm);
+    /* and the velocities do not matter */
+    cr_expect(frob(r.jacobian->d_velocity_a) == 0 && frob(r.jacobian->d_velocity_b) == 0, "%s: velocity terms",
+              c->name);
+    checked++;
+  }
+  fprintf(stderr, "jacobian %-8s elastic symmetry checked at %d poses (%d with dropped faces skipped)\n", c->name,
+          checked, dropped);
+  cr_assert(checked + dropped == nposes, "%s: %d of %d poses in contact", c->name, checked + dropped, nposes);
+  cr_assert(checked >= nposes / 2, "%s: %d of %d poses without dropped faces", c->name, checked, nposes);
+}
+
+Test(jacobian, elastic_stiffness_is_a_hessian) {
+  ce_geometry *s = shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.05), *e = shape(CE_SHAPE_ELLIPSOID, CE_COMPLIANT, 0.05),
+              *box = shape(CE_SHAPE_SPHERE, CE_RIGID, 0.04), *hs = halfspace(CE_RIGID), *chs = halfspace(CE_COMPLIANT);
+  const jcase cases[] = {
+      {"cc", s, e, CE_JAC_TET_TET, 1, pose_pair},
+      {"cr", s, box, CE_JAC_TET_TRI, 1, pose_pair},
+      {"c-hs", s, hs, CE_JAC_TET_HALFSPACE, 1, pose_on_halfspace_b},
+      {"chs-c", chs, e, CE_JAC_TET_HALFSPACE, 0, pose_on_halfspace_a},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_elastic_symmetry(&cases[i], 10, 100 + i);
+  ce_geometry_free(s);
+  ce_geometry_free(e);
+  ce_geometry_free(box);
+  ce_geometry_free(hs);
+  ce_geometry_free(chs);
+}
+
+/* At rest (no relative motion) the wrench pass takes its closed forms and
+ * so does the Jacobian: the same matrices as the quadrature's derivatives
+ * (all 24 partials evaluated), and central differences. */
+Test(jacobian, at_rest_closed_forms) {
+  ce_geometry *s = shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.05), *e = shape(CE_SHAPE_ELLIPSOID, CE_COMPLIANT, 0.05);
+  jcase c = {"cc-rest", s, e, CE_JAC_TET_TET, 1, pose_pair};
+  uint64_t rng = 21;
+  tally t = {0, 0, 0, 0};
+  for (int k = 0; k < 10; k++) {
+    ce_pose xa, xb;
+    pose_pair(&rng, &xa, &xb);
+    ce_body a = body(s, xa, &rng, 1), b = body(e, xb, &rng, 1);
+    /* both bodies in one rigid motion: no relative motion */
+    b.V_WB.w = a.V_WB.w;
+    b.V_WB.v = ce_add(a.V_WB.v, ce_cross(a.V_WB.w, ce_sub(b.X_WB.p, a.X_WB.p)));
+    check_pose(&c, &a, &b, &t);
+  }
+  fprintf(stderr, "jacobian %-8s poses %2d  matrices checked %3d skipped %3d  worst relative error %.2e\n", c.name,
+          t.poses, t.checked, t.skipped, t.worst);
+  cr_assert(t.checked >= 30);
+  ce_geometry_free(s);
+  ce_geometry_free(e);
+}
+
+Test(jacobian, unavailable_is_said) {
+  ce_geometry *r1 = shape(CE_SHAPE_SPHERE, CE_RIGID, 0.05), *r2 = shape(CE_SHAPE_BOX, CE_RIGID, 0.05),
+              *s = shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.05), *hs = halfspace(CE_RIGID);
+  ce_options o = opts(1);
+  ce_result r;
+  ce_error err;
+  /* point contact */
+  ce_body a = ce_test_body(r1, ce_quat_identity(), ce_v3(0, 0, 0)), b = ce_test_body(r2, ce_quat_identity(), ce_v3(0.15, 0, 0));
+  cr_assert_eq(ce_contact(&a, &b, &o, arena, &r, &err), CE_OK, "%s", err.message);
+  cr_assert_eq(r.status, CE_CONTACT_POINT);
+  cr_expect_eq(r.jacobian_status, CE_JACOBIAN_UNAVAILABLE);
+  cr_expect(r.jacobian == NULL && r.jacobian_note && strstr(r.jacobian_note, "point-contact"), "%s", r.jacobian_note);
+  /* the triangle representation */
+  ce_body c = ce_test_body(s, ce_quat_identity(), ce_v3(0, 0, 0.09)), h = ce_test_body(hs, ce_quat_identity(), ce_v3(0, 0, 0));
+  o.representation = CE_REPRESENTATION_TRIANGLE;
+  cr_assert_eq(ce_contact(&c, &h, &o, arena, &r, &err), CE_OK, "%s", err.message);
+  cr_expect_eq(r.jacobian_status, CE_JACOBIAN_UNAVAILABLE);
+  cr_expect(r.jacobian_note && strstr(r.jacobian_note, "polygon"), "%s", r.jacobian_note);
+  /* apart: zero, available */
+  o.representation = CE_REPRESENTATION_POLYGON;
+  c.X_WB.p.z = 0.5;
+  cr_assert_eq(ce_contact(&c, &h, &o, arena, &r, &err), CE_OK, "%s", err.message);
+  cr_expect_eq(r.status, CE_CONTACT_NONE);
+  cr_assert_eq(r.jacobian_status, CE_JACOBIAN_OK);
+  cr_expect(frob(r.jacobian->d_pose_a) == 0 && frob(r.jacobian->d_velocity_b) == 0);
+  /* not asked for */
+  o.want_jacobian = 0;
+  c.X_WB.p.z = 0.09;
+  cr_assert_eq(ce_contact(&c, &h, &o, arena, &r, &err), CE_OK, "%s", err.message);
+  cr_expect(r.jacobian_status == CE_JACOBIAN_NOT_REQUESTED && r.jacobian == NULL);
+  ce_geometry_free(r1);
+  ce_geometry_free(r2);
+  ce_geometry_free(s);
+  ce_geometry_free(hs);
+}
+
+/* The worked example of ce.h: a compliant sphere pressed x into a rigid
+ * half space, d fz / d pz of A = -2 pi E x (1 - x/R) for the smooth linear
+ * field (the tessellated sphere's own force law differs by a few percent). */
+Test(jacobian, sphere_on_plane_normal_stiffness) {
+  ce_geometry *s = shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.01), *hs = halfspace(CE_RIGID);
+  const double E = 1e6, R = 0.1, x = 0.01; /* the plane runs through a layer of the mesh's vertices */
+  ce_body a = ce_test_body(s, ce_quat_identity(), ce_v3(0, 0, R - x)), b = ce_test_body(hs, ce_quat_identity(), ce_v3(0, 0, 0));
+  ce_options o = opts(1);
+  ce_result r;
+  ce_error err;
+  cr_assert_eq(ce_contact(&a, &b, &o, arena, &r, &err), CE_OK, "%s", err.message);
+  cr_assert_eq(r.jacobian_status, CE_JACOBIAN_OK);
+  const double kz = r.jacobian->d_pose_a[35], exact = -2 * M_PI * E * x * (1 - x / R);
+  cr_expect(fabs(kz - exact) <= 0.05 * fabs(exact), "d fz / d pz = %.6g, smooth sphere %.6g", kz, exact);
+  cr_expect(fabs(r.jacobian->d_pose_b[35] + kz) <= 1e-9 * fabs(kz));
+  ce_geometry_free(s);
+  ce_geometry_free(hs);
+}
