@@ -167,13 +167,16 @@ static void run_contact(const char *name, double hint, const ce_geometry *ga, co
 
 /* The query with and without wrench Jacobians (want_jacobian), timed in
  * alternation on the same bodies (CPU time), and their ratio. moving as in
- * run_contact. */
+ * run_contact (1: B slides, approaches and spins). */
 static void run_jacobian(const char *name, double hint, const ce_geometry *ga, const ce_geometry *gb, int moving,
                          int runs, ce_arena *arena, double *t, double *tc) {
   ce_body a = body_at(ga, 0), b = body_at(gb, 0.18);
   if (moving == 2) {
     ce_quat q = ce_quat_normalize((ce_quat){0.9, 0.2, -0.3, 0.25});
     b.X_WB = ce_pose_from_quat(q, ce_v3(0.18, 0, 0));
+  } else if (moving) {
+    b.V_WB.v = ce_v3(-0.01, 0.1, 0);
+    b.V_WB.w = ce_v3(0.2, 0, 0);
   }
   ce_options plain, jac;
   ce_options_default(&plain);
@@ -291,6 +294,7 @@ int main(int argc, char **argv) {
       if (do_x) run_intersect(hints[h], c1, c2, runs, arena, t);
       if (do_j) run_jacobian("cc", hints[h], c1, c2, 0, runs, arena, t, tc);
       if (do_j) run_jacobian("cc-g", hints[h], c1, c2, 2, runs, arena, t, tc);
+      if (do_j) run_jacobian("cc-v", hints[h], c1, c2, 1, runs, arena, t, tc);
     }
     if (c1 && r1) run_contact("cr", hints[h], c1, r1, 0, runs, arena, t, tc);
     ce_geometry *rm = do_crm ? rigid_parts(hints[h]) : NULL;
