@@ -573,3 +573,21 @@ Test(jacobian, sphere_on_plane_normal_stiffness) {
   ce_geometry_free(s);
   ce_geometry_free(hs);
 }
+
+static void pose_terrain_first(uint64_t *rng, ce_pose *xa, ce_pose *xb) { pose_on_terrain(rng, xb, xa); }
+
+Test(jacobian, terrain_on_compliant) {
+  jcase c = {"terr-c", wavy_terrain(), shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.04), CE_JAC_TET_TERRAIN, 0,
+             pose_terrain_first};
+  run_case(&c, 20, 19);
+  ce_geometry_free(c.ga);
+  ce_geometry_free(c.gb);
+}
+
+Test(jacobian, rigid_halfspace_on_compliant) {
+  jcase c = {"hs-c", halfspace(CE_RIGID), shape(CE_SHAPE_ELLIPSOID, CE_COMPLIANT, 0.05), CE_JAC_TET_HALFSPACE, 0,
+             pose_on_halfspace_a};
+  run_case(&c, 20, 20);
+  ce_geometry_free(c.ga);
+  ce_geometry_free(c.gb);
+}
