@@ -83,16 +83,32 @@ static void other_velocity(const double *Jv, ce_vec3 dBA, double *out) {
     }
 }
 
+static void mat3_mul(const double A[3][3], const double B[3][3], double C[3][3]) {
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) C[i][j] = A[i][0] * B[0][j] + A[i][1] * B[1][j] + A[i][2] * B[2][j];
+}
+
+static void skew(ce_vec3 u, double K[3][3]) {
+  const double k[3][3] = {{0, -u.z, u.y}, {u.z, 0, -u.x}, {-u.y, u.x, 0}};
+  memcpy(K, k, sizeof k);
+}
+
 /* d wrench_a / d V_A without relative motion (the tractions are p n): the
  * traction's derivative at v = 0 is linear in the relative velocity field,
  *   dt = -p (d n n^T + mu (2 / (pi vs)) (I - n n^T)) dv(x),
  *   dv(x) = dv_A + dw_A x (x - p_A),
  * integrated with the wrench pass's rule (fan around the face centroid,
  * edge midpoints, weight area / 3), which the engine uses as soon as the
- * bodies move relative to each other. */
+ * bodies move relative to each other.
+ * Per face with K = d n n^T + g0 (I - n n^T) = g0 I + (d - g0) n n^T, the
+ * rule's weights s_q = -p_q area / 3 and r_q = x_q - p_A summed into
+ * S0 = sum s, S1 = sum s r, S2 = sum s r r^T: with D(r) = [-[r]x, I],
+ *   force rows  = sum s K D(r)       = [-K [S1]x, S0 K],
+ *   torque rows = sum s [r]x K D(r)  = [-Q, [S1]x K],
+ *   Q = sum s [r]x K [r]x = g0 (S2 - tr(S2) I) + (d - g0) [n]x S2 [n]x. */
 static void velocity_static(const ce_jac_input *in, const ce_vec3 pa, double Jv[36]) {
   const ce_surface *s = in->s;
-  const double g0 = in->mu * (2.0 / M_PI) / (in->vs > 0 ? in->vs : 1e-4);
+  const double g0 = in->mu * (2.0 / M_PI) / (in->vs > 0 ? in->vs : 1e-4), beta = in->d - g0;
   memset(Jv, 0, 36 * sizeof *Jv);
   for (int32_t f = 0; f < s->nf; f++) {
     const int32_t o = s->face_offsets[f], m = s->face_offsets[f + 1] - o;
@@ -104,39 +120,46 @@ static void velocity_static(const ce_jac_input *in, const ce_vec3 pa, double Jv[
       use = ids;
       k = m;
     }
-    const ce_vec3 n = s->normal[f], C = s->centroid[f];
+    const ce_vec3 n = s->normal[f], C = ce_sub(s->centroid[f], pa);
     const double pc = s->centroid_pressure[f];
-    /* K = d n n^T + g0 (I - n n^T), symmetric */
-    double K[3][3];
-    const double nn[3] = {n.x, n.y, n.z};
-    for (int i = 0; i < 3; i++)
-      for (int j = 0; j < 3; j++) K[i][j] = (in->d - g0) * nn[i] * nn[j] + (i == j ? g0 : 0);
+    double S0 = 0, S2[3][3] = {{0}};
+    ce_vec3 S1 = ce_v3(0, 0, 0);
     for (int i = 0; i < k; i++) {
-      const ce_vec3 xi = s->vertices[use[i]], xj = s->vertices[use[i + 1 == k ? 0 : i + 1]];
-      const double pi = s->pressure[use[i]], pj = s->pressure[use[i + 1 == k ? 0 : i + 1]];
+      const int32_t vi = use[i], vj = use[i + 1 == k ? 0 : i + 1];
+      const ce_vec3 xi = ce_sub(s->vertices[vi], pa), xj = ce_sub(s->vertices[vj], pa);
       const double a = 0.5 * fabs(ce_dot(ce_cross(ce_sub(xi, C), ce_sub(xj, C)), n));
       if (!(a > 0)) continue;
+      const double pi = s->pressure[vi], pj = s->pressure[vj];
       const ce_vec3 qx[3] = {ce_scale(ce_add(C, xi), 0.5), ce_scale(ce_add(xi, xj), 0.5), ce_scale(ce_add(xj, C), 0.5)};
       const double qp[3] = {0.5 * (pc + pi), 0.5 * (pi + pj), 0.5 * (pj + pc)};
       for (int q = 0; q < 3; q++) {
         const double w = -qp[q] * a / 3.0;
-        const ce_vec3 r = ce_sub(qx[q], pa);
-        /* dv = D (dw, dv), D = [-[r]x, I]; dt = w K D */
-        const double D[3][6] = {{0, r.z, -r.y, 1, 0, 0}, {-r.z, 0, r.x, 0, 1, 0}, {r.y, -r.x, 0, 0, 0, 1}};
-        double T[3][6];
+        const double r[3] = {qx[q].x, qx[q].y, qx[q].z};
+        S0 += w;
+        S1 = ce_axpy(S1, w, qx[q]);
         for (int i2 = 0; i2 < 3; i2++)
-          for (int j = 0; j < 6; j++) T[i2][j] = w * (K[i2][0] * D[0][j] + K[i2][1] * D[1][j] + K[i2][2] * D[2][j]);
-        for (int j = 0; j < 6; j++) {
-          Jv[6 * 3 + j] += T[0][j];
-          Jv[6 * 4 + j] += T[1][j];
-          Jv[6 * 5 + j] += T[2][j];
-          /* torque r x dt */
-          Jv[6 * 0 + j] += r.y * T[2][j] - r.z * T[1][j];
-          Jv[6 * 1 + j] += r.z * T[0][j] - r.x * T[2][j];
-          Jv[6 * 2 + j] += r.x * T[1][j] - r.y * T[0][j];
-        }
+          for (int j = 0; j < 3; j++) S2[i2][j] += w * r[i2] * r[j];
       }
     }
+    double K[3][3], S1x[3][3], KS1x[3][3], S1xK[3][3], nx[3][3], T[3][3], Q[3][3];
+    const double nn[3] = {n.x, n.y, n.z};
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) K[i][j] = beta * nn[i] * nn[j] + (i == j ? g0 : 0);
+    skew(S1, S1x);
+    skew(n, nx);
+    mat3_mul(K, S1x, KS1x);
+    mat3_mul(S1x, K, S1xK);
+    mat3_mul(nx, S2, T);
+    mat3_mul(T, nx, Q);
+    const double tr = S2[0][0] + S2[1][1] + S2[2][2];
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) {
+        Q[i][j] = g0 * (S2[i][j] - (i == j ? tr : 0)) + beta * Q[i][j];
+        Jv[6 * (3 + i) + j] += -KS1x[i][j];
+        Jv[6 * (3 + i) + 3 + j] += S0 * K[i][j];
+        Jv[6 * i + j] += -Q[i][j];
+        Jv[6 * i + 3 + j] += S1xK[i][j];
+      }
   }
 }
 
