@@ -108,7 +108,9 @@ static inline __attribute__((always_inline)) jv jv_axpyc(jv a, double s, jv b) {
   jv r = {jd_axpy(a.x, s, b.x), jd_axpy(a.y, s, b.y), jd_axpy(a.z, s, b.z)};
   return r;
 }
-static inline __attribute__((always_inline)) jd jv_dot(jv a, jv b) { return jd_add(jd_add(jd_mul(a.x, b.x), jd_mul(a.y, b.y)), jd_mul(a.z, b.z)); }
+static inline __attribute__((always_inline)) jd jv_dot(jv a, jv b) {
+  return jd_add(jd_add(jd_mul(a.x, b.x), jd_mul(a.y, b.y)), jd_mul(a.z, b.z));
+}
 static inline __attribute__((always_inline)) jv jv_cross(jv a, jv b) {
   jv r = {jd_sub(jd_mul(a.y, b.z), jd_mul(a.z, b.y)), jd_sub(jd_mul(a.z, b.x), jd_mul(a.x, b.z)),
           jd_sub(jd_mul(a.x, b.y), jd_mul(a.y, b.x))};

@@ -363,8 +363,8 @@ Test(jacobian, mirrored_spheres) {
       n += fd * fd;
     }
     cr_expect(sqrt(e) <= 1e-4 * sqrt(n), "block %d, approach column: %.3g relative", blk, sqrt(e / n));
-    fprintf(stderr, "jacobian cc-mirr  pose block %d: approach column %.2e, whole matrix %.2e from central differences\n",
-            blk, sqrt(e / n), rel_diff(block(&J, blk), F));
+    fprintf(stderr, "jacobian cc-mirr  pose block %d: approach column %.2e, whole matrix %.2e from central "
+            "differences\n", blk, sqrt(e / n), rel_diff(block(&J, blk), F));
   }
   free(sig);
   ce_geometry_free(g);
@@ -465,8 +465,8 @@ static void check_elastic_symmetry(const jcase *c, int nposes, uint64_t seed) {
       for (int j = 0; j < 6; j++) H[6 * i + j] = J[6 * i + j] + (i < 3 && j < 3 ? 0.5 * tx[i][j] : 0);
     for (int i = 0; i < 6; i++)
       for (int j = 0; j < i; j++) asym = fmax(asym, fabs(H[6 * i + j] - H[6 * j + i]));
-    cr_expect(asym <= 1e-9 * norm, "%s pose %d: d_pose_a + [tau]x/2 (rotational block) is not symmetric: %.3g of %.3g",
-              c->name, k, asym, norm);
+    cr_expect(asym <= 1e-9 * norm, "%s pose %d: d_pose_a + [tau]x/2 is not symmetric: %.3g of %.3g", c->name, k,
+              asym, norm);
     /* and the velocities do not matter */
     cr_expect(frob(r.jacobian->d_velocity_a) == 0 && frob(r.jacobian->d_velocity_b) == 0, "%s: velocity terms",
               c->name);
@@ -526,13 +526,15 @@ Test(jacobian, unavailable_is_said) {
   ce_result r;
   ce_error err;
   /* point contact */
-  ce_body a = ce_test_body(r1, ce_quat_identity(), ce_v3(0, 0, 0)), b = ce_test_body(r2, ce_quat_identity(), ce_v3(0.15, 0, 0));
+  ce_body a = ce_test_body(r1, ce_quat_identity(), ce_v3(0, 0, 0));
+  ce_body b = ce_test_body(r2, ce_quat_identity(), ce_v3(0.15, 0, 0));
   cr_assert_eq(ce_contact(&a, &b, &o, arena, &r, &err), CE_OK, "%s", err.message);
   cr_assert_eq(r.status, CE_CONTACT_POINT);
   cr_expect_eq(r.jacobian_status, CE_JACOBIAN_UNAVAILABLE);
   cr_expect(r.jacobian == NULL && r.jacobian_note && strstr(r.jacobian_note, "point-contact"), "%s", r.jacobian_note);
   /* the triangle representation */
-  ce_body c = ce_test_body(s, ce_quat_identity(), ce_v3(0, 0, 0.09)), h = ce_test_body(hs, ce_quat_identity(), ce_v3(0, 0, 0));
+  ce_body c = ce_test_body(s, ce_quat_identity(), ce_v3(0, 0, 0.09));
+  ce_body h = ce_test_body(hs, ce_quat_identity(), ce_v3(0, 0, 0));
   o.representation = CE_REPRESENTATION_TRIANGLE;
   cr_assert_eq(ce_contact(&c, &h, &o, arena, &r, &err), CE_OK, "%s", err.message);
   cr_expect_eq(r.jacobian_status, CE_JACOBIAN_UNAVAILABLE);
@@ -561,7 +563,8 @@ Test(jacobian, unavailable_is_said) {
 Test(jacobian, sphere_on_plane_normal_stiffness) {
   ce_geometry *s = shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.01), *hs = halfspace(CE_RIGID);
   const double E = 1e6, R = 0.1, x = 0.01; /* the plane runs through a layer of the mesh's vertices */
-  ce_body a = ce_test_body(s, ce_quat_identity(), ce_v3(0, 0, R - x)), b = ce_test_body(hs, ce_quat_identity(), ce_v3(0, 0, 0));
+  ce_body a = ce_test_body(s, ce_quat_identity(), ce_v3(0, 0, R - x));
+  ce_body b = ce_test_body(hs, ce_quat_identity(), ce_v3(0, 0, 0));
   ce_options o = opts(1);
   ce_result r;
   ce_error err;
