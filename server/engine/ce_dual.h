@@ -18,9 +18,21 @@
 #error "define CE_DUAL_N before including ce_dual.h"
 #endif
 
+/* The partials in one GCC vector (elementwise IEEE arithmetic), padded to
+ * a power of two: the compiler keeps them in vector registers instead of
+ * copying arrays through memory. The padding stays zero. */
+#if CE_DUAL_N <= 8
+#define CE_DUAL_W 8
+#elif CE_DUAL_N <= 16
+#define CE_DUAL_W 16
+#else
+#define CE_DUAL_W 32
+#endif
+typedef double jd_vec __attribute__((vector_size(CE_DUAL_W * sizeof(double))));
+
 typedef struct jd {
   double v;
-  double d[CE_DUAL_N];
+  jd_vec d;
 } jd;
 
 typedef struct jv {
@@ -30,28 +42,28 @@ typedef struct jv {
 static inline __attribute__((always_inline)) jd jd_c(double v) {
   jd r;
   r.v = v;
-  memset(r.d, 0, sizeof r.d);
+  r.d = (jd_vec){0};
   return r;
 }
 static inline __attribute__((always_inline)) jd jd_add(jd a, jd b) {
   a.v += b.v;
-  for (int i = 0; i < CE_DUAL_N; i++) a.d[i] += b.d[i];
+  a.d += b.d;
   return a;
 }
 static inline __attribute__((always_inline)) jd jd_sub(jd a, jd b) {
   a.v -= b.v;
-  for (int i = 0; i < CE_DUAL_N; i++) a.d[i] -= b.d[i];
+  a.d -= b.d;
   return a;
 }
 static inline __attribute__((always_inline)) jd jd_mul(jd a, jd b) {
   jd r;
   r.v = a.v * b.v;
-  for (int i = 0; i < CE_DUAL_N; i++) r.d[i] = a.d[i] * b.v + a.v * b.d[i];
+  r.d = a.d * b.v + a.v * b.d;
   return r;
 }
 static inline __attribute__((always_inline)) jd jd_scale(jd a, double s) {
   a.v *= s;
-  for (int i = 0; i < CE_DUAL_N; i++) a.d[i] *= s;
+  a.d *= s;
   return a;
 }
 static inline __attribute__((always_inline)) jd jd_addc(jd a, double c) {
@@ -61,20 +73,20 @@ static inline __attribute__((always_inline)) jd jd_addc(jd a, double c) {
 /* a + s b */
 static inline __attribute__((always_inline)) jd jd_axpy(jd a, double s, jd b) {
   a.v += s * b.v;
-  for (int i = 0; i < CE_DUAL_N; i++) a.d[i] += s * b.d[i];
+  a.d += s * b.d;
   return a;
 }
 static inline __attribute__((always_inline)) jd jd_div(jd a, jd b) {
   jd r;
   r.v = a.v / b.v;
   const double ib = 1.0 / b.v;
-  for (int i = 0; i < CE_DUAL_N; i++) r.d[i] = (a.d[i] - r.v * b.d[i]) * ib;
+  r.d = (a.d - r.v * b.d) * ib;
   return r;
 }
 /* f(a) given f = f(a.v) and its derivative df = f'(a.v). */
 static inline __attribute__((always_inline)) jd jd_chain(jd a, double f, double df) {
   a.v = f;
-  for (int i = 0; i < CE_DUAL_N; i++) a.d[i] *= df;
+  a.d *= df;
   return a;
 }
 static inline __attribute__((always_inline)) jd jd_sqrt(jd a) {
