@@ -26,7 +26,7 @@
  * per output polygon. Single thread; asserts nothing.
  *
  * Usage: bench_contact [runs [hint [case]]]   (default 300 runs, every hint
- * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr or cr-m). For profiling one case, e.g.
+ * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr, cr-m or jac). For profiling one case, e.g.
  *   valgrind --tool=callgrind --toggle-collect=ce_contact \
  *       bench_contact 10 0.0066 cc */
 #define _POSIX_C_SOURCE 199309L
@@ -204,6 +204,51 @@ static void run_energy(const char *name, double hint, const ce_geometry *ga, con
          hint, U, s.median, se.median, se.median / s.median);
 }
 
+/* The query with and without wrench Jacobians (want_jacobian), timed in
+ * alternation on the same bodies (CPU time), and their ratio. moving as in
+ * run_contact (1: B slides, approaches and spins). */
+static void run_jacobian(const char *name, double hint, const ce_geometry *ga, const ce_geometry *gb, int moving,
+                         int runs, ce_arena *arena, double *t, double *tc) {
+  ce_body a = body_at(ga, 0), b = body_at(gb, 0.18);
+  if (moving == 2) {
+    ce_quat q = ce_quat_normalize((ce_quat){0.9, 0.2, -0.3, 0.25});
+    b.X_WB = ce_pose_from_quat(q, ce_v3(0.18, 0, 0));
+  } else if (moving) {
+    b.V_WB.v = ce_v3(-0.01, 0.1, 0);
+    b.V_WB.w = ce_v3(0.2, 0, 0);
+  }
+  ce_options plain, jac;
+  ce_options_default(&plain);
+  jac = plain;
+  jac.want_jacobian = 1;
+  ce_result r;
+  ce_error err;
+  for (int i = 0; i < 20; i++) {
+    ce_arena_reset(arena);
+    if (ce_contact(&a, &b, &jac, arena, &r, &err) != CE_OK || r.jacobian_status != CE_JACOBIAN_OK) {
+      printf("%-5s hint %.4f: Jacobian query failed: %s\n", name, hint,
+             r.jacobian_note ? r.jacobian_note : err.message);
+      return;
+    }
+  }
+  const double kzz = r.jacobian->d_pose_a[35];
+  for (int i = 0; i < runs; i++) {
+    ce_arena_reset(arena);
+    double c0 = cpu_us();
+    ce_contact(&a, &b, &plain, arena, &r, &err);
+    t[i] = cpu_us() - c0;
+    ce_arena_reset(arena);
+    c0 = cpu_us();
+    ce_contact(&a, &b, &jac, arena, &r, &err);
+    tc[i] = cpu_us() - c0;
+  }
+  stats s = summarize(t, runs), sj = summarize(tc, runs);
+  printf("%-5s hint %.4f  jacobians: poly %5lld  plain cpu median %8.1f us | with jacobians %8.1f us (p90 %8.1f) | "
+         "ratio %.2f  (dfx/dpx of A %.4g N/m)\n",
+         name, hint, (long long)r.polygons, s.median, sj.median, sj.p90, sj.median / s.median,
+         r.jacobian ? r.jacobian->d_pose_a[21] : kzz);
+}
+
 /* The intersection alone: BVH traversal + polygons into a builder. */
 static void run_intersect(double hint, const ce_geometry *ga, const ce_geometry *gb, int runs, ce_arena *arena,
                           double *t) {
@@ -257,6 +302,7 @@ int main(int argc, char **argv) {
   int do_cc = !only || !strcmp(only, "cc"), do_v = !only || !strcmp(only, "cc-v"), do_x = !only || !strcmp(only, "cc-x"), do_cr = !only || !strcmp(only, "cr");
   int do_g = !only || !strcmp(only, "cc-g"), do_crm = !only || !strcmp(only, "cr-m");
   int do_e = !only || !strcmp(only, "cc-e");
+  int do_j = !only || !strcmp(only, "jac");
   ce_arena *arena = ce_arena_create(1 << 20);
   double *t = malloc(sizeof(double) * (size_t)runs), *tc = malloc(sizeof(double) * (size_t)runs);
   printf("bench_contact: spheres R = 0.1 m, centres 0.18 m apart, %d timed runs per case\n", runs);
@@ -265,7 +311,7 @@ int main(int argc, char **argv) {
     double b0 = cpu_us();
     ce_geometry *c1 = sphere(CE_COMPLIANT, hints[h]);
     double b1 = cpu_us();
-    ce_geometry *c2 = (do_cc || do_v || do_g || do_x || do_e) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
+    ce_geometry *c2 = (do_cc || do_v || do_g || do_x || do_e || do_j) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
     double b2 = cpu_us();
     ce_geometry *r1 = do_cr ? sphere(CE_RIGID, hints[h]) : NULL;
     double b3 = cpu_us();
@@ -290,6 +336,9 @@ int main(int argc, char **argv) {
         run_energy("cc-e", hints[h], c1, c2, 0, runs, arena, t, tc);
         run_energy("cc-ge", hints[h], c1, c2, 1, runs, arena, t, tc);
       }
+      if (do_j) run_jacobian("cc", hints[h], c1, c2, 0, runs, arena, t, tc);
+      if (do_j) run_jacobian("cc-g", hints[h], c1, c2, 2, runs, arena, t, tc);
+      if (do_j) run_jacobian("cc-v", hints[h], c1, c2, 1, runs, arena, t, tc);
     }
     if (c1 && r1) run_contact("cr", hints[h], c1, r1, 0, runs, arena, t, tc);
     ce_geometry *rm = do_crm ? rigid_parts(hints[h]) : NULL;

@@ -671,3 +671,20 @@ int cc_stream_close(cc_client *c, uint64_t stream_id, Contactd__V1__CloseStreamR
   else cc_free(m2);
   return 0;
 }
+
+int cc_pair_jacobian(const Contactd__V1__PairResult *r, double out[4][36], const char **why) {
+  const Contactd__V1__WrenchJacobian *j = r ? r->jacobian : NULL;
+  if (!j) {
+    if (why) *why = "not requested";
+    return -1;
+  }
+  const double *m[4] = {j->d_pose_a, j->d_pose_b, j->d_velocity_a, j->d_velocity_b};
+  const size_t n[4] = {j->n_d_pose_a, j->n_d_pose_b, j->n_d_velocity_a, j->n_d_velocity_b};
+  for (int k = 0; k < 4; k++)
+    if (n[k] != 36) {
+      if (why) *why = j->unavailable && j->unavailable[0] ? j->unavailable : "incomplete Jacobian";
+      return -1;
+    }
+  for (int k = 0; k < 4; k++) memcpy(out[k], m[k], sizeof out[k]);
+  return 0;
+}

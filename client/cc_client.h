@@ -238,6 +238,14 @@ int cc_query_bodies(cc_client *c, const cc_body *bodies, size_t n, const uint32_
                     size_t npairs, const Contactd__V1__QueryOptions *opt,
                     Contactd__V1__ContactReply **out, cc_error *err);
 
+/* The wrench Jacobians of a result queried with QueryOptions.want_jacobian
+ * (proto/contactd.proto, WrenchJacobian, documents the convention): copies
+ * d_pose_a, d_pose_b, d_velocity_a, d_velocity_b (36 row-major values
+ * each) into out[0..3] and returns 0; returns -1 with *why (may be NULL)
+ * set to the server's reason, or to "not requested", when the result has
+ * none. */
+int cc_pair_jacobian(const Contactd__V1__PairResult *r, double out[4][36], const char **why);
+
 /* OpenStream over plain bodies/pairs (as cc_query_bodies). */
 int cc_stream_open_bodies(cc_client *c, const cc_body *bodies, size_t n, const uint32_t (*pairs)[2],
                           size_t npairs, const Contactd__V1__QueryOptions *opt, int latest_only,

@@ -98,6 +98,7 @@ static const char *const REGISTER_HELP =
 
 static const char *const QUERY_HELP =
     "usage: contactctl query SCENE.json|- [--json] [--detail wrench|patches|surface] [--energy]\n"
+    "                         [--jacobian]\n"
     "\n"
     "Register the scene's geometries, compute contact for its bodies and pairs, and\n"
     "print per pair: status, area, the wrench on A (about A's origin), the net\n"
@@ -106,7 +107,10 @@ static const char *const QUERY_HELP =
     "\n"
     "  --json          print the results as JSON\n"
     "  --detail LEVEL  override the scene's options.detail\n"
-    "  --energy        also the strain energy of each pair and patch (J)\n";
+    "  --energy        also the strain energy of each pair and patch (J)\n"
+    "  --jacobian      also the wrench Jacobians: d wrench_a / d (pose, velocity) of\n"
+    "                  A and of B, four 6x6 matrices (rows torque, force; columns\n"
+    "                  rotation, translation or angular, linear velocity; world frame)\n";
 
 static const char *const STREAM_HELP =
     "usage: contactctl stream SCENE.json|- [--rate HZ] [--count N] [--latest] [--json]\n"
@@ -324,6 +328,35 @@ static void add_energy(cJSON *o, const Contactd__V1__PairResult *r) {
     cJSON_AddNumberToObject(cJSON_GetArrayItem(ps, (int)i), "strain_energy", r->patches[i]->strain_energy);
 }
 
+/* A WrenchJacobian: four 6x6 matrices as arrays of rows, or the reason it
+ * is unavailable. */
+static const char *const JAC_NAMES[4] = {"d_pose_a", "d_pose_b", "d_velocity_a", "d_velocity_b"};
+
+static void jac_mats(const Contactd__V1__WrenchJacobian *j, const double *m[4], size_t n[4]) {
+  m[0] = j->d_pose_a;
+  n[0] = j->n_d_pose_a;
+  m[1] = j->d_pose_b;
+  n[1] = j->n_d_pose_b;
+  m[2] = j->d_velocity_a;
+  n[2] = j->n_d_velocity_a;
+  m[3] = j->d_velocity_b;
+  n[3] = j->n_d_velocity_b;
+}
+
+static cJSON *jjacobian(const Contactd__V1__WrenchJacobian *j) {
+  cJSON *o = cJSON_CreateObject();
+  if (j->unavailable && j->unavailable[0]) cJSON_AddStringToObject(o, "unavailable", j->unavailable);
+  const double *m[4];
+  size_t n[4];
+  jac_mats(j, m, n);
+  for (int k = 0; k < 4; k++) {
+    if (n[k] != 36) continue;
+    cJSON *rows = cJSON_AddArrayToObject(o, JAC_NAMES[k]);
+    for (int i = 0; i < 6; i++) cJSON_AddItemToArray(rows, cJSON_CreateDoubleArray(m[k] + 6 * i, 6));
+  }
+  return o;
+}
+
 static cJSON *jpair(const cc_scene *s, const Contactd__V1__PairResult *r) {
   char sb[64];
   cJSON *o = cJSON_CreateObject();
@@ -364,6 +397,7 @@ static cJSON *jpair(const cc_scene *s, const Contactd__V1__PairResult *r) {
     cJSON_AddItemToObject(e, "normal", jvec(r->penetration->normal));
   }
   if (r->energy != CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_UNSPECIFIED) add_energy(o, r);
+  if (r->jacobian) cJSON_AddItemToObject(o, "jacobian", jjacobian(r->jacobian));
   cJSON_AddNumberToObject(o, "faces", r->total ? r->total->faces : 0);
   cJSON_AddNumberToObject(o, "compute_time_us", (double)r->compute_time_us);
   return o;
@@ -877,6 +911,27 @@ static void print_vec(const Contactd__V1__Vec3 *v) {
   printf("(%11.4e, %11.4e, %11.4e)", v ? v->x : 0, v ? v->y : 0, v ? v->z : 0);
 }
 
+/* The four matrices, rows (torque x, y, z, force x, y, z). */
+static void print_jacobian(const Contactd__V1__WrenchJacobian *j) {
+  if (j->unavailable && j->unavailable[0]) {
+    printf("  jacobian unavailable: %s\n", j->unavailable);
+    return;
+  }
+  static const char *const cols[2] = {"rx, ry, rz [rad], px, py, pz [m]", "wx, wy, wz [rad/s], vx, vy, vz [m/s]"};
+  const double *m[4];
+  size_t n[4];
+  jac_mats(j, m, n);
+  for (int k = 0; k < 4; k++) {
+    if (n[k] != 36) continue;
+    printf("  %s  (rows tx, ty, tz [N m], fx, fy, fz [N]; columns %s)\n", JAC_NAMES[k], cols[k / 2]);
+    for (int i = 0; i < 6; i++) {
+      printf("   ");
+      for (int c = 0; c < 6; c++) printf(" %12.5e", m[k][6 * i + c]);
+      printf("\n");
+    }
+  }
+}
+
 static void print_table(const cc_scene *s, const Contactd__V1__ContactReply *rep, double rtt) {
   char sb[64];
   for (size_t i = 0; i < rep->n_results; i++) {
@@ -915,6 +970,7 @@ static void print_table(const cc_scene *s, const Contactd__V1__ContactReply *rep
     }
     if (r->n_point_contacts)
       printf("  %zu point contacts (%d faces excluded)\n", r->n_point_contacts, r->points_excluded);
+    if (r->jacobian) print_jacobian(r->jacobian);
   }
   printf("%zu pairs, server %llu us, round trip %.3f ms\n", rep->n_results,
          (unsigned long long)rep->compute_time_us, rtt * 1e3);
@@ -991,7 +1047,7 @@ static int parse_detail(const char *v, int *d) {
 
 static int cmd_query(int argc, char **argv, common *co) {
   const char *path = NULL;
-  int detail = -1, energy = 0;
+  int detail = -1, energy = 0, jacobian = 0;
   for (int i = 0; i < argc; i++) {
     int r = common_flag(argc, argv, &i, co);
     if (r < 0) return -r;
@@ -1008,6 +1064,10 @@ static int cmd_query(int argc, char **argv, common *co) {
       energy = 1;
       continue;
     }
+    if (strcmp(argv[i], "--jacobian") == 0) {
+      jacobian = 1;
+      continue;
+    }
     if ((argv[i][0] != '-' || strcmp(argv[i], "-") == 0) && !path) {
       path = argv[i];
       continue;
@@ -1021,6 +1081,7 @@ static int cmd_query(int argc, char **argv, common *co) {
   if (rc) return rc;
   if (detail >= 0) s.options.detail = (Contactd__V1__Detail)detail;
   if (energy) s.options.want_energy = 1;
+  if (jacobian) s.options.want_jacobian = 1;
   cc_scene_msgs m;
   if (cc_scene_msgs_build(&s, NULL, NULL, 0, &m)) {
     fprintf(stderr, "contactctl: out of memory\n");

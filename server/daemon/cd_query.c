@@ -219,6 +219,7 @@ int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qo
       return cd_status_set(st, CD_INVALID, f, "unknown detail %d", (int)o->detail);
   }
   out->ce.want_points = o->point_contacts ? 1 : 0;
+  out->ce.want_jacobian = o->want_jacobian ? 1 : 0;
   if (!isfinite(o->stiction_tolerance)) {
     snprintf(f, sizeof f, "%s.stictionTolerance", field);
     return cd_status_set(st, CD_INVALID, f, "must be finite (got %g)", o->stiction_tolerance);
@@ -392,6 +393,29 @@ static int want_patches(const ce_result *r, const ce_options *o) { return o->wan
 static int want_points(const ce_result *r, const ce_options *o) { return o->want_points && r->npoints > 0; }
 static int has_penetration(const ce_result *r) { return r->model == CE_MODEL_POINT && r->status == CE_CONTACT_POINT; }
 
+static int want_jacobian(const ce_result *r, const ce_options *o) {
+  return o->want_jacobian && r->jacobian_status != CE_JACOBIAN_NOT_REQUESTED;
+}
+
+/* The four matrices (36 values each), or only the reason they are missing. */
+static Contactd__V1__WrenchJacobian *jacobian(cd_budget *a, const ce_result *r) {
+  Contactd__V1__WrenchJacobian *m = NEW(a, Contactd__V1__WrenchJacobian, CONTACTD__V1__WRENCH_JACOBIAN__INIT);
+  if (!m) return NULL;
+  if (r->jacobian_status != CE_JACOBIAN_OK || !r->jacobian) {
+    const char *why = r->jacobian_note ? r->jacobian_note : "no Jacobian for this pair";
+    m->unavailable = adup(a, why, strlen(why) + 1);
+    return m->unavailable ? m : NULL;
+  }
+  const ce_jacobian *J = r->jacobian;
+  m->n_d_pose_a = m->n_d_pose_b = m->n_d_velocity_a = m->n_d_velocity_b = 36;
+  m->d_pose_a = adup(a, J->d_pose_a, sizeof J->d_pose_a);
+  m->d_pose_b = adup(a, J->d_pose_b, sizeof J->d_pose_b);
+  m->d_velocity_a = adup(a, J->d_velocity_a, sizeof J->d_velocity_a);
+  m->d_velocity_b = adup(a, J->d_velocity_b, sizeof J->d_velocity_b);
+  if (!m->d_pose_a || !m->d_pose_b || !m->d_velocity_a || !m->d_velocity_b) return NULL;
+  return m;
+}
+
 static Contactd__V1__Surface *surface(cd_budget *a, const ce_surface *s) {
   Contactd__V1__Surface *m = NEW(a, Contactd__V1__Surface, CONTACTD__V1__SURFACE__INIT);
   if (!m) return NULL;
@@ -429,6 +453,9 @@ size_t cd_reply_estimate(const ce_result *r, const ce_options *o) {
   const size_t pa = CD_RA(sizeof(Contactd__V1__Patch)) + 2 * v3;
   size_t n = CD_RA(sizeof(Contactd__V1__PairResult)) + 3 * wr + v3 + pa + CD_RA(sizeof(Contactd__V1__Material));
   if (has_penetration(r)) n += CD_RA(sizeof(Contactd__V1__Penetration)) + 3 * v3;
+  if (want_jacobian(r, o))
+    n += CD_RA(sizeof(Contactd__V1__WrenchJacobian)) + 4 * CD_RA(36 * sizeof(double)) +
+         CD_RA(r->jacobian_note ? strlen(r->jacobian_note) + 1 : 32);
   if (want_patches(r, o)) n += CD_RA((size_t)r->npatches * sizeof(void *)) + (size_t)r->npatches * pa;
   if (want_surface(r, o)) {
     const ce_surface *s = &r->surface;
@@ -490,6 +517,7 @@ Contactd__V1__PairResult *cd_reply_convert(cd_budget *a, const ce_options *o, ui
       if (!(m->patches[i] = patch(a, &r->patches[i]))) return NULL;
   }
   if (want_surface(r, o) && !(m->surface = surface(a, &r->surface))) return NULL;
+  if (want_jacobian(r, o) && !(m->jacobian = jacobian(a, r))) return NULL;
   if (want_points(r, o)) {
     m->point_contacts = cd_budget_alloc(a, (size_t)r->npoints * sizeof *m->point_contacts);
     if (!m->point_contacts) return NULL;

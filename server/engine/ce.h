@@ -320,6 +320,7 @@ typedef struct ce_options {
   /* Fill result.strain_energy, result.energy and each patch's strain_energy
    * (ce_energy.c). Off: those stay zero and nothing else changes. */
   int want_energy;
+  int want_jacobian; /* fill result.jacobian (see "wrench Jacobians" below) */
 } ce_options;
 
 void ce_options_default(ce_options *o);
@@ -423,6 +424,54 @@ typedef enum {
                                 compliant mesh against a non-convex or open
                                 rigid mesh or a terrain; unsupported pairs */
 } ce_energy_status;
+/* ---- wrench Jacobians ---------------------------------------------------
+ * The derivatives of wrench_a (the wrench on A about A's origin, world
+ * frame) with respect to the bodies' poses and spatial velocities, each a
+ * 6x6 matrix stored row-major (entry [6 i + j] = d row_i / d column_j):
+ *  - rows: (torque x, y, z, force x, y, z) of wrench_a;
+ *  - pose columns of a body: a perturbation (dth, dp) in the world frame,
+ *    ordered (dth x, y, z, dp x, y, z), applied as R <- exp([dth]x) R and
+ *    p <- p + dp (the body turns about its own origin);
+ *  - velocity columns of a body: its (w x, y, z, v x, y, z), world frame,
+ *    v the velocity of its origin (ce_spatial_velocity).
+ * They are the derivatives of what the engine computes (forward-mode
+ * differentiation of the surface construction, its area and quadrature and
+ * the traction law; ce_jacobian.c), not finite differences. Where a
+ * perturbation would change the surface's topology (a vertex crossing an
+ * element face) they are the one-sided derivative of the current topology.
+ * The wrench depends on the poses only through the relative pose, up to the
+ * frame it is expressed in and the point it is taken about, so
+ *   d_pose_b[dp cols] = -d_pose_a[dp cols],
+ *   d_pose_b[dth cols] = S - d_pose_a[dth cols] - d_pose_a[dp cols] [p_B - p_A]x
+ *                        + sum over k = A, B of (d_velocity_k[w cols] [w_k]x
+ *                                              + d_velocity_k[v cols] [v_k]x),
+ * S = (-[torque]x; -[force]x): a common rotation turns the wrench, and the
+ * velocities (world-frame vectors) must turn with the bodies for the
+ * motion to be a change of frame ([u]x is the cross-product matrix,
+ * [u]x v = u x v). The velocities: d_velocity_b[v cols] =
+ * -d_velocity_a[v cols], d_velocity_b[w cols] = -d_velocity_a[w cols] -
+ * d_velocity_a[v cols] [p_B - p_A]x (only the relative motion counts).
+ * Worked example: a compliant sphere A (modulus E, radius R, centre at
+ * height R - x above a rigid half space B, the world's z = 0 plane) is
+ * pushed up by fz(x) = pi E (x^2 - 2 x^3 / (3R)) (the field p = E (R - r)/R
+ * integrated over the disc the plane cuts); raising A lowers x, so the
+ * normal stiffness entry d_pose_a[6 * 5 + 5] (d fz / d pz of A) is
+ * -dfz/dx = -2 pi E x (1 - x/R) (a tessellated sphere: the derivative of
+ * its own fz(x), close to this), and d_pose_b[6 * 5 + 5] is its negative.
+ * Available for every hydroelastic pair in the polygon representation (all
+ * zero when the bodies are apart); unavailable, with jacobian_note saying
+ * why, for the point-contact model, the triangle representation and a
+ * surface with a corner on fewer than two independent element planes. */
+typedef struct ce_jacobian {
+  double d_pose_a[36], d_pose_b[36];
+  double d_velocity_a[36], d_velocity_b[36];
+} ce_jacobian;
+
+typedef enum {
+  CE_JACOBIAN_NOT_REQUESTED = 0,
+  CE_JACOBIAN_OK = 1,          /* result.jacobian holds the four matrices */
+  CE_JACOBIAN_UNAVAILABLE = 2, /* none for this pair: jacobian_note says why */
+} ce_jacobian_status;
 
 typedef struct ce_result {
   ce_contact_status status;
@@ -453,6 +502,11 @@ typedef struct ce_result {
    * was obtained; zero and CE_ENERGY_NONE unless options.want_energy. */
   double strain_energy;
   ce_energy_status energy;
+  /* Filled when options.want_jacobian (arena memory; NULL otherwise or
+   * when unavailable). */
+  ce_jacobian_status jacobian_status;
+  ce_jacobian *jacobian;
+  const char *jacobian_note;   /* static text: why it is unavailable */
 } ce_result;
 
 /* Compute the contact between bodies a and b. All result arrays live in

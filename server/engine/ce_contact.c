@@ -87,6 +87,29 @@ static pair_kind classify(const ce_geometry *a, const ce_geometry *b, int *m_is_
   return PAIR_UNSUPPORTED;
 }
 
+/* The wrench Jacobians of a hydroelastic result (ce_jacobian.c). */
+static ce_errno jacobian(pair_kind kind, int m_is_a, const ce_body *a, const ce_body *b, const ce_options *opt,
+                         double vs, ce_arena *arena, ce_result *r) {
+  ce_jac_input in;
+  memset(&in, 0, sizeof in);
+  in.s = &r->surface;
+  in.a = a;
+  in.b = b;
+  in.m_is_a = m_is_a;
+  in.d = r->combined_material.dissipation;
+  in.mu = r->combined_material.friction;
+  in.vs = vs;
+  switch (kind) {
+    case PAIR_TET_TET: in.kind = CE_JAC_TET_TET; break;
+    case PAIR_TET_TRI: in.kind = CE_JAC_TET_TRI; break;
+    case PAIR_TET_HALFSPACE: in.kind = CE_JAC_TET_HALFSPACE; break;
+    case PAIR_HALFSPACE_TRI: in.kind = CE_JAC_HALFSPACE_TRI; break;
+    case PAIR_TET_TERRAIN: in.kind = CE_JAC_TET_TERRAIN; break;
+    default: return CE_EUNSUPPORTED;
+  }
+  return ce_jacobian_hydro(&in, opt->representation, arena, r);
+}
+
 static ce_errno contact(const ce_body *a, const ce_body *b, const ce_options *opt, ce_arena *arena, ce_result *r,
                         ce_error *err) {
   ce_options defaults;
@@ -165,6 +188,7 @@ static ce_errno contact(const ce_body *a, const ce_body *b, const ce_options *op
 
   ce_face_forces ff = {NULL, NULL};
   if ((e = ce_wrench_compute(&r->surface, a, b, &r->combined_material, vs, &pm, arena, r, &ff)) != CE_OK) goto fail;
+  if (opt->want_jacobian && (e = jacobian(kind, m_is_a, a, b, opt, vs, arena, r)) != CE_OK) goto fail;
   if (opt->want_points && (e = ce_points_compute(&r->surface, arena, r)) != CE_OK) goto fail;
   if (opt->want_patches && (e = ce_patches_compute(&r->surface, ga, gb, &ff, arena, r)) != CE_OK) goto fail;
   if (opt->want_energy &&
@@ -200,6 +224,18 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt, c
   ce_errno e = contact(a, b, opt, arena, r, err);
   if (e != CE_OK) return e;
   energy_status(opt, r);
+  if (opt && opt->want_jacobian && r->jacobian_status == CE_JACOBIAN_NOT_REQUESTED) {
+    if (r->status == CE_CONTACT_NONE) { /* apart: the wrench is zero nearby */
+      r->jacobian = ce_arena_calloc(arena, 1, sizeof *r->jacobian);
+      if (!r->jacobian) return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");
+      r->jacobian_status = CE_JACOBIAN_OK;
+    } else {
+      r->jacobian_status = CE_JACOBIAN_UNAVAILABLE;
+      r->jacobian_note = r->status == CE_CONTACT_POINT
+                             ? "wrench Jacobians are not implemented for the point-contact model"
+                             : "the pair has no contact model";
+    }
+  }
   /* Finite inputs can still overflow: a dissipation of 1e300 s/m at 1e300
    * m/s gave a force of (nan, nan, inf). Such a result is an error, not an
    * answer. */

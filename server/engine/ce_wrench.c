@@ -515,3 +515,7 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
   r->total.point = fn_total > 0 ? ce_axpy(C, 1.0 / fn_total, fnr_total) : C;
   return CE_OK;
 }
+
+int32_t ce_wrench_corners(const ce_vec3 *v, const int32_t *ids, int32_t m, int32_t *out) {
+  return corners(v, ids, m, out);
+}

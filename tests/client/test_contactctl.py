@@ -185,6 +185,19 @@ class ContactctlTest(unittest.TestCase):
         self.assertRegex(out, r"patch 0 ")
         self.assertRegex(out, r"1 pairs, server \d+ us, round trip")
 
+    def test_query_jacobian(self):
+        out = self.ok("query", SCENE, "--jacobian")
+        for name in ("d_pose_a", "d_pose_b", "d_velocity_a", "d_velocity_b"):
+            self.assertIn("  %s  (rows tx, ty, tz" % name, out)
+        j = json.loads(self.ok("query", "-", "--json", "--jacobian", stdin=json.dumps(SIMPLE)))
+        jac = j["pairs"][0]["jacobian"]
+        for name in ("d_pose_a", "d_pose_b", "d_velocity_a", "d_velocity_b"):
+            self.assertEqual([len(r) for r in jac[name]], [6] * 6)
+        kz = jac["d_pose_a"][5][5]
+        self.assertLess(kz, 0)
+        self.assertAlmostEqual(jac["d_pose_b"][5][5], -kz, delta=1e-9 * abs(kz))
+        self.assertNotIn("jacobian", json.loads(self.ok("query", "-", "--json", stdin=json.dumps(SIMPLE)))["pairs"][0])
+
     def test_query_json_from_stdin(self):
         j = json.loads(self.ok("query", "-", "--json", stdin=json.dumps(SIMPLE)))
         p = j["pairs"][0]

@@ -136,6 +136,24 @@ class PythonClientTest(unittest.TestCase):
         off = self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0]
         self.assertEqual((off.energy, off.strain_energy), ("unspecified", 0.0))
         self.assertEqual(off.force_a, p.force_a)
+    def test_query_jacobian(self):
+        res = self.c.query(self.bodies(), pairs=[(1, 2)], jacobian=True)
+        j = res.pairs[0].jacobian
+        self.assertIsNotNone(j)
+        self.assertEqual(j.unavailable, "")
+        rows = [list(r) for r in j.d_pose_a]
+        self.assertEqual((len(rows), len(rows[0])), (6, 6))
+        # the normal stiffness against central differences of the served force
+        h = 1e-6
+        up = self.c.query(self.bodies(H + h), pairs=[(1, 2)]).pairs[0].force_a[2]
+        down = self.c.query(self.bodies(H - h), pairs=[(1, 2)]).pairs[0].force_a[2]
+        kz = rows[5][5]
+        self.assertLess(kz, 0)
+        self.assertLess(abs(kz - (up - down) / (2 * h)), 1e-4 * abs(kz))
+        self.assertAlmostEqual(list(j.d_pose_b[5])[5], -kz, delta=1e-9 * abs(kz))
+        for m in (j.d_pose_b, j.d_velocity_a, j.d_velocity_b):
+            self.assertEqual(len(m), 6)
+        self.assertIsNone(self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0].jacobian)
 
     def test_heightfield_flat_terrain_equals_half_space(self):
         # a flat 8 x 8 terrain under the ball: the same force as the rigid half space

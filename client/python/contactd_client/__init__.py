@@ -6,8 +6,9 @@ each message is one Envelope preceded by its varint length, over TCP
 and the module ``contactd_pb2`` generated at build time by
 ``protoc --python_out`` from proto/ (the build puts it in
 ``<build>/proto/python``; add that directory to PYTHONPATH, or set
-CONTACTD_PB2_DIR). numpy is optional: ``Surface.as_numpy()`` uses it when
-present and nothing else needs it.
+CONTACTD_PB2_DIR). numpy is optional: ``Surface.as_numpy()`` uses it, and
+``PairResult.jacobian`` holds numpy arrays when it imports (nested lists
+otherwise); nothing else needs it.
 
     from contactd_client import Client, Body
     with Client("127.0.0.1:7411") as c:
@@ -154,6 +155,40 @@ class Surface:
         return np.asarray(self.vertices, dtype=float).reshape(-1, 3), np.asarray(self.pressure, dtype=float)
 
 
+def _matrix6(xs):
+    """36 row-major values as a 6x6 numpy array when numpy imports, else
+    as nested lists; None when absent."""
+    if len(xs) != 36:
+        return None
+    rows = [[float(x) for x in xs[6 * i:6 * i + 6]] for i in range(6)]
+    try:
+        import numpy as np  # optional dependency
+    except ImportError:
+        return rows
+    return np.array(rows, dtype=float)
+
+
+@dataclass
+class WrenchJacobian:
+    """Derivatives of the wrench on A about A's origin (rows: torque x, y, z,
+    force x, y, z; world frame) with respect to each body's pose (columns:
+    dtheta x, y, z, dp x, y, z in the world frame, R <- exp([dtheta]x) R,
+    p <- p + dp) and spatial velocity (columns: w x, y, z, v x, y, z of the
+    body's origin). Each is 6x6 (numpy when available, else nested lists),
+    None with `unavailable` set when the server has no Jacobian for the pair
+    (proto/contactd.proto, WrenchJacobian)."""
+    d_pose_a: object
+    d_pose_b: object
+    d_velocity_a: object
+    d_velocity_b: object
+    unavailable: str = ""
+
+    @staticmethod
+    def _from(m) -> "WrenchJacobian":
+        return WrenchJacobian(_matrix6(m.d_pose_a), _matrix6(m.d_pose_b), _matrix6(m.d_velocity_a),
+                              _matrix6(m.d_velocity_b), m.unavailable)
+
+
 @dataclass
 class PairResult:
     a: int
@@ -176,6 +211,7 @@ class PairResult:
     # "unavailable"; "unspecified" when not requested): query option energy=True.
     strain_energy: float = 0.0
     energy: str = "unspecified"
+    jacobian: Optional[WrenchJacobian] = None  # when queried with jacobian=True
 
     @staticmethod
     def _from(m) -> "PairResult":
@@ -190,7 +226,8 @@ class PairResult:
             [Patch._from(p) for p in m.patches],
             Surface._from(m.surface) if m.HasField("surface") else None,
             pcs, m.penetration.depth if m.HasField("penetration") else None, m.compute_time_us,
-            m.strain_energy, pb.EnergyStatus.Name(m.energy).replace("ENERGY_STATUS_", "").lower())
+            m.strain_energy, pb.EnergyStatus.Name(m.energy).replace("ENERGY_STATUS_", "").lower(),
+            WrenchJacobian._from(m.jacobian) if m.HasField("jacobian") else None)
 
 
 @dataclass
@@ -261,7 +298,8 @@ _ENUMS = {
 
 
 def _fill_options(m, detail=None, representation=None, point_contacts=False,
-                  stiction_tolerance=None, contact_model=None, energy=False):
+                  stiction_tolerance=None, contact_model=None, energy=False,
+                  jacobian=False):
     for key, val in (("detail", detail), ("representation", representation),
                      ("contact_model", contact_model)):
         if val is not None:
@@ -269,6 +307,7 @@ def _fill_options(m, detail=None, representation=None, point_contacts=False,
             setattr(m, key, enum.Value(prefix + str(val).upper()))
     m.point_contacts = bool(point_contacts)
     m.want_energy = bool(energy)
+    m.want_jacobian = bool(jacobian)
     if stiction_tolerance is not None:
         m.stiction_tolerance = float(stiction_tolerance)
 
@@ -656,7 +695,8 @@ class Client:
         detail ("wrench" | "patches" | "surface"), representation
         ("polygon" | "triangle"), point_contacts, stiction_tolerance,
         contact_model ("hydroelastic" | "point" | ...), energy (strain
-        energy per pair and patch: PairResult.strain_energy)."""
+        energy per pair and patch: PairResult.strain_energy), jacobian (True: each
+        PairResult.jacobian holds the wrench Jacobians)."""
         r = self.call(query_request(bodies, pairs, margin=margin, **options), "contact_reply")
         return QueryResult([PairResult._from(p) for p in r.results], r.compute_time_us, r.candidate_pairs)
 

@@ -1,0 +1,137 @@
+/* test_daemon_jacobian.c — wrench Jacobians over the wire (QueryOptions.
+ * want_jacobian, PairResult.jacobian) against the real contactd: a
+ * compliant sphere pressed into a rigid half space, in protobuf (the normal
+ * stiffness against central differences of the served force and against
+ * the sphere's closed form), in JSON, and on a stream. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cd_test_client.h"
+
+typedef Contactd__V1__Envelope Env;
+
+static tc_daemon D;
+static int fd = -1;
+static void up(void) {
+  tc_start(&D, NULL);
+  fd = tc_connect_tcp(D.port);
+}
+static void down(void) {
+  close(fd);
+  cr_expect_eq(tc_stop(&D), 0);
+}
+TestSuite(jacobian_wire, .init = up, .fini = down, .timeout = 120);
+
+#define R 0.1
+#define E 1e6
+
+/* The pair (sphere at height z, plane) with or without Jacobians. */
+static Env *query(const char *sphere, const char *plane, double z, int jac, uint64_t id) {
+  tc_pair_query q;
+  tc_pair_query_init(&q, id, sphere, z, plane, 0, CONTACTD__V1__DETAIL__DETAIL_WRENCH);
+  q.options.want_jacobian = jac;
+  Env *r = tc_call(fd, &q.env, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "a contact reply");
+  cr_assert_eq(r->contact_reply->n_results, 1);
+  return r;
+}
+
+Test(jacobian_wire, normal_stiffness_of_a_sphere_on_a_plane) {
+  char *s = tc_register_sphere(fd, 1, R, E, 0.02), *p = tc_register_halfspace(fd, 2, 0, 0);
+  cr_assert(s && p);
+  const double z = 0.09, x = R - z, h = 1e-6;
+  Env *r = query(s, p, z, 1, 3);
+  const Contactd__V1__PairResult *pr = r->contact_reply->results[0];
+  cr_assert(pr->jacobian, "the reply carries the Jacobian");
+  const Contactd__V1__WrenchJacobian *j = pr->jacobian;
+  cr_assert_eq(j->n_d_pose_a, 36);
+  cr_assert_eq(j->n_d_pose_b, 36);
+  cr_assert_eq(j->n_d_velocity_a, 36);
+  cr_assert_eq(j->n_d_velocity_b, 36);
+  cr_expect(!j->unavailable || !j->unavailable[0]);
+  const double kz = j->d_pose_a[35];
+  /* central differences of the served force */
+  Env *rp = query(s, p, z + h, 0, 4), *rm = query(s, p, z - h, 0, 5);
+  cr_expect(!rp->contact_reply->results[0]->jacobian, "none unless asked for");
+  const double fd_kz =
+      (rp->contact_reply->results[0]->wrench_a->force->z - rm->contact_reply->results[0]->wrench_a->force->z) /
+      (2 * h);
+  cr_expect(fabs(kz - fd_kz) <= 1e-4 * fabs(fd_kz), "d fz / d pz %.9g vs central differences %.9g", kz, fd_kz);
+  /* the linear-field sphere: fz = pi E (x^2 - 2 x^3 / (3 R)), dfz/dpz = -2 pi E x (1 - x/R) */
+  const double exact = -2 * M_PI * E * x * (1 - x / R);
+  cr_expect(fabs(kz - exact) <= 0.1 * fabs(exact), "d fz / d pz %.6g vs the smooth sphere's %.6g", kz, exact);
+  cr_expect(fabs(j->d_pose_b[35] + kz) <= 1e-9 * fabs(kz), "B's pose: the opposite");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  contactd__v1__envelope__free_unpacked(rp, NULL);
+  contactd__v1__envelope__free_unpacked(rm, NULL);
+
+  /* JSON: the option and the matrices under their proto3 JSON names */
+  int fj = tc_connect_tcp(D.port);
+  char line[1024];
+  snprintf(line, sizeof line,
+           "{\"requestId\":\"7\",\"contactQuery\":{\"bodies\":[{\"bodyId\":1,\"geometryId\":\"%s\",\"pose\":"
+           "{\"position\":{\"z\":%.17g}}},{\"bodyId\":2,\"geometryId\":\"%s\"}],\"pairs\":[{\"a\":1,\"b\":2}],"
+           "\"options\":{\"wantJacobian\":true}}}\n",
+           s, z, p);
+  cr_assert_eq(tc_send_raw(fj, line, strlen(line)), 0);
+  char *l = tc_recv_line(fj, 30000);
+  cr_assert(l, "a JSON reply");
+  cr_expect(strstr(l, "\"jacobian\"") && strstr(l, "\"dPoseA\"") && strstr(l, "\"dVelocityB\""), "%.400s", l);
+  free(l);
+  close(fj);
+  free(s);
+  free(p);
+}
+
+Test(jacobian_wire, streams_accept_the_option) {
+  char *s = tc_register_sphere(fd, 1, R, E, 0.05), *p = tc_register_halfspace(fd, 2, 0, 0);
+  cr_assert(s && p);
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, s, 0, 0, 0.09);
+  tc_body(&b2, &p2, &v2, 2, p, 0, 0, 0);
+  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+  pr.a = 1;
+  pr.b = 2;
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.want_jacobian = 1;
+  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
+  os.n_bodies = 2;
+  os.bodies = bodies;
+  os.n_pairs = 1;
+  os.pairs = prs;
+  os.options = &o;
+  uint64_t sid = tc_open_stream(fd, &os, 10, 10000);
+  cr_assert_neq(sid, 0, "the stream opens");
+  Contactd__V1__Vec3 pos = CONTACTD__V1__VEC3__INIT;
+  pos.z = 0.085;
+  Contactd__V1__Pose pose = CONTACTD__V1__POSE__INIT;
+  pose.position = &pos;
+  Contactd__V1__BodyState bs = CONTACTD__V1__BODY_STATE__INIT, *bsp[1] = {&bs};
+  bs.body_id = 1;
+  bs.pose = &pose;
+  Contactd__V1__StreamUpdate u = CONTACTD__V1__STREAM_UPDATE__INIT;
+  u.stream_id = sid;
+  u.sequence = 1;
+  u.n_bodies = 1;
+  u.bodies = bsp;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 11;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE;
+  e.stream_update = &u;
+  cr_assert_eq(tc_send(fd, &e), 0);
+  Env *r = tc_recv(fd, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT, "a stream result");
+  cr_assert_eq(r->stream_result->n_results, 1);
+  const Contactd__V1__WrenchJacobian *j = r->stream_result->results[0]->jacobian;
+  cr_assert(j && j->n_d_pose_a == 36, "the stream's results carry Jacobians");
+  cr_expect_lt(j->d_pose_a[35], 0.0, "raising the sphere unloads it");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(s);
+  free(p);
+}
