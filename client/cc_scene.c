@@ -523,7 +523,7 @@ int cc_scene_msgs_build(const cc_scene *s, const cc_body *states, const uint32_t
   if (!mm) return -1;
   m->mem = mm;
   size_t n = s->nbodies;
-  const uint32_t(*pairs)[2] = npairs_override ? pairs_override : s->pairs;
+  const uint32_t(*pairs)[2] = npairs_override ? pairs_override : (const uint32_t(*)[2])s->pairs;
   size_t np = npairs_override ? npairs_override : s->npairs;
   int all = npairs_override ? 0 : s->all_pairs;
   mm->b = calloc(n + 1, sizeof *mm->b);
