@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(gcc cmake make pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler
       libcjson-dev libcriterion-dev protobuf-compiler python3-protobuf libccd-dev
-      clang-14 clang libclang-rt-14-dev)
+      clang-14 clang libclang-rt-14-dev python3-venv python3-pip python3-setuptools)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

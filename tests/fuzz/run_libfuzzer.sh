@@ -20,12 +20,14 @@ jobs=${JOBS:-$(nproc)}
 
 CC=clang cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONTACTD_FUZZ=ON \
   -DCONTACTD_BENCH=OFF >/dev/null
-cmake --build "$build" -j"$jobs" --target fuzz_targets contactd_py
+cmake --build "$build" -j"$jobs" --target fuzz_targets
 
 seeds=$build/fuzz-seeds
 rm -rf "$seeds"
-PYTHONPATH=$PWD/client/python CONTACTD_PB2_DIR=$PWD/$build/proto/python \
-  /usr/bin/python3 tests/fuzz/make_corpora.py "$seeds"
+# The request seeds come from the Python client's builders, installed as a
+# user installs it.
+sh tests/common/install_python_client.sh "$build/pyvenv" >/dev/null
+"$build/pyvenv/bin/python" tests/fuzz/make_corpora.py "$seeds"
 
 mkdir -p "$build/fuzz-artifacts"
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
