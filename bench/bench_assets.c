@@ -1,4 +1,4 @@
-/* bench_assets.c — assets (issue 5): parse, tetrahedralise and field time
+/* bench_assets.c — mesh assets: parse, tetrahedralise and field time
  * for a 50k-triangle surface (a torus, major radius 1, minor 0.4, 250 x 100
  * quads split in two) at a few edge lengths; Laplace (PCG) against the
  * distance field. Prints numbers, asserts nothing.

@@ -1,4 +1,4 @@
-/* bench_terrain.c — heightfield terrain (seed 003): registration time of a
+/* bench_terrain.c — heightfield terrain (the DEM terrain paper): registration time of a
  * 4096^2 grid, and the cost of a contact query for a compliant sphere
  * (hydroelastic) and a rigid sphere (point contact) on a 4096^2 grid vs a
  * 64^2 grid holding the same local terrain — it should be the same, since

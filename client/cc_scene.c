@@ -200,6 +200,9 @@ static int parse_enum(const cJSON *o, const char *key, const char *const *names,
   return err_at(err, errlen, "options.%s: expected one of: %s", key, list);
 }
 
+/* v is an integer in [0, 2^32 - 1], so (uint32_t)v is defined and exact. */
+static int is_u32(double v) { return v >= 0 && v <= 4294967295.0 && v == floor(v); }
+
 static int parse_pair(const cc_scene *s, const cJSON *p, const char *path, uint32_t out[2], char *err,
                       size_t errlen) {
   if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2)
@@ -209,8 +212,9 @@ static int parse_pair(const cc_scene *s, const cJSON *p, const char *path, uint3
     int bi = -1;
     if (cJSON_IsString(e)) bi = cc_scene_find_body(s, e->valuestring);
     else if (cJSON_IsNumber(e)) {
+      /* compared as doubles: an id out of uint32 range matches no body */
       for (size_t i = 0; i < s->nbodies; i++)
-        if (s->bodies[i].state.id == (uint32_t)e->valuedouble) bi = (int)i;
+        if ((double)s->bodies[i].state.id == e->valuedouble) bi = (int)i;
     }
     if (bi < 0) return err_at(err, errlen, "%s[%d]: no such body", path, k);
     out[k] = s->bodies[bi].state.id;
@@ -307,6 +311,10 @@ int cc_scene_parse(const char *json, const char *base_dir, cc_scene *s, char *er
       sb->has_filter = 1;
       if (!cJSON_IsObject(flt) || get_num(flt, "group", &gr) < 0 || get_num(flt, "mask", &mk) < 0) {
         err_at(err, errlen, "%s.filter: expected {\"group\": bits, \"mask\": bits}", path);
+        goto out;
+      }
+      if (!is_u32(gr) || !is_u32(mk)) {
+        err_at(err, errlen, "%s.filter.%s: expected an unsigned 32-bit integer", path, is_u32(gr) ? "mask" : "group");
         goto out;
       }
       sb->group = (uint32_t)gr;
@@ -530,7 +538,7 @@ int cc_scene_msgs_build(const cc_scene *s, const cc_body *states, const uint32_t
   if (!mm) return -1;
   m->mem = mm;
   size_t n = s->nbodies;
-  const uint32_t(*pairs)[2] = npairs_override ? pairs_override : s->pairs;
+  const uint32_t(*pairs)[2] = npairs_override ? pairs_override : (const uint32_t(*)[2])s->pairs;
   size_t np = npairs_override ? npairs_override : s->npairs;
   int all = npairs_override ? 0 : s->all_pairs;
   mm->b = calloc(n + 1, sizeof *mm->b);

@@ -19,3 +19,6 @@ for variant in release sanitize; do
   (cd "$dir" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      ctest --output-on-failure -j"$jobs")
 done
+# Coverage-guided fuzz targets (clang, libFuzzer): a short fixed run of each.
+echo "== libFuzzer smoke"
+JOBS=$jobs bash tests/fuzz/run_libfuzzer.sh 20000

@@ -1,12 +1,12 @@
-/* bowl — seed 003's validation as a remote simulator: a compliant ball
- * bounces in the bowl z = 0.2 x^2 + 0.2 y^2, once against the bowl sampled
- * as a digital elevation map at spacing 1 m (a heightField terrain,
+/* bowl — the DEM terrain paper's validation as a remote simulator: a
+ * compliant ball bounces in the bowl z = 0.2 x^2 + 0.2 y^2, once against
+ * the bowl sampled as a digital elevation map at spacing 1 m (a heightField terrain,
  * reconstructed by contactd from smooth local patches) and once against an
  * analytic reference (the same bowl as a fine rigid triangle mesh, spacing
  * --fine). The ball starts with some rotation and is disturbed by a
  * velocity impulse at t = 2.2 s so that it bounces around the whole bowl.
  * Prints the largest difference of the ball's position between the two
- * simulations (seed 003 Fig. 5b: "only minor numerical differences").
+ * simulations (that paper's Fig. 5b: "only minor numerical differences").
  *
  * Ball: radius 0.25 m, 1 kg (solid sphere inertia), modulus 1e5 Pa
  * (static depth ~6 mm), Hunt-Crossley dissipation 0.5 s/m, friction 0.3,

@@ -1,10 +1,10 @@
-/* box_on_plane — issue 7's check of point contact as a remote simulator: a
+/* box_on_plane — a check of point contact as a remote simulator: a
  * rigid box falls onto a rigid plane under gravity and comes to rest; the
  * contact force contactd returns must then equal the weight m g.
  *
  * Two rigid geometries have no hydroelastic contact: the daemon answers the
  * pair with point contact (status POINT, model POINT), fn = k x (1 + d xdot)+
- * (seed 004) with k the combined point stiffness of the two geometries.
+ * (Drake's docs) with k the combined point stiffness of the two geometries.
  * The box (0.1 m cube, 1 kg) starts 1 cm above the plane, upright; only its
  * height is integrated (symplectic Euler, dt = 1e-4 s: sqrt(k/m) dt = 0.03).
  * Each geometry registers point stiffness 2e5 N/m (combined 1e5 N/m: static

@@ -1,4 +1,4 @@
-/* coin — the sliding and spinning coin of seed 001 §V-A as a remote
+/* coin — the sliding and spinning coin of Masterjohn et al. 2022 §V-A as a remote
  * simulator: this program integrates the coin's rigid-body motion and asks
  * contactd for the contact wrench at every stage of every step.
  *

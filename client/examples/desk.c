@@ -1,4 +1,4 @@
-/* desk — pushing a four-legged desk (seed 002 §5.1) as a remote simulator.
+/* desk — pushing a four-legged desk (Xie & Chakraborty, §5.1) as a remote simulator.
  *
  * A square desk (L = 0.5 m, four square feet Ls = 0.06 m at the corners, CM
  * at H = 0.45 m, m = 15 kg, mu = 0.22) slides on the ground under the

@@ -212,8 +212,8 @@ void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job) {
   pthread_mutex_unlock(&p->mu);
   /* Signalled after unlocking: a worker woken while the lock is still held
    * would only block again on the mutex (two more futex calls and a second
-   * wakeup per job: a small query's round trip went from 48 to 29 us with
-   * daemon and client on one core). No wakeup is lost: a worker not yet
+   * wakeup per job, a large share of a small query's round trip when daemon
+   * and client share a core). No wakeup is lost: a worker not yet
    * waiting sees the job when it takes the lock. */
   pthread_cond_signal(&p->cv);
 }

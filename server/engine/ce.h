@@ -198,7 +198,7 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv,
                                          int32_t npieces, const ce_props *props,
                                          ce_geometry **out, ce_error *err);
 
-/* Build a rigid terrain from a digital elevation map (seed 003): heights
+/* Build a rigid terrain from a digital elevation map (the port-based DEM terrain paper): heights
  * z[j * nx + i] (nx * ny float64) at (origin.x + i dx, origin.y + j dy),
  * raised by origin.z, in the geometry frame; material below the surface,
  * outward normal up. The surface is reconstructed on demand from local
@@ -293,11 +293,11 @@ typedef struct ce_body {
 } ce_body;
 
 typedef enum {
-  CE_REPRESENTATION_POLYGON = 0,  /* convex polygons (seed 001) */
+  CE_REPRESENTATION_POLYGON = 0,  /* convex polygons (Masterjohn et al. 2022) */
   CE_REPRESENTATION_TRIANGLE = 1, /* polygons fanned around centroids (000) */
 } ce_representation;
 
-/* Contact model of a query (issue 7, seed 004).
+/* Contact model of a query (Drake's documentation, Modeling Compliant Contact).
  *  HYDROELASTIC_WITH_FALLBACK (default): hydroelastic where a pair has a
  *    hydroelastic model (one side compliant), compliant point contact for
  *    rigid-rigid and every other unsupported pair;
@@ -363,7 +363,7 @@ typedef struct ce_patch {
   double strain_energy;   /* J, when energy is requested (ce_result.energy) */
 } ce_patch;
 
-/* Per-face point-contact approximation (seed 001 section IV). */
+/* Per-face point-contact approximation (Masterjohn et al. 2022, section IV). */
 typedef struct ce_point_contact {
   int32_t face;
   ce_vec3 position; /* face centroid */
@@ -385,7 +385,7 @@ typedef enum {
 
 /* The point-contact answer of a pair (model CE_MODEL_POINT): the minimum
  * translational distance (MTD) between the two (convex) shapes and the
- * force law fn = k x (1 + d xdot)+ of seed 004. Translating A by
+ * force law fn = k x (1 + d xdot)+ of Drake's docs. Translating A by
  * depth * normal makes the shapes touch; then witness_a and witness_b
  * coincide (witness_b = witness_a + depth * normal). */
 typedef struct ce_point_mtd {
@@ -518,13 +518,13 @@ typedef struct ce_result {
 ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt,
                     ce_arena *arena, ce_result *result, ce_error *err);
 
-/* Material combination laws (seed 004). E = INFINITY means rigid. */
+/* Material combination laws (Drake, Modeling Compliant Contact). E = INFINITY means rigid. */
 double ce_combine_modulus(double ea, double eb);
 double ce_combine_dissipation(double ea, double da, double eb, double db);
 double ce_combine_friction(double mua, double mub);
 
 
-/* ---- mesh files and compliant geometry from assets (issue 5) ---------- */
+/* ---- mesh files and compliant geometry from assets -------------------- */
 
 /* Mesh file formats (ce_meshio.c). Parsing works on bytes in memory; the
  * engine never opens files. */

@@ -725,7 +725,7 @@ static ce_errno bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elem
   /* The nodes and their fields are allocated at their final size, not at
    * a bound of 2n shrunk afterwards: with leaves of several elements that
    * bound is 3-6 times the tree and would set the build's peak memory
-   * (README: the memory of builds). */
+   * (docs/architecture.md: builds). */
   const int64_t maxnodes = node_count(nelem, c.leaf_size);
   c.maxnodes = (int32_t)maxnodes;
   /* the tree's share of the build; a tet mesh's boundary hierarchy the rest */

@@ -1,18 +1,18 @@
-/* ce_heightfield.c — terrain from a digital elevation map (seed 003).
+/* ce_heightfield.c — terrain from a digital elevation map (the port-based DEM terrain paper).
  *
  * A heightfield is an nx x ny grid of heights z[j * nx + i] at
  * (origin.x + i dx, origin.y + j dy), plus origin.z, in the geometry frame;
  * the terrain's material lies below the surface and its outward normal
  * points up (+z side), like a half space whose boundary is z = F(x, y).
  *
- * Reconstruction (seed 003 §III). The cell [x_i, x_i+1] x [y_j, y_j+1] holds
+ * Reconstruction (the port-based DEM terrain paper, §III). The cell [x_i, x_i+1] x [y_j, y_j+1] holds
  * the patch f_ij, built from the 4 x 4 samples i-1..i+2, j-1..j+2:
  *  - C1 (§III-A/B): along x, the cubic through z_i, z_i+1 whose end slopes
  *    are the central differences (z_i+1 - z_i-1) / 2dx and
  *    (z_i+2 - z_i) / 2dx; the four such lines j-1..j+2 are then joined along
  *    y by the cubic with the same rule. This is the tensor product of the
  *    1-D rule, i.e. f_ij(x, y) = sum_ab wx_a(s) wy_b(t) z_(i+a, j+b) with
- *    s, t in [0, 1] the position in the cell; the seed's matrix C_ij is this
+ *    s, t in [0, 1] the position in the cell; the paper's matrix C_ij is this
  *    sum written in monomials.
  *  - C2 (§III-C): the quintic with the same values and slopes and the end
  *    second derivatives (z_i+1 - 2 z_i + z_i-1) / dx^2, again as a tensor
@@ -20,7 +20,7 @@
  * Value, slope (and curvature for C2) at a grid line are functions of the
  * samples on that line alone, so both neighbouring patches agree there: the
  * surface is C1 (C2) everywhere. Both rules reproduce quadratics exactly
- * (central differences are exact for them), so the seed's bowl
+ * (central differences are exact for them), so the paper's validation bowl
  * z = 0.2 (x^2 + y^2) comes back exactly.
  *
  * Borders: a patch next to the grid's edge needs a sample outside the grid;

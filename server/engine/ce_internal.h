@@ -111,8 +111,8 @@ typedef struct ce_trimesh {
  * instead of ~650 and a rigid one ~310 per triangle instead of ~500. The
  * surface walk, the hot path of a mesh query, does not read the tet
  * hierarchy, and the seed search's leaf test takes triangles two at a
- * time, so queries did not get slower (bench/README.md, sixteenth
- * session). */
+ * time, so queries are no slower than with the smaller leaves (measured
+ * with bench_contact). */
 #define CE_BVH_TRI_LEAF 8
 #define CE_BVH_TET_LEAF 4
 
@@ -121,7 +121,7 @@ typedef struct ce_trimesh {
  * bytes a vertex, 2 MiB in all); a node with more vertices is fitted a
  * chunk at a time, regathered for each of its three passes, with the same
  * results. The whole root gathered at once was 128 bytes a tet and set the
- * build's peak (README: the memory of builds). With 2^14 slots the extra
+ * build's peak (docs/architecture.md: builds). With 2^14 slots the extra
  * gathers made builds of 204,800 tets ~3% slower; with 2^16, no slower
  * than the noise. */
 #define CE_BVH_GATHER (1 << 16)

@@ -13,7 +13,7 @@
  *  ce_intersect_halfspace_tri  compliant half space M – rigid mesh N: N's
  *                              triangles clipped to M's material z_M <= 0.
  *
- * Gradient rule (seed 000, as Drake): a face is kept only when its normal n
+ * Gradient rule (Elandt et al. 2019, as Drake): a face is kept only when its normal n
  * makes an angle of less than 5 pi/8 with the unit pressure gradient of each
  * compliant side, oriented so that it points into that side: n.gM > cos(5pi/8)
  * for M and -n.gN > cos(5pi/8) for a compliant N. For a rigid N the normal is

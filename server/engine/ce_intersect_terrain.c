@@ -1,4 +1,4 @@
-/* ce_intersect_terrain.c — contact with a heightfield terrain (seed 003).
+/* ce_intersect_terrain.c — contact with a heightfield terrain (the port-based DEM terrain paper).
  *
  * Compliant body M vs terrain N (ce_intersect_tet_terrain). The terrain is
  * rigid, so the contact surface is the part of the terrain's surface inside
@@ -24,7 +24,7 @@
  *     on these triangles (1/24 of the sum over the 3 edges e of e'He), so
  *     the triangles carry no systematic offset on a curved terrain (chords
  *     of a bowl lie above it by ~ kappa s^2 / 12 on average, which was a
- *     0.24 % force bias for a sphere in seed 003's bowl).
+ *     0.24 % force bias for a sphere in that paper's bowl).
  *  3. Each triangle that reaches M's box in height is run down M's BVH
  *     (separating axes: the node box's three axes and the triangle's
  *     normal) and clipped by each candidate tet by the compliant-rigid
@@ -300,7 +300,7 @@ ce_errno ce_intersect_tet_terrain(const ce_geometry *m, const ce_geometry *n, co
  * ce_heightfield_closest), and the force acts at
  * the midpoint of the witnesses (surface point and deepest point of P).
  *
- * Force law (seed 004, as ce_point_contact.c): fn = k x (1 + d xdot)+ with
+ * Force law (Drake's docs, as ce_point_contact.c): fn = k x (1 + d xdot)+ with
  * k = P's point stiffness (the body's, else ce_point_stiffness_default) and
  * d = P's dissipation — the terrain is infinitely stiff, like a half space;
  * friction -mu (2/pi) atan(|vt|/vs) fn vt/|vt|. With several features in

@@ -1,4 +1,4 @@
-/* ce_laplace.c — pressure fields for arbitrary tet meshes (issue 5, seed 000
+/* ce_laplace.c — pressure fields for arbitrary tet meshes (Elandt et al. 2019,
  * section VI-A-2).
  *
  * Laplace field: eps = 0 on the boundary vertices (those of faces that

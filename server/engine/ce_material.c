@@ -1,4 +1,4 @@
-/* ce_material.c — combination laws for a contacting pair (seed 004).
+/* ce_material.c — combination laws for a contacting pair (Drake's documentation, Modeling Compliant Contact).
  * A rigid side has modulus INFINITY. */
 #include <math.h>
 

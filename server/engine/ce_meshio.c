@@ -1,4 +1,4 @@
-/* ce_meshio.c — mesh files from bytes in memory (issue 5): VTK legacy
+/* ce_meshio.c — mesh files from bytes in memory: VTK legacy
  * unstructured grids (ASCII and big-endian BINARY; 4.2 count-prefixed cell
  * lists or 5.1 OFFSETS/CONNECTIVITY), Gmsh MSH 2.2 and 4.1
  * (ASCII and binary; tets), Wavefront OBJ and STL (ASCII and binary) surfaces, with

@@ -1,6 +1,6 @@
 /* ce_mtd.c — minimum translational distance (MTD) between two convex shapes
  * in the world: penetration depth, normal (out of B into A) and witness
- * points (seed 004: "the smallest relative displacement between two volumes
+ * points (Drake's docs: "the smallest relative displacement between two volumes
  * that will take them from intersecting to just touching").
  *
  * Shapes. Primitives use their analytic parameters (geometry->shape_params),

@@ -17,7 +17,7 @@
  * Per patch: face count, area, normal force vector F = sum fn_f n_f (fn_f the
  * integral of the normal traction over face f, from the wrench pass), |F|,
  * and the equivalent contact point — the centre of pressure
- * x* = sum (integral tn x dA) / sum (integral tn dA) (seed 002): the point
+ * x* = sum (integral tn x dA) / sum (integral tn dA) (Xie & Chakraborty): the point
  * about which the normal tractions have no moment component along the
  * normals. Its weights tn are >= 0, so it lies in the convex hull of the
  * patch. A patch with zero normal force uses its area centroid. r->total is

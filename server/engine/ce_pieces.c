@@ -1,6 +1,6 @@
 /* ce_pieces.c — convex decompositions of rigid meshes for point contact
- * (issue 7: "per convex piece if the geometry was registered with a convex
- * decomposition, otherwise the convex hull, and say so in the result").
+ * (per convex piece when the geometry was registered with a convex
+ * decomposition, otherwise by the convex hull, and the result says which).
  *
  * A piece is the convex hull of a point set, built as a rigid
  * CE_SHAPE_CONVEX geometry (ce_build_convex's quickhull, via

@@ -1,5 +1,5 @@
 /* ce_point.c — one compliant point contact per contact-surface face, the
- * velocity-level approximation of seed 001 (Masterjohn et al. 2022, §IV).
+ * velocity-level approximation of Masterjohn et al. 2022 (§IV).
  *
  * For face f with area A, centroid c, normal n (out of B into A) and
  * centroid pressure p0, each compliant side's pressure changes along the

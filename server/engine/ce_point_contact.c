@@ -1,4 +1,4 @@
-/* ce_point_contact.c — compliant point contact (seed 004), the model for
+/* ce_point_contact.c — compliant point contact (Drake's docs), the model for
  * rigid–rigid pairs and the per-pair fallback of ce_contact().
  *
  * From the minimum translational distance (ce_mtd.c): depth x, normal n

@@ -1356,7 +1356,7 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       double zo = 0.5 * L - R * cos(M_PI / fmin(nd, 1e9));
       double slices = zo > 0 ? fmax(1.0, ceil(2.0 * zo / hint - 1e-9)) : 0.0;
       /* rings every ~4h across each cap's radius: the sectors resolve the
-       * angle; a flat end pressed on a plane (the coin of seed 001, the
+       * angle; a flat end pressed on a plane (the coin of Masterjohn et al. 2022, the
        * daemon's coin example, compliant coin at hint R/16: eps at rest
        * 0.598 with fans from centre to rim, 0.6512 with rings every 4h,
        * 0.6519 every 2h, 0.6521 every h, against 0.653) needs only a few,

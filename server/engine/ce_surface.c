@@ -18,7 +18,7 @@
  *    equals the pressure at its area centroid;
  *  - CE_REPRESENTATION_TRIANGLE: every polygon is fanned into n triangles
  *    around one new vertex at its area centroid carrying the centroid
- *    pressure (seed 000, Fig. 5). Neighbouring polygons share their edge
+ *    pressure (Elandt et al. 2019, Fig. 5). Neighbouring polygons share their edge
  *    vertices, so the fanned surface stays continuous; each triangle
  *    inherits the polygon's normal, gradients and source elements.
  * All storage is arena memory (ce_buf growable arrays). */

@@ -1,4 +1,4 @@
-/* ce_tetrahedralize.c — compliant geometry from a closed surface (issue 5).
+/* ce_tetrahedralize.c — compliant geometry from a closed surface.
  *
  * Method (a simplified isosurface stuffing, after Labelle & Shewchuk 2007):
  *  1. The surface must be a closed 2-manifold with outward winding (every

@@ -1,5 +1,5 @@
 /* ce_wrench.c — tractions integrated over the contact surface into the net
- * wrenches on both bodies (seed 000 Eq. 2–3, 7–8; seed 004).
+ * wrenches on both bodies (Elandt et al. 2019, Eq. 2–3, 7–8; Drake's docs).
  *
  * At a surface point x with pressure p and face normal n (out of B into A):
  *   v   = v_A(x) - v_B(x)                       relative velocity of the

@@ -510,3 +510,28 @@ Test(client, ensure_registers_only_what_the_server_lacks) {
   cr_expect_eq(sent, 1, "only the missing one is registered");
   cr_expect_str_neq(idb, "0000000000000000000000000000000000000000000000000000000000000000");
 }
+
+/* Numbers that do not fit their uint32 fields are refused (a filter's bits)
+ * or match nothing (a pair's body id), never converted out of range (found
+ * by the libFuzzer target fuzz_scene under UBSan). */
+Test(client, scene_parse_refuses_numbers_outside_uint32) {
+  cc_scene s;
+  char err[512];
+  const char *g = "{\"geometries\":{\"g\":{\"shape\":\"half-space\",\"rigid\":true}},";
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s\"bodies\":[{\"geometry\":\"g\",\"filter\":{\"group\":1.5e62,\"mask\":3}}]}", g);
+  cr_assert_eq(cc_scene_parse(buf, NULL, &s, err, sizeof err), -1);
+  cr_assert(strstr(err, "bodies[0].filter.group"), "%s", err);
+  snprintf(buf, sizeof buf, "%s\"bodies\":[{\"geometry\":\"g\",\"filter\":{\"group\":1,\"mask\":-1}}]}", g);
+  cr_assert_eq(cc_scene_parse(buf, NULL, &s, err, sizeof err), -1);
+  cr_assert(strstr(err, "bodies[0].filter.mask"), "%s", err);
+  snprintf(buf, sizeof buf, "%s\"bodies\":[{\"geometry\":\"g\"},{\"geometry\":\"g\"}],"
+           "\"pairs\":[[1,4294967298]]}", g);
+  cr_assert_eq(cc_scene_parse(buf, NULL, &s, err, sizeof err), -1);
+  cr_assert(strstr(err, "pairs[0][1]: no such body"), "%s", err);
+  snprintf(buf, sizeof buf, "%s\"bodies\":[{\"geometry\":\"g\",\"filter\":{\"group\":4294967295,\"mask\":0}}]}", g);
+  cr_assert_eq(cc_scene_parse(buf, NULL, &s, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(s.bodies[0].group, 4294967295u);
+  cr_assert_eq(s.bodies[0].mask, 0u);
+  cc_scene_free(&s);
+}

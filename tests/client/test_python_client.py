@@ -205,7 +205,7 @@ class PythonClientTest(unittest.TestCase):
         """The public request builders make Envelopes a caller numbers and
         sends itself: four at once, answered in order, the query's force
         the same as through Client.query."""
-        import contactd_pb2 as pb  # importable once contactd_client is (it puts its directory on the path)
+        from contactd_client import contactd_pb2 as pb  # generated into the package at install
 
         reqs = [cc.hello_request("raw"), cc.register_request("sphere", radius=R, modulus=E, hint=R / 4),
                 cc.query_request(self.bodies(), [(1, 2)], detail="patches"), cc.has_request([self.ball, "0" * 64])]

@@ -11,7 +11,8 @@ same numbers, bit for bit, and that the physics is sane.
 usage: interop_test.py ADDRESS [--pymod DIR]
   ADDRESS  HOST:PORT for TCP, or unix:PATH (or an absolute path) for a Unix
            socket.
-  --pymod  directory holding contactd_pb2.py (default: $CONTACTD_PY_DIR).
+  --pymod  directory holding contactd_pb2.py (default: $CONTACTD_PY_DIR, else
+           the module installed with contactd_client).
 Exit status 0 when every check passes, 1 otherwise (2 on usage errors).
 """
 
@@ -26,18 +27,20 @@ def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("address", help="HOST:PORT, unix:PATH or /abs/path")
     ap.add_argument("--pymod", default=os.environ.get("CONTACTD_PY_DIR"),
-                    help="directory with contactd_pb2.py")
+                    help="directory with contactd_pb2.py (default: the one installed with contactd_client)")
     ap.add_argument("--timeout", type=float, default=20.0, help="socket timeout, s")
     return ap.parse_args()
 
 
 ARGS = parse_args()
-if ARGS.pymod:
-    sys.path.insert(0, ARGS.pymod)
 try:
-    import contactd_pb2 as pb  # noqa: E402
+    if ARGS.pymod:
+        sys.path.insert(0, ARGS.pymod)
+        import contactd_pb2 as pb  # noqa: E402
+    else:
+        from contactd_client import contactd_pb2 as pb  # noqa: E402
 except ImportError as e:
-    sys.stderr.write("interop_test: cannot import contactd_pb2 (%s); pass --pymod\n" % e)
+    sys.stderr.write("interop_test: cannot import contactd_pb2 (%s); install client/python or pass --pymod\n" % e)
     sys.exit(2)
 from google.protobuf import json_format  # noqa: E402
 

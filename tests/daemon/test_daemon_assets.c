@@ -335,7 +335,7 @@ Test(daemon_assets, compliant_torus_from_obj_against_rigid_peg, .init = up, .fin
   close(fd);
 }
 
-/* Issue 7 through the wire: a mixed scene answers every pair with the model
+/* Contact models through the wire: a mixed scene answers every pair with the model
  * that produced it (proto HYDROELASTIC_WITH_FALLBACK = 3 is the engine's 0). */
 Test(daemon_assets, mixed_scene_every_pair_has_its_model, .init = up, .fini = down) {
   int fd = tc_connect_tcp(D.port);

@@ -135,9 +135,9 @@ static void small_frames(void) {
 }
 
 /* A client sends a whole frame over max_frame_bytes, as clients do. The
- * server answers after reading the length alone, and used to close with
- * the rest of the frame unread: the kernel then sent a reset and the
- * client lost the error (3 times in 10 in the fuzz run). Now the server
+ * server answers after reading the length alone; closing with the rest of
+ * the frame unread would make the kernel send a reset, and the client
+ * would lose the error (3 times in 10 under the fuzzer). So the server
  * shuts its write side and drops input until the client closes (or
  * linger_ms): every round gets the error, then the end of the stream. */
 Test(bad_input, whole_frame_over_the_cap_gets_its_error, .init = small_frames) {
@@ -299,7 +299,7 @@ Test(bad_input, strings_must_be_utf8_and_errors_are) {
   cr_expect_str_eq(r->error->field, "hasGeometry.geometryIds[1]");
   contactd__v1__envelope__free_unpacked(r, NULL);
   /* a body name of 'x' and 30 two-byte characters: the error quotes the
-   * name with a byte limit, which used to cut a character in two */
+   * name with a byte limit, which must not cut a character in two */
   char name[64] = "x";
   for (int i = 0; i < 30; i++) strcat(name, "\xC3\xA9");
   Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};

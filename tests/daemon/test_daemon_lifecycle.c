@@ -227,7 +227,7 @@ static void abort_close(int fd) {
  * build stops at its next progress point, the requester gets UNAVAILABLE,
  * and the process exits 0 within 1.5 s (the builds given last > 3 s). A
  * second connection that joined the same build gets the same answer (its
- * message used to be read from the first requester's freed job). */
+ * message must not be read from the first requester's freed job). */
 static void sigterm_during_build(Env *env) {
   tc_daemon d;
   tc_start(&d, NULL);
@@ -269,8 +269,8 @@ static void sigterm_during_build(Env *env) {
 
 /* SIGTERM during a long surface build (tetrahedralisation, Laplace field):
  * cancelled at its next progress point instead of keeping the process
- * alive until it ends (it used to: the worker was joined after the build,
- * ~5 s later), with the default 30 s grace period. */
+ * alive until it ends (a worker joined after the build would hold the
+ * exit ~5 s), with the default 30 s grace period. */
 Test(lifecycle, sigterm_cancels_a_long_geometry_build) {
   big_sphere b;
   big_sphere_init(&b, 7, 0.006);
@@ -279,8 +279,8 @@ Test(lifecycle, sigterm_cancels_a_long_geometry_build) {
 }
 
 /* A primitive's build has progress points too: SIGTERM stops a compliant
- * ellipsoid of 1,064,960 tets (a build of ~9 s) at the next one, where it
- * used to run to its end before the process could exit. */
+ * ellipsoid of 1,064,960 tets (a build of ~9 s) at the next one, rather
+ * than running to its end before the process can exit. */
 Test(lifecycle, sigterm_cancels_a_long_primitive_build) {
   Contactd__V1__Ellipsoid el = CONTACTD__V1__ELLIPSOID__INIT;
   el.a = 0.3;

@@ -1,5 +1,5 @@
 /* test_daemon_pieces.c — a rigid TriMesh registered with convex pieces
- * (TriMesh.convex_pieces, issue 7) end to end against the real contactd: the
+ * (TriMesh.convex_pieces) end to end against the real contactd: the
  * pieces change the geometry id, the point contact comes from the pieces
  * (Penetration.pieces_b / contacts) instead of the hull (hull_b), and
  * compliant meshes with pieces are INVALID_ARGUMENT with the field path. */

@@ -215,9 +215,9 @@ Test(stream, bad_updates_are_rejected_and_change_nothing) {
 
 /* A CloseStream held back by max_inflight_per_conn behind a running
  * update: the update's reply frees the slots, the held CloseStream is read
- * inside that reply, and the stream used to be freed under the computation
- * that was still finishing (heap use after free, found by fuzzing). Now
- * every reply comes, in order, the close counting the one result. */
+ * inside that reply; the stream must not be freed under the computation
+ * that is still finishing (a heap use after free the fuzzer once found).
+ * Every reply comes, in order, the close counting the one result. */
 Test(stream_held, close_held_behind_a_running_update) {
   const char *path = tc_limits_file("/tmp/contactd-test-stream-held.json", "\"max_inflight_per_conn\": 4");
   const char *extra[] = {"--config", path, NULL};

@@ -1,5 +1,5 @@
 /* test_convex_pieces.c — point contact of a rigid non-convex mesh registered
- * with a convex decomposition (ce_geometry_from_trimesh_pieces, issue 7): an
+ * with a convex decomposition (ce_geometry_from_trimesh_pieces): an
  * L-shaped block [0,2]x[0,1] u [0,1]x[0,2] x [0,1] with its two boxes as
  * pieces, against a small sphere in the L's notch and a half space, compared
  * with the same mesh without pieces (its convex hull). */

@@ -1,4 +1,4 @@
-/* test_heightfield.c — terrain from a height grid (seed 003): registration,
+/* test_heightfield.c — terrain from a height grid (the DEM terrain paper): registration,
  * patch interpolation, continuity across patch borders, the bowl, bounds,
  * closest points, bad grids. */
 #include <criterion/criterion.h>
@@ -107,7 +107,7 @@ Test(heightfield, continuity_across_patch_borders) {
   }
 }
 
-/* Seed 003's validation surface sampled at spacing 1: both reconstructions
+/* The DEM terrain paper's validation surface sampled at spacing 1: both reconstructions
  * reproduce quadratics, so height, normal and curvature match the analytic
  * bowl to rounding everywhere, border patches included. */
 Test(heightfield, bowl_matches_analytic_surface) {

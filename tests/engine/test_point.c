@@ -1,4 +1,4 @@
-/* test_point.c — per-face point contacts (seed 001 §IV) on hand-built
+/* test_point.c — per-face point contacts (Masterjohn et al. 2022, §IV) on hand-built
  * surfaces: the series combination of the gradients, exclusion of faces
  * whose compliant side's gradient does not point into it, k and phi0. */
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* test_point_contact.c — compliant point contact (seed 004) through
+/* test_point_contact.c — compliant point contact (Drake's docs) through
  * ce_contact(): force law, combination rules, friction, wrenches, the model
  * selection of the dispatcher (hydroelastic, point, fallback), Newton's third
  * law, and a rigid box settling on a rigid half space under gravity. */
@@ -306,7 +306,7 @@ Test(point_contact, third_law_random, .init = setup, .fini = teardown) {
  * Euler (dt = 1e-4 s, 6000 steps, rotation included): it settles and the
  * normal force equals m g to 1%; the penetration is half the default
  * allowance, 0.5 mm. (A tilted or sliding box rocks between edges/corners
- * with a single contact point: a known limit of point contact, seed 004.) */
+ * with a single contact point: a known limit of point contact (Drake's docs).) */
 Test(point_contact, box_settles_on_halfspace, .init = setup, .fini = teardown) {
   ce_geometry *bx = rbox(0.1, 0.1, 0.1), *h = rhalf();
   const double m = 1.0, g = 9.81, I = m * (0.01 + 0.01) / 12, dt = 1e-4;

@@ -564,9 +564,9 @@ Test(primitive, bad_dimensions_name_the_field) {
 }
 
 /* Dimensions far outside [CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH],
- * or too far from each other, used to fail on a tet of zero or NaN volume;
- * they now name the dimensions. The limits themselves build, compliant and
- * rigid. */
+ * or too far from each other, would fail on a tet of zero or NaN volume;
+ * they are refused with an error naming the dimensions. The limits
+ * themselves build, compliant and rigid. */
 Test(primitive, dimensions_outside_the_range_name_it) {
   ce_error err = {0};
   cr_assert_eq(try_mesh(shape_sphere(1e-200), CE_COMPLIANT, 1e-201, &err), CE_EINVAL);

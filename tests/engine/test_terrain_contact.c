@@ -31,7 +31,7 @@ static ce_geometry *terrain(const double *z, int nx, int ny, double d, ce_vec3 o
 
 static double bowl(double x, double y) { return 0.2 * (x * x + y * y); }
 
-/* DEM of the bowl on [-n, n]^2 at spacing 1 (seed 003's validation). */
+/* DEM of the bowl on [-n, n]^2 at spacing 1 (the DEM terrain paper's validation). */
 static ce_geometry *bowl_terrain(int n, int cont) {
   int m = 2 * n + 1;
   double *z = malloc((size_t)m * m * sizeof *z);
@@ -116,7 +116,7 @@ Test(terrain_contact, flat_terrain_equals_halfspace, .init = setup, .fini = tear
   ce_geometry_free(s);
 }
 
-/* Seed 003's validation, static: a compliant sphere resting in the bowl
+/* The DEM terrain paper's validation, static: a compliant sphere resting in the bowl
  * z = 0.2 (x^2 + y^2) given as a DEM at spacing 1 and as fine analytic
  * triangle meshes (spacings 0.01 and 0.005, whose chords sit above the bowl
  * by ~ kappa h^2 / 12: their forces converge as h^2, so Richardson's

@@ -73,8 +73,8 @@ build, from the source directory:
 
     cmake -S . -B /tmp/fz-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONTACTD_SANITIZE=ON
     cmake --build /tmp/fz-asan -j"$(nproc)"
-    /usr/bin/python3 tests/fuzz/contactd_fuzz.py --daemon /tmp/fz-asan/server/daemon/contactd \\
-        --pb2-dir /tmp/fz-asan/proto/python --client-dir client/python \\
+    sh tests/common/install_python_client.sh /tmp/fz-venv
+    /tmp/fz-venv/bin/python tests/fuzz/contactd_fuzz.py --daemon /tmp/fz-asan/server/daemon/contactd \\
         --data-dir tests/engine/data --work-dir /tmp/fz-work --minutes 60 [--big]
 
 (the seed is printed; pass --seed to repeat a run; --batches and --minutes
@@ -110,7 +110,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor as FD
 from google.protobuf.message import DecodeError
 
-pb = cc = None  # contactd_pb2 and contactd_client, imported in main() from the given directories
+pb = cc = None  # contactd_pb2 and contactd_client, imported in main() (installed, or from --client-dir and --pb2-dir)
 
 # the health check: a ball of radius R and modulus E at height H above a rigid floor
 R, E, H = 0.05, 1e5, 0.045
@@ -1394,8 +1394,10 @@ class Fuzzer:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--daemon", required=True, help="the contactd binary")
-    ap.add_argument("--pb2-dir", required=True, help="directory of the generated contactd_pb2.py (build/proto/python)")
-    ap.add_argument("--client-dir", required=True, help="directory of the contactd_client package (client/python)")
+    ap.add_argument("--pb2-dir", help="directory of a generated contactd_pb2.py (build/proto/python); "
+                    "default: the one installed with contactd_client")
+    ap.add_argument("--client-dir", help="directory of the contactd_client package (client/python); "
+                    "default: the installed package")
     ap.add_argument("--data-dir", required=True, help="mesh files of the corpus (tests/engine/data)")
     ap.add_argument("--work-dir", required=True, help="config, daemon log, socket and saved findings go here")
     ap.add_argument("--seed", type=int, help="default: random (printed)")
@@ -1414,10 +1416,13 @@ def main():
         ap.error("--conns and --from-batch must be at least 1")
 
     global pb, cc
-    sys.path[:0] = [os.path.abspath(args.client_dir), os.path.abspath(args.pb2_dir)]
-    os.environ["CONTACTD_PB2_DIR"] = os.path.abspath(args.pb2_dir)
-    import contactd_pb2 as pb
+    if args.client_dir:
+        sys.path.insert(0, os.path.abspath(args.client_dir))
+    if args.pb2_dir:
+        sys.path.insert(1 if args.client_dir else 0, os.path.abspath(args.pb2_dir))
+        os.environ["CONTACTD_PB2_DIR"] = os.path.abspath(args.pb2_dir)
     import contactd_client as cc
+    pb = cc.pb
 
     work = os.path.abspath(args.work_dir)
     os.makedirs(work, exist_ok=True)

@@ -3,12 +3,14 @@
 Speaks the wire protocol of proto/contactd.proto (package contactd.v1):
 each message is one Envelope preceded by its varint length, over TCP
 ("host:port") or a Unix socket ("unix:/path"). Uses Debian's python3-protobuf
-and the module ``contactd_pb2`` generated at build time by
-``protoc --python_out`` from proto/ (the build puts it in
-``<build>/proto/python``; add that directory to PYTHONPATH, or set
-CONTACTD_PB2_DIR). numpy is optional: ``Surface.as_numpy()`` uses it, and
-``PairResult.jacobian`` holds numpy arrays when it imports (nested lists
-otherwise); nothing else needs it.
+and the module ``contactd_pb2``, which ``protoc --python_out`` generates from
+proto/contactd.proto when the package is built: ``pip install
+--no-build-isolation ./client/python`` in a venv made with
+``--system-site-packages`` (client/python/README.md). Run from the source
+tree instead, it finds the module in CONTACTD_PB2_DIR or on sys.path (the
+CMake build writes it to ``<build>/proto/python``). numpy is optional:
+``Surface.as_numpy()`` uses it, and ``PairResult.jacobian`` holds numpy
+arrays when it imports (nested lists otherwise); nothing else needs it.
 
     from contactd_client import Client, Body
     with Client("127.0.0.1:7411") as c:
