@@ -19,8 +19,13 @@
 
 
 typedef struct cd_waiter {
+  cd_task task; /* answered on its own loop: first, so the task is the waiter */
   cd_cache_waiter_fn fn;
   void *arg;
+  void *owner;  /* the loop that added it */
+  cd_cache_entry *e;
+  int code;
+  char msg[768];
   struct cd_waiter *next;
 } cd_waiter;
 
@@ -31,7 +36,14 @@ struct cd_cache {
   uint64_t budget;
   uint64_t tick;
   cd_cache_stats st;
+  void *(*current)(void);
+  int (*post)(void *loop, cd_task *t);
 };
+
+void cd_cache_set_exec(cd_cache *c, void *(*current)(void), int (*post)(void *loop, cd_task *t)) {
+  c->current = current;
+  c->post = post;
+}
 
 static size_t bucket_of(const cd_cache *c, const char *id) {
   /* ids are hex SHA-256: the first 16 digits are uniformly distributed. */
@@ -139,6 +151,7 @@ int cd_cache_add_waiter(cd_cache_entry *e, cd_cache_waiter_fn fn, void *arg) {
   if (!w) return -1;
   w->fn = fn;
   w->arg = arg;
+  w->owner = e->cache->current ? e->cache->current() : NULL;
   /* Append, so waiters are answered in arrival order. */
   w->next = NULL;
   cd_waiter **pp = &e->waiters;
@@ -159,6 +172,30 @@ static void evict(cd_cache *c, const cd_cache_entry *keep) {
     c->st.evictions++;
     entry_free(victim);
   }
+}
+
+/* A waiter answered on its own loop (under the protocol lock there). */
+static void run_waiter(cd_task *t) {
+  cd_waiter *w = (cd_waiter *)t;
+  cd_cache_entry *e = w->e;
+  w->fn(w->arg, e, w->code, w->code ? w->msg : NULL);
+  const int code = w->code;
+  free(w);
+  if (!code) cd_cache_unpin(e);
+  else if (--e->remote == 0) entry_free(e);
+}
+
+static int post_waiter(cd_cache *c, cd_waiter *w, cd_cache_entry *e, int code, const char *message) {
+  w->e = e;
+  w->code = code;
+  snprintf(w->msg, sizeof w->msg, "%s", code && message ? message : "");
+  w->task.run = run_waiter;
+  if (code) e->remote++;
+  else e->pins++;
+  if (c->post(w->owner, &w->task) == 0) return 0;
+  if (code) e->remote--;
+  else e->pins--;
+  return -1;
 }
 
 void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t build_us, int code,
@@ -198,15 +235,20 @@ void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t 
   if (code) unlink_entry(c, e);
   e->pins++;
   lru_remove(c, e);
+  void *here = c->current ? c->current() : NULL;
   while (w) {
     cd_waiter *n = w->next;
+    if (w->owner != here && post_waiter(c, w, e, code, message) == 0) {
+      w = n;
+      continue;
+    }
     w->fn(w->arg, e, code, code ? message : NULL);
     free(w);
     w = n;
   }
   e->pins--;
   if (code) {
-    entry_free(e);
+    if (!e->remote) entry_free(e);
   } else {
     lru_touch(c, e);
     evict(c, NULL);

@@ -7,14 +7,17 @@
  * holds more than its byte budget. A registration of content that is being
  * built attaches to the PENDING entry as a waiter: one build, many replies.
  *
- * Loop thread only (workers read the immutable ce_geometry of a pinned
- * entry, never the entry's bookkeeping). */
+ * Under the protocol lock (cd_loop.h): any loop may use it (workers read
+ * the immutable ce_geometry of a pinned entry, never the entry's
+ * bookkeeping). A waiter is answered on the loop that added it (see
+ * cd_cache_set_exec). */
 #ifndef CD_CACHE_H
 #define CD_CACHE_H
 
 #include <stdint.h>
 
 #include "cd_hash.h"
+#include "cd_task.h"
 #include "ce.h"
 
 typedef enum { CD_ENTRY_PENDING = 1, CD_ENTRY_READY = 2 } cd_entry_state;
@@ -44,6 +47,7 @@ struct cd_cache_entry {
   cd_cache_entry *next;  /* hash chain */
   cd_cache_entry *lru_prev, *lru_next; /* eviction list (cd_cache.c) */
   int in_lru;
+  int remote;            /* a failed entry: waiters of other loops not yet answered */
   cd_cache *cache;
 };
 
@@ -54,6 +58,13 @@ typedef struct cd_cache_stats {
 cd_cache *cd_cache_create(uint64_t budget_bytes);
 /* Frees every entry (at shutdown: nothing may still use them). */
 void cd_cache_destroy(cd_cache *c);
+
+/* Where waiters are answered: current() names the calling thread's loop
+ * (recorded when a waiter is added); a waiter added on another loop than
+ * the one completing the entry is handed to its own with post(loop, task),
+ * the entry pinned (or, failed, kept) until it has run. Without it every
+ * waiter is answered in cd_cache_complete. */
+void cd_cache_set_exec(cd_cache *c, void *(*current)(void), int (*post)(void *loop, cd_task *t));
 
 cd_cache_entry *cd_cache_find(cd_cache *c, const char *id);
 /* Create a PENDING entry for id (which must not exist). */

@@ -2,7 +2,8 @@
  * newline-delimited JSON when the first byte is '{'), the in-flight limit,
  * the reorder buffer that makes replies leave in request order even when
  * computed out of order, the output-bytes limit, the idle timer, and the
- * session's geometry references and streams. Loop thread only. */
+ * session's geometry references and streams. On the owning loop's thread,
+ * under the protocol lock (cd_loop.h). */
 #ifndef CD_CONN_H
 #define CD_CONN_H
 
@@ -34,6 +35,7 @@ typedef enum { CD_WIRE_UNKNOWN = 0, CD_WIRE_PROTO, CD_WIRE_JSON } cd_wire;
 
 struct cd_conn {
   cd_server *srv;
+  struct cd_loop *loop; /* the loop that owns it: every handle and callback of it runs there */
   uint64_t id;
   char peer[80];
   union {
@@ -92,9 +94,10 @@ struct cd_conn {
   cd_conn *prev, *next;
 };
 
-/* Accept a new connection on `server_stream` (TCP or pipe). -1 when there
- * was no memory for it: the connection is still pending then. */
-int cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp);
+/* Open an accepted descriptor (TCP or pipe) as a connection of loop l, on
+ * l's thread. -1 when there was no memory for it (the caller closes fd);
+ * while the server drains, fd is closed here. */
+int cd_conn_adopt(struct cd_loop *l, uv_os_sock_t fd, int is_tcp);
 
 /* Reserve the next reply slot (called by the decoder for every frame). */
 uint64_t cd_conn_reserve(cd_conn *c, uint64_t t0_ns);

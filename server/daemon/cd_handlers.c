@@ -545,6 +545,7 @@ static void on_stats(cd_req *r) {
     sr.n_worker_utilisation = (size_t)nw;
     sr.worker_utilisation = u;
   }
+  sr.n_loops = cd_server_loop_stats(s, &r->budget, &sr.loops);
   Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY;
   env.stats_reply = &sr;

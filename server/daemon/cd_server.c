@@ -1,11 +1,13 @@
 /* cd_server.c — listeners, accept, graceful shutdown, metrics rendering. */
 #include "cd_server.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,40 +18,85 @@
 #include "cd_log.h"
 #include "cd_metrics.h"
 
+static void on_tmp_closed(uv_handle_t *h) { free(h); }
+
+/* Accept on loop 0 and hand the descriptor to the least-loaded loop
+ * (cd_loop.c says why a hand-off and not SO_REUSEPORT listeners). */
 static void on_conn(uv_stream_t *ls, int status, int is_tcp) {
   cd_server *s = ls->data;
   if (status < 0) {
     CD_WARN("accept failed", "error=\"%s\"", uv_strerror(status));
     return;
   }
-  if (s->draining) return;
-  if (cd_conn_accept(s, ls, is_tcp) != 0) {
-    CD_WARN("connection refused: out of memory for its state", "listener=%s", is_tcp ? "tcp" : "unix");
-    cd_spare_take(is_tcp ? &s->spare_tcp : &s->spare_unix);
+  cd_lock();
+  if (s->draining) {
+    cd_unlock();
+    return;
   }
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } *tmp = malloc(sizeof *tmp);
+  uv_os_fd_t fd = -1;
+  if (tmp) {
+    if (is_tcp) uv_tcp_init(s->loop, &tmp->tcp);
+    else uv_pipe_init(s->loop, &tmp->pipe, 0);
+    if (uv_accept(ls, (uv_stream_t *)tmp) == 0 && uv_fileno((uv_handle_t *)tmp, &fd) == 0) fd = dup(fd);
+    else fd = -1;
+    uv_close((uv_handle_t *)tmp, on_tmp_closed);
+    if (fd < 0) {
+      cd_unlock();
+      return; /* the peer went away, or no descriptor for the copy */
+    }
+  }
+  cd_loop *l = cd_server_pick_loop(s);
+  if (!tmp || cd_loop_adopt(l, fd, is_tcp) != 0) {
+    CD_WARN("connection refused: out of memory for its state", "listener=%s", is_tcp ? "tcp" : "unix");
+    if (fd >= 0) close(fd);
+    else cd_spare_take(is_tcp ? &s->spare_tcp : &s->spare_unix);
+  } else {
+    l->load++;
+  }
+  cd_unlock();
 }
 
 static void on_tcp_conn(uv_stream_t *ls, int status) { on_conn(ls, status, 1); }
 
 static void on_unix_conn(uv_stream_t *ls, int status) { on_conn(ls, status, 0); }
 
-static void on_signal(uv_signal_t *h, int signum) {
-  cd_server *s = h->data;
-  if (s->draining) {
-    CD_INFO("already shutting down", "signal=%s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
-    return;
-  }
-  cd_server_shutdown(s, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+cd_loop *cd_server_pick_loop(cd_server *s) {
+  cd_loop *best = &s->loops[0];
+  for (int i = 1; i < s->nloops; i++)
+    if (s->loops[i].load < best->load) best = &s->loops[i];
+  return best;
 }
 
+static void on_signal(uv_signal_t *h, int signum) {
+  cd_server *s = h->data;
+  cd_lock();
+  if (s->draining) CD_INFO("already shutting down", "signal=%s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  else cd_server_shutdown(s, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  cd_unlock();
+}
+
+static void run_close(cd_task *t) {
+  cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, close_task));
+  cd_loop_close(l);
+}
+
+/* Loop 0, once every loop's connections are gone: stop the pools (their
+ * remaining completions run on their loops as these close), then close
+ * every loop's own handles; the loops then run out. */
 static void finish(cd_server *s) {
+  if (s->finishing) return;
+  s->finishing = 1;
   /* first: a decoded request's done() may still hand work to the pool */
   if (s->codec) {
     cd_pool_destroy(s->codec);
     s->codec = NULL;
   }
   if (s->pool) {
-    cd_pool_destroy(s->pool); /* runs what is queued, then closes its handle */
+    cd_pool_destroy(s->pool); /* runs what is queued; its completions wait in the loops' sinks */
     s->pool = NULL;
   }
   if (s->metrics) {
@@ -57,11 +104,9 @@ static void finish(cd_server *s) {
     s->metrics = NULL;
   }
   if (!uv_is_closing((uv_handle_t *)&s->drain_timer)) uv_close((uv_handle_t *)&s->drain_timer, NULL);
-  if (!uv_is_closing((uv_handle_t *)&s->mem_pump)) uv_close((uv_handle_t *)&s->mem_pump, NULL);
-  if (!uv_is_closing((uv_handle_t *)&s->mem_sweep)) uv_close((uv_handle_t *)&s->mem_sweep, NULL);
-  /* The workers are joined: this is the only thread. Block further
-   * SIGTERM/SIGINT before closing their handles (which restores the default,
-   * fatal action), so a repeated signal cannot turn a clean exit into 143. */
+  /* The workers are joined. Block further SIGTERM/SIGINT before closing
+   * their handles (which restores the default, fatal action), so a repeated
+   * signal cannot turn a clean exit into 143. */
   sigset_t block;
   sigemptyset(&block);
   sigaddset(&block, SIGTERM);
@@ -69,36 +114,105 @@ static void finish(cd_server *s) {
   pthread_sigmask(SIG_BLOCK, &block, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->sigterm)) uv_close((uv_handle_t *)&s->sigterm, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->sigint)) uv_close((uv_handle_t *)&s->sigint, NULL);
+  for (int i = 1; i < s->nloops; i++) {
+    s->loops[i].close_task.run = run_close;
+    cd_loop_post(&s->loops[i], &s->loops[i].close_task);
+  }
+  if (s->nloops) cd_loop_close(&s->loops[0]);
   CD_INFO("stopped", "requests=%llu pairs=%llu", (unsigned long long)s->stats.requests,
           (unsigned long long)s->stats.pairs);
 }
 
-static void on_drain_timeout(uv_timer_t *t) {
-  cd_server *s = t->data;
-  CD_WARN("shutdown grace period over: closing the remaining connections", "grace_s=%g",
-          s->cfg.shutdown_grace_s);
+static void run_finish(cd_task *t) {
+  cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, drain_task));
+  finish(l->srv);
+}
+
+/* Every loop's connections gone while draining: finish on loop 0. */
+static void maybe_finish_all(cd_server *s) {
+  if (!s->draining || s->finishing || s->stats.connections) return;
+  for (int i = 0; i < s->nloops; i++)
+    if (s->loops[i].load) return; /* a connection on its way to a loop */
+  cd_loop *l0 = &s->loops[0];
+  if (cd_loop_current() == l0 || !cd_loop_current()) {
+    finish(s);
+  } else if (!s->finish_posted) { /* once: a task is in one inbox at a time */
+    s->finish_posted = 1;
+    l0->drain_task.run = run_finish; /* loop 0's own drain task ran long ago */
+    cd_loop_post(l0, &l0->drain_task);
+  }
+}
+
+static void run_grace_over(cd_task *t) {
+  cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, grace_task));
   /* cd_conn_close does not unlink (on_handle_closed does, later), so walk the
    * list with a saved next pointer and close every connection still open. */
-  for (cd_conn *c = s->conns, *next; c; c = next) {
+  for (cd_conn *c = l->conns, *next; c; c = next) {
     next = c->next;
     if (!c->closing) cd_conn_close(c, "shutdown grace period over");
   }
 }
 
+static void on_drain_timeout(uv_timer_t *t) {
+  cd_server *s = t->data;
+  cd_lock();
+  CD_WARN("shutdown grace period over: closing the remaining connections", "grace_s=%g",
+          s->cfg.shutdown_grace_s);
+  for (int i = 0; i < s->nloops; i++) {
+    cd_loop *l = &s->loops[i];
+    l->grace_task.run = run_grace_over;
+    if (i == 0) run_grace_over(&l->grace_task);
+    else cd_loop_post(l, &l->grace_task);
+  }
+  cd_unlock();
+}
+
+/* A burst of connections has ended (a quarter of its peak is left): give
+ * the heap's free pages back to the system. The allocator keeps what a
+ * burst freed (in as many arenas as threads allocated from), so without
+ * this the resident set stays at the largest burst's, and creeps up as
+ * later bursts land in other arenas. A few trims per burst, each a walk of
+ * the free lists. */
+static void trim_after_burst(cd_server *s) {
+  if (s->stats.connections > s->conn_peak) s->conn_peak = s->stats.connections;
+  if (s->conn_peak < 64 || s->stats.connections > s->conn_peak / 4) return;
+  malloc_trim(0);
+  s->conn_peak = s->stats.connections;
+}
+
 void cd_server_conn_closed(cd_server *s, cd_conn *c) {
+  cd_loop *l = c->loop;
   if (c->prev) c->prev->next = c->next;
-  else if (s->conns == c) s->conns = c->next;
+  else if (l->conns == c) l->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   c->prev = c->next = NULL;
   s->stats.connections--;
-  if (s->draining && !s->conns) finish(s);
+  l->connections--;
+  l->load--;
+  trim_after_burst(s);
+  maybe_finish_all(s);
+}
+
+void cd_server_check_drained(cd_server *s) { maybe_finish_all(s); }
+
+static void run_drain(cd_task *t) {
+  cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, drain_task));
+  for (cd_conn *c = l->conns, *n; c; c = n) {
+    n = c->next;
+    cd_conn_drain(c);
+  }
+  maybe_finish_all(l->srv);
 }
 
 void cd_server_shutdown(cd_server *s, const char *reason) {
-  if (s->draining) return;
+  cd_lock();
+  if (s->draining) {
+    cd_unlock();
+    return;
+  }
   s->draining = 1;
-  CD_INFO("shutting down: no new connections, finishing in-flight work", "reason=%s connections=%llu", reason,
-          (unsigned long long)s->stats.connections);
+  CD_INFO("shutting down: no new connections, finishing in-flight work", "reason=%s connections=%llu loops=%d",
+          reason, (unsigned long long)s->stats.connections, s->nloops);
   if (s->have_tcp) uv_close((uv_handle_t *)&s->tcp, NULL);
   if (s->have_unix) {
     uv_close((uv_handle_t *)&s->unix_sock, NULL);
@@ -114,11 +228,14 @@ void cd_server_shutdown(cd_server *s, const char *reason) {
   if (s->pool) cd_pool_cancel(s->pool);
   uv_timer_start(&s->drain_timer, on_drain_timeout, (uint64_t)(s->cfg.shutdown_grace_s * 1000), 0);
   uv_unref((uv_handle_t *)&s->drain_timer);
-  for (cd_conn *c = s->conns, *n; c; c = n) {
-    n = c->next;
-    cd_conn_drain(c);
+  /* Each loop drains its own connections (loop 0 now, in this call). */
+  for (int i = 1; i < s->nloops; i++) {
+    s->loops[i].drain_task.run = run_drain;
+    if (cd_loop_post(&s->loops[i], &s->loops[i].drain_task) != 0) continue;
   }
-  if (!s->conns) finish(s);
+  if (s->nloops) run_drain(&s->loops[0].drain_task);
+  else finish(s);
+  cd_unlock();
 }
 
 static int bind_tcp(cd_server *s) {
@@ -172,7 +289,54 @@ static int bind_unix(cd_server *s) {
   return 0;
 }
 
+/* io_threads 0: one loop per four cores, at least one and at most eight
+ * (docs/scaling.md). */
+static int loops_wanted(const cd_config *cfg) {
+  uint64_t n = cfg->limits.io_threads;
+  if (!n) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    n = cores > 0 ? (uint64_t)(cores + 3) / 4 : 1;
+    if (n > 8) n = 8;
+  }
+  return n > 256 ? 256 : (int)n;
+}
+
+/* The cache answers a waiter on the loop that registered it. */
+static void *cache_current(void) { return cd_loop_current(); }
+static int cache_post(void *owner, cd_task *t) { return cd_loop_post(owner, t); }
+
+static int init_loops(cd_server *s, uv_loop_t *loop) {
+  int want = loops_wanted(&s->cfg);
+  s->loops = calloc((size_t)want, sizeof *s->loops);
+  if (!s->loops) return -1;
+  for (int i = 0; i < want; i++) {
+    cd_loop *l = &s->loops[i];
+    if (i > 0 && uv_loop_init(&l->own) != 0) return -1;
+    s->nloops = i + 1;
+    if (cd_loop_init(l, s, i, i == 0 ? loop : &l->own) != 0) return -1;
+  }
+  cd_loop_set_current(&s->loops[0]);
+  return 0;
+}
+
+static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg);
+
+/* SIGTERM and SIGINT reach the main thread only: every thread started here
+ * (workers, loops) inherits a mask that blocks them. Otherwise a repeated
+ * signal after the main thread blocked them for a clean exit (finish) would
+ * take another thread's default, fatal action. */
 int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  int rc = server_init(s, loop, cfg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   memset(s, 0, sizeof *s);
   s->loop = loop;
   s->cfg = *cfg;
@@ -182,24 +346,25 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
    * cd_server_shutdown then finds every handle it closes initialised. */
   uv_timer_init(loop, &s->drain_timer);
   s->drain_timer.data = s;
-  uv_idle_init(loop, &s->mem_pump);
-  s->mem_pump.data = s;
-  uv_timer_init(loop, &s->mem_sweep);
-  s->mem_sweep.data = s;
   uv_signal_init(loop, &s->sigterm);
   uv_signal_init(loop, &s->sigint);
   s->sigterm.data = s->sigint.data = s;
   uv_signal_start(&s->sigterm, on_signal, SIGTERM);
   uv_signal_start(&s->sigint, on_signal, SIGINT);
+  if (init_loops(s, loop) != 0) {
+    CD_ERROR("out of memory at startup", NULL);
+    return -1;
+  }
   s->cache = cd_cache_create(cfg->limits.cache_bytes);
-  s->pool = cd_pool_create(loop, cfg->workers, cfg->limits.worker_arena_bytes);
+  s->pool = cd_pool_create(NULL, cfg->workers, cfg->limits.worker_arena_bytes);
   /* (its scratch arena is never used, so the smallest: decoding allocates
    * from each request's budget, encoding from its own) */
-  s->codec = cd_pool_create(loop, 1, 4096);
+  s->codec = cd_pool_create(NULL, 1, 4096);
   if (!s->cache || !s->pool || !s->codec) {
     CD_ERROR("out of memory at startup", NULL);
     return -1;
   }
+  cd_cache_set_exec(s->cache, cache_current, cache_post);
   uint64_t bw = cfg->limits.build_workers;
   if (bw == 0) bw = cfg->workers > 1 ? (uint64_t)cfg->workers - 1 : 1;
   cd_pool_limit_heavy(s->pool, bw < (uint64_t)cfg->workers ? (int)bw : cfg->workers);
@@ -219,13 +384,47 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
     if (!s->metrics) return -1;
     CD_INFO("metrics listening", "http=%s metrics_port=%d", host, bound);
   }
-  CD_INFO("ready", "workers=%d version=%s", cfg->workers, "contactd.v1");
+  for (int i = 1; i < s->nloops; i++)
+    if (cd_loop_start(&s->loops[i]) != 0) {
+      CD_ERROR("cannot start an event loop thread", "loop=%d", i);
+      return -1;
+    }
+  CD_INFO("ready", "workers=%d io_threads=%d version=%s", cfg->workers, s->nloops, "contactd.v1");
   return 0;
 }
 
 void cd_server_free(cd_server *s) {
+  for (int i = 1; i < s->nloops; i++) {
+    cd_loop *l = &s->loops[i];
+    if (l->started) {
+      cd_loop_join(l);
+    } else { /* startup failed before its thread: run its close here */
+      uv_run(&l->own, UV_RUN_DEFAULT);
+      uv_loop_close(&l->own);
+    }
+  }
+  for (int i = 0; i < s->nloops; i++) cd_loop_free(&s->loops[i]);
+  free(s->loops);
+  s->loops = NULL;
+  s->nloops = 0;
   cd_cache_destroy(s->cache);
   s->cache = NULL;
+}
+
+size_t cd_server_loop_stats(cd_server *s, cd_budget *b, Contactd__V1__LoopStats ***out) {
+  Contactd__V1__LoopStats *ls = cd_budget_calloc(b, (size_t)s->nloops, sizeof *ls);
+  Contactd__V1__LoopStats **lp = cd_budget_calloc(b, (size_t)s->nloops, sizeof *lp);
+  *out = NULL;
+  if (!ls || !lp) return 0;
+  for (int i = 0; i < s->nloops; i++) {
+    contactd__v1__loop_stats__init(&ls[i]);
+    ls[i].connections = s->loops[i].connections;
+    ls[i].connections_total = s->loops[i].connections_total;
+    ls[i].requests = s->loops[i].requests;
+    lp[i] = &ls[i];
+  }
+  *out = lp;
+  return (size_t)s->nloops;
 }
 
 /* ---- metrics ------------------------------------------------------------ */
@@ -248,7 +447,32 @@ static void metric(out *o, const char *name, const char *type, const char *help,
   put(o, "# HELP contactd_%s %s\n# TYPE contactd_%s %s\ncontactd_%s %.17g\n", name, help, name, type, name, v);
 }
 
+static void render_loops(out *o, cd_server *s) {
+  put(o, "# HELP contactd_loop_connections open client connections on each event loop\n"
+         "# TYPE contactd_loop_connections gauge\n");
+  for (int i = 0; i < s->nloops; i++)
+    put(o, "contactd_loop_connections{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].connections);
+  put(o, "# HELP contactd_loop_connections_total connections each event loop has taken\n"
+         "# TYPE contactd_loop_connections_total counter\n");
+  for (int i = 0; i < s->nloops; i++)
+    put(o, "contactd_loop_connections_total{loop=\"%d\"} %llu\n", i,
+        (unsigned long long)s->loops[i].connections_total);
+  put(o, "# HELP contactd_loop_requests_total requests received on each event loop\n"
+         "# TYPE contactd_loop_requests_total counter\n");
+  for (int i = 0; i < s->nloops; i++)
+    put(o, "contactd_loop_requests_total{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].requests);
+}
+
+static size_t render_metrics(cd_server *s, char *buf, size_t cap);
+
 size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
+  cd_lock();
+  size_t n = render_metrics(s, buf, cap);
+  cd_unlock();
+  return n;
+}
+
+static size_t render_metrics(cd_server *s, char *buf, size_t cap) {
   out o = {buf, 0, cap};
   cd_cache_stats cs;
   cd_cache_get_stats(s->cache, &cs);
@@ -259,6 +483,8 @@ size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
   metric(&o, "connections_total", "counter", "connections accepted", (double)st->connections_total);
   metric(&o, "connections_rejected_total", "counter", "connections refused over max_connections",
          (double)st->connections_rejected);
+  metric(&o, "io_threads", "gauge", "event loops serving connections", (double)s->nloops);
+  render_loops(&o, s);
   put(&o, "# HELP contactd_disconnects_total connections closed by the server\n"
           "# TYPE contactd_disconnects_total counter\n"
           "contactd_disconnects_total{reason=\"slow_reader\"} %llu\n"

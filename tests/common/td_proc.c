@@ -59,6 +59,14 @@ int td_start(td_proc *d, const char *bin, const char *const *extra, const char *
   argv[n++] = d->unix_path;
   argv[n++] = "--workers";
   argv[n++] = "2";
+  /* The event loop count the whole suite runs with (ctest runs the daemon
+   * tests with 1 and with 4); a test's own --io-threads comes later and
+   * wins. */
+  const char *io = getenv("CONTACTD_TEST_IO_THREADS");
+  if (io && *io) {
+    argv[n++] = "--io-threads";
+    argv[n++] = io;
+  }
   for (int i = 0; extra && extra[i] && n < 63; i++) argv[n++] = extra[i];
   argv[n] = NULL;
   pid_t pid = fork();
