@@ -3,7 +3,8 @@
 # Idempotent: only missing packages are installed. Needs root (or sudo).
 set -euo pipefail
 PKGS=(gcc cmake make pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler
-      libcjson-dev libcriterion-dev protobuf-compiler python3-protobuf libccd-dev)
+      libcjson-dev libcriterion-dev protobuf-compiler python3-protobuf libccd-dev
+      redis-server redis-tools)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
