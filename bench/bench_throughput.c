@@ -15,6 +15,8 @@
  * Usage: bench_throughput [--daemon PATH] [--io-threads 1,2] [--clients
  * 1,8,32,128,1000] [--seconds 2] [--workers N] [--drivers N] [--scene 1,2]
  * [--redis-server PATH] [--redis-benchmark PATH] [--no-redis]
+ * io_threads 0: the daemon's default, without the flag (so a contactd from
+ * before the flag can be measured the same way).
  * Defaults: contactd next to this binary, io_threads 1..cores, the client
  * counts above, 2 s per cell, workers = cores, drivers = half the cores. */
 #include <arpa/inet.h>
@@ -73,7 +75,10 @@ static void start_daemon(daemon_t *d, int workers, int io_threads) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 2);
-    execl(daemon_path, daemon_path, "--listen", "127.0.0.1:0", "--workers", w, "--io-threads", io, (char *)NULL);
+    if (io_threads > 0)
+      execl(daemon_path, daemon_path, "--listen", "127.0.0.1:0", "--workers", w, "--io-threads", io, (char *)NULL);
+    else /* the daemon's default (also: a contactd from before io_threads) */
+      execl(daemon_path, daemon_path, "--listen", "127.0.0.1:0", "--workers", w, (char *)NULL);
     _exit(127);
   }
   d->port = 0; /* logged: "msg=\"listening\" tcp=127.0.0.1 port=N" */

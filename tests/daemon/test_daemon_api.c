@@ -911,7 +911,8 @@ Test(daemon_api, shutdown_while_a_large_body_decodes, .timeout = 120) {
   e.register_geometry = &rg;
   size_t n;
   uint8_t *f = framed(&e, &n);
-  const char *path = "/tmp/contactd-test-no-grace.json";
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/contactd-test-no-grace.json.%d", (int)getpid());
   FILE *cf = fopen(path, "w");
   fprintf(cf, "{\"shutdown_grace_s\": 0}\n");
   fclose(cf);
