@@ -3,7 +3,7 @@
  * the reorder buffer that makes replies leave in request order even when
  * computed out of order, the output-bytes limit, the idle timer, and the
  * session's geometry references and streams. On the owning loop's thread,
- * under the protocol lock (cd_loop.h). */
+ * without a lock (the exceptions are listed in cd_loop.h). */
 #ifndef CD_CONN_H
 #define CD_CONN_H
 
@@ -46,7 +46,7 @@ struct cd_conn {
   int handles_open;   /* h and idle: closed asynchronously */
   int linked;         /* in the server's list and counted in stats.connections */
   atomic_int cancelled; /* set on close; read by workers: the connection's query jobs stop early */
-  int refs;           /* 1 for the socket + one per request in progress */
+  atomic_int refs;    /* 1 for the socket + one per request in progress (atomic: see cd_conn_ref) */
   int closing;        /* close requested: no more input or replies */
   int eof;            /* peer half-closed: finish, flush, then close */
   int fatal;          /* input cannot go on: close once queued replies flush */

@@ -1,4 +1,4 @@
-/* cd_loop.c — event loop threads, their inboxes and the protocol lock.
+/* cd_loop.c — event loop threads and their inboxes (ownership rules: cd_loop.h).
  *
  * How connections reach a loop: one accepting loop hands each accepted
  * descriptor to the loop with the fewest connections (cd_server.c), which
@@ -20,32 +20,27 @@
 
 #include <stdlib.h>
 #include <unistd.h>
+#if defined(__SANITIZE_THREAD__)
+/* the sanitizer runtime's close() hook (GCC ships no header declaring it) */
+void __sanitizer_syscall_pre_impl_close(long fd);
+#endif
 
 #include "cd_conn.h"
 #include "cd_log.h"
 #include "cd_pool.h"
 #include "cd_server.h"
 
-static pthread_mutex_t g_lock;
-static pthread_once_t g_lock_once = PTHREAD_ONCE_INIT;
 static _Thread_local cd_loop *tls_loop;
 
-static void lock_init(void) {
-  pthread_mutexattr_t a;
-  pthread_mutexattr_init(&a);
-  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-  pthread_mutex_init(&g_lock, &a);
-  pthread_mutexattr_destroy(&a);
-}
-
-void cd_lock(void) {
-  pthread_once(&g_lock_once, lock_init);
-  pthread_mutex_lock(&g_lock);
-}
-
-void cd_unlock(void) { pthread_mutex_unlock(&g_lock); }
-
 cd_loop *cd_loop_current(void) { return tls_loop; }
+
+void cd_loop_fd_closed(int fd) {
+#if defined(__SANITIZE_THREAD__)
+  __sanitizer_syscall_pre_impl_close((long)fd);
+#else
+  (void)fd;
+#endif
+}
 
 void cd_loop_set_current(cd_loop *l) {
   tls_loop = l;
@@ -67,6 +62,7 @@ static void run_adopt(cd_task *t) {
     CD_WARN("connection refused: out of memory for its state", "listener=%s loop=%d", a->is_tcp ? "tcp" : "unix",
             l->index);
     close(a->fd);
+    cd_server_conn_failed(l->srv, l);
   }
   free(a);
 }
@@ -91,14 +87,11 @@ static void on_wake(uv_async_t *h) {
   cd_task *t = l->inbox_head;
   l->inbox_head = l->inbox_tail = NULL;
   pthread_mutex_unlock(&l->mu);
-  if (!t) return;
-  cd_lock();
   while (t) {
     cd_task *next = t->next;
     t->run(t);
     t = next;
   }
-  cd_unlock();
 }
 
 int cd_loop_post(cd_loop *l, cd_task *t) {
@@ -131,7 +124,7 @@ int cd_loop_init(cd_loop *l, cd_server *s, int index, uv_loop_t *uv) {
   l->mem_pump.data = l;
   uv_timer_init(uv, &l->mem_sweep);
   l->mem_sweep.data = l;
-  l->sink = cd_sink_create(uv, cd_lock, cd_unlock);
+  l->sink = cd_sink_create(uv);
   return l->sink ? 0 : -1;
 }
 

@@ -21,7 +21,6 @@ typedef struct worker_slot {
 struct cd_sink {
   uv_async_t async;
   uv_idle_t poller;   /* active while the loop polls for results */
-  void (*lock)(void), (*unlock)(void);
   pthread_mutex_t mu;
   cd_job *head, *tail; /* finished jobs, FIFO */
   uint64_t pending;   /* submitted here, done() not run yet; loop thread only */
@@ -140,14 +139,12 @@ static void drain(cd_sink *s) {
     s->head = s->tail = NULL;
     pthread_mutex_unlock(&s->mu);
     if (!j) return;
-    if (s->lock) s->lock();
     while (j) {
       cd_job *next = j->next;
       if (j->run) s->pending--; /* posted jobs (run == NULL) were never submitted */
       j->done(j);
       j = next;
     }
-    if (s->unlock) s->unlock();
   }
 }
 
@@ -162,11 +159,9 @@ static void on_poll(uv_idle_t *h) {
   else sched_yield();
 }
 
-cd_sink *cd_sink_create(uv_loop_t *loop, void (*lock)(void), void (*unlock)(void)) {
+cd_sink *cd_sink_create(uv_loop_t *loop) {
   cd_sink *s = calloc(1, sizeof *s);
   if (!s) return NULL;
-  s->lock = lock;
-  s->unlock = unlock;
   pthread_mutex_init(&s->mu, NULL);
   uv_async_init(loop, &s->async, on_async);
   s->async.data = s;
@@ -206,7 +201,7 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
     free(p->slots);
     p->slots = NULL;
   }
-  if (p->slots && loop && !(p->home = cd_sink_create(loop, NULL, NULL))) {
+  if (p->slots && loop && !(p->home = cd_sink_create(loop))) {
     for (int i = 0; i < n; i++) ce_arena_destroy(p->slots[i].w.arena);
     free(p->slots);
     p->slots = NULL;

@@ -41,10 +41,10 @@ struct cd_job {
   struct cd_sink *sink;                   /* pool-private: where done() runs */
 };
 
-/* A loop's completion queue. lock/unlock (may be NULL) are held around
- * each done(). Created and closed on the loop's thread. */
+/* A loop's completion queue: each done() runs on its loop's thread, with
+ * no lock held. Created and closed on the loop's thread. */
 typedef struct cd_sink cd_sink;
-cd_sink *cd_sink_create(uv_loop_t *loop, void (*lock)(void), void (*unlock)(void));
+cd_sink *cd_sink_create(uv_loop_t *loop);
 /* Jobs this thread submits (and, on a worker, posts) complete on s. */
 void cd_sink_set_current(cd_sink *s);
 /* Run the done() of every finished job, then close the handles; s is freed

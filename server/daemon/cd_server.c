@@ -28,11 +28,7 @@ static void on_conn(uv_stream_t *ls, int status, int is_tcp) {
     CD_WARN("accept failed", "error=\"%s\"", uv_strerror(status));
     return;
   }
-  cd_lock();
-  if (s->draining) {
-    cd_unlock();
-    return;
-  }
+  if (atomic_load(&s->draining)) return;
   union {
     uv_tcp_t tcp;
     uv_pipe_t pipe;
@@ -44,20 +40,16 @@ static void on_conn(uv_stream_t *ls, int status, int is_tcp) {
     if (uv_accept(ls, (uv_stream_t *)tmp) == 0 && uv_fileno((uv_handle_t *)tmp, &fd) == 0) fd = dup(fd);
     else fd = -1;
     uv_close((uv_handle_t *)tmp, on_tmp_closed);
-    if (fd < 0) {
-      cd_unlock();
-      return; /* the peer went away, or no descriptor for the copy */
-    }
+    if (fd < 0) return; /* the peer went away, or no descriptor for the copy */
   }
   cd_loop *l = cd_server_pick_loop(s);
+  atomic_fetch_add(&l->load, 1); /* before the hand-off: its loop may close it at once */
   if (!tmp || cd_loop_adopt(l, fd, is_tcp) != 0) {
+    atomic_fetch_sub(&l->load, 1);
     CD_WARN("connection refused: out of memory for its state", "listener=%s", is_tcp ? "tcp" : "unix");
     if (fd >= 0) close(fd);
     else cd_spare_take(is_tcp ? &s->spare_tcp : &s->spare_unix);
-  } else {
-    l->load++;
   }
-  cd_unlock();
 }
 
 static void on_tcp_conn(uv_stream_t *ls, int status) { on_conn(ls, status, 1); }
@@ -66,17 +58,21 @@ static void on_unix_conn(uv_stream_t *ls, int status) { on_conn(ls, status, 0); 
 
 cd_loop *cd_server_pick_loop(cd_server *s) {
   cd_loop *best = &s->loops[0];
-  for (int i = 1; i < s->nloops; i++)
-    if (s->loops[i].load < best->load) best = &s->loops[i];
+  uint64_t least = atomic_load_explicit(&best->load, memory_order_relaxed);
+  for (int i = 1; i < s->nloops; i++) {
+    const uint64_t n = atomic_load_explicit(&s->loops[i].load, memory_order_relaxed);
+    if (n < least) {
+      least = n;
+      best = &s->loops[i];
+    }
+  }
   return best;
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
   cd_server *s = h->data;
-  cd_lock();
   if (s->draining) CD_INFO("already shutting down", "signal=%s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
   else cd_server_shutdown(s, signum == SIGTERM ? "SIGTERM" : "SIGINT");
-  cd_unlock();
 }
 
 static void run_close(cd_task *t) {
@@ -88,8 +84,7 @@ static void run_close(cd_task *t) {
  * remaining completions run on their loops as these close), then close
  * every loop's own handles; the loops then run out. */
 static void finish(cd_server *s) {
-  if (s->finishing) return;
-  s->finishing = 1;
+  if (atomic_exchange(&s->finishing, 1)) return;
   /* first: a decoded request's done() may still hand work to the pool */
   if (s->codec) {
     cd_pool_destroy(s->codec);
@@ -136,8 +131,7 @@ static void maybe_finish_all(cd_server *s) {
   cd_loop *l0 = &s->loops[0];
   if (cd_loop_current() == l0 || !cd_loop_current()) {
     finish(s);
-  } else if (!s->finish_posted) { /* once: a task is in one inbox at a time */
-    s->finish_posted = 1;
+  } else if (!atomic_exchange(&s->finish_posted, 1)) { /* once: a task is in one inbox at a time */
     l0->drain_task.run = run_finish; /* loop 0's own drain task ran long ago */
     cd_loop_post(l0, &l0->drain_task);
   }
@@ -155,7 +149,6 @@ static void run_grace_over(cd_task *t) {
 
 static void on_drain_timeout(uv_timer_t *t) {
   cd_server *s = t->data;
-  cd_lock();
   CD_WARN("shutdown grace period over: closing the remaining connections", "grace_s=%g",
           s->cfg.shutdown_grace_s);
   for (int i = 0; i < s->nloops; i++) {
@@ -164,7 +157,6 @@ static void on_drain_timeout(uv_timer_t *t) {
     if (i == 0) run_grace_over(&l->grace_task);
     else cd_loop_post(l, &l->grace_task);
   }
-  cd_unlock();
 }
 
 /* A burst of connections has ended (a quarter of its peak is left): give
@@ -174,10 +166,14 @@ static void on_drain_timeout(uv_timer_t *t) {
  * later bursts land in other arenas. A few trims per burst, each a walk of
  * the free lists. */
 static void trim_after_burst(cd_server *s) {
-  if (s->stats.connections > s->conn_peak) s->conn_peak = s->stats.connections;
-  if (s->conn_peak < 64 || s->stats.connections > s->conn_peak / 4) return;
+  const uint64_t now = atomic_load_explicit(&s->stats.connections, memory_order_relaxed);
+  uint64_t peak = atomic_load_explicit(&s->conn_peak, memory_order_relaxed);
+  while (now > peak && !atomic_compare_exchange_weak(&s->conn_peak, &peak, now)) {
+  }
+  if (peak < 64 || now > peak / 4) return;
+  /* one loop trims per burst's end (the others see the peak lowered) */
+  if (!atomic_compare_exchange_strong(&s->conn_peak, &peak, now)) return;
   malloc_trim(0);
-  s->conn_peak = s->stats.connections;
 }
 
 void cd_server_conn_closed(cd_server *s, cd_conn *c) {
@@ -193,6 +189,11 @@ void cd_server_conn_closed(cd_server *s, cd_conn *c) {
   maybe_finish_all(s);
 }
 
+void cd_server_conn_failed(cd_server *s, cd_loop *l) {
+  l->load--;
+  maybe_finish_all(s);
+}
+
 void cd_server_check_drained(cd_server *s) { maybe_finish_all(s); }
 
 static void run_drain(cd_task *t) {
@@ -205,12 +206,7 @@ static void run_drain(cd_task *t) {
 }
 
 void cd_server_shutdown(cd_server *s, const char *reason) {
-  cd_lock();
-  if (s->draining) {
-    cd_unlock();
-    return;
-  }
-  s->draining = 1;
+  if (atomic_exchange(&s->draining, 1)) return;
   CD_INFO("shutting down: no new connections, finishing in-flight work", "reason=%s connections=%llu loops=%d",
           reason, (unsigned long long)s->stats.connections, s->nloops);
   if (s->have_tcp) uv_close((uv_handle_t *)&s->tcp, NULL);
@@ -235,7 +231,6 @@ void cd_server_shutdown(cd_server *s, const char *reason) {
   }
   if (s->nloops) run_drain(&s->loops[0].drain_task);
   else finish(s);
-  cd_unlock();
 }
 
 static int bind_tcp(cd_server *s) {
@@ -341,6 +336,7 @@ static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   s->loop = loop;
   s->cfg = *cfg;
   cd_stats_init(&s->stats);
+  pthread_mutex_init(&s->mem_mu, NULL);
   cd_json_global_init();
   /* The handles first (none of these allocates): whatever fails below,
    * cd_server_shutdown then finds every handle it closes initialised. */
@@ -409,6 +405,7 @@ void cd_server_free(cd_server *s) {
   s->nloops = 0;
   cd_cache_destroy(s->cache);
   s->cache = NULL;
+  pthread_mutex_destroy(&s->mem_mu);
 }
 
 size_t cd_server_loop_stats(cd_server *s, cd_budget *b, Contactd__V1__LoopStats ***out) {
@@ -463,16 +460,8 @@ static void render_loops(out *o, cd_server *s) {
     put(o, "contactd_loop_requests_total{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].requests);
 }
 
-static size_t render_metrics(cd_server *s, char *buf, size_t cap);
 
 size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
-  cd_lock();
-  size_t n = render_metrics(s, buf, cap);
-  cd_unlock();
-  return n;
-}
-
-static size_t render_metrics(cd_server *s, char *buf, size_t cap) {
   out o = {buf, 0, cap};
   cd_cache_stats cs;
   cd_cache_get_stats(s->cache, &cs);

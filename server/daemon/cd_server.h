@@ -2,7 +2,7 @@
  * TCP and Unix listeners, accept with a connection limit and the hand-off of
  * each connection to a loop, the worker pool, the geometry cache,
  * statistics, the metrics endpoint and graceful shutdown of every loop.
- * Shared fields are under the protocol lock (cd_lock) unless atomic. */
+ * Which thread may touch which field: see the ownership rules in cd_loop.h. */
 #ifndef CD_SERVER_H
 #define CD_SERVER_H
 
@@ -48,15 +48,17 @@ typedef struct cd_server {
    * another's); the timer that, while any connection waits, closes the
    * connections whose admitted frame arrives too slowly (frame_grace_ms,
    * frame_min_rate_bytes). */
-  uint64_t request_bytes, request_bytes_peak;
+  _Atomic uint64_t request_bytes, request_bytes_peak;
+  pthread_mutex_t mem_mu;           /* the queue below and each queued connection's mem_next / mem_waiting */
   cd_conn *mem_wait_head, *mem_wait_tail;
-  uint64_t next_conn_id;
-  cd_spare spare_tcp, spare_unix; /* take the connections we have no memory for */
-  int draining;        /* SIGTERM/SIGINT seen: not accepting */
-  int finishing;       /* every connection is gone: the loops are closing */
-  int finish_posted;   /* another loop asked loop 0 to finish */
-  uint64_t conn_peak;  /* most connections open since the heap was last trimmed */
-  int exit_code;
+  atomic_int mem_waiters;           /* its length (written under mem_mu, read anywhere) */
+  _Atomic uint64_t next_conn_id;
+  cd_spare spare_tcp, spare_unix; /* loop 0: take the connections we have no memory for */
+  atomic_int draining;  /* SIGTERM/SIGINT seen: not accepting (written on loop 0) */
+  atomic_int finishing; /* every connection is gone: the loops are closing (loop 0) */
+  atomic_int finish_posted; /* another loop asked loop 0 to finish */
+  _Atomic uint64_t conn_peak; /* most connections open since the heap was last trimmed */
+  int exit_code;        /* loop 0 */
 } cd_server;
 
 /* Bind listeners, start the pool; 0 on success (errors are logged). */
@@ -68,12 +70,14 @@ void cd_server_shutdown(cd_server *s, const char *reason);
  * other loops' threads. */
 void cd_server_free(cd_server *s);
 
-/* The loop a new connection goes to: the one with the fewest (protocol
- * lock). */
+/* The loop a new connection goes to: the one with the fewest (loop 0). */
 cd_loop *cd_server_pick_loop(cd_server *s);
 /* Called by cd_conn when a connection is gone (on its loop); may finish a
  * shutdown. */
 void cd_server_conn_closed(cd_server *s, cd_conn *c);
+/* On loop l: a connection handed to l ended before it was ever open (no
+ * memory, a failed open, a shutdown first); may finish a shutdown. */
+void cd_server_conn_failed(cd_server *s, cd_loop *l);
 /* While draining: finish once no connection is open or on its way. */
 void cd_server_check_drained(cd_server *s);
 
