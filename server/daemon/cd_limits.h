@@ -95,9 +95,10 @@
   XX(metrics_timeout_ms, 10000, 0, "ms",                                                   \
      "a metrics connection is closed this long after it opened, answered or not "          \
      "(0 = never)")                                                                        \
-  XX(io_threads, 0, 0, "loops",                                                            \
+  XX(io_threads, 1, 1, "loops",                                                            \
      "event loops serving connections, each on its own thread; a connection stays on "     \
-     "one from accept to close; 0 = one per four online cores, at least 1, at most 8")
+     "one from accept to close (docs/scaling.md: while one lock serialises the protocol "  \
+     "work, more loops add no throughput for small queries)")
 
 typedef struct cd_limits {
 #define CD_XX_FIELD(field, def, min, unit, desc) uint64_t field;

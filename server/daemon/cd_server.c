@@ -289,16 +289,9 @@ static int bind_unix(cd_server *s) {
   return 0;
 }
 
-/* io_threads 0: one loop per four cores, at least one and at most eight
- * (docs/scaling.md). */
 static int loops_wanted(const cd_config *cfg) {
   uint64_t n = cfg->limits.io_threads;
-  if (!n) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    n = cores > 0 ? (uint64_t)(cores + 3) / 4 : 1;
-    if (n > 8) n = 8;
-  }
-  return n > 256 ? 256 : (int)n;
+  return n < 1 ? 1 : n > 256 ? 256 : (int)n;
 }
 
 /* The cache answers a waiter on the loop that registered it. */
