@@ -16,6 +16,7 @@
 #include "cd_frame.h"
 #include "cd_pool.h"
 #include "cd_status.h"
+#include "cd_task.h"
 
 typedef struct cd_server cd_server;
 typedef struct cd_stream cd_stream;
@@ -83,6 +84,8 @@ struct cd_conn {
   uint64_t ring_cap, base_seq, next_seq;
   uint64_t out_bytes; /* reply bytes handed to uv_write whose callback has not run */
   struct cd_wreq *wq_head, *wq_tail; /* pending writes, oldest first (they complete in order) */
+  int out_cut;        /* closing: its out_bytes no longer count against output_memory_bytes */
+  cd_task cut_task;   /* cut from another loop (cd_outmem.c) */
   uint64_t requests;
   cd_budget scratch;  /* JSON encoding */
   cd_jobq jobs;       /* this client's jobs on the worker pool (served in turn with other clients') */

@@ -98,7 +98,11 @@
   XX(io_threads, 1, 1, "loops",                                                            \
      "event loops serving connections, each on its own thread; a connection stays on "     \
      "one from accept to close (docs/scaling.md: while one lock serialises the protocol "  \
-     "work, more loops add no throughput for small queries)")
+     "work, more loops add no throughput for small queries)")                            \
+  XX(output_memory_bytes, 0, 0, "bytes",                                                   \
+     "reply bytes queued on all connections together; past it the connections holding "    \
+     "the most are closed first (clients that read hold next to none); 0 = an eighth of "  \
+     "the machine's memory, at least 64 MiB")
 
 typedef struct cd_limits {
 #define CD_XX_FIELD(field, def, min, unit, desc) uint64_t field;

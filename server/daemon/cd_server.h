@@ -55,7 +55,10 @@ typedef struct cd_server {
   int draining;        /* SIGTERM/SIGINT seen: not accepting */
   int finishing;       /* every connection is gone: the loops are closing */
   int finish_posted;   /* another loop asked loop 0 to finish */
-  uint64_t conn_peak;  /* most connections open since the heap was last trimmed */
+  uint64_t conn_peak;
+  /* output_memory_bytes (cd_outmem.c): its value, the reply bytes queued on
+   * every connection, and those of connections being cut or closed */
+  uint64_t output_budget, output_bytes, output_cutting;  /* most connections open since the heap was last trimmed */
   int exit_code;
 } cd_server;
 
