@@ -233,6 +233,19 @@ Test(loops, sigterm_answers_what_is_in_flight_on_every_loop, .timeout = 300) {
   free(plane);
 }
 
+/* Whether the daemon's resident set says anything about its own memory:
+ * not under a sanitizer (AddressSanitizer keeps freed blocks in quarantine,
+ * ThreadSanitizer adds its shadow; tests/run.sh points CONTACTD_TEST_BIN at
+ * a ThreadSanitizer build). The traffic still runs and RSS is printed. */
+static int rss_meaningful(void) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return 0;
+#else
+  const char *bin = getenv("CONTACTD_TEST_BIN");
+  return !(bin && *bin);
+#endif
+}
+
 /* Resident set of pid, bytes (/proc/pid/status VmRSS). */
 static double rss_bytes(int pid) {
   char path[64], line[256];
@@ -311,7 +324,8 @@ Test(loops, thousand_clients_three_rounds_keep_memory_flat, .timeout = 600) {
     cr_log_info("round %d: %d clients x %d queries in %.2f s, daemon RSS %.1f MiB", round, ROUND_CLIENTS,
                 ROUND_QUERIES, now_s() - t0, rss[round] / 1048576);
   }
-  for (int round = 1; round < ROUNDS; round++)
+  if (!rss_meaningful()) cr_log_info("RSS not compared: the daemon runs under a sanitizer");
+  for (int round = 1; round < ROUNDS && rss_meaningful(); round++)
     cr_expect_leq(rss[round], rss[0] * 1.10, "round %d RSS %.1f MiB within 10%% of the first round's %.1f MiB", round,
                   rss[round] / 1048576, rss[0] / 1048576);
   Env *r = tc_stats(setup, 2000, 10000);
@@ -406,10 +420,11 @@ Test(loops, output_memory_bounds_unread_replies_of_all_connections, .timeout = 6
   cr_expect_gt(cut, 0, "connections that do not read are cut");
   /* replies being built hold their converted results (reply_memory_bytes)
    * and then their encoding, as much again (cd_limits.h) */
-  cr_expect_lt(peak, work + OUTPUT_BUDGET + 2.0 * REPLY_BUDGET + (16u << 20),
-               "RSS peak %.1f MiB stays under the working set %.1f MiB + output_memory_bytes + 2 x "
-               "reply_memory_bytes (+16 MiB)",
-               peak / 1048576, work / 1048576);
+  if (rss_meaningful())
+    cr_expect_lt(peak, work + OUTPUT_BUDGET + 2.0 * REPLY_BUDGET + (16u << 20),
+                 "RSS peak %.1f MiB stays under the working set %.1f MiB + output_memory_bytes + 2 x "
+                 "reply_memory_bytes (+16 MiB)",
+                 peak / 1048576, work / 1048576);
   for (int c = 0; c < FLOODERS; c++) close(fl[c]);
   close(good);
   free(sphere);
