@@ -24,6 +24,9 @@
  * others wait, a frame being received must arrive within frame_grace_ms
  * plus its bytes so far at frame_min_rate_bytes, or its connection is
  * closed with an error);
+ * and the queued replies of all connections together (what each holds under
+ * max_output_bytes) stay under output_memory_bytes: past it the connections
+ * holding the most are closed first (cd_outmem.c);
  * and the cache is bounded by cache_bytes (unreferenced entries are evicted
  * least-recently-used first). The metrics port holds at most
  * max_metrics_connections connections of a 4 KiB request buffer each, for at
