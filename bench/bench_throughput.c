@@ -14,7 +14,9 @@
  *
  * Usage: bench_throughput [--daemon PATH] [--io-threads 1,2] [--clients
  * 1,8,32,128,1000] [--seconds 2] [--workers N] [--drivers N] [--scene 1,2]
- * [--redis-server PATH] [--redis-benchmark PATH] [--no-redis]
+ * [--redis-server PATH] [--redis-benchmark PATH] [--no-redis] [--port P]
+ * (--port: measure a contactd already listening on 127.0.0.1:P, for
+ * profiling it; the io_threads list is then ignored)
  * io_threads 0: the daemon's default, without the flag (so a contactd from
  * before the flag can be measured the same way).
  * Defaults: contactd next to this binary, io_threads 1..cores, the client
@@ -488,7 +490,7 @@ int main(int argc, char **argv) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores < 1) cores = 1;
   int io[64], nio = 0, cl[64], ncl = parse_list("1,8,32,128,1000", cl, 64), sc[16], nsc = 0;
-  int workers = (int)cores, drivers = cores > 1 ? (int)cores / 2 : 1, redis = 1;
+  int workers = (int)cores, drivers = cores > 1 ? (int)cores / 2 : 1, redis = 1, port = 0;
   double seconds = 2;
   const char *rs = "/usr/bin/redis-server", *rb = "/usr/bin/redis-benchmark";
   daemon_path[0] = 0;
@@ -505,6 +507,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--seconds")) seconds = atof(v);
     else if (!strcmp(a, "--workers")) workers = atoi(v);
     else if (!strcmp(a, "--drivers")) drivers = atoi(v);
+    else if (!strcmp(a, "--port")) port = atoi(v);
     else if (!strcmp(a, "--redis-server")) rs = v;
     else if (!strcmp(a, "--redis-benchmark")) rb = v;
     else {
@@ -520,7 +523,7 @@ int main(int argc, char **argv) {
     self[n] = 0;
     snprintf(daemon_path, sizeof daemon_path, "%s/../server/daemon/contactd", dirname(self));
   }
-  if (access(daemon_path, X_OK) != 0) {
+  if (!port && access(daemon_path, X_OK) != 0) {
     fprintf(stderr, "bench_throughput: no contactd at %s (build it, or pass --daemon PATH)\n", daemon_path);
     return 1;
   }
@@ -537,8 +540,9 @@ int main(int argc, char **argv) {
          workers, drivers, drivers > 1 ? "s" : "", seconds);
   if (redis) bench_redis(rs, rb, 32);
   for (int i = 0; i < nio; i++) {
-    daemon_t d;
-    start_daemon(&d, workers, io[i]);
+    daemon_t d = {.port = port};
+    if (port) nio = 1; /* a daemon already running: one pass */
+    else start_daemon(&d, workers, io[i]);
     int fd = connect_port(d.port);
     char sphere[80], plane[80];
     register_shape(fd, 1, sphere);
@@ -549,7 +553,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < ncl; k++) run_cell(&d, f, len, cl[k], drivers, seconds, io[i]);
     free(f);
     close(fd);
-    stop_daemon(&d);
+    if (!port) stop_daemon(&d);
   }
   for (int i = 0; i < nsc; i++) bench_scene(sc[i], seconds);
   return 0;

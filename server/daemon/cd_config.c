@@ -255,7 +255,7 @@ void cd_config_print_help(const char *argv0) {
          "  --unix PATH          also listen on a Unix socket\n"
          "  --config FILE        JSON config file (see deploy/contactd.example.json)\n"
          "  --workers N          worker threads (default: online cores)\n"
-         "  --io-threads N       event loops (limits.io_threads; default 0: from the core count)\n"
+         "  --io-threads N       event loops (limits.io_threads, default 1)\n"
          "  --metrics-port N     Prometheus /metrics, /healthz, /readyz over HTTP on the listen host\n"
          "  --log-level LEVEL    debug, info, warn or error (default info)\n"
          "  --help, --version\n\n"
@@ -324,8 +324,8 @@ int cd_config_from_args(cd_config *c, int argc, char **argv, char *err, size_t e
       }
       c->workers = (int)x;
     } else if (strcmp(f, "--io-threads") == 0) {
-      if (parse_int(v, 0, 256, &x)) {
-        snprintf(err, errlen, "--io-threads: \"%s\" is not an integer in [0, 256] (0 = from the core count)", v);
+      if (parse_int(v, 1, 256, &x)) {
+        snprintf(err, errlen, "--io-threads: \"%s\" is not an integer in [1, 256]", v);
         return -1;
       }
       c->limits.io_threads = (uint64_t)x;

@@ -13,6 +13,7 @@
 #include "cd_json.h"
 #include "cd_log.h"
 #include "cd_loop.h"
+#include "cd_outmem.h"
 #include "cd_query.h"
 #include "cd_server.h"
 #include "cd_stream.h"
@@ -67,6 +68,7 @@ static void mem_frame_done(cd_conn *c);
 void cd_conn_close(cd_conn *c, const char *reason) {
   if (c->closing) return;
   c->closing = 1;
+  cd_outmem_closing(c->srv, c); /* its queued replies are cancelled as it closes */
   /* its input is dropped: give back its share of request_memory_bytes */
   mem_unwait(c);
   mem_frame_done(c);
@@ -157,6 +159,7 @@ static void on_write(uv_write_t *w, int status) {
   wreq *r = (wreq *)w;
   cd_conn *c = r->c;
   c->out_bytes -= r->len;
+  cd_outmem_done(c->srv, c, r->len);
   if (c->wq_head == r) { /* writes on a stream complete in order */
     c->wq_head = r->next;
     if (!c->wq_head) c->wq_tail = NULL;
@@ -181,14 +184,17 @@ static void write_out(cd_conn *c, char *data, size_t len) {
   r->next = NULL;
   uv_buf_t b = uv_buf_init(data, (unsigned)len); /* len < 4 GiB: cd_conn_reply checks */
   c->out_bytes += len;
+  cd_outmem_queued(c->srv, c, len);
   cd_conn_ref(c);
   int rc = uv_write(&r->w, (uv_stream_t *)&c->h, &b, 1, on_write);
   if (rc >= 0) {
     if (c->wq_tail) c->wq_tail->next = r;
     else c->wq_head = r;
     c->wq_tail = r;
+    cd_outmem_check(c->srv);
   } else {
     c->out_bytes -= len;
+    cd_outmem_done(c->srv, c, len);
     free(data);
     free(r);
     cd_conn_unref(c);
@@ -1251,9 +1257,11 @@ int cd_conn_adopt(cd_loop *lp, uv_os_sock_t fd, int is_tcp) {
     return 0;
   }
   /* link first: on_handle_closed unlinks */
+  pthread_mutex_lock(&lp->conns_mu);
   c->next = lp->conns;
   if (lp->conns) lp->conns->prev = c;
   lp->conns = c;
+  pthread_mutex_unlock(&lp->conns_mu);
   c->linked = 1;
   const uint64_t open_now = atomic_fetch_add(&s->stats.connections, 1) + 1;
   s->stats.connections_total++;

@@ -16,6 +16,7 @@
 #include "cd_frame.h"
 #include "cd_pool.h"
 #include "cd_status.h"
+#include "cd_task.h"
 
 typedef struct cd_server cd_server;
 typedef struct cd_stream cd_stream;
@@ -83,6 +84,13 @@ struct cd_conn {
   uint64_t ring_cap, base_seq, next_seq;
   uint64_t out_bytes; /* reply bytes handed to uv_write whose callback has not run */
   struct cd_wreq *wq_head, *wq_tail; /* pending writes, oldest first (they complete in order) */
+  /* output_memory_bytes (cd_outmem.c): out_closing: its out_bytes no
+   * longer count (this loop); out_pub: out_bytes for the other loops;
+   * cut_state: claimed for cutting, or closing (atomic); the task that cuts
+   * it on this loop */
+  int out_closing;
+  _Atomic uint64_t out_pub, cut_state;
+  cd_task cut_task;
   uint64_t requests;
   cd_budget scratch;  /* JSON encoding */
   cd_jobq jobs;       /* this client's jobs on the worker pool (served in turn with other clients') */

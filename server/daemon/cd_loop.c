@@ -118,6 +118,7 @@ int cd_loop_init(cd_loop *l, cd_server *s, int index, uv_loop_t *uv) {
   }
   l->uv = uv;
   pthread_mutex_init(&l->mu, NULL);
+  pthread_mutex_init(&l->conns_mu, NULL);
   uv_async_init(uv, &l->wake, on_wake);
   l->wake.data = l;
   uv_idle_init(uv, &l->mem_pump);
@@ -169,4 +170,5 @@ void cd_loop_free(cd_loop *l) {
   free(l->rbuf);
   l->rbuf = NULL;
   pthread_mutex_destroy(&l->mu);
+  pthread_mutex_destroy(&l->conns_mu);
 }

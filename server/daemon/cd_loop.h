@@ -15,7 +15,9 @@
  *    `refs` and `cancelled` are atomic (a build's worker and the build's
  *    loop hold and drop references to the connections waiting for it, and
  *    workers read `cancelled`); `mem_next` / `mem_waiting` are under the
- *    server's mem_mu; `loop` never changes.
+ *    server's mem_mu; `out_pub` and `cut_state` are atomic (the
+ *    output_memory_bytes scan of cd_outmem.c); `loop` and `id` never
+ *    change; a loop's list of connections is changed under its conns_mu.
  *  - Work for another loop's connection is posted to that loop
  *    (cd_loop_post): a geometry build's waiters are answered on the loops
  *    that added them (cd_cache.h), request memory freed on one loop wakes
@@ -31,7 +33,9 @@
  *    atomic, written by their loop (load also by loop 0 at a hand-off);
  *  - request_memory_bytes: atomic request_bytes (reserved with a
  *    compare-and-swap), the queue of waiting connections under mem_mu;
- *    reply_memory_bytes: atomic reply_bytes;
+ *    reply_memory_bytes: atomic reply_bytes; output_memory_bytes: atomic
+ *    totals, a connection to cut is claimed atomically and closed by a
+ *    task on its loop (cd_outmem.c);
  *  - the connection count, next connection id, draining / finishing /
  *    finish_posted: atomics; listeners, signals, spare descriptors, the
  *    drain timer and the metrics endpoint: loop 0 only;
@@ -40,7 +44,8 @@
  *  - a geometry build's list of waiting connections: the build's own mutex
  *    (cd_handlers.c).
  * Lock order: cache lock, then a build's mutex or mem_mu, then an inbox's
- * mutex; none of them is held across a wait for I/O. */
+ * mutex; a loop's conns_mu is taken alone. None of them is held across a
+ * wait for I/O. */
 #ifndef CD_LOOP_H
 #define CD_LOOP_H
 
@@ -67,8 +72,11 @@ typedef struct cd_loop {
   pthread_mutex_t mu;  /* inbox */
   cd_task *inbox_head, *inbox_tail;
   int closed;          /* wake handle closed: nothing more is posted */
-  /* connections this loop owns (doubly linked; this loop's thread) */
+  /* connections this loop owns (doubly linked): linked and unlinked by
+   * this loop under conns_mu, which other loops take to read the list
+   * (cd_outmem.c); this loop reads it without */
   cd_conn *conns;
+  pthread_mutex_t conns_mu;
   /* request_memory_bytes on this loop (cd_conn.c): the idle handle that
    * lets waiting connections in, and the slow-sender sweep */
   uv_idle_t mem_pump;

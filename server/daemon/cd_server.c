@@ -17,6 +17,7 @@
 #include "cd_json.h"
 #include "cd_log.h"
 #include "cd_metrics.h"
+#include "cd_outmem.h"
 
 static void on_tmp_closed(uv_handle_t *h) { free(h); }
 
@@ -178,10 +179,12 @@ static void trim_after_burst(cd_server *s) {
 
 void cd_server_conn_closed(cd_server *s, cd_conn *c) {
   cd_loop *l = c->loop;
+  pthread_mutex_lock(&l->conns_mu);
   if (c->prev) c->prev->next = c->next;
   else if (l->conns == c) l->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   c->prev = c->next = NULL;
+  pthread_mutex_unlock(&l->conns_mu);
   s->stats.connections--;
   l->connections--;
   l->load--;
@@ -284,16 +287,9 @@ static int bind_unix(cd_server *s) {
   return 0;
 }
 
-/* io_threads 0: one loop per four cores, at least one and at most eight
- * (docs/scaling.md). */
 static int loops_wanted(const cd_config *cfg) {
   uint64_t n = cfg->limits.io_threads;
-  if (!n) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    n = cores > 0 ? (uint64_t)(cores + 3) / 4 : 1;
-    if (n > 8) n = 8;
-  }
-  return n > 256 ? 256 : (int)n;
+  return n < 1 ? 1 : n > 256 ? 256 : (int)n;
 }
 
 /* The cache answers a waiter on the loop that registered it. */
@@ -338,6 +334,7 @@ static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   cd_stats_init(&s->stats);
   pthread_mutex_init(&s->mem_mu, NULL);
   cd_json_global_init();
+  s->output_budget = cfg->limits.output_memory_bytes ? cfg->limits.output_memory_bytes : cd_outmem_default();
   /* The handles first (none of these allocates): whatever fails below,
    * cd_server_shutdown then finds every handle it closes initialised. */
   uv_timer_init(loop, &s->drain_timer);
@@ -385,7 +382,8 @@ static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
       CD_ERROR("cannot start an event loop thread", "loop=%d", i);
       return -1;
     }
-  CD_INFO("ready", "workers=%d io_threads=%d version=%s", cfg->workers, s->nloops, "contactd.v1");
+  CD_INFO("ready", "workers=%d io_threads=%d output_memory_bytes=%llu version=%s", cfg->workers, s->nloops,
+          (unsigned long long)s->output_budget, "contactd.v1");
   return 0;
 }
 
@@ -479,9 +477,11 @@ size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
           "contactd_disconnects_total{reason=\"slow_reader\"} %llu\n"
           "contactd_disconnects_total{reason=\"idle\"} %llu\n"
           "contactd_disconnects_total{reason=\"framing\"} %llu\n"
-          "contactd_disconnects_total{reason=\"slow_sender\"} %llu\n",
+          "contactd_disconnects_total{reason=\"slow_sender\"} %llu\n"
+          "contactd_disconnects_total{reason=\"output_memory\"} %llu\n",
       (unsigned long long)st->disconnects_slow_reader, (unsigned long long)st->disconnects_idle,
-      (unsigned long long)st->disconnects_framing, (unsigned long long)st->disconnects_slow_sender);
+      (unsigned long long)st->disconnects_framing, (unsigned long long)st->disconnects_slow_sender,
+      (unsigned long long)st->disconnects_output_memory);
   metric(&o, "requests_total", "counter", "requests received", (double)st->requests);
   metric(&o, "errors_total", "counter", "requests answered with an Error", (double)st->errors);
   metric(&o, "pairs_total", "counter", "body pairs computed", (double)st->pairs);
@@ -490,6 +490,8 @@ size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
          (double)st->replies_over_limit);
   metric(&o, "reply_bytes", "gauge", "converted results held by the replies being built (reply_memory_bytes)",
          (double)atomic_load_explicit(&s->reply_bytes, memory_order_relaxed));
+  metric(&o, "output_bytes", "gauge", "reply bytes queued on all connections (output_memory_bytes)",
+         (double)s->output_bytes);
   metric(&o, "request_bytes", "gauge",
          "frames being received and decoded requests not yet answered (request_memory_bytes)",
          (double)s->request_bytes);

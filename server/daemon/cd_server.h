@@ -58,6 +58,12 @@ typedef struct cd_server {
   atomic_int finishing; /* every connection is gone: the loops are closing (loop 0) */
   atomic_int finish_posted; /* another loop asked loop 0 to finish */
   _Atomic uint64_t conn_peak; /* most connections open since the heap was last trimmed */
+  /* output_memory_bytes (cd_outmem.c): its value (set before the loops
+   * start); the reply bytes queued on every connection; those of closing
+   * connections (on their way out); those of connections another loop
+   * has asked to cut and that are not closing yet. Atomic. */
+  uint64_t output_budget;
+  _Atomic uint64_t output_bytes, output_cutting, output_cut_pending;
   int exit_code;        /* loop 0 */
 } cd_server;
 

@@ -19,6 +19,7 @@ typedef struct cd_stats {
   _Atomic uint64_t replies_over_limit; /* queries failed over max_reply_bytes or reply_memory_bytes */
   _Atomic uint64_t disconnects_slow_reader, disconnects_idle, disconnects_framing;
   _Atomic uint64_t disconnects_slow_sender; /* a frame held request memory, arriving too slowly */
+  _Atomic uint64_t disconnects_output_memory; /* cut over output_memory_bytes (cd_outmem.c) */
   _Atomic uint64_t input_waits; /* a frame waited for request_memory_bytes */
   _Atomic uint64_t decoded_off_loop; /* request bodies decoded on the codec thread */
   _Atomic uint64_t encoded_off_loop; /* replies encoded on the codec thread */
