@@ -10,6 +10,7 @@
  * bucket made each release over budget cost O(entries). */
 #include "cd_cache.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,13 @@
 
 
 typedef struct cd_waiter {
+  cd_task task; /* answered on its own loop: first, so the task is the waiter */
   cd_cache_waiter_fn fn;
   void *arg;
+  void *owner;  /* the loop that added it */
+  cd_cache_entry *e;
+  int code;
+  char msg[768];
   struct cd_waiter *next;
 } cd_waiter;
 
@@ -31,7 +37,18 @@ struct cd_cache {
   uint64_t budget;
   uint64_t tick;
   cd_cache_stats st;
+  void *(*current)(void);
+  int (*post)(void *loop, cd_task *t);
+  pthread_mutex_t mu; /* everything above and every entry's bookkeeping (recursive) */
 };
+
+void cd_cache_lock(cd_cache *c) { pthread_mutex_lock(&c->mu); }
+void cd_cache_unlock(cd_cache *c) { pthread_mutex_unlock(&c->mu); }
+
+void cd_cache_set_exec(cd_cache *c, void *(*current)(void), int (*post)(void *loop, cd_task *t)) {
+  c->current = current;
+  c->post = post;
+}
 
 static size_t bucket_of(const cd_cache *c, const char *id) {
   /* ids are hex SHA-256: the first 16 digits are uniformly distributed. */
@@ -77,6 +94,11 @@ cd_cache *cd_cache_create(uint64_t budget_bytes) {
     return NULL;
   }
   c->budget = budget_bytes;
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&c->mu, &a);
+  pthread_mutexattr_destroy(&a);
   return c;
 }
 
@@ -97,17 +119,21 @@ void cd_cache_destroy(cd_cache *c) {
       entry_free(e);
     }
   free(c->buckets);
+  pthread_mutex_destroy(&c->mu);
   free(c);
 }
 
 cd_cache_entry *cd_cache_find(cd_cache *c, const char *id) {
-  for (cd_cache_entry *e = c->buckets[bucket_of(c, id)]; e; e = e->next)
+  cd_cache_entry *e;
+  cd_cache_lock(c);
+  for (e = c->buckets[bucket_of(c, id)]; e; e = e->next)
     if (strcmp(e->id, id) == 0) {
       e->last_use = ++c->tick;
       lru_touch(c, e);
-      return e;
+      break;
     }
-  return NULL;
+  cd_cache_unlock(c);
+  return e;
 }
 
 static void unlink_entry(cd_cache *c, cd_cache_entry *e) {
@@ -122,6 +148,7 @@ static void unlink_entry(cd_cache *c, cd_cache_entry *e) {
 cd_cache_entry *cd_cache_begin(cd_cache *c, const char *id, double bound_radius) {
   cd_cache_entry *e = calloc(1, sizeof *e);
   if (!e) return NULL;
+  cd_cache_lock(c);
   snprintf(e->id, sizeof e->id, "%s", id);
   e->state = CD_ENTRY_PENDING;
   e->bound_radius = bound_radius;
@@ -131,6 +158,7 @@ cd_cache_entry *cd_cache_begin(cd_cache *c, const char *id, double bound_radius)
   e->next = c->buckets[b];
   c->buckets[b] = e;
   c->st.entries++;
+  cd_cache_unlock(c);
   return e;
 }
 
@@ -139,11 +167,14 @@ int cd_cache_add_waiter(cd_cache_entry *e, cd_cache_waiter_fn fn, void *arg) {
   if (!w) return -1;
   w->fn = fn;
   w->arg = arg;
+  w->owner = e->cache->current ? e->cache->current() : NULL;
   /* Append, so waiters are answered in arrival order. */
   w->next = NULL;
+  cd_cache_lock(e->cache);
   cd_waiter **pp = &e->waiters;
   while (*pp) pp = &(*pp)->next;
   *pp = w;
+  cd_cache_unlock(e->cache);
   return 0;
 }
 
@@ -161,15 +192,32 @@ static void evict(cd_cache *c, const cd_cache_entry *keep) {
   }
 }
 
-void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t build_us, int code,
-                       const char *message) {
-  /* The message is copied first: the waiter that started the build may own
-   * it (its job's status) and free it before the other waiters read it. */
-  char msg[768];
-  if (!g) {
-    snprintf(msg, sizeof msg, "%s", message ? message : "geometry build failed");
-    message = msg;
+/* A waiter answered on its loop; the entry was kept for it (a pin, or,
+ * failed, a count in `remote`) by complete_locked. */
+static void run_waiter(cd_task *t) {
+  cd_waiter *w = (cd_waiter *)t;
+  cd_cache_entry *e = w->e;
+  cd_cache *c = e->cache;
+  w->fn(w->arg, e, w->code, w->code ? w->msg : NULL);
+  const int code = w->code;
+  free(w);
+  if (!code) {
+    cd_cache_unpin(e);
+    return;
   }
+  cd_cache_lock(c);
+  const int last = --e->remote == 0;
+  cd_cache_unlock(c);
+  if (last) entry_free(e);
+}
+
+/* The bookkeeping of cd_cache_complete (cache lock held): the entry's new
+ * state, and every waiter detached and prepared to be answered outside the
+ * lock, each keeping the entry alive until it has run. Returns the waiters. */
+static cd_waiter *complete_locked(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t build_us, int *codep,
+                                  const char *message) {
+  int code = *codep;
+  char msg[768];
   if (g) {
     e->geometry = g;
     ce_geometry_get_info(g, &e->info);
@@ -192,53 +240,97 @@ void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t 
   } else {
     c->st.failures++;
   }
-  /* Waiters may take references or pins; keep the entry alive meanwhile. */
   cd_waiter *w = e->waiters;
   e->waiters = NULL;
   if (code) unlink_entry(c, e);
-  e->pins++;
   lru_remove(c, e);
-  while (w) {
-    cd_waiter *n = w->next;
-    w->fn(w->arg, e, code, code ? message : NULL);
-    free(w);
-    w = n;
+  /* held by cd_cache_complete until every waiter is dispatched */
+  if (code) e->remote++;
+  else e->pins++;
+  *codep = code;
+  for (cd_waiter *x = w; x; x = x->next) {
+    x->e = e;
+    x->code = code;
+    snprintf(x->msg, sizeof x->msg, "%s", code && message ? message : "");
+    x->task.run = run_waiter;
+    if (code) e->remote++;
+    else e->pins++;
   }
-  e->pins--;
-  if (code) {
-    entry_free(e);
-  } else {
-    lru_touch(c, e);
-    evict(c, NULL);
-  }
+  return w;
 }
 
-void cd_cache_note_hit(cd_cache *c) { c->st.hits++; }
+void cd_cache_complete(cd_cache *c, cd_cache_entry *e, ce_geometry *g, uint64_t build_us, int code,
+                       const char *message) {
+  /* The message is copied (into each waiter) under the lock first: the
+   * waiter that started the build may own it (its job's status) and free it
+   * before the other waiters read it. */
+  if (!g && !message) message = "geometry build failed";
+  cd_cache_lock(c);
+  cd_waiter *w = complete_locked(c, e, g, build_us, &code, message);
+  cd_cache_unlock(c);
+  /* Answered outside the cache lock, each on the loop that added it. */
+  void *here = c->current ? c->current() : NULL;
+  while (w) {
+    cd_waiter *n = w->next;
+    if (w->owner == here || !c->post || c->post(w->owner, &w->task) != 0) run_waiter(&w->task);
+    w = n;
+  }
+  if (!code) {
+    cd_cache_unpin(e); /* evictable again once nobody took it */
+    return;
+  }
+  cd_cache_lock(c);
+  const int last = --e->remote == 0;
+  cd_cache_unlock(c);
+  if (last) entry_free(e);
+}
+
+void cd_cache_note_hit(cd_cache *c) {
+  cd_cache_lock(c);
+  c->st.hits++;
+  cd_cache_unlock(c);
+}
 
 void cd_cache_ref(cd_cache_entry *e) {
+  cd_cache *c = e->cache;
+  cd_cache_lock(c);
   e->refs++;
-  e->last_use = ++e->cache->tick;
-  lru_remove(e->cache, e);
+  e->last_use = ++c->tick;
+  lru_remove(c, e);
+  cd_cache_unlock(c);
 }
 
 void cd_cache_unref(cd_cache_entry *e) {
+  cd_cache *c = e->cache;
+  cd_cache_lock(c);
   if (--e->refs == 0 && e->pins == 0) {
-    lru_touch(e->cache, e);
-    evict(e->cache, NULL);
+    lru_touch(c, e);
+    evict(c, NULL);
   }
+  cd_cache_unlock(c);
 }
 
 void cd_cache_pin(cd_cache_entry *e) {
+  cd_cache *c = e->cache;
+  cd_cache_lock(c);
   e->pins++;
-  e->last_use = ++e->cache->tick;
-  lru_remove(e->cache, e);
+  e->last_use = ++c->tick;
+  lru_remove(c, e);
+  cd_cache_unlock(c);
 }
 
 void cd_cache_unpin(cd_cache_entry *e) {
+  cd_cache *c = e->cache;
+  cd_cache_lock(c);
   if (--e->pins == 0 && e->refs == 0) {
-    lru_touch(e->cache, e);
-    evict(e->cache, NULL);
+    lru_touch(c, e);
+    evict(c, NULL);
   }
+  cd_cache_unlock(c);
 }
 
-void cd_cache_get_stats(const cd_cache *c, cd_cache_stats *s) { *s = c->st; }
+void cd_cache_get_stats(cd_cache *c, cd_cache_stats *s) {
+  cd_cache_lock(c);
+  *s = c->st;
+  cd_cache_unlock(c);
+}

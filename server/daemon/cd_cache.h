@@ -7,14 +7,24 @@
  * holds more than its byte budget. A registration of content that is being
  * built attaches to the PENDING entry as a waiter: one build, many replies.
  *
- * Loop thread only (workers read the immutable ce_geometry of a pinned
- * entry, never the entry's bookkeeping). */
+ * Shared by every loop, guarded by its own (recursive) mutex: each call
+ * below takes it. An entry's bookkeeping (state, refs, pins, waiters, LRU
+ * links, `build`, `remote`) changes only under it. What an entry describes
+ * (geometry, info, material, point_stiffness, bound_radius, id) is written
+ * before anyone else can see the entry (begin, under the lock the caller
+ * holds) or at completion, and never changes once READY: a loop that holds a
+ * reference or pin, and a worker running a query that pinned it, read it
+ * without the lock. A caller that reads `state` or `build`, or must find an
+ * entry and then reference or pin it before another loop may evict it, holds
+ * cd_cache_lock across that sequence. Waiters are answered outside the lock,
+ * each on the loop that added it (see cd_cache_set_exec). */
 #ifndef CD_CACHE_H
 #define CD_CACHE_H
 
 #include <stdint.h>
 
 #include "cd_hash.h"
+#include "cd_task.h"
 #include "ce.h"
 
 typedef enum { CD_ENTRY_PENDING = 1, CD_ENTRY_READY = 2 } cd_entry_state;
@@ -44,6 +54,7 @@ struct cd_cache_entry {
   cd_cache_entry *next;  /* hash chain */
   cd_cache_entry *lru_prev, *lru_next; /* eviction list (cd_cache.c) */
   int in_lru;
+  int remote;            /* a failed entry: waiters of other loops not yet answered */
   cd_cache *cache;
 };
 
@@ -52,8 +63,19 @@ typedef struct cd_cache_stats {
 } cd_cache_stats;
 
 cd_cache *cd_cache_create(uint64_t budget_bytes);
+/* The cache's mutex (recursive), for a sequence of calls that must be one
+ * step for the other loops (see above). Never held while waiting for I/O. */
+void cd_cache_lock(cd_cache *c);
+void cd_cache_unlock(cd_cache *c);
 /* Frees every entry (at shutdown: nothing may still use them). */
 void cd_cache_destroy(cd_cache *c);
+
+/* Where waiters are answered: current() names the calling thread's loop
+ * (recorded when a waiter is added); a waiter added on another loop than
+ * the one completing the entry is handed to its own with post(loop, task),
+ * the entry pinned (or, failed, kept) until it has run. Without it every
+ * waiter is answered in cd_cache_complete. */
+void cd_cache_set_exec(cd_cache *c, void *(*current)(void), int (*post)(void *loop, cd_task *t));
 
 cd_cache_entry *cd_cache_find(cd_cache *c, const char *id);
 /* Create a PENDING entry for id (which must not exist). */
@@ -73,6 +95,6 @@ void cd_cache_unref(cd_cache_entry *e);
 void cd_cache_pin(cd_cache_entry *e);
 void cd_cache_unpin(cd_cache_entry *e);
 
-void cd_cache_get_stats(const cd_cache *c, cd_cache_stats *s);
+void cd_cache_get_stats(cd_cache *c, cd_cache_stats *s);
 
 #endif

@@ -4,12 +4,16 @@
 
 #include <assert.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cd_handlers.h"
 #include "cd_json.h"
 #include "cd_log.h"
+#include "cd_loop.h"
+#include "cd_outmem.h"
 #include "cd_query.h"
 #include "cd_server.h"
 #include "cd_stream.h"
@@ -25,7 +29,11 @@ static void maybe_finish(cd_conn *c);
 
 /* ---- lifetime ----------------------------------------------------------- */
 
-void cd_conn_ref(cd_conn *c) { c->refs++; }
+/* Atomic: a geometry build's worker holds references to the connections
+ * waiting for it, and its loop drops them, whichever loops those are. The
+ * last reference goes after the connection's loop is done with it (its
+ * handles closed), so freeing it on another thread touches no loop state. */
+void cd_conn_ref(cd_conn *c) { atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed); }
 
 static void conn_free(cd_conn *c) {
   /* every job holds a reference (through its request or stream) until its done() */
@@ -41,7 +49,7 @@ static void conn_free(cd_conn *c) {
 }
 
 void cd_conn_unref(cd_conn *c) {
-  if (--c->refs == 0) conn_free(c);
+  if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) conn_free(c);
 }
 
 static void on_handle_closed(uv_handle_t *h) {
@@ -49,6 +57,7 @@ static void on_handle_closed(uv_handle_t *h) {
   if (--c->handles_open == 0) {
     /* a failed accept never linked nor counted the connection */
     if (c->linked) cd_server_conn_closed(c->srv, c);
+    else cd_server_conn_failed(c->srv, c->loop);
     cd_conn_unref(c);
   }
 }
@@ -59,6 +68,7 @@ static void mem_frame_done(cd_conn *c);
 void cd_conn_close(cd_conn *c, const char *reason) {
   if (c->closing) return;
   c->closing = 1;
+  cd_outmem_closing(c->srv, c); /* its queued replies are cancelled as it closes */
   /* its input is dropped: give back its share of request_memory_bytes */
   mem_unwait(c);
   mem_frame_done(c);
@@ -72,7 +82,10 @@ void cd_conn_close(cd_conn *c, const char *reason) {
   for (size_t i = 0; i < c->ngeoms; i++) cd_cache_unref(c->geoms[i]);
   c->ngeoms = 0;
   cd_stream_close_all(c);
-  uv_close((uv_handle_t *)&c->h, on_handle_closed);
+  uv_os_fd_t fd = -1;
+  uv_fileno((uv_handle_t *)&c->h, &fd);
+  uv_close((uv_handle_t *)&c->h, on_handle_closed); /* closes the descriptor now */
+  if (fd >= 0) cd_loop_fd_closed(fd);
   uv_close((uv_handle_t *)&c->idle, on_handle_closed);
 }
 
@@ -146,6 +159,7 @@ static void on_write(uv_write_t *w, int status) {
   wreq *r = (wreq *)w;
   cd_conn *c = r->c;
   c->out_bytes -= r->len;
+  cd_outmem_done(c->srv, c, r->len);
   if (c->wq_head == r) { /* writes on a stream complete in order */
     c->wq_head = r->next;
     if (!c->wq_head) c->wq_tail = NULL;
@@ -170,14 +184,17 @@ static void write_out(cd_conn *c, char *data, size_t len) {
   r->next = NULL;
   uv_buf_t b = uv_buf_init(data, (unsigned)len); /* len < 4 GiB: cd_conn_reply checks */
   c->out_bytes += len;
+  cd_outmem_queued(c->srv, c, len);
   cd_conn_ref(c);
   int rc = uv_write(&r->w, (uv_stream_t *)&c->h, &b, 1, on_write);
   if (rc >= 0) {
     if (c->wq_tail) c->wq_tail->next = r;
     else c->wq_head = r;
     c->wq_tail = r;
+    cd_outmem_check(c->srv);
   } else {
     c->out_bytes -= len;
+    cd_outmem_done(c->srv, c, len);
     free(data);
     free(r);
     cd_conn_unref(c);
@@ -252,6 +269,7 @@ uint64_t cd_conn_reserve(cd_conn *c, uint64_t t0_ns) {
   s->is_error = 0;
   c->requests++;
   c->srv->stats.requests++;
+  c->loop->requests++;
   return seq;
 }
 
@@ -694,7 +712,7 @@ static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
 /* Answer msg and close once the replies before it are written: the input
  * cannot go on (framing lost, or a frame arriving too slowly). why is
  * the close reason logged, *counter its statistic. */
-static void fatal_input(cd_conn *c, int code, const char *msg, const char *why, uint64_t *counter) {
+static void fatal_input(cd_conn *c, int code, const char *msg, const char *why, _Atomic uint64_t *counter) {
   (*counter)++;
   if (inflight(c) >= c->ring_cap) { /* no slot left for the error: just hang up */
     cd_conn_close(c, msg);
@@ -761,36 +779,82 @@ static void hold(cd_conn *c, const uint8_t *data, size_t n) {
 static void mem_pump(uv_idle_t *h);
 static void mem_sweep(uv_timer_t *t);
 
+/* Threads: request_bytes and its peak are atomic; the queue of waiting
+ * connections, its length (mem_waiters, also read without the lock) and
+ * every connection's mem_next / mem_waiting are under s->mem_mu. A
+ * connection joins and leaves the queue on its own loop; another loop only
+ * reads a queued connection's `loop` (fixed for its life) to wake that loop,
+ * and only a connection's own loop lets it in (mem_pump). */
+static void note_peak(cd_server *s, uint64_t now) {
+  uint64_t p = atomic_load_explicit(&s->request_bytes_peak, memory_order_relaxed);
+  while (now > p && !atomic_compare_exchange_weak_explicit(&s->request_bytes_peak, &p, now, memory_order_relaxed,
+                                                           memory_order_relaxed)) {
+  }
+}
+
 void cd_conn_input_charge(cd_server *s, uint64_t n) {
-  s->request_bytes += n;
-  if (s->request_bytes > s->request_bytes_peak) s->request_bytes_peak = s->request_bytes;
+  note_peak(s, atomic_fetch_add(&s->request_bytes, n) + n);
+}
+
+/* Charge need when it fits under request_memory_bytes next to what the
+ * server holds, or when the server holds nothing; 1 when charged. */
+static int mem_reserve(cd_server *s, uint64_t need) {
+  const uint64_t limit = s->cfg.limits.request_memory_bytes;
+  uint64_t cur = atomic_load(&s->request_bytes);
+  do {
+    if (limit && cur != 0 && (need > limit || cur > limit - need)) return 0;
+  } while (!atomic_compare_exchange_weak(&s->request_bytes, &cur, cur + need));
+  note_peak(s, cur + need);
+  return 1;
+}
+
+/* The waiting connections are let in on their own loops, oldest first:
+ * the pump of the oldest's loop runs, and hands over to the next one's loop
+ * when that is another. */
+static void run_pump_task(cd_task *t) {
+  cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, pump_task));
+  atomic_store(&l->pump_posted, 0);
+  if (!uv_is_closing((uv_handle_t *)&l->mem_pump)) uv_idle_start(&l->mem_pump, mem_pump);
+}
+
+static void kick_pump(cd_loop *l) {
+  if (l == cd_loop_current()) {
+    if (!uv_is_closing((uv_handle_t *)&l->mem_pump)) uv_idle_start(&l->mem_pump, mem_pump);
+  } else if (!atomic_exchange(&l->pump_posted, 1)) { /* one pump task in its inbox at a time */
+    l->pump_task.run = run_pump_task;
+    if (cd_loop_post(l, &l->pump_task) != 0) atomic_store(&l->pump_posted, 0);
+  }
+}
+
+/* Wake the loop of the oldest waiting connection, if any. */
+static void kick_oldest(cd_server *s) {
+  pthread_mutex_lock(&s->mem_mu);
+  if (s->mem_wait_head) kick_pump(s->mem_wait_head->loop);
+  pthread_mutex_unlock(&s->mem_mu);
 }
 
 void cd_conn_input_released(cd_server *s, uint64_t n) {
-  s->request_bytes -= n;
-  if (s->mem_wait_head && !uv_is_closing((uv_handle_t *)&s->mem_pump)) uv_idle_start(&s->mem_pump, mem_pump);
+  if (n) atomic_fetch_sub(&s->request_bytes, n);
+  /* seq_cst with mem_wait's increment and its own wake-up: a connection
+   * that queued just now is either seen here or sees this room itself */
+  if (atomic_load(&s->mem_waiters)) kick_oldest(s);
 }
 
 /* The size a connection's next frame asks for. */
 static uint64_t mem_need(const cd_conn *c) { return c->wire == CD_WIRE_JSON ? 1 : c->dec.body_len; }
 
-static int mem_fits(const cd_server *s, uint64_t need) {
-  const uint64_t limit = s->cfg.limits.request_memory_bytes;
-  return !limit || s->request_bytes == 0 || (need <= limit && s->request_bytes <= limit - need);
-}
-
-static void mem_grant(cd_conn *c) {
-  c->frame_charge = mem_need(c);
+static void mem_admit(cd_conn *c, uint64_t need) {
+  c->frame_charge = need;
   c->admitted = 1;
   c->admit_ns = cd_now_ns();
-  cd_conn_input_charge(c->srv, c->frame_charge);
 }
 
 /* Take the next frame of c when it fits and nobody is queued ahead. */
 static int mem_take(cd_conn *c) {
-  const cd_server *s = c->srv;
-  if (s->mem_wait_head || !mem_fits(s, mem_need(c))) return 0;
-  mem_grant(c);
+  cd_server *s = c->srv;
+  const uint64_t need = mem_need(c);
+  if (atomic_load(&s->mem_waiters) || !mem_reserve(s, need)) return 0;
+  mem_admit(c, need);
   return 1;
 }
 
@@ -802,37 +866,70 @@ static void mem_frame_done(cd_conn *c) {
   if (n) cd_conn_input_released(c->srv, n);
 }
 
+static void sweep_start(cd_loop *l) {
+  const cd_limits *lm = &l->srv->cfg.limits;
+  if (uv_is_active((uv_handle_t *)&l->mem_sweep) || uv_is_closing((uv_handle_t *)&l->mem_sweep)) return;
+  uint64_t period = lm->frame_grace_ms / 4;
+  period = period < 50 ? 50 : period > 1000 ? 1000 : period;
+  uv_timer_start(&l->mem_sweep, mem_sweep, period, period);
+}
+
+static void run_sweep_task(cd_task *t) {
+  cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, sweep_task));
+  atomic_store(&l->sweep_posted, 0);
+  if (atomic_load(&l->srv->mem_waiters)) sweep_start(l);
+}
+
 static void mem_wait(cd_conn *c) {
   cd_server *s = c->srv;
   if (c->mem_waiting) return;
+  pthread_mutex_lock(&s->mem_mu);
   c->mem_waiting = 1;
   c->mem_next = NULL;
   if (s->mem_wait_tail) s->mem_wait_tail->mem_next = c;
   else s->mem_wait_head = c;
   s->mem_wait_tail = c;
+  atomic_fetch_add(&s->mem_waiters, 1);
+  /* Room freed by a loop that saw no waiter yet is seen by the oldest's
+   * pump, which runs now (it stops at once when nothing fits). */
+  kick_pump(s->mem_wait_head->loop);
+  pthread_mutex_unlock(&s->mem_mu);
   s->stats.input_waits++;
-  const cd_limits *l = &s->cfg.limits;
-  if (l->frame_min_rate_bytes && !uv_is_active((uv_handle_t *)&s->mem_sweep) &&
-      !uv_is_closing((uv_handle_t *)&s->mem_sweep)) {
-    uint64_t period = l->frame_grace_ms / 4;
-    period = period < 50 ? 50 : period > 1000 ? 1000 : period;
-    uv_timer_start(&s->mem_sweep, mem_sweep, period, period);
+  if (!s->cfg.limits.frame_min_rate_bytes) return;
+  /* every loop sweeps its own connections while any connection waits */
+  for (int i = 0; i < s->nloops; i++) {
+    cd_loop *l = &s->loops[i];
+    if (l == cd_loop_current()) {
+      sweep_start(l);
+    } else if (!atomic_exchange(&l->sweep_posted, 1)) {
+      l->sweep_task.run = run_sweep_task;
+      if (cd_loop_post(l, &l->sweep_task) != 0) atomic_store(&l->sweep_posted, 0);
+    }
   }
 }
 
-static void mem_unwait(cd_conn *c) {
-  cd_server *s = c->srv;
-  if (!c->mem_waiting) return;
+static void mem_unwait_locked(cd_server *s, cd_conn *c) {
   cd_conn *prev = NULL;
   for (cd_conn *q = s->mem_wait_head; q; prev = q, q = q->mem_next)
     if (q == c) {
       if (prev) prev->mem_next = c->mem_next;
       else s->mem_wait_head = c->mem_next;
       if (s->mem_wait_tail == c) s->mem_wait_tail = prev;
+      atomic_fetch_sub(&s->mem_waiters, 1);
       break;
     }
   c->mem_waiting = 0;
   c->mem_next = NULL;
+}
+
+static void mem_unwait(cd_conn *c) {
+  cd_server *s = c->srv;
+  if (!c->mem_waiting) return;
+  pthread_mutex_lock(&s->mem_mu);
+  mem_unwait_locked(s, c);
+  /* the next one may fit where this one did not */
+  if (s->mem_wait_head) kick_pump(s->mem_wait_head->loop);
+  pthread_mutex_unlock(&s->mem_mu);
 }
 
 /* Stop reading c until its next frame is taken; the unprocessed rest of
@@ -865,17 +962,27 @@ static void json_line_done(cd_conn *c) {
 }
 
 static void mem_pump(uv_idle_t *h) {
-  cd_server *s = h->data;
+  cd_loop *l = h->data;
+  cd_server *s = l->srv;
   uv_idle_stop(h);
+  pthread_mutex_lock(&s->mem_mu);
   while (s->mem_wait_head) {
     cd_conn *c = s->mem_wait_head;
-    if (!mem_fits(s, mem_need(c))) break;
-    mem_unwait(c);
-    mem_grant(c);
+    if (c->loop != l) { /* the oldest waiter is another loop's */
+      kick_pump(c->loop);
+      break;
+    }
+    const uint64_t need = mem_need(c); /* c is this loop's */
+    if (!mem_reserve(s, need)) break;
+    mem_unwait_locked(s, c);
+    pthread_mutex_unlock(&s->mem_mu); /* its input may take or free memory */
+    mem_admit(c, need);
     cd_conn_ref(c);
     resume_input(c); /* its kept input, then reading again */
     cd_conn_unref(c);
+    pthread_mutex_lock(&s->mem_mu);
   }
+  pthread_mutex_unlock(&s->mem_mu);
 }
 
 /* A frame (or JSON line) holding request memory arrived too slowly while
@@ -905,15 +1012,19 @@ static void slow_sender(cd_conn *c, uint64_t got, double took_s) {
  * has received fewer bytes of it than frame_min_rate_bytes per second
  * since frame_grace_ms after its admission is a slow sender. Without
  * waiters the timer stops: a slow frame then costs nobody anything. */
-static void mem_sweep(uv_timer_t *t) {
-  cd_server *s = t->data;
+static void sweep_loop(cd_loop *lp);
+
+static void mem_sweep(uv_timer_t *t) { sweep_loop(t->data); }
+
+static void sweep_loop(cd_loop *lp) {
+  cd_server *s = lp->srv;
   const cd_limits *l = &s->cfg.limits;
-  if (!s->mem_wait_head || !l->frame_min_rate_bytes) {
-    uv_timer_stop(t);
+  if (!atomic_load(&s->mem_waiters) || !l->frame_min_rate_bytes) {
+    uv_timer_stop(&lp->mem_sweep);
     return;
   }
   const uint64_t now = cd_now_ns();
-  for (cd_conn *c = s->conns, *next; c; c = next) {
+  for (cd_conn *c = lp->conns, *next; c; c = next) {
     next = c->next;
     if (!c->admitted || c->closing || c->fatal || !c->reading || c->held_len) continue;
     const uint64_t got = c->wire == CD_WIRE_JSON ? c->line_len : cd_frame_decoder_pending(&c->dec);
@@ -1025,8 +1136,8 @@ static void process(cd_conn *c, const uint8_t *data, size_t n) {
 
 static void on_idle(uv_timer_t *t) {
   cd_conn *c = t->data;
-  if (c->closing) return;
-  if (inflight(c) == 0 && c->out_bytes == 0) {
+  if (c->closing) {
+  } else if (inflight(c) == 0 && c->out_bytes == 0) {
     c->srv->stats.disconnects_idle++;
     cd_conn_close(c, "idle timeout");
   } else {
@@ -1038,18 +1149,41 @@ static void touch(cd_conn *c) {
   if (lim(c)->idle_timeout_ms) uv_timer_again(&c->idle);
 }
 
+/* Reads go into the loop's own buffer: libuv reads into it and hands it to
+ * on_read at once, and nothing keeps a pointer into it after on_read (held
+ * input and bodies sent to the codec thread are copies). One buffer per loop
+ * instead of a 64 KiB malloc and free per read: fewer allocator calls on the
+ * loop, and no heap churn that grows the resident set with many clients. A
+ * read while it is in use (not expected: on_read does not read again) gets
+ * its own. Owning loop's thread only. */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  (void)h;
   (void)suggested;
-  buf->base = malloc(READ_CHUNK);
+  cd_loop *l = ((cd_conn *)h->data)->loop;
+  if (!l->rbuf_busy && (l->rbuf || (l->rbuf = malloc(READ_CHUNK)) != NULL)) {
+    l->rbuf_busy = 1;
+    buf->base = l->rbuf;
+  } else {
+    buf->base = malloc(READ_CHUNK);
+  }
   buf->len = buf->base ? READ_CHUNK : 0;
 }
 
+
+
+static void on_read_conn(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  cd_conn *c = st->data;
+  cd_loop *l = c->loop; /* c may be gone after on_read_conn */
+  on_read_conn(st, nread, buf);
+  if (buf->base && buf->base == l->rbuf) l->rbuf_busy = 0;
+  else free(buf->base);
+}
+
+static void on_read_conn(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   cd_conn *c = st->data;
   if (c->lingering) { /* dropped; the client's end or linger_ms closes */
     if (!c->closing && nread < 0) cd_conn_close(c, c->fatal_why);
-    free(buf->base);
     return;
   }
   if (nread > 0) {
@@ -1084,7 +1218,6 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
       cd_conn_close(c, nread == UV_ENOBUFS ? "out of memory for a read buffer" : uv_strerror((int)nread));
     }
   }
-  free(buf->base);
 }
 
 static void start_reading(cd_conn *c) {
@@ -1094,32 +1227,46 @@ static void start_reading(cd_conn *c) {
 
 /* ---- accept ------------------------------------------------------------ */
 
-int cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp) {
+int cd_conn_adopt(cd_loop *lp, uv_os_sock_t fd, int is_tcp) {
+  /* lp->load counts it since the hand-off, and until cd_server_conn_closed
+   * (or cd_server_conn_failed when it never gets that far), so that a
+   * shutdown never sees it neither on its way nor open */
+  cd_server *s = lp->srv;
+  if (atomic_load(&s->draining)) { /* accepted just before the shutdown: not served */
+    close(fd);
+    cd_server_conn_failed(s, lp);
+    return 0;
+  }
   cd_conn *c = calloc(1, sizeof *c);
   if (!c) return -1;
   c->srv = s;
-  c->id = ++s->next_conn_id;
+  c->loop = lp;
+  c->id = atomic_fetch_add(&s->next_conn_id, 1) + 1;
   c->refs = 1;
-  if (is_tcp) uv_tcp_init(s->loop, &c->h.tcp);
-  else uv_pipe_init(s->loop, &c->h.pipe, 0);
+  if (is_tcp) uv_tcp_init(lp->uv, &c->h.tcp);
+  else uv_pipe_init(lp->uv, &c->h.pipe, 0);
   c->h.tcp.data = c;
-  uv_timer_init(s->loop, &c->idle);
+  uv_timer_init(lp->uv, &c->idle);
   c->idle.data = c;
   c->handles_open = 2;
-  if (uv_accept(server_stream, (uv_stream_t *)&c->h) != 0) {
+  if ((is_tcp ? uv_tcp_open(&c->h.tcp, fd) : uv_pipe_open(&c->h.pipe, fd)) != 0) {
+    close(fd);
     c->closing = 1;
     uv_close((uv_handle_t *)&c->h, on_handle_closed);
     uv_close((uv_handle_t *)&c->idle, on_handle_closed);
-    c->srv = s;
     return 0;
   }
   /* link first: on_handle_closed unlinks */
-  c->next = s->conns;
-  if (s->conns) s->conns->prev = c;
-  s->conns = c;
+  pthread_mutex_lock(&lp->conns_mu);
+  c->next = lp->conns;
+  if (lp->conns) lp->conns->prev = c;
+  lp->conns = c;
+  pthread_mutex_unlock(&lp->conns_mu);
   c->linked = 1;
-  s->stats.connections++;
+  const uint64_t open_now = atomic_fetch_add(&s->stats.connections, 1) + 1;
   s->stats.connections_total++;
+  lp->connections++;
+  lp->connections_total++;
   if (is_tcp) {
     struct sockaddr_storage ss;
     int len = sizeof ss;
@@ -1151,7 +1298,7 @@ int cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp) {
     cd_conn_close(c, "out of memory for the connection's request ring");
     return 0;
   }
-  if (s->stats.connections > l->max_connections) {
+  if (open_now > l->max_connections) {
     s->stats.connections_rejected++;
     /* One UNAVAILABLE error (protobuf framing: the client may speak JSON,
      * but it cannot have said so yet), then close. */

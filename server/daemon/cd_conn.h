@@ -2,7 +2,8 @@
  * newline-delimited JSON when the first byte is '{'), the in-flight limit,
  * the reorder buffer that makes replies leave in request order even when
  * computed out of order, the output-bytes limit, the idle timer, and the
- * session's geometry references and streams. Loop thread only. */
+ * session's geometry references and streams. On the owning loop's thread,
+ * without a lock (the exceptions are listed in cd_loop.h). */
 #ifndef CD_CONN_H
 #define CD_CONN_H
 
@@ -15,6 +16,7 @@
 #include "cd_frame.h"
 #include "cd_pool.h"
 #include "cd_status.h"
+#include "cd_task.h"
 
 typedef struct cd_server cd_server;
 typedef struct cd_stream cd_stream;
@@ -34,6 +36,7 @@ typedef enum { CD_WIRE_UNKNOWN = 0, CD_WIRE_PROTO, CD_WIRE_JSON } cd_wire;
 
 struct cd_conn {
   cd_server *srv;
+  struct cd_loop *loop; /* the loop that owns it: every handle and callback of it runs there */
   uint64_t id;
   char peer[80];
   union {
@@ -44,7 +47,7 @@ struct cd_conn {
   int handles_open;   /* h and idle: closed asynchronously */
   int linked;         /* in the server's list and counted in stats.connections */
   atomic_int cancelled; /* set on close; read by workers: the connection's query jobs stop early */
-  int refs;           /* 1 for the socket + one per request in progress */
+  atomic_int refs;    /* 1 for the socket + one per request in progress (atomic: see cd_conn_ref) */
   int closing;        /* close requested: no more input or replies */
   int eof;            /* peer half-closed: finish, flush, then close */
   int fatal;          /* input cannot go on: close once queued replies flush */
@@ -81,6 +84,13 @@ struct cd_conn {
   uint64_t ring_cap, base_seq, next_seq;
   uint64_t out_bytes; /* reply bytes handed to uv_write whose callback has not run */
   struct cd_wreq *wq_head, *wq_tail; /* pending writes, oldest first (they complete in order) */
+  /* output_memory_bytes (cd_outmem.c): out_closing: its out_bytes no
+   * longer count (this loop); out_pub: out_bytes for the other loops;
+   * cut_state: claimed for cutting, or closing (atomic); the task that cuts
+   * it on this loop */
+  int out_closing;
+  _Atomic uint64_t out_pub, cut_state;
+  cd_task cut_task;
   uint64_t requests;
   cd_budget scratch;  /* JSON encoding */
   cd_jobq jobs;       /* this client's jobs on the worker pool (served in turn with other clients') */
@@ -92,9 +102,10 @@ struct cd_conn {
   cd_conn *prev, *next;
 };
 
-/* Accept a new connection on `server_stream` (TCP or pipe). -1 when there
- * was no memory for it: the connection is still pending then. */
-int cd_conn_accept(cd_server *s, uv_stream_t *server_stream, int is_tcp);
+/* Open an accepted descriptor (TCP or pipe) as a connection of loop l, on
+ * l's thread. -1 when there was no memory for it (the caller closes fd);
+ * while the server drains, fd is closed here. */
+int cd_conn_adopt(struct cd_loop *l, uv_os_sock_t fd, int is_tcp);
 
 /* Reserve the next reply slot (called by the decoder for every frame). */
 uint64_t cd_conn_reserve(cd_conn *c, uint64_t t0_ns);

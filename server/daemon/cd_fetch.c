@@ -1,8 +1,17 @@
-/* cd_fetch.c — see cd_fetch.h. One store lookup per id at a time (later
- * requests for the same id join it), one build per id (the cache's PENDING
- * entry and its waiters, shared with registrations). */
+/* cd_fetch.c — see cd_fetch.h. One store lookup per id and event loop at a
+ * time (later requests of that loop for the same id join it), one build per
+ * id (the cache's PENDING entry and its waiters, shared with registrations).
+ *
+ * Threads: a request, its lookups and their waiters belong to the request's
+ * loop: a lookup is asked from that loop and answered on it (the store
+ * delivers to the loop that asked), so it only ever settles requests of its
+ * own loop. The list of lookups in flight is shared by the loops (its
+ * mutex); a cache sequence that must be one step for the other loops (find
+ * then begin, wait or pin) holds the cache lock. */
 #include "cd_fetch.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,13 +41,15 @@ typedef struct fetch_wait {
 typedef struct lookup {
   char id[CD_HASH_HEX_LEN + 1];
   cd_server *srv;
+  uv_loop_t *loop; /* the loop that asked, and is answered */
   fetch_wait *waiters;
   struct lookup *next;
 } lookup;
 
 struct cd_fetch {
+  pthread_mutex_t mu; /* lookups */
   lookup *lookups;
-  uint64_t loads;
+  _Atomic uint64_t loads;
 };
 
 /* A build from a store record (a worker job). */
@@ -53,11 +64,19 @@ typedef struct load_job {
   cd_status st;
 } load_job;
 
-cd_fetch *cd_fetch_create(void) { return calloc(1, sizeof(cd_fetch)); }
+cd_fetch *cd_fetch_create(void) {
+  cd_fetch *f = calloc(1, sizeof(cd_fetch));
+  if (f) pthread_mutex_init(&f->mu, NULL);
+  return f;
+}
 
-void cd_fetch_destroy(cd_fetch *f) { free(f); }
+void cd_fetch_destroy(cd_fetch *f) {
+  if (!f) return;
+  pthread_mutex_destroy(&f->mu);
+  free(f);
+}
 
-uint64_t cd_fetch_loads(const cd_fetch *f) { return f ? f->loads : 0; }
+uint64_t cd_fetch_loads(cd_fetch *f) { return f ? atomic_load(&f->loads) : 0; }
 
 static int is_id(const char *s) {
   size_t n = 0;
@@ -93,8 +112,12 @@ static void finish(fetch_req *f) {
   cd_req *r = f->r;
   int has = r->env->msg_case == CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY;
   if (f->unavailable && !has) {
-    cd_cache_entry *e = cd_cache_find(r->conn->srv->cache, f->unavailable_id);
-    if (!e || e->state != CD_ENTRY_READY) {
+    cd_cache *c = r->conn->srv->cache;
+    cd_cache_lock(c);
+    cd_cache_entry *e = cd_cache_find(c, f->unavailable_id);
+    int ready = e && e->state == CD_ENTRY_READY;
+    cd_cache_unlock(c);
+    if (!ready) {
       char field[192];
       unavailable_field(r, f->unavailable_id, field, sizeof field);
       cd_status st;
@@ -167,8 +190,8 @@ static void load_done(cd_job *job) {
   cd_server *s = j->srv;
   cd_cache_entry *e = j->entry;
   if (j->geom) {
-    e->bound_radius = j->radius;
-    s->fetch->loads++;
+    e->bound_radius = j->radius; /* (PENDING: nobody reads it before completion) */
+    atomic_fetch_add(&s->fetch->loads, 1);
     CD_INFO("geometry built from the store", "geometry=%s build_us=%llu", e->id, (unsigned long long)j->build_us);
   } else {
     CD_WARN("geometry from the store failed to build", "geometry=%s error=\"%s\"", e->id, j->st.message);
@@ -203,10 +226,16 @@ static void start_load(cd_server *s, cd_cache_entry *e, Contactd__V1__RegisterGe
 static void on_lookup(void *arg, cd_store_result res, Contactd__V1__RegisterGeometry *m) {
   lookup *lk = arg;
   cd_server *s = lk->srv;
+  pthread_mutex_lock(&s->fetch->mu);
   lookup **pp = &s->fetch->lookups;
   while (*pp && *pp != lk) pp = &(*pp)->next;
   if (*pp) *pp = lk->next;
-  /* the cache may have the id by now (a registration): prefer it */
+  pthread_mutex_unlock(&s->fetch->mu);
+  /* the cache may have the id by now (a registration, or another loop's
+   * lookup): prefer it. Under the cache lock: find, begin, and pin or wait,
+   * so that no other loop evicts the entry in between; the requests are
+   * settled after it (settling one may run its handler). */
+  cd_cache_lock(s->cache);
   cd_cache_entry *e = cd_cache_find(s->cache, lk->id);
   if (!e && res == CD_STORE_HIT && s->pool && !s->draining) {
     e = cd_cache_begin(s->cache, lk->id, 0);
@@ -215,23 +244,32 @@ static void on_lookup(void *arg, cd_store_result res, Contactd__V1__RegisterGeom
       m = NULL;
     }
   }
-  if (m) contactd__v1__register_geometry__free_unpacked(m, NULL);
+  int ready = e && e->state == CD_ENTRY_READY;
+  if (ready) cd_cache_pin(e); /* until each waiting request has pinned it */
+  fetch_wait *now = NULL;
   for (fetch_wait *w = lk->waiters, *n; w; w = n) {
     n = w->next;
-    fetch_req *f = w->f;
-    if (e && e->state == CD_ENTRY_READY) {
-      on_entry(w, e, 0, NULL);
-    } else if (e && cd_cache_add_waiter(e, on_entry, w) == 0) {
-      /* settled by the build */
-    } else {
-      if (res == CD_STORE_UNAVAILABLE && !f->unavailable) {
-        f->unavailable = 1;
-        snprintf(f->unavailable_id, sizeof f->unavailable_id, "%s", lk->id);
-      }
-      free(w);
-      settle_one(f);
-    }
+    if (!ready && e && cd_cache_add_waiter(e, on_entry, w) == 0) continue; /* settled by the build */
+    w->next = now;
+    now = w;
   }
+  cd_cache_unlock(s->cache);
+  if (m) contactd__v1__register_geometry__free_unpacked(m, NULL);
+  for (fetch_wait *w = now, *n; w; w = n) {
+    n = w->next;
+    fetch_req *f = w->f;
+    if (ready) {
+      on_entry(w, e, 0, NULL);
+      continue;
+    }
+    if (res == CD_STORE_UNAVAILABLE && !f->unavailable) {
+      f->unavailable = 1;
+      snprintf(f->unavailable_id, sizeof f->unavailable_id, "%s", lk->id);
+    }
+    free(w);
+    settle_one(f);
+  }
+  if (ready) cd_cache_unpin(e);
   free(lk);
 }
 
@@ -240,15 +278,19 @@ static void want(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id) {
   fetch_wait *w = calloc(1, sizeof *w);
   if (!w) return;
   w->f = f;
+  pthread_mutex_lock(&s->fetch->mu);
   lookup *lk = s->fetch->lookups;
-  while (lk && strcmp(lk->id, id) != 0) lk = lk->next;
+  while (lk && (lk->loop != loop || strcmp(lk->id, id) != 0)) lk = lk->next;
   if (!lk) {
     lk = calloc(1, sizeof *lk);
     if (lk) {
       snprintf(lk->id, sizeof lk->id, "%s", id);
       lk->srv = s;
+      lk->loop = loop;
     }
+    /* (answered later, on this loop: never from inside this call) */
     if (!lk || cd_store_get_spec(s->store, loop, id, on_lookup, lk) != 0) {
+      pthread_mutex_unlock(&s->fetch->mu);
       free(lk);
       free(w);
       f->unavailable = 1;
@@ -258,6 +300,8 @@ static void want(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id) {
     lk->next = s->fetch->lookups;
     s->fetch->lookups = lk;
   }
+  /* waiters are only touched on this loop (here and in on_lookup) */
+  pthread_mutex_unlock(&s->fetch->mu);
   w->next = lk->waiters;
   lk->waiters = w;
   f->pending++;
@@ -265,20 +309,16 @@ static void want(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id) {
 
 static void consider(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id) {
   if (!is_id(id)) return; /* not an id: the handler says so */
+  cd_cache_lock(s->cache);
   cd_cache_entry *e = cd_cache_find(s->cache, id);
-  if (e && e->state == CD_ENTRY_READY) return;
-  if (e) { /* being built: wait for it */
+  if (e && e->state == CD_ENTRY_PENDING) { /* being built: wait for it */
     fetch_wait *w = calloc(1, sizeof *w);
-    if (!w) return;
-    w->f = f;
-    if (cd_cache_add_waiter(e, on_entry, w)) {
-      free(w);
-      return;
-    }
-    f->pending++;
-    return;
+    if (w) w->f = f;
+    if (w && cd_cache_add_waiter(e, on_entry, w) == 0) f->pending++;
+    else free(w);
   }
-  want(f, s, loop, id);
+  cd_cache_unlock(s->cache);
+  if (!e) want(f, s, loop, id);
 }
 
 int cd_fetch_intercept(cd_req *r) {

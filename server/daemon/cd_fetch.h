@@ -24,7 +24,7 @@ typedef struct cd_fetch cd_fetch;
 cd_fetch *cd_fetch_create(void);
 void cd_fetch_destroy(cd_fetch *f);
 /* Geometries built from store records since the start. */
-uint64_t cd_fetch_loads(const cd_fetch *f);
+uint64_t cd_fetch_loads(cd_fetch *f);
 
 /* Take r when it names geometry the store may hold (1: r is handled
  * later, through cd_handle), else 0 (handle it now). */

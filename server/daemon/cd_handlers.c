@@ -326,11 +326,13 @@ static void reg_run(cd_job *job, cd_worker *w) {
                   "geometry build cancelled: every connection waiting for it is closed");
 }
 
+static void reg_lookup(reg_job *j, cd_req *r);
+static void reg_start_build(reg_job *j, cd_req *r);
+static void reg_finish_build(reg_job *j, cd_req *r);
+
 static void reg_done(cd_job *job) {
   reg_job *j = (reg_job *)job;
   cd_req *r = j->req;
-  cd_server *s = r->conn->srv;
-  const cd_register_msg *m = r->env->register_geometry;
   if (j->stage == 0) {
     if (j->invalid) {
       cd_status st = j->st;
@@ -338,58 +340,88 @@ static void reg_done(cd_job *job) {
       cd_req_fail(r, &st);
       return;
     }
-    cd_cache_entry *e = cd_cache_find(s->cache, j->id);
-    if (e && e->state == CD_ENTRY_READY) {
-      cd_cache_note_hit(s->cache);
-      free(j);
-      reply_registered(r, e, 1);
-      return;
-    }
-    if (e) { /* pending: one build, many replies */
-      free(j);
-      /* counted first: the build must not be cancelled under a waiter */
-      if ((e->build && build_add_conn(e->build, r->conn)) || cd_cache_add_waiter(e, on_joined_build, r))
-        fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
-      return;
-    }
-    if (cd_pool_cancelled(s->pool)) { /* shutting down: no new builds (see above) */
-      free(j);
-      fail(r, CD_UNAVAILABLE, "registerGeometry", "%s", "the server is shutting down");
-      return;
-    }
-    e = cd_cache_begin(s->cache, j->id, 0);
-    if (!e) {
-      free(j);
-      fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
-      return;
-    }
-    if (m->material) e->material = (ce_material){m->material->dissipation, m->material->friction};
-    if (m->point_stiffness) e->point_stiffness = m->point_stiffness->value;
-    pthread_mutex_init(&j->mu, NULL);
-    if (build_add_conn(j, r->conn) || cd_cache_add_waiter(e, on_own_build, j)) {
-      cd_cache_complete(s->cache, e, NULL, 0, CD_EXHAUSTED, "out of memory");
-      build_release_conns(j);
-      free(j);
-      fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
-      return;
-    }
-    e->build = j;
-    j->entry = e;
-    j->stage = 1;
-    /* A build takes seconds: at most build_workers of them run at once. The
-     * checks and the hash before it (stage 0) are not limited, so that a
-     * registration of geometry already cached or being built is answered
-     * without waiting for other builds. */
-    j->job.heavy = 1;
-    cd_pool_submit(s->pool, &r->conn->jobs, &j->job);
+    reg_lookup(j, r);
     return;
   }
+  reg_finish_build(j, r);
+}
+
+/* Stage 0 done: answer from the cache, join the build in progress, or start
+ * one. The cache lock makes finding the entry and referencing it, or joining
+ * its build, or creating it, one step for the other loops. */
+static void reg_lookup(reg_job *j, cd_req *r) {
+  cd_server *s = r->conn->srv;
+  cd_cache_lock(s->cache);
+  cd_cache_entry *e = cd_cache_find(s->cache, j->id);
+  if (e && e->state == CD_ENTRY_READY) {
+    cd_cache_note_hit(s->cache);
+    free(j);
+    reply_registered(r, e, 1); /* references it before the lock lets another loop evict it */
+    cd_cache_unlock(s->cache);
+    return;
+  }
+  if (e) { /* pending: one build, many replies */
+    free(j);
+    /* counted first: the build must not be cancelled under a waiter (a build
+     * whose worker is done has no `build` left to cancel) */
+    if ((e->build && build_add_conn(e->build, r->conn)) || cd_cache_add_waiter(e, on_joined_build, r))
+      fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
+    cd_cache_unlock(s->cache);
+    return;
+  }
+  reg_start_build(j, r);
+  cd_cache_unlock(s->cache);
+}
+
+/* A new geometry (cache lock held): its PENDING entry and the build job. */
+static void reg_start_build(reg_job *j, cd_req *r) {
+  cd_server *s = r->conn->srv;
+  const cd_register_msg *m = r->env->register_geometry;
+  if (cd_pool_cancelled(s->pool)) { /* shutting down: no new builds (see above) */
+    free(j);
+    fail(r, CD_UNAVAILABLE, "registerGeometry", "%s", "the server is shutting down");
+    return;
+  }
+  cd_cache_entry *e = cd_cache_begin(s->cache, j->id, 0);
+  if (!e) {
+    free(j);
+    fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
+    return;
+  }
+  if (m->material) e->material = (ce_material){m->material->dissipation, m->material->friction};
+  if (m->point_stiffness) e->point_stiffness = m->point_stiffness->value;
+  pthread_mutex_init(&j->mu, NULL);
+  if (build_add_conn(j, r->conn) || cd_cache_add_waiter(e, on_own_build, j)) {
+    cd_cache_complete(s->cache, e, NULL, 0, CD_EXHAUSTED, "out of memory");
+    build_release_conns(j);
+    free(j);
+    fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
+    return;
+  }
+  e->build = j;
+  j->entry = e;
+  j->stage = 1;
+  /* A build takes seconds: at most build_workers of them run at once. The
+   * checks and the hash before it (stage 0) are not limited, so that a
+   * registration of geometry already cached or being built is answered
+   * without waiting for other builds. */
+  j->job.heavy = 1;
+  cd_pool_submit(s->pool, &r->conn->jobs, &j->job);
+}
+
+/* Stage 1 done (the build's loop): the entry completes, every waiter is
+ * answered on its own loop. */
+static void reg_finish_build(reg_job *j, cd_req *r) {
+  cd_server *s = r->conn->srv;
+  const cd_register_msg *m = r->env->register_geometry;
   cd_cache_entry *e = j->entry;
+  cd_cache_lock(s->cache); /* a registration on another loop may be joining */
   e->build = NULL;
+  if (j->geom) e->bound_radius = j->radius;
+  cd_cache_unlock(s->cache);
   build_release_conns(j); /* the waiters' requests hold their connections from here */
   char q[300];
   if (j->geom) {
-    e->bound_radius = j->radius;
     CD_INFO("geometry built", "geometry=%s name=%s build_us=%llu", e->id, cd_log_quote(q, sizeof q, m->name),
             (unsigned long long)j->build_us);
   } else {
@@ -423,10 +455,13 @@ static void on_has(cd_req *r) {
     return;
   }
   size_t n = 0;
+  cd_cache *cache = r->conn->srv->cache;
+  cd_cache_lock(cache); /* `state` changes when a build completes on another loop */
   for (size_t i = 0; i < h->n_geometry_ids; i++) {
-    cd_cache_entry *e = cd_cache_find(r->conn->srv->cache, h->geometry_ids[i]);
+    cd_cache_entry *e = cd_cache_find(cache, h->geometry_ids[i]);
     if (!e || e->state != CD_ENTRY_READY) missing[n++] = h->geometry_ids[i];
   }
+  cd_cache_unlock(cache);
   Contactd__V1__HasGeometryReply hr = CONTACTD__V1__HAS_GEOMETRY_REPLY__INIT;
   hr.n_missing = n;
   hr.missing = missing;
@@ -562,6 +597,7 @@ static void on_stats(cd_req *r) {
     sr.n_worker_utilisation = (size_t)nw;
     sr.worker_utilisation = u;
   }
+  sr.n_loops = cd_server_loop_stats(s, &r->budget, &sr.loops);
   Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY;
   env.stats_reply = &sr;

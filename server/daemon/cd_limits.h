@@ -24,6 +24,9 @@
  * others wait, a frame being received must arrive within frame_grace_ms
  * plus its bytes so far at frame_min_rate_bytes, or its connection is
  * closed with an error);
+ * and the queued replies of all connections together (what each holds under
+ * max_output_bytes) stay under output_memory_bytes: past it the connections
+ * holding the most are closed first (cd_outmem.c);
  * and the cache is bounded by cache_bytes (unreferenced entries are evicted
  * least-recently-used first). The HTTP port holds at most
  * max_metrics_connections connections of a 4 KiB request buffer each, for at
@@ -121,7 +124,15 @@
   XX(store_breaker_failures, 3, 1, "failures",                                             \
      "store failures in a row that open the circuit breaker (operations then fail fast)")   \
   XX(store_breaker_open_ms, 2000, 1, "ms",                                                 \
-     "an open breaker lets one probe through after this long; its success closes it")
+     "an open breaker lets one probe through after this long; its success closes it")                                        \
+  XX(io_threads, 1, 1, "loops",                                                            \
+     "event loops serving connections, each on its own thread; a connection stays on "     \
+     "one from accept to close (docs/scaling.md: while one lock serialises the protocol "  \
+     "work, more loops add no throughput for small queries)")                            \
+  XX(output_memory_bytes, 0, 0, "bytes",                                                   \
+     "reply bytes queued on all connections together; past it the connections holding "    \
+     "the most are closed first (clients that read hold next to none); 0 = an eighth of "  \
+     "the machine's memory, at least 64 MiB")
 
 typedef struct cd_limits {
 #define CD_XX_FIELD(field, def, min, unit, desc) uint64_t field;

@@ -1,6 +1,6 @@
 /* cd_pool.c — worker threads, job queues served in turn (mutex + condition
- * variable) and a completion queue drained on the loop after
- * uv_async_send. */
+ * variable) and per-loop completion queues (sinks) drained on their loop
+ * after uv_async_send. */
 #include "cd_pool.h"
 
 #include <pthread.h>
@@ -18,9 +18,18 @@ typedef struct worker_slot {
   _Atomic uint64_t busy_ns;
 } worker_slot;
 
-struct cd_pool {
-  uv_loop_t *loop;
+struct cd_sink {
   uv_async_t async;
+  uv_idle_t poller;   /* active while the loop polls for results */
+  pthread_mutex_t mu;
+  cd_job *head, *tail; /* finished jobs, FIFO */
+  uint64_t pending;   /* submitted here, done() not run yet; loop thread only */
+  uint64_t poll_ns;   /* the last submit's pool's polling window */
+  uint64_t submit_ns; /* the last submit, while polling */
+  int open_handles;   /* while closing */
+};
+
+struct cd_pool {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   cd_jobq own;                 /* jobs submitted without a queue */
@@ -28,17 +37,19 @@ struct cd_pool {
   int heavy_max, heavy_running;   /* heavy jobs allowed at once, running now */
   int stopping;
   atomic_int cancelled; /* cd_pool_cancel: read by workers at any time */
-  pthread_mutex_t done_mu;
-  cd_job *done_head, *done_tail; /* finished jobs, FIFO */
   int n;
   worker_slot *slots;
-  uint64_t pending; /* loop thread only */
-  uint64_t poll_ns;   /* cd_pool_poll_results; loop thread only */
-  uint64_t submit_ns; /* the last submit, while polling */
-  uv_idle_t poller;   /* active while the loop polls for results */
-  int open_handles;   /* while closing: handles whose close callback is due */
+  cd_sink *home;      /* the pool's own sink (cd_pool_create with a loop) */
+  atomic_uint_fast64_t running; /* submitted, not finished running */
+  uint64_t poll_ns;   /* cd_pool_poll_results */
   uint64_t start_ns;
 };
+
+/* The calling thread's sink: a loop's, or on a worker the sink of the job it
+ * runs (so that a job's posts complete where the job does). */
+static _Thread_local cd_sink *tls_sink;
+
+void cd_sink_set_current(cd_sink *s) { tls_sink = s; }
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -46,16 +57,17 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Appends a finished (or posted) job to the done queue and wakes the loop,
+/* Appends a finished (or posted) job to its sink and wakes that loop,
  * which runs its completion in drain(). Any thread. */
-static void done_push(cd_pool *p, cd_job *job) {
+static void done_push(cd_job *job) {
+  cd_sink *s = job->sink;
   job->next = NULL;
-  pthread_mutex_lock(&p->done_mu);
-  if (p->done_tail) p->done_tail->next = job;
-  else p->done_head = job;
-  p->done_tail = job;
-  pthread_mutex_unlock(&p->done_mu);
-  uv_async_send(&p->async);
+  pthread_mutex_lock(&s->mu);
+  if (s->tail) s->tail->next = job;
+  else s->head = job;
+  s->tail = job;
+  pthread_mutex_unlock(&s->mu);
+  uv_async_send(&s->async);
 }
 
 /* The next job to start (p->mu held): the first job of the first queue in
@@ -101,11 +113,14 @@ static void *worker_main(void *arg) {
 
     uint64_t t0 = now_ns();
     ce_arena_reset(s->w.arena);
+    tls_sink = job->sink;
     job->run(job, &s->w);
+    tls_sink = NULL;
     ce_arena_reset(s->w.arena);
     atomic_fetch_add(&s->busy_ns, now_ns() - t0);
+    atomic_fetch_sub_explicit(&p->running, 1, memory_order_relaxed);
 
-    done_push(p, job);
+    done_push(job);
     if (heavy) { /* a heavy job that waited for this one may start */
       pthread_mutex_lock(&p->mu);
       p->heavy_running--;
@@ -117,16 +132,16 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static void drain(cd_pool *p) {
+static void drain(cd_sink *s) {
   for (;;) {
-    pthread_mutex_lock(&p->done_mu);
-    cd_job *j = p->done_head;
-    p->done_head = p->done_tail = NULL;
-    pthread_mutex_unlock(&p->done_mu);
+    pthread_mutex_lock(&s->mu);
+    cd_job *j = s->head;
+    s->head = s->tail = NULL;
+    pthread_mutex_unlock(&s->mu);
     if (!j) return;
     while (j) {
       cd_job *next = j->next;
-      if (j->run) p->pending--; /* posted jobs (run == NULL) were never submitted */
+      if (j->run) s->pending--; /* posted jobs (run == NULL) were never submitted */
       j->done(j);
       j = next;
     }
@@ -139,9 +154,37 @@ static void on_async(uv_async_t *h) { drain(h->data); }
  * poll its sockets without blocking. The core is yielded each time, so a
  * worker or client thread woken on it runs at once. */
 static void on_poll(uv_idle_t *h) {
-  cd_pool *p = h->data;
-  if (!p->pending || now_ns() - p->submit_ns > p->poll_ns) uv_idle_stop(h);
+  cd_sink *s = h->data;
+  if (!s->pending || now_ns() - s->submit_ns > s->poll_ns) uv_idle_stop(h);
   else sched_yield();
+}
+
+cd_sink *cd_sink_create(uv_loop_t *loop) {
+  cd_sink *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  pthread_mutex_init(&s->mu, NULL);
+  uv_async_init(loop, &s->async, on_async);
+  s->async.data = s;
+  uv_idle_init(loop, &s->poller);
+  s->poller.data = s;
+  return s;
+}
+
+/* The sink is freed when both its handles have closed (libuv does not
+ * promise an order). */
+static void on_sink_closed(uv_handle_t *h) {
+  cd_sink *s = h->data;
+  if (--s->open_handles) return;
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+void cd_sink_close(cd_sink *s) {
+  drain(s);
+  if (tls_sink == s) tls_sink = NULL;
+  s->open_handles = 2;
+  uv_close((uv_handle_t *)&s->poller, on_sink_closed);
+  uv_close((uv_handle_t *)&s->async, on_sink_closed);
 }
 
 cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
@@ -158,20 +201,19 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
     free(p->slots);
     p->slots = NULL;
   }
+  if (p->slots && loop && !(p->home = cd_sink_create(loop))) {
+    for (int i = 0; i < n; i++) ce_arena_destroy(p->slots[i].w.arena);
+    free(p->slots);
+    p->slots = NULL;
+  }
   if (!p->slots) {
     free(p);
     return NULL;
   }
-  p->loop = loop;
   p->n = n;
   p->heavy_max = n;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
-  pthread_mutex_init(&p->done_mu, NULL);
-  uv_async_init(loop, &p->async, on_async);
-  p->async.data = p;
-  uv_idle_init(loop, &p->poller);
-  p->poller.data = p;
   p->start_ns = now_ns();
   for (int i = 0; i < n; i++) {
     worker_slot *s = &p->slots[i];
@@ -190,13 +232,18 @@ void cd_pool_limit_heavy(cd_pool *p, int k) { p->heavy_max = k < 1 ? 1 : k; }
 
 void cd_pool_poll_results(cd_pool *p, uint64_t us) { p->poll_ns = us * 1000; }
 
+static cd_sink *sink_of(cd_pool *p) { return tls_sink ? tls_sink : p->home; }
+
 void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job) {
   if (!q) q = &p->own;
   job->next = NULL;
-  p->pending++;
+  cd_sink *s = job->sink = sink_of(p);
+  s->pending++;
+  atomic_fetch_add_explicit(&p->running, 1, memory_order_relaxed);
   if (p->poll_ns) {
-    p->submit_ns = now_ns();
-    uv_idle_start(&p->poller, on_poll); /* no-op when already polling */
+    s->poll_ns = p->poll_ns;
+    s->submit_ns = now_ns();
+    uv_idle_start(&s->poller, on_poll); /* no-op when already polling */
   }
   pthread_mutex_lock(&p->mu);
   if (q->tail) q->tail->next = job;
@@ -220,14 +267,17 @@ void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job) {
 
 void cd_pool_post(cd_pool *p, cd_job *job) {
   job->run = NULL;
-  done_push(p, job);
+  job->sink = sink_of(p);
+  done_push(job);
 }
 
 void cd_pool_cancel(cd_pool *p) { atomic_store_explicit(&p->cancelled, 1, memory_order_relaxed); }
 
 int cd_pool_cancelled(cd_pool *p) { return atomic_load_explicit(&p->cancelled, memory_order_relaxed); }
 
-uint64_t cd_pool_pending(const cd_pool *p) { return p->pending; }
+uint64_t cd_pool_pending(const cd_pool *p) {
+  return atomic_load_explicit(&((cd_pool *)p)->running, memory_order_relaxed);
+}
 int cd_pool_size(const cd_pool *p) { return p->n; }
 
 double cd_pool_utilisation(cd_pool *p, int i) {
@@ -236,15 +286,6 @@ double cd_pool_utilisation(cd_pool *p, int i) {
   if (!wall) return 0;
   double u = (double)atomic_load(&p->slots[i].busy_ns) / (double)wall;
   return u > 1 ? 1 : u;
-}
-
-/* The pool is freed when both its handles have closed (libuv does not
- * promise an order). */
-static void on_close(uv_handle_t *h) {
-  cd_pool *p = h->data;
-  if (--p->open_handles) return;
-  free(p->slots);
-  free(p);
 }
 
 void cd_pool_destroy(cd_pool *p) {
@@ -257,11 +298,9 @@ void cd_pool_destroy(cd_pool *p) {
     pthread_join(p->slots[i].thread, NULL);
     ce_arena_destroy(p->slots[i].w.arena);
   }
-  drain(p);
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->cv);
-  pthread_mutex_destroy(&p->done_mu);
-  p->open_handles = 2;
-  uv_close((uv_handle_t *)&p->poller, on_close);
-  uv_close((uv_handle_t *)&p->async, on_close);
+  if (p->home) cd_sink_close(p->home);
+  free(p->slots);
+  free(p);
 }

@@ -2,9 +2,10 @@
  * would starve libuv's file and DNS work), each with its own ce_arena.
  *
  * A job's run() executes on a worker; its done() then executes on the loop
- * thread. Workers hand finished jobs back through a completion queue and
- * uv_async_send (which coalesces wake-ups, so the loop drains the whole
- * queue each time).
+ * thread that submitted it. Each loop has a sink: a completion queue and
+ * an uv_async handle; workers hand a finished job to its submitter's sink
+ * and wake that loop (uv_async_send coalesces wake-ups, so the loop drains
+ * the whole queue each time). One pool serves every loop.
  *
  * Jobs wait in job queues (cd_jobq), one per client: the workers serve the
  * queues that hold jobs in turn, one job from each (round robin), so a
@@ -37,7 +38,18 @@ struct cd_job {
   void (*done)(cd_job *job);              /* on the loop thread */
   int heavy;                              /* counts against cd_pool_limit_heavy */
   cd_job *next;                           /* pool-private */
+  struct cd_sink *sink;                   /* pool-private: where done() runs */
 };
+
+/* A loop's completion queue: each done() runs on its loop's thread, with
+ * no lock held. Created and closed on the loop's thread. */
+typedef struct cd_sink cd_sink;
+cd_sink *cd_sink_create(uv_loop_t *loop);
+/* Jobs this thread submits (and, on a worker, posts) complete on s. */
+void cd_sink_set_current(cd_sink *s);
+/* Run the done() of every finished job, then close the handles; s is freed
+ * once they are closed. No job may be submitted to s afterwards. */
+void cd_sink_close(cd_sink *s);
 
 /* One client's job queue, owned by the caller (embedded in its connection)
  * and zeroed before first use; it must stay in place until its last job has
@@ -52,7 +64,9 @@ struct cd_jobq {
 typedef struct cd_pool cd_pool;
 
 /* Start n workers; each arena may grow to arena_budget bytes (0 = no cap)
- * and starts with 1 MiB or the budget, the smaller. */
+ * and starts with 1 MiB or the budget, the smaller. loop non-NULL: the pool
+ * has a sink of its own there, used by threads that set none
+ * (cd_sink_set_current), and closed by cd_pool_destroy. */
 cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget);
 /* At most k heavy jobs run at once (k >= 1; default: the pool's size).
  * Before the first submit. */
@@ -79,14 +93,15 @@ void cd_pool_post(cd_pool *p, cd_job *job);
  * cd_pool_destroy. */
 void cd_pool_cancel(cd_pool *p);
 int cd_pool_cancelled(cd_pool *p);
-/* Jobs submitted whose done() has not run yet. */
+/* Jobs submitted that have not finished running. */
 uint64_t cd_pool_pending(const cd_pool *p);
 int cd_pool_size(const cd_pool *p);
 /* Busy fraction of worker i since the pool started. */
 double cd_pool_utilisation(cd_pool *p, int i);
-/* Stop the workers after the queue drains, join them, run the remaining
- * done() callbacks, close the async handle (callers then run the loop until
- * handles close) and free the pool once closed. */
+/* Stop the workers after the queue drains, join them; with a sink of its
+ * own, run its remaining done() callbacks and close it (callers then run
+ * the loop until handles close). Other sinks keep their finished jobs until
+ * cd_sink_close. */
 void cd_pool_destroy(cd_pool *p);
 
 #endif

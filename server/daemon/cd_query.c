@@ -75,11 +75,14 @@ static void body_name(const Contactd__V1__Body *b, char *out, size_t n) {
 }
 
 void cd_qbodies_unpin(cd_qbody *b, int32_t n) {
+  cd_cache *c = NULL;
   for (int32_t i = 0; i < n; i++)
     if (b[i].entry) {
+      if (!c) cd_cache_lock(c = b[i].entry->cache); /* once for all of them, not once each */
       cd_cache_unpin(b[i].entry);
       b[i].entry = NULL;
     }
+  if (c) cd_cache_unlock(c);
 }
 
 static int cmp_u32(const void *a, const void *b) {
@@ -126,6 +129,9 @@ int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char
   char f[192], what[96];
   int rc = 0;
   size_t i;
+  /* Finding each entry and pinning it is one step for the other loops (one
+   * could evict an unpinned entry, or complete a pending one, in between). */
+  cd_cache_lock(s->cache);
   for (i = 0; i < n; i++) {
     const Contactd__V1__Body *m = in[i];
     body_name(m, what, sizeof what);
@@ -163,6 +169,7 @@ int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char
     q->entry = e;
     cd_cache_pin(e);
   }
+  cd_cache_unlock(s->cache);
   if (!rc && n > 1) {
     qsort(ids, n, sizeof *ids, cmp_u32);
     for (size_t k = 1; k < n; k++)

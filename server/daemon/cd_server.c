@@ -1,11 +1,13 @@
 /* cd_server.c — listeners, accept, graceful shutdown, metrics rendering. */
 #include "cd_server.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,17 +21,39 @@
 #include "cd_publish.h"
 #include "cd_viewer.h"
 #include "cd_store.h"
+#include "cd_outmem.h"
 
+static void on_tmp_closed(uv_handle_t *h) { free(h); }
+
+/* Accept on loop 0 and hand the descriptor to the least-loaded loop
+ * (cd_loop.c says why a hand-off and not SO_REUSEPORT listeners). */
 static void on_conn(uv_stream_t *ls, int status, int is_tcp) {
   cd_server *s = ls->data;
   if (status < 0) {
     CD_WARN("accept failed", "error=\"%s\"", uv_strerror(status));
     return;
   }
-  if (s->draining) return;
-  if (cd_conn_accept(s, ls, is_tcp) != 0) {
+  if (atomic_load(&s->draining)) return;
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } *tmp = malloc(sizeof *tmp);
+  uv_os_fd_t fd = -1;
+  if (tmp) {
+    if (is_tcp) uv_tcp_init(s->loop, &tmp->tcp);
+    else uv_pipe_init(s->loop, &tmp->pipe, 0);
+    if (uv_accept(ls, (uv_stream_t *)tmp) == 0 && uv_fileno((uv_handle_t *)tmp, &fd) == 0) fd = dup(fd);
+    else fd = -1;
+    uv_close((uv_handle_t *)tmp, on_tmp_closed);
+    if (fd < 0) return; /* the peer went away, or no descriptor for the copy */
+  }
+  cd_loop *l = cd_server_pick_loop(s);
+  atomic_fetch_add(&l->load, 1); /* before the hand-off: its loop may close it at once */
+  if (!tmp || cd_loop_adopt(l, fd, is_tcp) != 0) {
+    atomic_fetch_sub(&l->load, 1);
     CD_WARN("connection refused: out of memory for its state", "listener=%s", is_tcp ? "tcp" : "unix");
-    cd_spare_take(is_tcp ? &s->spare_tcp : &s->spare_unix);
+    if (fd >= 0) close(fd);
+    else cd_spare_take(is_tcp ? &s->spare_tcp : &s->spare_unix);
   }
 }
 
@@ -37,23 +61,43 @@ static void on_tcp_conn(uv_stream_t *ls, int status) { on_conn(ls, status, 1); }
 
 static void on_unix_conn(uv_stream_t *ls, int status) { on_conn(ls, status, 0); }
 
-static void on_signal(uv_signal_t *h, int signum) {
-  cd_server *s = h->data;
-  if (s->draining) {
-    CD_INFO("already shutting down", "signal=%s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
-    return;
+cd_loop *cd_server_pick_loop(cd_server *s) {
+  cd_loop *best = &s->loops[0];
+  uint64_t least = atomic_load_explicit(&best->load, memory_order_relaxed);
+  for (int i = 1; i < s->nloops; i++) {
+    const uint64_t n = atomic_load_explicit(&s->loops[i].load, memory_order_relaxed);
+    if (n < least) {
+      least = n;
+      best = &s->loops[i];
+    }
   }
-  cd_server_shutdown(s, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  return best;
 }
 
+static void on_signal(uv_signal_t *h, int signum) {
+  cd_server *s = h->data;
+  if (s->draining) CD_INFO("already shutting down", "signal=%s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  else cd_server_shutdown(s, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void run_close(cd_task *t) {
+  cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, close_task));
+  cd_store_detach_loop(l->srv->store, l->uv); /* store answers still queued for this loop are given now */
+  cd_loop_close(l);
+}
+
+/* Loop 0, once every loop's connections are gone: stop the pools (their
+ * remaining completions run on their loops as these close), then close
+ * every loop's own handles; the loops then run out. */
 static void finish(cd_server *s) {
+  if (atomic_exchange(&s->finishing, 1)) return;
   /* first: a decoded request's done() may still hand work to the pool */
   if (s->codec) {
     cd_pool_destroy(s->codec);
     s->codec = NULL;
   }
   if (s->pool) {
-    cd_pool_destroy(s->pool); /* runs what is queued, then closes its handle */
+    cd_pool_destroy(s->pool); /* runs what is queued; its completions wait in the loops' sinks */
     s->pool = NULL;
   }
   if (s->metrics) {
@@ -64,11 +108,9 @@ static void finish(cd_server *s) {
   s->viewers = NULL;
   cd_store_detach_loop(s->store, s->loop);
   if (!uv_is_closing((uv_handle_t *)&s->drain_timer)) uv_close((uv_handle_t *)&s->drain_timer, NULL);
-  if (!uv_is_closing((uv_handle_t *)&s->mem_pump)) uv_close((uv_handle_t *)&s->mem_pump, NULL);
-  if (!uv_is_closing((uv_handle_t *)&s->mem_sweep)) uv_close((uv_handle_t *)&s->mem_sweep, NULL);
-  /* The workers are joined: this is the only thread. Block further
-   * SIGTERM/SIGINT before closing their handles (which restores the default,
-   * fatal action), so a repeated signal cannot turn a clean exit into 143. */
+  /* The workers are joined. Block further SIGTERM/SIGINT before closing
+   * their handles (which restores the default, fatal action), so a repeated
+   * signal cannot turn a clean exit into 143. */
   sigset_t block;
   sigemptyset(&block);
   sigaddset(&block, SIGTERM);
@@ -76,36 +118,108 @@ static void finish(cd_server *s) {
   pthread_sigmask(SIG_BLOCK, &block, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->sigterm)) uv_close((uv_handle_t *)&s->sigterm, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->sigint)) uv_close((uv_handle_t *)&s->sigint, NULL);
+  for (int i = 1; i < s->nloops; i++) {
+    s->loops[i].close_task.run = run_close;
+    cd_loop_post(&s->loops[i], &s->loops[i].close_task);
+  }
+  if (s->nloops) cd_loop_close(&s->loops[0]);
   CD_INFO("stopped", "requests=%llu pairs=%llu", (unsigned long long)s->stats.requests,
           (unsigned long long)s->stats.pairs);
+}
+
+static void run_finish(cd_task *t) {
+  cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, drain_task));
+  finish(l->srv);
+}
+
+/* Every loop's connections gone while draining: finish on loop 0. */
+static void maybe_finish_all(cd_server *s) {
+  if (!s->draining || s->finishing || s->stats.connections) return;
+  for (int i = 0; i < s->nloops; i++)
+    if (s->loops[i].load) return; /* a connection on its way to a loop */
+  cd_loop *l0 = &s->loops[0];
+  if (cd_loop_current() == l0 || !cd_loop_current()) {
+    finish(s);
+  } else if (!atomic_exchange(&s->finish_posted, 1)) { /* once: a task is in one inbox at a time */
+    l0->drain_task.run = run_finish; /* loop 0's own drain task ran long ago */
+    cd_loop_post(l0, &l0->drain_task);
+  }
+}
+
+static void run_grace_over(cd_task *t) {
+  cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, grace_task));
+  /* cd_conn_close does not unlink (on_handle_closed does, later), so walk the
+   * list with a saved next pointer and close every connection still open. */
+  for (cd_conn *c = l->conns, *next; c; c = next) {
+    next = c->next;
+    if (!c->closing) cd_conn_close(c, "shutdown grace period over");
+  }
 }
 
 static void on_drain_timeout(uv_timer_t *t) {
   cd_server *s = t->data;
   CD_WARN("shutdown grace period over: closing the remaining connections", "grace_s=%g",
           s->cfg.shutdown_grace_s);
-  /* cd_conn_close does not unlink (on_handle_closed does, later), so walk the
-   * list with a saved next pointer and close every connection still open. */
-  for (cd_conn *c = s->conns, *next; c; c = next) {
-    next = c->next;
-    if (!c->closing) cd_conn_close(c, "shutdown grace period over");
+  for (int i = 0; i < s->nloops; i++) {
+    cd_loop *l = &s->loops[i];
+    l->grace_task.run = run_grace_over;
+    if (i == 0) run_grace_over(&l->grace_task);
+    else cd_loop_post(l, &l->grace_task);
   }
 }
 
+/* A burst of connections has ended (a quarter of its peak is left): give
+ * the heap's free pages back to the system. The allocator keeps what a
+ * burst freed (in as many arenas as threads allocated from), so without
+ * this the resident set stays at the largest burst's, and creeps up as
+ * later bursts land in other arenas. A few trims per burst, each a walk of
+ * the free lists. */
+static void trim_after_burst(cd_server *s) {
+  const uint64_t now = atomic_load_explicit(&s->stats.connections, memory_order_relaxed);
+  uint64_t peak = atomic_load_explicit(&s->conn_peak, memory_order_relaxed);
+  while (now > peak && !atomic_compare_exchange_weak(&s->conn_peak, &peak, now)) {
+  }
+  if (peak < 64 || now > peak / 4) return;
+  /* one loop trims per burst's end (the others see the peak lowered) */
+  if (!atomic_compare_exchange_strong(&s->conn_peak, &peak, now)) return;
+  malloc_trim(0);
+}
+
 void cd_server_conn_closed(cd_server *s, cd_conn *c) {
+  cd_loop *l = c->loop;
+  pthread_mutex_lock(&l->conns_mu);
   if (c->prev) c->prev->next = c->next;
-  else if (s->conns == c) s->conns = c->next;
+  else if (l->conns == c) l->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   c->prev = c->next = NULL;
+  pthread_mutex_unlock(&l->conns_mu);
   s->stats.connections--;
-  if (s->draining && !s->conns) finish(s);
+  l->connections--;
+  l->load--;
+  trim_after_burst(s);
+  maybe_finish_all(s);
+}
+
+void cd_server_conn_failed(cd_server *s, cd_loop *l) {
+  l->load--;
+  maybe_finish_all(s);
+}
+
+void cd_server_check_drained(cd_server *s) { maybe_finish_all(s); }
+
+static void run_drain(cd_task *t) {
+  cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, drain_task));
+  for (cd_conn *c = l->conns, *n; c; c = n) {
+    n = c->next;
+    cd_conn_drain(c);
+  }
+  maybe_finish_all(l->srv);
 }
 
 void cd_server_shutdown(cd_server *s, const char *reason) {
-  if (s->draining) return;
-  s->draining = 1;
-  CD_INFO("shutting down: no new connections, finishing in-flight work", "reason=%s connections=%llu", reason,
-          (unsigned long long)s->stats.connections);
+  if (atomic_exchange(&s->draining, 1)) return;
+  CD_INFO("shutting down: no new connections, finishing in-flight work", "reason=%s connections=%llu loops=%d",
+          reason, (unsigned long long)s->stats.connections, s->nloops);
   if (s->have_tcp) uv_close((uv_handle_t *)&s->tcp, NULL);
   if (s->have_unix) {
     uv_close((uv_handle_t *)&s->unix_sock, NULL);
@@ -121,11 +235,13 @@ void cd_server_shutdown(cd_server *s, const char *reason) {
   if (s->pool) cd_pool_cancel(s->pool);
   uv_timer_start(&s->drain_timer, on_drain_timeout, (uint64_t)(s->cfg.shutdown_grace_s * 1000), 0);
   uv_unref((uv_handle_t *)&s->drain_timer);
-  for (cd_conn *c = s->conns, *n; c; c = n) {
-    n = c->next;
-    cd_conn_drain(c);
+  /* Each loop drains its own connections (loop 0 now, in this call). */
+  for (int i = 1; i < s->nloops; i++) {
+    s->loops[i].drain_task.run = run_drain;
+    if (cd_loop_post(&s->loops[i], &s->loops[i].drain_task) != 0) continue;
   }
-  if (!s->conns) finish(s);
+  if (s->nloops) run_drain(&s->loops[0].drain_task);
+  else finish(s);
 }
 
 static int bind_tcp(cd_server *s) {
@@ -179,35 +295,78 @@ static int bind_unix(cd_server *s) {
   return 0;
 }
 
+static int loops_wanted(const cd_config *cfg) {
+  uint64_t n = cfg->limits.io_threads;
+  return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
+/* The cache answers a waiter on the loop that registered it. */
+static void *cache_current(void) { return cd_loop_current(); }
+static int cache_post(void *owner, cd_task *t) { return cd_loop_post(owner, t); }
+
+static int init_loops(cd_server *s, uv_loop_t *loop) {
+  int want = loops_wanted(&s->cfg);
+  s->loops = calloc((size_t)want, sizeof *s->loops);
+  if (!s->loops) return -1;
+  for (int i = 0; i < want; i++) {
+    cd_loop *l = &s->loops[i];
+    if (i > 0 && uv_loop_init(&l->own) != 0) return -1;
+    s->nloops = i + 1;
+    if (cd_loop_init(l, s, i, i == 0 ? loop : &l->own) != 0) return -1;
+  }
+  cd_loop_set_current(&s->loops[0]);
+  return 0;
+}
+
+static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg);
+
+/* SIGTERM and SIGINT reach the main thread only: every thread started here
+ * (workers, loops) inherits a mask that blocks them. Otherwise a repeated
+ * signal after the main thread blocked them for a clean exit (finish) would
+ * take another thread's default, fatal action. */
 int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  int rc = server_init(s, loop, cfg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
   memset(s, 0, sizeof *s);
   s->loop = loop;
   s->cfg = *cfg;
   cd_stats_init(&s->stats);
+  pthread_mutex_init(&s->mem_mu, NULL);
   cd_json_global_init();
+  s->output_budget = cfg->limits.output_memory_bytes ? cfg->limits.output_memory_bytes : cd_outmem_default();
   /* The handles first (none of these allocates): whatever fails below,
    * cd_server_shutdown then finds every handle it closes initialised. */
   uv_timer_init(loop, &s->drain_timer);
   s->drain_timer.data = s;
-  uv_idle_init(loop, &s->mem_pump);
-  s->mem_pump.data = s;
-  uv_timer_init(loop, &s->mem_sweep);
-  s->mem_sweep.data = s;
   uv_signal_init(loop, &s->sigterm);
   uv_signal_init(loop, &s->sigint);
   s->sigterm.data = s->sigint.data = s;
   uv_signal_start(&s->sigterm, on_signal, SIGTERM);
   uv_signal_start(&s->sigint, on_signal, SIGINT);
+  if (init_loops(s, loop) != 0) {
+    CD_ERROR("out of memory at startup", NULL);
+    return -1;
+  }
   s->cache = cd_cache_create(cfg->limits.cache_bytes);
   s->publish = cd_publish_create(cfg->limits.max_published_scenes);
-  s->pool = cd_pool_create(loop, cfg->workers, cfg->limits.worker_arena_bytes);
+  s->pool = cd_pool_create(NULL, cfg->workers, cfg->limits.worker_arena_bytes);
   /* (its scratch arena is never used, so the smallest: decoding allocates
    * from each request's budget, encoding from its own) */
-  s->codec = cd_pool_create(loop, 1, 4096);
+  s->codec = cd_pool_create(NULL, 1, 4096);
   if (!s->cache || !s->pool || !s->codec || !s->publish) {
     CD_ERROR("out of memory at startup", NULL);
     return -1;
   }
+  cd_cache_set_exec(s->cache, cache_current, cache_post);
   char serr[512] = "";
   int sfail = 0;
   s->store = cd_store_create(cfg->store, cfg->store_password_file, &cfg->limits, &sfail, serr, sizeof serr);
@@ -239,11 +398,30 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
     CD_INFO("metrics listening", "http=%s metrics_port=%d http_port=%d viewer=%s", cfg->http_address, bound, bound,
             cd_viewer_assets_dir(s->viewers));
   }
-  CD_INFO("ready", "workers=%d version=%s", cfg->workers, "contactd.v1");
+  for (int i = 1; i < s->nloops; i++)
+    if (cd_loop_start(&s->loops[i]) != 0) {
+      CD_ERROR("cannot start an event loop thread", "loop=%d", i);
+      return -1;
+    }
+  CD_INFO("ready", "workers=%d io_threads=%d output_memory_bytes=%llu version=%s", cfg->workers, s->nloops,
+          (unsigned long long)s->output_budget, "contactd.v1");
   return 0;
 }
 
 void cd_server_free(cd_server *s) {
+  for (int i = 1; i < s->nloops; i++) {
+    cd_loop *l = &s->loops[i];
+    if (l->started) {
+      cd_loop_join(l);
+    } else { /* startup failed before its thread: run its close here */
+      uv_run(&l->own, UV_RUN_DEFAULT);
+      uv_loop_close(&l->own);
+    }
+  }
+  for (int i = 0; i < s->nloops; i++) cd_loop_free(&s->loops[i]);
+  free(s->loops);
+  s->loops = NULL;
+  s->nloops = 0;
   cd_store_destroy(s->store);
   s->store = NULL;
   cd_fetch_destroy(s->fetch);
@@ -252,6 +430,23 @@ void cd_server_free(cd_server *s) {
   s->cache = NULL;
   cd_publish_destroy(s->publish);
   s->publish = NULL;
+  pthread_mutex_destroy(&s->mem_mu);
+}
+
+size_t cd_server_loop_stats(cd_server *s, cd_budget *b, Contactd__V1__LoopStats ***out) {
+  Contactd__V1__LoopStats *ls = cd_budget_calloc(b, (size_t)s->nloops, sizeof *ls);
+  Contactd__V1__LoopStats **lp = cd_budget_calloc(b, (size_t)s->nloops, sizeof *lp);
+  *out = NULL;
+  if (!ls || !lp) return 0;
+  for (int i = 0; i < s->nloops; i++) {
+    contactd__v1__loop_stats__init(&ls[i]);
+    ls[i].connections = s->loops[i].connections;
+    ls[i].connections_total = s->loops[i].connections_total;
+    ls[i].requests = s->loops[i].requests;
+    lp[i] = &ls[i];
+  }
+  *out = lp;
+  return (size_t)s->nloops;
 }
 
 /* ---- metrics ------------------------------------------------------------ */
@@ -274,6 +469,23 @@ static void metric(out *o, const char *name, const char *type, const char *help,
   put(o, "# HELP contactd_%s %s\n# TYPE contactd_%s %s\ncontactd_%s %.17g\n", name, help, name, type, name, v);
 }
 
+static void render_loops(out *o, cd_server *s) {
+  put(o, "# HELP contactd_loop_connections open client connections on each event loop\n"
+         "# TYPE contactd_loop_connections gauge\n");
+  for (int i = 0; i < s->nloops; i++)
+    put(o, "contactd_loop_connections{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].connections);
+  put(o, "# HELP contactd_loop_connections_total connections each event loop has taken\n"
+         "# TYPE contactd_loop_connections_total counter\n");
+  for (int i = 0; i < s->nloops; i++)
+    put(o, "contactd_loop_connections_total{loop=\"%d\"} %llu\n", i,
+        (unsigned long long)s->loops[i].connections_total);
+  put(o, "# HELP contactd_loop_requests_total requests received on each event loop\n"
+         "# TYPE contactd_loop_requests_total counter\n");
+  for (int i = 0; i < s->nloops; i++)
+    put(o, "contactd_loop_requests_total{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].requests);
+}
+
+
 size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
   out o = {buf, 0, cap};
   cd_cache_stats cs;
@@ -285,14 +497,18 @@ size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
   metric(&o, "connections_total", "counter", "connections accepted", (double)st->connections_total);
   metric(&o, "connections_rejected_total", "counter", "connections refused over max_connections",
          (double)st->connections_rejected);
+  metric(&o, "io_threads", "gauge", "event loops serving connections", (double)s->nloops);
+  render_loops(&o, s);
   put(&o, "# HELP contactd_disconnects_total connections closed by the server\n"
           "# TYPE contactd_disconnects_total counter\n"
           "contactd_disconnects_total{reason=\"slow_reader\"} %llu\n"
           "contactd_disconnects_total{reason=\"idle\"} %llu\n"
           "contactd_disconnects_total{reason=\"framing\"} %llu\n"
-          "contactd_disconnects_total{reason=\"slow_sender\"} %llu\n",
+          "contactd_disconnects_total{reason=\"slow_sender\"} %llu\n"
+          "contactd_disconnects_total{reason=\"output_memory\"} %llu\n",
       (unsigned long long)st->disconnects_slow_reader, (unsigned long long)st->disconnects_idle,
-      (unsigned long long)st->disconnects_framing, (unsigned long long)st->disconnects_slow_sender);
+      (unsigned long long)st->disconnects_framing, (unsigned long long)st->disconnects_slow_sender,
+      (unsigned long long)st->disconnects_output_memory);
   metric(&o, "requests_total", "counter", "requests received", (double)st->requests);
   metric(&o, "errors_total", "counter", "requests answered with an Error", (double)st->errors);
   metric(&o, "pairs_total", "counter", "body pairs computed", (double)st->pairs);
@@ -301,6 +517,8 @@ size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
          (double)st->replies_over_limit);
   metric(&o, "reply_bytes", "gauge", "converted results held by the replies being built (reply_memory_bytes)",
          (double)atomic_load_explicit(&s->reply_bytes, memory_order_relaxed));
+  metric(&o, "output_bytes", "gauge", "reply bytes queued on all connections (output_memory_bytes)",
+         (double)s->output_bytes);
   metric(&o, "request_bytes", "gauge",
          "frames being received and decoded requests not yet answered (request_memory_bytes)",
          (double)s->request_bytes);

@@ -1,6 +1,8 @@
-/* cd_server.h — the daemon's shared state and its libuv loop: TCP and Unix
- * listeners, accept with a connection limit, the worker pool, the geometry
- * cache, statistics, the metrics endpoint and graceful shutdown. */
+/* cd_server.h — the daemon's shared state and its event loops (cd_loop.h):
+ * TCP and Unix listeners, accept with a connection limit and the hand-off of
+ * each connection to a loop, the worker pool, the geometry cache,
+ * statistics, the metrics endpoint and graceful shutdown of every loop.
+ * Which thread may touch which field: see the ownership rules in cd_loop.h. */
 #ifndef CD_SERVER_H
 #define CD_SERVER_H
 
@@ -10,6 +12,7 @@
 
 #include "cd_cache.h"
 #include "cd_config.h"
+#include "cd_loop.h"
 #include "cd_pool.h"
 #include "cd_spare.h"
 #include "cd_stats.h"
@@ -20,7 +23,9 @@ typedef struct cd_store cd_store;
 typedef struct cd_fetch cd_fetch;
 
 typedef struct cd_server {
-  uv_loop_t *loop;
+  uv_loop_t *loop;     /* loop 0's: listeners, signals, metrics */
+  cd_loop *loops;      /* io_threads of them; loops[0] runs on the main thread */
+  int nloops;
   cd_config cfg;
   cd_pool *pool;
   cd_pool *codec;      /* one thread decoding large requests, encoding large replies (cd_conn.c) */
@@ -38,11 +43,10 @@ typedef struct cd_server {
   int tcp_port;        /* bound port (resolves --listen HOST:0) */
   uv_signal_t sigterm, sigint;
   uv_timer_t drain_timer;
-  cd_conn *conns;      /* open connections (doubly linked) */
   /* Converted results held by the queries in progress, all connections
    * (reserved by worker threads, bounded by reply_memory_bytes). */
   atomic_size_t reply_bytes;
-  /* The input side, all connections (loop thread only; cd_conn.c):
+  /* The input side, all connections (cd_conn.c):
    * frames admitted and being received plus decoded requests not yet
    * answered, bounded by request_memory_bytes; its high-water mark; the
    * connections whose next frame waits for room, oldest first; the idle
@@ -51,14 +55,23 @@ typedef struct cd_server {
    * another's); the timer that, while any connection waits, closes the
    * connections whose admitted frame arrives too slowly (frame_grace_ms,
    * frame_min_rate_bytes). */
-  uint64_t request_bytes, request_bytes_peak;
+  _Atomic uint64_t request_bytes, request_bytes_peak;
+  pthread_mutex_t mem_mu;           /* the queue below and each queued connection's mem_next / mem_waiting */
   cd_conn *mem_wait_head, *mem_wait_tail;
-  uv_idle_t mem_pump;
-  uv_timer_t mem_sweep;
-  uint64_t next_conn_id;
-  cd_spare spare_tcp, spare_unix; /* take the connections we have no memory for */
-  int draining;        /* SIGTERM/SIGINT seen: not accepting */
-  int exit_code;
+  atomic_int mem_waiters;           /* its length (written under mem_mu, read anywhere) */
+  _Atomic uint64_t next_conn_id;
+  cd_spare spare_tcp, spare_unix; /* loop 0: take the connections we have no memory for */
+  atomic_int draining;  /* SIGTERM/SIGINT seen: not accepting (written on loop 0) */
+  atomic_int finishing; /* every connection is gone: the loops are closing (loop 0) */
+  atomic_int finish_posted; /* another loop asked loop 0 to finish */
+  _Atomic uint64_t conn_peak; /* most connections open since the heap was last trimmed */
+  /* output_memory_bytes (cd_outmem.c): its value (set before the loops
+   * start); the reply bytes queued on every connection; those of closing
+   * connections (on their way out); those of connections another loop
+   * has asked to cut and that are not closing yet. Atomic. */
+  uint64_t output_budget;
+  _Atomic uint64_t output_bytes, output_cutting, output_cut_pending;
+  int exit_code;        /* loop 0 */
 } cd_server;
 
 /* Bind listeners, start the pool; 0 on success (errors are logged). */
@@ -66,11 +79,26 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg);
 /* Stop accepting, let in-flight work finish and replies flush, then close
  * everything (the loop then runs out of handles). Idempotent. */
 void cd_server_shutdown(cd_server *s, const char *reason);
-/* Release what init allocated (after the loop has returned). */
+/* Release what init allocated (after the main loop has returned): joins the
+ * other loops' threads. */
 void cd_server_free(cd_server *s);
 
-/* Called by cd_conn when a connection is gone; may finish a shutdown. */
+/* The loop a new connection goes to: the one with the fewest (loop 0). */
+cd_loop *cd_server_pick_loop(cd_server *s);
+/* Called by cd_conn when a connection is gone (on its loop); may finish a
+ * shutdown. */
 void cd_server_conn_closed(cd_server *s, cd_conn *c);
+/* On loop l: a connection handed to l ended before it was ever open (no
+ * memory, a failed open, a shutdown first); may finish a shutdown. */
+void cd_server_conn_failed(cd_server *s, cd_loop *l);
+/* While draining: finish once no connection is open or on its way. */
+void cd_server_check_drained(cd_server *s);
+
+/* Each loop's figures for a StatsReply, allocated from b; returns how many
+ * (0 when b has no room). */
+struct cd_budget;
+struct Contactd__V1__LoopStats;
+size_t cd_server_loop_stats(cd_server *s, struct cd_budget *b, struct Contactd__V1__LoopStats ***out);
 
 /* Prometheus text exposition of the server state into buf; returns length. */
 size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap);

@@ -22,5 +22,9 @@ void cd_stats_latency(cd_stats *s, double us) {
   int i = 0;
   while (i < CD_LATENCY_BUCKETS - 1 && us > cd_latency_bounds_us[i]) i++;
   s->latency[i]++;
-  s->latency_sum_us += us;
+  /* a compare-and-swap loop: `+=` on an atomic double would need libatomic */
+  double sum = atomic_load_explicit(&s->latency_sum_us, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&s->latency_sum_us, &sum, sum + us, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
 }

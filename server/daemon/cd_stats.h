@@ -1,8 +1,11 @@
-/* cd_stats.h — server counters and the request latency histogram (loop
- * thread only). */
+/* cd_stats.h — server counters and the request latency histogram, shared
+ * by every loop: each field is atomic (++ and += are atomic read-modify-
+ * writes, plain reads atomic loads), so no lock guards them; a reader sees
+ * each counter exact, not all of them at one instant. */
 #ifndef CD_STATS_H
 #define CD_STATS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define CD_LATENCY_BUCKETS 16
@@ -11,17 +14,18 @@
 extern const double cd_latency_bounds_us[CD_LATENCY_BUCKETS - 1];
 
 typedef struct cd_stats {
-  uint64_t connections, connections_total, connections_rejected;
-  uint64_t requests, errors, pairs, streams;
-  uint64_t replies_over_limit; /* queries failed over max_reply_bytes or reply_memory_bytes */
-  uint64_t disconnects_slow_reader, disconnects_idle, disconnects_framing;
-  uint64_t disconnects_slow_sender; /* a frame held request memory, arriving too slowly */
-  uint64_t input_waits; /* a frame waited for request_memory_bytes */
-  uint64_t decoded_off_loop; /* request bodies decoded on the codec thread */
-  uint64_t encoded_off_loop; /* replies encoded on the codec thread */
-  uint64_t latency[CD_LATENCY_BUCKETS];
-  double latency_sum_us;
-  uint64_t start_ns;
+  _Atomic uint64_t connections, connections_total, connections_rejected;
+  _Atomic uint64_t requests, errors, pairs, streams;
+  _Atomic uint64_t replies_over_limit; /* queries failed over max_reply_bytes or reply_memory_bytes */
+  _Atomic uint64_t disconnects_slow_reader, disconnects_idle, disconnects_framing;
+  _Atomic uint64_t disconnects_slow_sender; /* a frame held request memory, arriving too slowly */
+  _Atomic uint64_t disconnects_output_memory; /* cut over output_memory_bytes (cd_outmem.c) */
+  _Atomic uint64_t input_waits; /* a frame waited for request_memory_bytes */
+  _Atomic uint64_t decoded_off_loop; /* request bodies decoded on the codec thread */
+  _Atomic uint64_t encoded_off_loop; /* replies encoded on the codec thread */
+  _Atomic uint64_t latency[CD_LATENCY_BUCKETS];
+  _Atomic double latency_sum_us;
+  uint64_t start_ns; /* set before the loops start */
 } cd_stats;
 
 void cd_stats_init(cd_stats *s);

@@ -296,12 +296,25 @@ static void start_events(cd_viewers *v, cd_http_conn *c, const char *scene) {
 
 /* ---- geometry -------------------------------------------------------------- */
 
+static void geometry_json(cd_viewers *v, cd_http_conn *c, const cd_cache_entry *e);
+
 static void geometry_surface(cd_viewers *v, cd_http_conn *c, const char *id) {
+  /* pinned while it is read: another loop may evict what nobody uses */
+  cd_cache_lock(v->srv->cache);
   cd_cache_entry *e = cd_cache_find(v->srv->cache, id);
-  if (!e || e->state != CD_ENTRY_READY) {
+  int ready = e && e->state == CD_ENTRY_READY;
+  if (ready) cd_cache_pin(e);
+  cd_cache_unlock(v->srv->cache);
+  if (!ready) {
     cd_http_respond(c, 404, "text/plain", NULL, "no such geometry\n", 17);
     return;
   }
+  geometry_json(v, c, e);
+  cd_cache_unpin(e);
+}
+
+/* The boundary mesh of a READY entry as JSON (or why not). */
+static void geometry_json(cd_viewers *v, cd_http_conn *c, const cd_cache_entry *e) {
   jbuf j = {.max = (size_t)v->srv->cfg.limits.viewer_max_geometry_bytes};
   if (e->info.is_halfspace) {
     jput(&j, "{\"id\":\"%s\",\"kind\":\"halfspace\"}", e->id);

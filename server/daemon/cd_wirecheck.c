@@ -8,31 +8,50 @@
 #include "cd_json.h"
 #include "cd_utf8.h"
 
-/* The JSON path of the field being read, built as the walk goes down;
+/* The fields being read, outermost first, as the walk goes down; their
+ * JSON path is written out only when something is found (formatting it at
+ * every field cost a small query's decode more than the decode itself);
  * base is the offset of the current message within the whole encoding. */
+#define WALK_MAX_DEPTH 64 /* deeper frames are counted, not named (the path is cut anyway) */
+
+typedef struct frame {
+  const char *name;
+  long index; /* -1: not repeated */
+} frame;
+
 typedef struct walk {
   char path[256];
-  size_t len, base;
+  frame st[WALK_MAX_DEPTH];
+  size_t depth, base;
   char *why;
   size_t wcap;
 } walk;
 
 static size_t push(walk *w, const char *name, long index) {
-  const size_t at = w->len;
-  char seg[128];
-  cd_json_name(name, seg, sizeof seg);
-  int k = index >= 0 ? snprintf(w->path + at, sizeof w->path - at, "%s%s[%ld]", at ? "." : "", seg, index)
-                     : snprintf(w->path + at, sizeof w->path - at, "%s%s", at ? "." : "", seg);
-  if (k > 0) w->len = at + (size_t)k < sizeof w->path ? at + (size_t)k : sizeof w->path - 1;
+  const size_t at = w->depth;
+  if (at < WALK_MAX_DEPTH) w->st[at] = (frame){name, index};
+  w->depth = at + 1;
   return at;
 }
 
-static void pop(walk *w, size_t at) {
-  w->len = at;
-  w->path[at] = 0;
+static void pop(walk *w, size_t at) { w->depth = at; }
+
+/* w->path: the fields from the outermost to the one being read. */
+static void render(walk *w) {
+  size_t len = 0;
+  w->path[0] = 0;
+  for (size_t i = 0; i < w->depth && i < WALK_MAX_DEPTH; i++) {
+    char seg[128];
+    cd_json_name(w->st[i].name, seg, sizeof seg);
+    int k = w->st[i].index >= 0
+                ? snprintf(w->path + len, sizeof w->path - len, "%s%s[%ld]", len ? "." : "", seg, w->st[i].index)
+                : snprintf(w->path + len, sizeof w->path - len, "%s%s", len ? "." : "", seg);
+    if (k > 0) len = len + (size_t)k < sizeof w->path ? len + (size_t)k : sizeof w->path - 1;
+  }
 }
 
 static int found(walk *w, const char *fmt, unsigned long long a, unsigned long long b) {
+  render(w);
   snprintf(w->why, w->wcap, fmt, a, b);
   return -1;
 }
@@ -84,7 +103,7 @@ static int walk_message(walk *w, const ProtobufCMessageDescriptor *d, const uint
       const size_t i = (size_t)(f - d->fields);
       index = i < WALK_MAX_FIELDS ? (long)seen[i]++ : -1;
     }
-    const size_t back = f ? push(w, f->name, index) : w->len;
+    const size_t back = f ? push(w, f->name, index) : w->depth;
     if (mode) {
       if (number == 0) return found(w, "field number 0 at byte %llu%.0llu", w->base + key_at, 0);
       if (wt == 3 || wt == 4 || wt > 5)
@@ -138,7 +157,7 @@ static int walk_message(walk *w, const ProtobufCMessageDescriptor *d, const uint
 
 static void walk_init(walk *w, char *why, size_t wcap) {
   w->path[0] = 0;
-  w->len = w->base = 0;
+  w->depth = w->base = 0;
   w->why = why;
   w->wcap = wcap;
 }

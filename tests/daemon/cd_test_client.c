@@ -269,6 +269,11 @@ uint64_t tc_open_stream(int fd, Contactd__V1__OpenStream *os, uint64_t request_i
 }
 
 const char *tc_limits_file(const char *path, const char *limits) {
+  /* one file per test process: ctest runs a test program with one and
+   * with four event loops at once, and each writes its own configs */
+  static char own[512];
+  snprintf(own, sizeof own, "%s.%d", path, (int)getpid());
+  path = own;
   FILE *f = fopen(path, "w");
   if (!f) {
     fprintf(stderr, "tc: cannot write %s\n", path);

@@ -1,11 +1,13 @@
 /* test_daemon_load.c — 200 concurrent clients x 1,000 queries each against
- * the real contactd: every reply arrives, in request order per client, and
+ * the real contactd (as the suite runs it, and with more event loops than
+ * cores): every reply arrives, in request order per client, and
  * carries exactly the force a single client computed for the same input
  * (the engine is deterministic). One thread drives all sockets with poll();
  * each client keeps a few queries in flight. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -78,9 +80,12 @@ static long now_ms(void) {
 
 static int variant_of(int c, int i) { return (c + i) % VARIANTS; }
 
-Test(load, two_hundred_clients_thousand_queries_each, .timeout = 900) {
+/* 200 clients x 1,000 queries on a daemon started with extra flags; with
+ * loops > 1 also checks that the connections spread over every loop and
+ * that the per-loop figures add up. */
+static void run_load(const char *const *extra, int loops) {
   tc_daemon d;
-  tc_start(&d, NULL);
+  tc_start(&d, extra);
   int setup = tc_connect_tcp(d.port);
   sphere = tc_register_sphere(setup, 1, 0.1, 1e6, 0.05);
   plane = tc_register_halfspace(setup, 2, 0, 0);
@@ -168,6 +173,22 @@ Test(load, two_hundred_clients_thousand_queries_each, .timeout = 900) {
   cr_expect_eq(r->stats_reply->connections, CLIENTS + 1);
   cr_expect_eq(r->stats_reply->pairs, (uint64_t)CLIENTS * QUERIES + VARIANTS);
   cr_expect_eq(r->stats_reply->errors, 0);
+  if (loops > 1) {
+    cr_expect_eq(r->stats_reply->n_loops, (size_t)loops);
+    uint64_t conns = 0, reqs = 0;
+    for (size_t i = 0; i < r->stats_reply->n_loops; i++) {
+      const Contactd__V1__LoopStats *ls = r->stats_reply->loops[i];
+      cr_log_info("loop %zu: %llu connections, %llu requests", i, (unsigned long long)ls->connections,
+                  (unsigned long long)ls->requests);
+      /* handed to the least-loaded loop: an even spread */
+      cr_expect_geq(ls->connections, (CLIENTS + 1) / (uint64_t)loops, "loop %zu holds its share", i);
+      cr_expect_geq(ls->requests, (uint64_t)QUERIES * (CLIENTS / (uint64_t)loops - 1), "loop %zu serves", i);
+      conns += ls->connections;
+      reqs += ls->requests;
+    }
+    cr_expect_eq(conns, r->stats_reply->connections, "per-loop connections add up");
+    cr_expect_eq(reqs, r->stats_reply->requests, "per-loop requests add up");
+  }
   contactd__v1__envelope__free_unpacked(r, NULL);
   for (int c = 0; c < CLIENTS; c++) {
     close(cl[c].fd);
@@ -179,4 +200,18 @@ Test(load, two_hundred_clients_thousand_queries_each, .timeout = 900) {
   free(sphere);
   free(plane);
   cr_expect_eq(tc_stop(&d), 0);
+}
+
+Test(load, two_hundred_clients_thousand_queries_each, .timeout = 900) { run_load(NULL, 1); }
+
+/* More event loops than cores (at least 4): the same answers, in order,
+ * and every loop takes its share of the connections. */
+Test(load, more_loops_than_cores, .timeout = 900) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int loops = cores > 1 ? 2 * (int)cores : 4;
+  if (loops < 4) loops = 4;
+  char n[16];
+  snprintf(n, sizeof n, "%d", loops);
+  const char *extra[] = {"--io-threads", n, NULL};
+  run_load(extra, loops);
 }
