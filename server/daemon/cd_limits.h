@@ -125,10 +125,10 @@
      "store failures in a row that open the circuit breaker (operations then fail fast)")   \
   XX(store_breaker_open_ms, 2000, 1, "ms",                                                 \
      "an open breaker lets one probe through after this long; its success closes it")                                        \
-  XX(io_threads, 1, 1, "loops",                                                            \
+  XX(io_threads, 0, 0, "loops",                                                            \
      "event loops serving connections, each on its own thread; a connection stays on "     \
-     "one from accept to close (docs/scaling.md: while one lock serialises the protocol "  \
-     "work, more loops add no throughput for small queries)")                            \
+     "one from accept to close; 0 = half the online cores, at least 1, at most 8 "         \
+     "(docs/scaling.md)")                                                                  \
   XX(output_memory_bytes, 0, 0, "bytes",                                                   \
      "reply bytes queued on all connections together; past it the connections holding "    \
      "the most are closed first (clients that read hold next to none); 0 = an eighth of "  \

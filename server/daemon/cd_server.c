@@ -295,9 +295,17 @@ static int bind_unix(cd_server *s) {
   return 0;
 }
 
+/* io_threads, or by default half the online cores (1 to 8): on 16 cores 8
+ * loops served the most small queries, and every loop needs cores left for
+ * the workers and the clients (docs/scaling.md). */
 static int loops_wanted(const cd_config *cfg) {
   uint64_t n = cfg->limits.io_threads;
-  return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+  if (n == 0) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    n = cores >= 2 ? (uint64_t)cores / 2 : 1;
+    if (n > 8) n = 8;
+  }
+  return n > 256 ? 256 : (int)n;
 }
 
 /* The cache answers a waiter on the loop that registered it. */
