@@ -294,7 +294,7 @@ void cd_config_print_help(const char *argv0) {
          "  --unix PATH          also listen on a Unix socket\n"
          "  --config FILE        JSON config file (see deploy/contactd.example.json)\n"
          "  --workers N          worker threads (default: online cores)\n"
-         "  --io-threads N       event loops (limits.io_threads; default 0: half the cores, 1 to 8)\n"
+         "  --io-threads N       event loops (limits.io_threads; default 0: half the cores, 2 to 8)\n"
          "  --http-port N        HTTP port: Prometheus /metrics, /healthz, /readyz and the viewer\n"
          "                       page at / (off by default; 0 = ephemeral; alias --metrics-port)\n"
          "  --http-address ADDR  address the HTTP port binds (default 127.0.0.1: anyone who can\n"

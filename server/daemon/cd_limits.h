@@ -127,7 +127,8 @@
      "an open breaker lets one probe through after this long; its success closes it")                                        \
   XX(io_threads, 0, 0, "loops",                                                            \
      "event loops serving connections, each on its own thread; a connection stays on "     \
-     "one from accept to close; 0 = half the online cores, at least 1, at most 8 "         \
+     "one from accept to close; 0 = half the online cores, at least 2 (1 on one core), "  \
+     "at most 8 "                                                                          \
      "(docs/scaling.md)")                                                                  \
   XX(output_memory_bytes, 0, 0, "bytes",                                                   \
      "reply bytes queued on all connections together; past it the connections holding "    \

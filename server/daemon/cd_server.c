@@ -295,14 +295,15 @@ static int bind_unix(cd_server *s) {
   return 0;
 }
 
-/* io_threads, or by default half the online cores (1 to 8): on 16 cores 8
- * loops served the most small queries, and every loop needs cores left for
- * the workers and the clients (docs/scaling.md). */
+/* io_threads, or by default half the online cores but at least 2 where
+ * there are 2, and at most 8: on 16 cores 8 loops served the most small
+ * queries (16 fewer: the loops compete with the workers for the cores); on
+ * 2 cores 2 loops served more than 1 (docs/scaling.md). */
 static int loops_wanted(const cd_config *cfg) {
   uint64_t n = cfg->limits.io_threads;
   if (n == 0) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    n = cores >= 2 ? (uint64_t)cores / 2 : 1;
+    n = cores >= 4 ? (uint64_t)cores / 2 : cores >= 2 ? 2 : 1;
     if (n > 8) n = 8;
   }
   return n > 256 ? 256 : (int)n;
