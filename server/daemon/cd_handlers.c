@@ -91,7 +91,7 @@ static void on_hello(cd_req *r) {
   char http_cap[32];
   snprintf(http_cap, sizeof http_cap, "http_port:%d", r->conn->srv->http_port);
   char *caps[] = {"json",          "streams",       "latest_only",   "all_pairs",   "mesh_file:obj",
-                  "mesh_file:stl", "mesh_file:vtk", "quaternion_tolerance:1e-3", "publish", http_cap};
+                  "mesh_file:stl", "mesh_file:vtk", "quaternion_tolerance:1e-3", "energy", "jacobian", "publish", http_cap};
   Contactd__V1__HelloReply hr = CONTACTD__V1__HELLO_REPLY__INIT;
   hr.server_version = CD_VERSION_STRING;
   hr.protocol_version = CD_PROTOCOL_VERSION;

@@ -74,12 +74,15 @@ Test(daemon_api, hello_reports_version_limits_and_capabilities, .init = up, .fin
   cr_assert(r->hello_reply->limits);
   cr_expect_eq(r->hello_reply->limits->max_frame_bytes, 256u << 20);
   cr_expect_eq(r->hello_reply->limits->max_in_flight, 256);
-  int json = 0, streams = 0;
+  int json = 0, streams = 0, energy = 0, jacobian = 0;
   for (size_t i = 0; i < r->hello_reply->n_capabilities; i++) {
     json |= strcmp(r->hello_reply->capabilities[i], "json") == 0;
     streams |= strcmp(r->hello_reply->capabilities[i], "latest_only") == 0;
+    energy |= strcmp(r->hello_reply->capabilities[i], "energy") == 0;
+    jacobian |= strcmp(r->hello_reply->capabilities[i], "jacobian") == 0;
   }
   cr_expect(json && streams);
+  cr_expect(energy && jacobian, "QueryOptions.want_energy and want_jacobian are announced");
   contactd__v1__envelope__free_unpacked(r, NULL);
   cr_expect_eq(tc_log_count(&D, "client=\"test\""), 1, "the hello is logged with the client name");
   close(fd);
