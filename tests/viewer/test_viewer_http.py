@@ -177,6 +177,9 @@ class StalledViewer(unittest.TestCase):
         return s
 
     def test_stalled_viewer_costs_nothing(self):
+        # 1.5x in the release build; under the sanitizers (several times the
+        # loop's cost per operation) 3x (tests/viewer/CMakeLists.txt)
+        bound = 3.0 if os.environ.get("CONTACTD_TEST_SANITIZED") else 1.5
         scene, _ = publish_ball(self.d, self.tmp, "stall")
         self.run_stream(scene, 3)  # warm up: allocator high-water marks, caches
         for attempt in range(3):
@@ -193,9 +196,10 @@ class StalledViewer(unittest.TestCase):
                   "viewer p99 %.3f ms (%.2fx), RSS %d KiB (%+.1f%%)" %
                   (p99_a, rss_a, p99_b, p99_b / p99_a, rss_b, 100.0 * (rss_b - rss_a) / rss_a), flush=True)
             self.assertLessEqual(rss_b, 1.10 * rss_a)
-            if p99_b <= 1.5 * p99_a:
+            if p99_b <= bound * p99_a:
                 break
-            print("p99 over 1.5x: measuring again (machine noise, attempt %d of 3)" % (attempt + 1), flush=True)
+            print("p99 over %.1fx: measuring again (machine noise, attempt %d of 3)" % (bound, attempt + 1),
+                  flush=True)
         else:
             self.fail("the stalled viewer slowed the stream: p99 %.3f ms vs %.3f ms" % (p99_b, p99_a))
         self.assertTrue(self.d.alive())
