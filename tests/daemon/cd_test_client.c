@@ -253,6 +253,26 @@ char *tc_register_halfspace(int fd, uint64_t request_id, int compliant, double m
   return register_msg(fd, &rg, request_id);
 }
 
+int tc_send_stream_update_z(int fd, uint64_t request_id, uint64_t sid, uint64_t seq, uint32_t body_id, double z) {
+  Contactd__V1__Vec3 pos = CONTACTD__V1__VEC3__INIT;
+  pos.z = z;
+  Contactd__V1__Pose pose = CONTACTD__V1__POSE__INIT;
+  pose.position = &pos;
+  Contactd__V1__BodyState bs = CONTACTD__V1__BODY_STATE__INIT, *bsp[1] = {&bs};
+  bs.body_id = body_id;
+  bs.pose = &pose;
+  Contactd__V1__StreamUpdate u = CONTACTD__V1__STREAM_UPDATE__INIT;
+  u.stream_id = sid;
+  u.sequence = seq;
+  u.n_bodies = 1;
+  u.bodies = bsp;
+  Contactd__V1__Envelope e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = request_id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE;
+  e.stream_update = &u;
+  return tc_send(fd, &e);
+}
+
 uint64_t tc_open_stream(int fd, Contactd__V1__OpenStream *os, uint64_t request_id, int timeout_ms) {
   Contactd__V1__Envelope e = CONTACTD__V1__ENVELOPE__INIT;
   e.request_id = request_id;

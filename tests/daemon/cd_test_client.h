@@ -64,6 +64,9 @@ char *tc_register_halfspace(int fd, uint64_t request_id, int compliant, double m
 /* Open a stream → its id (ids start at 1), 0 when the reply is not an
  * OpenStreamReply echoing request_id (printed to stderr). */
 uint64_t tc_open_stream(int fd, Contactd__V1__OpenStream *os, uint64_t request_id, int timeout_ms);
+/* Send one StreamUpdate (sequence seq) that moves body body_id of stream sid
+ * to (0, 0, z), unturned; 0 when sent. */
+int tc_send_stream_update_z(int fd, uint64_t request_id, uint64_t sid, uint64_t seq, uint32_t body_id, double z);
 
 /* Fill a body (id, geometry, position) in the caller's storage. */
 void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3 *pos, uint32_t id,
