@@ -109,6 +109,7 @@ static const char *enum_short(const ProtobufCEnumDescriptor *d, int v, const cha
 const char *ctl_status_name(int v, char *buf, size_t n) {
   return enum_short(&contactd__v1__contact_status__descriptor, v, "CONTACT_STATUS_", buf, n);
 }
+
 int ctl_scene_connect(const common *co, cc_scene *s, cc_client **c) {
   int rc = ctl_connect_or_report(co, c);
   if (rc) {
