@@ -222,6 +222,171 @@ static int parse_pair(const cc_scene *s, const cJSON *p, const char *path, uint3
   return 0;
 }
 
+/* "geometries": {name: geometry, ...}. */
+static int parse_geoms(const cJSON *root, const char *base_dir, cc_scene *s, char *err, size_t errlen) {
+  const cJSON *gs = cJSON_GetObjectItemCaseSensitive(root, "geometries");
+  if (!cJSON_IsObject(gs)) return err_at(err, errlen, "geometries: expected an object {name: geometry}");
+  s->ngeoms = (size_t)cJSON_GetArraySize(gs);
+  s->geoms = calloc(s->ngeoms ? s->ngeoms : 1, sizeof *s->geoms);
+  size_t gi = 0;
+  for (const cJSON *g = gs->child; g; g = g->next, gi++) {
+    s->geoms[gi].name = xstrdup(g->string);
+    if (parse_geom(g, base_dir, &s->geoms[gi], err, errlen)) return -1;
+  }
+  return 0;
+}
+
+/* A body's optional "material" and "filter". */
+static int parse_body_extras(const cJSON *b, const char *path, cc_scene_body *sb, char *err, size_t errlen) {
+  const cJSON *mat = cJSON_GetObjectItemCaseSensitive(b, "material");
+  if (mat) {
+    sb->has_material = 1;
+    if (!cJSON_IsObject(mat) || get_num(mat, "dissipation", &sb->dissipation) < 0 ||
+        get_num(mat, "friction", &sb->friction) < 0)
+      return err_at(err, errlen, "%s.material: expected {\"dissipation\": d, \"friction\": mu}", path);
+  }
+  const cJSON *flt = cJSON_GetObjectItemCaseSensitive(b, "filter");
+  if (flt) {
+    double gr = 0xffffffffu, mk = 0xffffffffu;
+    sb->has_filter = 1;
+    if (!cJSON_IsObject(flt) || get_num(flt, "group", &gr) < 0 || get_num(flt, "mask", &mk) < 0)
+      return err_at(err, errlen, "%s.filter: expected {\"group\": bits, \"mask\": bits}", path);
+    if (!is_u32(gr) || !is_u32(mk))
+      return err_at(err, errlen, "%s.filter.%s: expected an unsigned 32-bit integer", path, is_u32(gr) ? "mask" : "group");
+    sb->group = (uint32_t)gr;
+    sb->mask = (uint32_t)mk;
+  }
+  return 0;
+}
+
+/* bodies[i]: its geometry, name, id (unique with the name among bodies[0..i)),
+ * state, material and filter. */
+static int parse_body(cc_scene *s, const cJSON *b, size_t i, char *err, size_t errlen) {
+  char path[64];
+  snprintf(path, sizeof path, "bodies[%zu]", i);
+  cc_scene_body *sb = &s->bodies[i];
+  if (!cJSON_IsObject(b)) return err_at(err, errlen, "%s: expected an object", path);
+  const cJSON *geom = cJSON_GetObjectItemCaseSensitive(b, "geometry");
+  if (!cJSON_IsString(geom)) return err_at(err, errlen, "%s.geometry: expected the name of a geometry", path);
+  sb->geom = -1;
+  for (size_t k = 0; k < s->ngeoms; k++)
+    if (strcmp(s->geoms[k].name, geom->valuestring) == 0) sb->geom = (int)k;
+  if (sb->geom < 0) return err_at(err, errlen, "%s.geometry: no geometry named \"%s\"", path, geom->valuestring);
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(b, "name");
+  char dflt[32];
+  snprintf(dflt, sizeof dflt, "body%zu", i + 1);
+  sb->name = xstrdup(cJSON_IsString(name) ? name->valuestring : dflt);
+  double id = (double)(i + 1);
+  if (get_num(b, "id", &id) < 0 || id < 0 || id > 4294967295.0 || id != floor(id))
+    return err_at(err, errlen, "%s.id: expected an unsigned integer", path);
+  sb->state.id = (uint32_t)id;
+  for (size_t k = 0; k < i; k++)
+    if (s->bodies[k].state.id == sb->state.id || strcmp(s->bodies[k].name, sb->name) == 0)
+      return err_at(err, errlen, "%s: id %u or name \"%s\" already used by bodies[%zu]", path, sb->state.id,
+                    sb->name, k);
+  if (parse_state(b, path, &sb->state, err, errlen)) return -1;
+  return parse_body_extras(b, path, sb, err, errlen);
+}
+
+static int parse_bodies(const cJSON *root, cc_scene *s, char *err, size_t errlen) {
+  const cJSON *bs = cJSON_GetObjectItemCaseSensitive(root, "bodies");
+  if (!cJSON_IsArray(bs) || cJSON_GetArraySize(bs) == 0)
+    return err_at(err, errlen, "bodies: expected a non-empty array");
+  s->nbodies = (size_t)cJSON_GetArraySize(bs);
+  s->bodies = calloc(s->nbodies, sizeof *s->bodies);
+  for (size_t i = 0; i < s->nbodies; i++)
+    if (parse_body(s, cJSON_GetArrayItem(bs, (int)i), i, err, errlen)) return -1;
+  return 0;
+}
+
+/* "pairs": "all" (or absent), {"all": {"margin": m, "exclude": [...]}} or
+ * [[A, B], ...] (empty: all). */
+static int parse_pairs(const cJSON *root, cc_scene *s, char *err, size_t errlen) {
+  const cJSON *ps = cJSON_GetObjectItemCaseSensitive(root, "pairs");
+  if (!ps || (cJSON_IsString(ps) && strcmp(ps->valuestring, "all") == 0)) {
+    s->all_pairs = 1;
+  } else if (cJSON_IsObject(ps)) {
+    s->all_pairs = 1;
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(ps, "all");
+    if (!cJSON_IsObject(all) || get_num(all, "margin", &s->margin) < 0)
+      return err_at(err, errlen,
+                    "pairs: expected \"all\", {\"all\": {\"margin\": m, \"exclude\": [[A, B], ...]}} or [[A, B], ...]");
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(all, "exclude");
+    if (ex) {
+      if (!cJSON_IsArray(ex)) return err_at(err, errlen, "pairs.all.exclude: expected [[A, B], ...]");
+      s->nexclude = (size_t)cJSON_GetArraySize(ex);
+      s->exclude = calloc(s->nexclude ? s->nexclude : 1, sizeof *s->exclude);
+      for (size_t i = 0; i < s->nexclude; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "pairs.all.exclude[%zu]", i);
+        if (parse_pair(s, cJSON_GetArrayItem(ex, (int)i), path, s->exclude[i], err, errlen)) return -1;
+      }
+    }
+  } else if (cJSON_IsArray(ps)) {
+    s->npairs = (size_t)cJSON_GetArraySize(ps);
+    s->pairs = calloc(s->npairs ? s->npairs : 1, sizeof *s->pairs);
+    for (size_t i = 0; i < s->npairs; i++) {
+      char path[64];
+      snprintf(path, sizeof path, "pairs[%zu]", i);
+      if (parse_pair(s, cJSON_GetArrayItem(ps, (int)i), path, s->pairs[i], err, errlen)) return -1;
+    }
+    if (s->npairs == 0) s->all_pairs = 1;
+  } else {
+    return err_at(err, errlen, "pairs: expected \"all\", {\"all\": {...}} or [[A, B], ...]");
+  }
+  return 0;
+}
+
+/* "options": the query options a scene may set. */
+static int parse_options(const cJSON *root, cc_scene *s, char *err, size_t errlen) {
+  const cJSON *op = cJSON_GetObjectItemCaseSensitive(root, "options");
+  if (!op) return 0;
+  if (!cJSON_IsObject(op)) return err_at(err, errlen, "options: expected an object");
+  static const char *const reps[] = {"default", "polygon", "triangle"};
+  static const char *const dets[] = {"default", "wrench", "patches", "surface"};
+  static const char *const models[] = {"default", "hydroelastic", "point", "hydroelastic_with_fallback"};
+  int r = 0, d = 0, m = 0, pc = 0, en = 0;
+  if (parse_enum(op, "representation", reps, 3, &r, err, errlen) ||
+      parse_enum(op, "detail", dets, 4, &d, err, errlen) ||
+      parse_enum(op, "contact_model", models, 4, &m, err, errlen))
+    return -1;
+  if (get_bool(op, "point_contacts", &pc) < 0)
+    return err_at(err, errlen, "options.point_contacts: expected true or false");
+  if (get_bool(op, "energy", &en) < 0) return err_at(err, errlen, "options.energy: expected true or false");
+  if (get_num(op, "stiction_tolerance", &s->options.stiction_tolerance) < 0)
+    return err_at(err, errlen, "options.stiction_tolerance: expected a number");
+  s->options.representation = (Contactd__V1__Representation)r;
+  s->options.detail = (Contactd__V1__Detail)d;
+  s->options.contact_model = (Contactd__V1__ContactModel)m;
+  s->options.point_contacts = pc;
+  s->options.want_energy = en;
+  return 0;
+}
+
+/* "frames": cumulative full states (each frame starts from the previous one,
+ * the first from the bodies' states). */
+static int parse_frames(const cJSON *root, cc_scene *s, char *err, size_t errlen) {
+  const cJSON *fs = cJSON_GetObjectItemCaseSensitive(root, "frames");
+  if (!fs) return 0;
+  if (!cJSON_IsArray(fs)) return err_at(err, errlen, "frames: expected an array of {body: state} objects");
+  s->nframes = (size_t)cJSON_GetArraySize(fs);
+  s->frames = calloc(s->nframes * s->nbodies + 1, sizeof *s->frames);
+  for (size_t f = 0; f < s->nframes; f++) {
+    cc_body *cur = &s->frames[f * s->nbodies];
+    for (size_t i = 0; i < s->nbodies; i++) cur[i] = f ? s->frames[(f - 1) * s->nbodies + i] : s->bodies[i].state;
+    const cJSON *fr = cJSON_GetArrayItem(fs, (int)f);
+    if (!cJSON_IsObject(fr)) return err_at(err, errlen, "frames[%zu]: expected an object {body name: state}", f);
+    for (const cJSON *e = fr->child; e; e = e->next) {
+      int bi = cc_scene_find_body(s, e->string);
+      char path[128];
+      snprintf(path, sizeof path, "frames[%zu].%s", f, e->string);
+      if (bi < 0 || !cJSON_IsObject(e)) return err_at(err, errlen, "%s: no such body (or not an object)", path);
+      if (parse_state(e, path, &cur[bi], err, errlen)) return -1;
+    }
+  }
+  return 0;
+}
+
 int cc_scene_parse(const char *json, const char *base_dir, cc_scene *s, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   s->options = (Contactd__V1__QueryOptions)CONTACTD__V1__QUERY_OPTIONS__INIT;
@@ -232,197 +397,14 @@ int cc_scene_parse(const char *json, const char *base_dir, cc_scene *s, char *er
     for (const char *p = json; at && p < at; p++) line += *p == '\n';
     return err_at(err, errlen, "scene: invalid JSON near line %d", line);
   }
-  int rc = -1;
-  if (!cJSON_IsObject(root)) {
-    err_at(err, errlen, "scene: expected a JSON object");
-    goto out;
-  }
-  /* geometries */
-  const cJSON *gs = cJSON_GetObjectItemCaseSensitive(root, "geometries");
-  if (!cJSON_IsObject(gs)) {
-    err_at(err, errlen, "geometries: expected an object {name: geometry}");
-    goto out;
-  }
-  s->ngeoms = (size_t)cJSON_GetArraySize(gs);
-  s->geoms = calloc(s->ngeoms ? s->ngeoms : 1, sizeof *s->geoms);
-  size_t gi = 0;
-  for (const cJSON *g = gs->child; g; g = g->next, gi++) {
-    s->geoms[gi].name = xstrdup(g->string);
-    if (parse_geom(g, base_dir, &s->geoms[gi], err, errlen)) goto out;
-  }
-  /* bodies */
-  const cJSON *bs = cJSON_GetObjectItemCaseSensitive(root, "bodies");
-  if (!cJSON_IsArray(bs) || cJSON_GetArraySize(bs) == 0) {
-    err_at(err, errlen, "bodies: expected a non-empty array");
-    goto out;
-  }
-  s->nbodies = (size_t)cJSON_GetArraySize(bs);
-  s->bodies = calloc(s->nbodies, sizeof *s->bodies);
-  for (size_t i = 0; i < s->nbodies; i++) {
-    const cJSON *b = cJSON_GetArrayItem(bs, (int)i);
-    char path[64];
-    snprintf(path, sizeof path, "bodies[%zu]", i);
-    cc_scene_body *sb = &s->bodies[i];
-    if (!cJSON_IsObject(b)) {
-      err_at(err, errlen, "%s: expected an object", path);
-      goto out;
-    }
-    const cJSON *geom = cJSON_GetObjectItemCaseSensitive(b, "geometry");
-    if (!cJSON_IsString(geom)) {
-      err_at(err, errlen, "%s.geometry: expected the name of a geometry", path);
-      goto out;
-    }
-    sb->geom = -1;
-    for (size_t k = 0; k < s->ngeoms; k++)
-      if (strcmp(s->geoms[k].name, geom->valuestring) == 0) sb->geom = (int)k;
-    if (sb->geom < 0) {
-      err_at(err, errlen, "%s.geometry: no geometry named \"%s\"", path, geom->valuestring);
-      goto out;
-    }
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(b, "name");
-    char dflt[32];
-    snprintf(dflt, sizeof dflt, "body%zu", i + 1);
-    sb->name = xstrdup(cJSON_IsString(name) ? name->valuestring : dflt);
-    double id = (double)(i + 1);
-    if (get_num(b, "id", &id) < 0 || id < 0 || id > 4294967295.0 || id != floor(id)) {
-      err_at(err, errlen, "%s.id: expected an unsigned integer", path);
-      goto out;
-    }
-    sb->state.id = (uint32_t)id;
-    for (size_t k = 0; k < i; k++)
-      if (s->bodies[k].state.id == sb->state.id || strcmp(s->bodies[k].name, sb->name) == 0) {
-        err_at(err, errlen, "%s: id %u or name \"%s\" already used by bodies[%zu]", path, sb->state.id,
-               sb->name, k);
-        goto out;
-      }
-    if (parse_state(b, path, &sb->state, err, errlen)) goto out;
-    const cJSON *mat = cJSON_GetObjectItemCaseSensitive(b, "material");
-    if (mat) {
-      sb->has_material = 1;
-      if (!cJSON_IsObject(mat) || get_num(mat, "dissipation", &sb->dissipation) < 0 ||
-          get_num(mat, "friction", &sb->friction) < 0) {
-        err_at(err, errlen, "%s.material: expected {\"dissipation\": d, \"friction\": mu}", path);
-        goto out;
-      }
-    }
-    const cJSON *flt = cJSON_GetObjectItemCaseSensitive(b, "filter");
-    if (flt) {
-      double gr = 0xffffffffu, mk = 0xffffffffu;
-      sb->has_filter = 1;
-      if (!cJSON_IsObject(flt) || get_num(flt, "group", &gr) < 0 || get_num(flt, "mask", &mk) < 0) {
-        err_at(err, errlen, "%s.filter: expected {\"group\": bits, \"mask\": bits}", path);
-        goto out;
-      }
-      if (!is_u32(gr) || !is_u32(mk)) {
-        err_at(err, errlen, "%s.filter.%s: expected an unsigned 32-bit integer", path, is_u32(gr) ? "mask" : "group");
-        goto out;
-      }
-      sb->group = (uint32_t)gr;
-      sb->mask = (uint32_t)mk;
-    }
-  }
-  /* pairs */
-  const cJSON *ps = cJSON_GetObjectItemCaseSensitive(root, "pairs");
-  if (!ps || (cJSON_IsString(ps) && strcmp(ps->valuestring, "all") == 0)) {
-    s->all_pairs = 1;
-  } else if (cJSON_IsObject(ps)) {
-    s->all_pairs = 1;
-    const cJSON *all = cJSON_GetObjectItemCaseSensitive(ps, "all");
-    if (!cJSON_IsObject(all) || get_num(all, "margin", &s->margin) < 0) {
-      err_at(err, errlen, "pairs: expected \"all\", {\"all\": {\"margin\": m, \"exclude\": [[A, B], ...]}} or [[A, B], ...]");
-      goto out;
-    }
-    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(all, "exclude");
-    if (ex) {
-      if (!cJSON_IsArray(ex)) {
-        err_at(err, errlen, "pairs.all.exclude: expected [[A, B], ...]");
-        goto out;
-      }
-      s->nexclude = (size_t)cJSON_GetArraySize(ex);
-      s->exclude = calloc(s->nexclude ? s->nexclude : 1, sizeof *s->exclude);
-      for (size_t i = 0; i < s->nexclude; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "pairs.all.exclude[%zu]", i);
-        if (parse_pair(s, cJSON_GetArrayItem(ex, (int)i), path, s->exclude[i], err, errlen)) goto out;
-      }
-    }
-  } else if (cJSON_IsArray(ps)) {
-    s->npairs = (size_t)cJSON_GetArraySize(ps);
-    s->pairs = calloc(s->npairs ? s->npairs : 1, sizeof *s->pairs);
-    for (size_t i = 0; i < s->npairs; i++) {
-      char path[64];
-      snprintf(path, sizeof path, "pairs[%zu]", i);
-      if (parse_pair(s, cJSON_GetArrayItem(ps, (int)i), path, s->pairs[i], err, errlen)) goto out;
-    }
-    if (s->npairs == 0) s->all_pairs = 1;
-  } else {
-    err_at(err, errlen, "pairs: expected \"all\", {\"all\": {...}} or [[A, B], ...]");
-    goto out;
-  }
-  /* options */
-  const cJSON *op = cJSON_GetObjectItemCaseSensitive(root, "options");
-  if (op) {
-    if (!cJSON_IsObject(op)) {
-      err_at(err, errlen, "options: expected an object");
-      goto out;
-    }
-    static const char *const reps[] = {"default", "polygon", "triangle"};
-    static const char *const dets[] = {"default", "wrench", "patches", "surface"};
-    static const char *const models[] = {"default", "hydroelastic", "point", "hydroelastic_with_fallback"};
-    int r = 0, d = 0, m = 0, pc = 0, en = 0;
-    if (parse_enum(op, "representation", reps, 3, &r, err, errlen) ||
-        parse_enum(op, "detail", dets, 4, &d, err, errlen) ||
-        parse_enum(op, "contact_model", models, 4, &m, err, errlen))
-      goto out;
-    if (get_bool(op, "point_contacts", &pc) < 0) {
-      err_at(err, errlen, "options.point_contacts: expected true or false");
-      goto out;
-    }
-    if (get_bool(op, "energy", &en) < 0) {
-      err_at(err, errlen, "options.energy: expected true or false");
-      goto out;
-    }
-    if (get_num(op, "stiction_tolerance", &s->options.stiction_tolerance) < 0) {
-      err_at(err, errlen, "options.stiction_tolerance: expected a number");
-      goto out;
-    }
-    s->options.representation = (Contactd__V1__Representation)r;
-    s->options.detail = (Contactd__V1__Detail)d;
-    s->options.contact_model = (Contactd__V1__ContactModel)m;
-    s->options.point_contacts = pc;
-    s->options.want_energy = en;
-  }
-  /* frames: cumulative full states */
-  const cJSON *fs = cJSON_GetObjectItemCaseSensitive(root, "frames");
-  if (fs) {
-    if (!cJSON_IsArray(fs)) {
-      err_at(err, errlen, "frames: expected an array of {body: state} objects");
-      goto out;
-    }
-    s->nframes = (size_t)cJSON_GetArraySize(fs);
-    s->frames = calloc(s->nframes * s->nbodies + 1, sizeof *s->frames);
-    for (size_t f = 0; f < s->nframes; f++) {
-      cc_body *cur = &s->frames[f * s->nbodies];
-      for (size_t i = 0; i < s->nbodies; i++) cur[i] = f ? s->frames[(f - 1) * s->nbodies + i] : s->bodies[i].state;
-      const cJSON *fr = cJSON_GetArrayItem(fs, (int)f);
-      if (!cJSON_IsObject(fr)) {
-        err_at(err, errlen, "frames[%zu]: expected an object {body name: state}", f);
-        goto out;
-      }
-      for (const cJSON *e = fr->child; e; e = e->next) {
-        int bi = cc_scene_find_body(s, e->string);
-        char path[128];
-        snprintf(path, sizeof path, "frames[%zu].%s", f, e->string);
-        if (bi < 0 || !cJSON_IsObject(e)) {
-          err_at(err, errlen, "%s: no such body (or not an object)", path);
-          goto out;
-        }
-        if (parse_state(e, path, &cur[bi], err, errlen)) goto out;
-      }
-    }
-  }
-  rc = 0;
-out:
+  int rc;
+  if (!cJSON_IsObject(root)) rc = err_at(err, errlen, "scene: expected a JSON object");
+  else
+    rc = parse_geoms(root, base_dir, s, err, errlen) || parse_bodies(root, s, err, errlen) ||
+                 parse_pairs(root, s, err, errlen) || parse_options(root, s, err, errlen) ||
+                 parse_frames(root, s, err, errlen)
+             ? -1
+             : 0;
   cJSON_Delete(root);
   if (rc) cc_scene_free(s);
   return rc;
