@@ -519,6 +519,12 @@ static ce_pose plane_pose(ce_vec3 o, ce_vec3 n) {
   return pose(q, o);
 }
 
+/* |x / y - 1|, kept in *worst */
+static void track(double x, double y, double *worst) {
+  double r = fabs(x / y - 1);
+  if (r > *worst) *worst = r;
+}
+
 static double medial_box_energy(double a, double b, double c, double d) {
   return 4 * E / c * (a * b * d * d / 2 - (a + b) * d * d * d / 6 + d * d * d * d / 12);
 }
@@ -532,6 +538,7 @@ Test(energy, nonconvex_rigid_mesh_flat_face_is_the_plane) {
   ce_geometry *l = lblock(h, 0), *hs = halfspace(CE_RIGID, 0);
   ce_geometry *box = ce_test_shape(CE_SHAPE_BOX, CE_COMPLIANT, 0, ce_v3(2 * a, 2 * b, 2 * c), 0.02);
   cr_assert(box && !l->convex);
+  double worst = 0;
   const double ds[] = {1e-4, 0.017, 0.05};
   for (int i = 0; i < 6; i++) {
     double d = ds[i % 3];
@@ -542,7 +549,9 @@ Test(energy, nonconvex_rigid_mesh_flat_face_is_the_plane) {
     double want = medial_box_energy(a, b, c, d);
     cr_expect(ce_test_close(U, want, 1e-9, 0), "d = %g: U = %.17g, closed form %.17g", d, U, want);
     cr_expect(ce_test_close(U, Uhs, 1e-9, 0), "d = %g: U = %.17g, rigid plane %.17g", d, U, Uhs);
+    track(U, want, &worst);
   }
+  cr_log_info("box on the L-block: worst relative difference to the closed form %.3g", worst);
   ce_geometry_free(box);
   ce_geometry_free(hs);
   ce_geometry_free(l);
@@ -551,24 +560,37 @@ Test(energy, nonconvex_rigid_mesh_flat_face_is_the_plane) {
 
 /* A sphere in a U-shaped channel narrower than it touches the two inner
  * walls, two separate faces, and holds the sum of the energies of the two
- * rigid planes through them; the whole scene turned and moved. */
+ * rigid planes through them, each wall's in its own patch; the whole scene
+ * turned and moved. */
 Test(energy, channel_two_faces_sum_two_planes) {
   const double R = 0.1, d = 0.02, g = R - d;
   ce_arena *ar = ce_arena_create(1 << 22);
   ce_geometry *u = u_channel(g), *hs = halfspace(CE_RIGID, 0);
   ce_geometry *s = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, R, ce_v3(0, 0, 0), R / 8);
   cr_assert(s && !u->convex);
+  double worst = 0;
   for (int i = 0; i < 3; i++) {
     ce_pose G = pose(i ? ce_quat_from_axis_angle(ce_v3(1, -2, 0.5), 0.9 * i) : I, ce_v3(0.3 * i, -0.1, 0.2));
     ce_pose Xs = pose(ce_quat_from_axis_angle(ce_v3(0.3, 1, 2), 0.5 + i), ce_v3(0, 0.03 * i, -0.15));
     ce_pose Wr = plane_pose(ce_v3(g, 0, 0), ce_v3(-1, 0, 0)), Wl = plane_pose(ce_v3(-g, 0, 0), ce_v3(1, 0, 0));
     ce_pose GXs = ce_pose_compose(&G, &Xs), GWr = ce_pose_compose(&G, &Wr), GWl = ce_pose_compose(&G, &Wl);
-    double U = energy_of(s, GXs, u, G, ar);
     double Ur = energy_of(s, GXs, hs, GWr, ar), Ul = energy_of(s, GXs, hs, GWl, ar);
+    ce_body ba = body_at(s, GXs), bb = body_at(u, G);
+    ce_result r = query(&ba, &bb, 1, 0, ar);
+    cr_assert_eq(r.energy, CE_ENERGY_EXACT);
+    const double U = r.strain_energy;
+    /* one patch per wall, each holding its wall's energy */
+    cr_assert_eq(r.npatches, 2);
+    double p0 = r.patches[0].strain_energy, p1 = r.patches[1].strain_energy;
+    double lo = fmin(p0, p1), hi = fmax(p0, p1);
+    cr_expect(ce_test_close(lo, fmin(Ur, Ul), 1e-9, 0) && ce_test_close(hi, fmax(Ur, Ul), 1e-9, 0),
+              "pose %d: patches %.17g %.17g, walls %.17g %.17g", i, p0, p1, Ur, Ul);
     cr_expect_gt(Ur, 0);
     cr_expect_gt(Ul, 0);
     cr_expect(ce_test_close(U, Ur + Ul, 1e-9, 0), "pose %d: U = %.17g, two planes %.17g + %.17g", i, U, Ur, Ul);
+    track(U, Ur + Ul, &worst);
   }
+  cr_log_info("sphere in the channel: worst relative difference to two planes %.3g", worst);
   ce_geometry_free(s);
   ce_geometry_free(hs);
   ce_geometry_free(u);
@@ -585,6 +607,7 @@ Test(energy, closed_mesh_path_matches_convex_path) {
   ce_geometry *bg = ce_test_shape(CE_SHAPE_BOX, CE_RIGID, 0, ce_v3(0.12, 0.1, 0.08), 1);
   cr_assert(s && bx && bg && bx->convex);
   bg->convex = 0;
+  double worst = 0;
   uint64_t rng = 12345;
   for (int i = 0; i < 21; i++) {
     ce_pose Xa, Xb;
@@ -593,6 +616,7 @@ Test(energy, closed_mesh_path_matches_convex_path) {
     double Uc = energy_of(s, Xa, bx, Xb, ar), Ug = energy_of(s, Xa, bg, Xb, ar);
     cr_expect_gt(Uc, 0);
     cr_expect(ce_test_close(Ug, Uc, 1e-9, 0), "pose %d: general %.17g, convex %.17g", i, Ug, Uc);
+    track(Ug, Uc, &worst);
   }
   /* the sphere wholly inside a large box: the whole mesh's integral */
   ce_geometry *big = ce_test_shape(CE_SHAPE_BOX, CE_RIGID, 0, ce_v3(1, 1, 1), 1);
@@ -601,6 +625,8 @@ Test(energy, closed_mesh_path_matches_convex_path) {
   big->convex = 0;
   double Ug = energy_of(s, pose(I, ce_v3(0.1, 0, -0.4)), big, pose(I, ce_v3(0, 0, -0.5)), ar);
   cr_expect(ce_test_close(Ug, Uc, 1e-9, 0), "inside: general %.17g, convex %.17g", Ug, Uc);
+  track(Ug, Uc, &worst);
+  cr_log_info("box through the general path: worst relative difference to the convex path %.3g", worst);
   ce_geometry_free(big);
   ce_geometry_free(bg);
   ce_geometry_free(bx);
@@ -627,6 +653,7 @@ Test(energy, planar_terrain_is_the_plane) {
   ce_geometry *box = ce_test_shape(CE_SHAPE_BOX, CE_COMPLIANT, 0, ce_v3(0.2, 0.16, 0.1), 0.02);
   cr_assert(s && box);
   const ce_vec3 n = ce_normalize(ce_v3(-a, -b, 1));
+  double wf = 0, wb = 0, wt = 0;
   for (int i = 0; i < 3; i++) {
     const double d = 0.005 + 0.01 * i;
     ce_quat q = ce_quat_from_axis_angle(ce_v3(1, 2, 3), 0.7 * i);
@@ -634,16 +661,20 @@ Test(energy, planar_terrain_is_the_plane) {
     double U = energy_of(s, Xs, tf, pose(I, ce_v3(0, 0, 0)), ar);
     double Uhs = energy_of(s, Xs, hs, pose(I, ce_v3(0, 0, z0)), ar);
     cr_expect(ce_test_close(U, Uhs, 1e-9, 0), "flat, d = %g: U = %.17g, plane %.17g", d, U, Uhs);
+    track(U, Uhs, &wf);
     ce_pose Xb = pose(ce_quat_from_axis_angle(ce_v3(0, 0, 1), 0.4 * i), ce_v3(0.03 * i, 0.01, z0 + 0.05 - d));
     double Ub = energy_of(box, Xb, tf, pose(I, ce_v3(0, 0, 0)), ar), want = medial_box_energy(0.1, 0.08, 0.05, d);
     cr_expect(ce_test_close(Ub, want, 1e-9, 0), "flat, box, d = %g: U = %.17g, closed form %.17g", d, Ub, want);
+    track(Ub, want, &wb);
     /* tilted: the plane z = z0 + a x + b y, the sphere's centre 0.1 - d above it */
     ce_vec3 o = ce_v3(0.05 * i, -0.02, z0 + 0.05 * i * a - 0.02 * b);
     ce_pose Xt = pose(q, ce_axpy(o, 0.1 - d, n));
     double Ut = energy_of(s, Xt, tt, pose(I, ce_v3(0, 0, 0)), ar);
     double Uth = energy_of(s, Xt, hs, plane_pose(o, n), ar);
     cr_expect(ce_test_close(Ut, Uth, 1e-9, 0), "tilted, d = %g: U = %.17g, plane %.17g", d, Ut, Uth);
+    track(Ut, Uth, &wt);
   }
+  cr_log_info("terrain: flat vs plane %.3g, box vs closed form %.3g, tilted vs plane %.3g", wf, wb, wt);
   ce_geometry_free(box);
   ce_geometry_free(s);
   ce_geometry_free(hs);
@@ -716,12 +747,19 @@ Test(energy, arena_exhaustion_is_enomem) {
   ce_body others[4] = {body_at(s, pose(I, ce_v3(0, 0, -0.1))), body_at(box, pose(I, ce_v3(0.02, 0, -0.02))),
                        body_at(hr, pose(I, ce_v3(0, 0, 0))), body_at(hc, pose(I, ce_v3(0, 0, 0)))};
   ce_body boxa = body_at(box, pose(I, ce_v3(0, 0, 0.03)));
+  /* and a non-convex rigid mesh and a terrain (signed prisms) */
+  double z[16 * 16];
+  for (int i = 0; i < 16 * 16; i++) z[i] = 0.01 * (i % 3);
+  ce_geometry *l = lblock(0.1, 0), *tg = terrain(z, 16, 0.1, ce_v3(-0.75, -0.75, 0));
+  ce_body lb = body_at(l, pose(I, ce_v3(-0.95, -0.95, -0.02))), tb = body_at(tg, pose(I, ce_v3(0, 0, 0)));
+  const ce_body *A[7] = {&sa, &sa, &sa, &sa, &boxa, &sa, &sa};
+  const ce_body *B[7] = {&others[0], &others[1], &others[2], &others[3], &others[3], &lb, &tb};
   ce_arena *ar = ce_arena_create(1 << 12);
   ce_options o;
   ce_options_default(&o);
   o.want_patches = o.want_energy = 1;
-  for (int k = 0; k < 5; k++) {
-    const ce_body *a = k < 4 ? &sa : &boxa, *b = k < 4 ? &others[k] : &others[3];
+  for (int k = 0; k < 7; k++) {
+    const ce_body *a = A[k], *b = B[k];
     ce_result r;
     ce_error err;
     ce_arena_set_budget(ar, 0);
@@ -747,6 +785,8 @@ Test(energy, arena_exhaustion_is_enomem) {
   }
   ce_arena_set_budget(ar, 0);
   ce_arena_destroy(ar);
+  ce_geometry_free(tg);
+  ce_geometry_free(l);
   ce_geometry_free(hc);
   ce_geometry_free(hr);
   ce_geometry_free(box);
