@@ -149,7 +149,12 @@ static inline double tet_integral(const etet *t, efield f) {
   return tet_vol(t) * 0.25 * s;
 }
 
-/* Integral of min(fa, fb) over the polytope *cur (fb rigid: of fa). */
+/* Integral of min(fa, fb) over the polytope *cur (fb rigid: of fa). Per
+ * tet t cut by the plane fa = fb, one side is one tet and the other three
+ * (or both three), so only one side is clipped:
+ *     integral over t of min(fa, fb) = integral over t of fb
+ *         + integral over t n {fa <= fb} of (fa - fb),
+ * or the same with a and b swapped, whichever clips the smaller piece. */
 static int integrate_min(ce_arena *a, const ce_buf *cur, efield fa, efield fb, ce_buf *tmp, double *sum) {
   double u = 0;
   if (isinf(fb.c)) {
@@ -162,12 +167,20 @@ static int integrate_min(ce_arena *a, const ce_buf *cur, efield fa, efield fb, c
   double dc = fb.c - fa.c;
   for (int64_t i = 0; i < cur->len; i++) {
     const etet *t = (const etet *)cur->data + i;
+    int nin = 0;
+    for (int k = 0; k < 4; k++) nin += ce_dot(dg, t->v[k]) - dc <= 0;
+    if (nin == 4 || nin == 0) {
+      u += tet_integral(t, nin ? fa : fb);
+      continue;
+    }
+    /* base: the whole tet's field of the side not clipped; piece: the other */
+    const int a_piece = nin != 3;
+    efield base = a_piece ? fb : fa, diff = {ce_sub(fa.g, fb.g), fa.c - fb.c};
+    if (!a_piece) diff = (efield){ce_neg(diff.g), -diff.c};
+    u += tet_integral(t, base);
     tmp->len = 0;
-    if (clip_one(a, t, dg, dc, tmp)) return -1;
-    for (int64_t j = 0; j < tmp->len; j++) u += tet_integral((const etet *)tmp->data + j, fa);
-    tmp->len = 0;
-    if (clip_one(a, t, ce_neg(dg), -dc, tmp)) return -1;
-    for (int64_t j = 0; j < tmp->len; j++) u += tet_integral((const etet *)tmp->data + j, fb);
+    if (clip_one(a, t, a_piece ? dg : ce_neg(dg), a_piece ? dc : -dc, tmp)) return -1;
+    for (int64_t j = 0; j < tmp->len; j++) u += tet_integral((const etet *)tmp->data + j, diff);
   }
   *sum += u;
   return 0;
