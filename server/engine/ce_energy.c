@@ -253,18 +253,29 @@ static int tet_pair(equery *q, const ce_vec3 xa[4], const double pla[4][4], efie
     if (nout > 0) cutf[ncut++] = f;
   }
   /* and the other way round: b's vertices outside a face of a */
+  int cuta[4], ncuta = 0;
+  ce_vec3 xb[4];
+  for (int i = 0; i < 4; i++) xb[i] = TN->v[TN->tet[b][i]];
   for (int f = 0; f < 4; f++) {
     int nout = 0;
-    for (int i = 0; i < 4; i++) {
-      ce_vec3 y = TN->v[TN->tet[b][i]];
-      nout += pla[f][0] * y.x + pla[f][1] * y.y + pla[f][2] * y.z - pla[f][3] > 0;
-    }
+    for (int i = 0; i < 4; i++) nout += pla[f][0] * xb[i].x + pla[f][1] * xb[i].y + pla[f][2] * xb[i].z - pla[f][3] > 0;
     if (nout == 4) return 0;
+    if (nout > 0) cuta[ncuta++] = f;
   }
-  if (set_tet(q, xa)) return -1;
-  for (int k = 0; k < ncut && q->cur.len > 0; k++) {
-    int f = cutf[k];
-    if (clip_list(q->a, &q->cur, &q->tmp, ce_v3(fp[0][f], fp[1][f], fp[2][f]), fp[3][f])) return -1;
+  /* a n b: the tet cut by fewer of the other's face planes, clipped by
+   * them (fewer pieces; b wholly inside a is not clipped at all) */
+  if (ncuta < ncut) {
+    if (set_tet(q, xb)) return -1;
+    for (int k = 0; k < ncuta && q->cur.len > 0; k++) {
+      int f = cuta[k];
+      if (clip_list(q->a, &q->cur, &q->tmp, ce_v3(pla[f][0], pla[f][1], pla[f][2]), pla[f][3])) return -1;
+    }
+  } else {
+    if (set_tet(q, xa)) return -1;
+    for (int k = 0; k < ncut && q->cur.len > 0; k++) {
+      int f = cutf[k];
+      if (clip_list(q->a, &q->cur, &q->tmp, ce_v3(fp[0][f], fp[1][f], fp[2][f]), fp[3][f])) return -1;
+    }
   }
   if (q->cur.len == 0) return 0;
   efield fb = {TN->grad[b], TN->offset[b]};
