@@ -17,8 +17,8 @@
  * arrays live in the arena. */
 typedef struct ce_terrain_lattice {
   int nx, ny;
-  const double *x, *y, *z;
-  const ce_vec3 *pm;
+  double *x, *y, *z;
+  ce_vec3 *pm;
 } ce_terrain_lattice;
 
 ce_errno ce_terrain_sample(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, ce_arena *arena,

@@ -25,6 +25,8 @@
  *     the triangles carry no systematic offset on a curved terrain (chords
  *     of a bowl lie above it by ~ kappa s^2 / 12 on average, which was a
  *     0.24 % force bias for a sphere in that paper's bowl).
+ *     Steps 1 and 2 are ce_terrain_sample (ce_energy.h): the strain energy
+ *     integrates M's field below the same triangles.
  *  3. Each triangle that reaches M's box in height is run down M's BVH
  *     (separating axes: the node box's three axes and the triangle's
  *     normal) and clipped by each candidate tet by the compliant-rigid
@@ -244,7 +246,7 @@ ce_errno ce_intersect_tet_terrain(const ce_geometry *m, const ce_geometry *n, co
   const int nxs = L.nx;
   const double *zs = L.z;
   const ce_vec3 *pm = L.pm;
-  const lattice lx = {L.nx, 0, NULL, NULL, (double *)L.x}, ly = {L.ny, 0, NULL, NULL, (double *)L.y};
+  const lattice lx = {L.nx, 0, NULL, NULL, L.x}, ly = {L.ny, 0, NULL, NULL, L.y};
   /* 3. M's BVH down to the tets whose box straddles the sampled surface over
    * the box's footprint; each such tet is clipped against the triangles of
    * the lattice cells under it. */
