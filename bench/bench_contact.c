@@ -13,6 +13,8 @@
  *   cc-e: the cc and cc-g pairs with and without the strain energy
  *       (ce_options.want_energy), runs alternating, cpu medians and their
  *       ratio;
+ *   cr-e: the same for a compliant sphere against a rigid one (convex
+ *       path, and the general closed-mesh path) and against a terrain;
  *   cr: compliant sphere R = 0.1 vs rigid sphere R = 0.1, same distance;
  *   cr-m: the cr pair with two more parts in the rigid mesh (three
  *       components): spheres R = 0.025 at -0.24 and R = 0.03 at +0.15
@@ -26,7 +28,7 @@
  * per output polygon. Single thread; asserts nothing.
  *
  * Usage: bench_contact [runs [hint [case]]]   (default 300 runs, every hint
- * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr, cr-m or jac). For profiling one case, e.g.
+ * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr-e, cr, cr-m or jac). For profiling one case, e.g.
  *   valgrind --tool=callgrind --toggle-collect=ce_contact \
  *       bench_contact 10 0.0066 cc */
 #define _POSIX_C_SOURCE 199309L
@@ -171,6 +173,9 @@ static void run_contact(const char *name, double hint, const ce_geometry *ga, co
 /* What the strain energy costs: the query (as run_contact, B at rest,
  * turned for cc-g) with and without want_energy, alternating run by run so
  * that both see the same machine; CPU medians and their ratio. */
+static void time_energy(const char *name, double hint, const ce_body *pa, const ce_body *pb, int runs,
+                        ce_arena *arena, double *t, double *te);
+
 static void run_energy(const char *name, double hint, const ce_geometry *ga, const ce_geometry *gb, int turned,
                        int runs, ce_arena *arena, double *t, double *te) {
   ce_body a = body_at(ga, 0), b = body_at(gb, 0.18);
@@ -179,6 +184,12 @@ static void run_energy(const char *name, double hint, const ce_geometry *ga, con
     double l = sqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
     b.X_WB = ce_pose_from_quat((ce_quat){q.w / l, q.x / l, q.y / l, q.z / l}, ce_v3(0.18, 0, 0));
   }
+  time_energy(name, hint, &a, &b, runs, arena, t, te);
+}
+
+static void time_energy(const char *name, double hint, const ce_body *pa, const ce_body *pb, int runs,
+                        ce_arena *arena, double *t, double *te) {
+  const ce_body a = *pa, b = *pb;
   ce_options opt, opte;
   ce_options_default(&opt);
   opt.want_surface = 1;
@@ -202,6 +213,41 @@ static void run_energy(const char *name, double hint, const ce_geometry *ga, con
   stats s = summarize(t, runs), se = summarize(te, runs);
   printf("%-4s hint %.4f  energy %.6e J | cpu median plain %8.1f us, with energy %8.1f us, ratio %.3f\n", name,
          hint, U, s.median, se.median, se.median / s.median);
+}
+
+/* The strain energy against rigid meshes and a terrain (cr-e): the
+ * compliant sphere A against the rigid sphere B (centres 0.18 m apart), B's
+ * mesh through the convex path and, its convexity flag cleared, through
+ * the general closed-mesh path (signed prisms); then A pressed 0.01 m into
+ * a wavy terrain (z = 0.02 sin(3x) cos(2y), 64 x 64 samples 0.02 m apart). */
+static void run_energy_rigid(double hint, const ce_geometry *c1, ce_geometry *r1, int runs, ce_arena *arena,
+                             double *t, double *te) {
+  ce_body a = body_at(c1, 0), b = body_at(r1, 0.18);
+  time_energy("cr-e (convex)", hint, &a, &b, runs, arena, t, te);
+  r1->convex = 0;
+  time_energy("cr-e (general)", hint, &a, &b, runs, arena, t, te);
+  r1->convex = 1;
+  enum { N = 64 };
+  double *z = malloc(sizeof(double) * N * N);
+  if (!z) return;
+  const double dx = 0.02, x0 = -0.63;
+  for (int j = 0; j < N; j++)
+    for (int i = 0; i < N; i++) z[j * N + i] = 0.02 * sin(3 * (x0 + i * dx)) * cos(2 * (x0 + j * dx));
+  ce_props pr;
+  memset(&pr, 0, sizeof pr);
+  pr.compliance = CE_RIGID;
+  pr.hint = 0.1;
+  ce_geometry *tg = NULL;
+  ce_error err;
+  if (ce_geometry_from_heightfield(z, N, N, dx, dx, ce_v3(x0, x0, 0), 1, &pr, &tg, &err) == CE_OK) {
+    ce_body at = body_at(c1, 0), bt = body_at(tg, 0);
+    at.X_WB.p = ce_v3(0, 0, 0.09);
+    time_energy("ct-e (terrain)", hint, &at, &bt, runs, arena, t, te);
+  } else {
+    printf("ct-e: terrain: %s\n", err.message);
+  }
+  ce_geometry_free(tg);
+  free(z);
 }
 
 /* The query with and without wrench Jacobians (want_jacobian), timed in
@@ -301,7 +347,7 @@ int main(int argc, char **argv) {
   const char *only = argc > 3 ? argv[3] : NULL;
   int do_cc = !only || !strcmp(only, "cc"), do_v = !only || !strcmp(only, "cc-v"), do_x = !only || !strcmp(only, "cc-x"), do_cr = !only || !strcmp(only, "cr");
   int do_g = !only || !strcmp(only, "cc-g"), do_crm = !only || !strcmp(only, "cr-m");
-  int do_e = !only || !strcmp(only, "cc-e");
+  int do_e = !only || !strcmp(only, "cc-e"), do_re = !only || !strcmp(only, "cr-e");
   int do_j = !only || !strcmp(only, "jac");
   ce_arena *arena = ce_arena_create(1 << 20);
   double *t = malloc(sizeof(double) * (size_t)runs), *tc = malloc(sizeof(double) * (size_t)runs);
@@ -313,7 +359,7 @@ int main(int argc, char **argv) {
     double b1 = cpu_us();
     ce_geometry *c2 = (do_cc || do_v || do_g || do_x || do_e || do_j) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
     double b2 = cpu_us();
-    ce_geometry *r1 = do_cr ? sphere(CE_RIGID, hints[h]) : NULL;
+    ce_geometry *r1 = (do_cr || do_re) ? sphere(CE_RIGID, hints[h]) : NULL;
     double b3 = cpu_us();
     if (c1) {
       ce_geometry_info ic;
@@ -340,7 +386,8 @@ int main(int argc, char **argv) {
       if (do_j) run_jacobian("cc-g", hints[h], c1, c2, 2, runs, arena, t, tc);
       if (do_j) run_jacobian("cc-v", hints[h], c1, c2, 1, runs, arena, t, tc);
     }
-    if (c1 && r1) run_contact("cr", hints[h], c1, r1, 0, runs, arena, t, tc);
+    if (c1 && r1 && do_cr) run_contact("cr", hints[h], c1, r1, 0, runs, arena, t, tc);
+    if (c1 && r1 && do_re) run_energy_rigid(hints[h], c1, r1, runs, arena, t, tc);
     ce_geometry *rm = do_crm ? rigid_parts(hints[h]) : NULL;
     if (c1 && rm) run_contact("cr-m", hints[h], c1, rm, 0, runs, arena, t, tc);
     ce_geometry_free(rm);

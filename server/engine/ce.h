@@ -420,9 +420,9 @@ typedef enum {
   CE_ENERGY_FORCE_LAW = 2,   /* point contact: k x^2 / 2 per contact, the
                                 potential of the elastic part fn = k x of
                                 fn = k x (1 + d xdot)+ */
-  CE_ENERGY_UNAVAILABLE = 3, /* not computed for this pair (reported 0):
-                                compliant mesh against a non-convex or open
-                                rigid mesh or a terrain; unsupported pairs */
+  CE_ENERGY_UNAVAILABLE = 3, /* not computed for this pair (reported 0,
+                                result.energy_note says why): a mesh against
+                                an open rigid mesh; unsupported pairs */
 } ce_energy_status;
 /* ---- wrench Jacobians ---------------------------------------------------
  * The derivatives of wrench_a (the wrench on A about A's origin, world
@@ -502,6 +502,7 @@ typedef struct ce_result {
    * was obtained; zero and CE_ENERGY_NONE unless options.want_energy. */
   double strain_energy;
   ce_energy_status energy;
+  const char *energy_note;     /* static text: why it is unavailable, or NULL */
   /* Filled when options.want_jacobian (arena memory; NULL otherwise or
    * when unavailable). */
   ce_jacobian_status jacobian_status;

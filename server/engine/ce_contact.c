@@ -210,7 +210,10 @@ static int wrench_is_finite(const ce_wrench *w) { return ce_vec3_isfinite(w->for
 static void energy_status(const ce_options *opt, ce_result *r) {
   if (opt && opt->want_energy) {
     if (r->model == CE_MODEL_POINT && r->status != CE_CONTACT_UNSUPPORTED) r->energy = CE_ENERGY_FORCE_LAW;
-    else if (r->status == CE_CONTACT_UNSUPPORTED) r->energy = CE_ENERGY_UNAVAILABLE;
+    else if (r->status == CE_CONTACT_UNSUPPORTED) {
+      r->energy = CE_ENERGY_UNAVAILABLE;
+      r->energy_note = "no contact model for this pair";
+    }
     return;
   }
   r->strain_energy = 0;

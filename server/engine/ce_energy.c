@@ -31,16 +31,20 @@
  *                   surface is clipped by the planes of the triangles near
  *                   it (for a convex body that is exactly the tet's part
  *                   inside it); tets wholly inside are found by a flood
- *                   fill across tet faces from those. A non-convex or open
- *                   rigid mesh is not done: CE_ENERGY_UNAVAILABLE.
+ *                   fill across tet faces from those. Any other closed
+ *                   mesh: the signed prism decomposition (below), each
+ *                   tet clipped by the prisms under the triangles above
+ *                   it. An open rigid mesh bounds no solid:
+ *                   CE_ENERGY_UNAVAILABLE.
  *  half space – rigid mesh  the divergence theorem: with F = (0, 0, -k z^2 / 2)
  *                   (div F = k (-z) = p), U is the flux of F through the
  *                   rigid mesh's surface below the boundary plane (F = 0 on
  *                   the plane itself), a closed form per clipped triangle.
  *                   Any closed mesh, convex or not; an open one is
  *                   CE_ENERGY_UNAVAILABLE.
- *  tet – terrain    CE_ENERGY_UNAVAILABLE (the sampled terrain is not a
- *                   closed solid; see docs/energy.md).
+ *  tet – terrain    the mesh's part below the sampled lattice triangles
+ *                   the contact surface is built from (the same ones), as
+ *                   the union of the prisms below them.
  *
  * Patches: each element of the body the energy is integrated over (M's tets,
  * or the rigid mesh's triangles for a half space – rigid mesh pair) takes
@@ -55,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_energy.h"
 #include "ce_internal.h"
 
 /* ---- convex polytopes as lists of tets ----------------------------------- */
@@ -144,7 +149,12 @@ static inline double tet_integral(const etet *t, efield f) {
   return tet_vol(t) * 0.25 * s;
 }
 
-/* Integral of min(fa, fb) over the polytope *cur (fb rigid: of fa). */
+/* Integral of min(fa, fb) over the polytope *cur (fb rigid: of fa). Per
+ * tet t cut by the plane fa = fb, one side is one tet and the other three
+ * (or both three), so only one side is clipped:
+ *     integral over t of min(fa, fb) = integral over t of fb
+ *         + integral over t n {fa <= fb} of (fa - fb),
+ * or the same with a and b swapped, whichever clips the smaller piece. */
 static int integrate_min(ce_arena *a, const ce_buf *cur, efield fa, efield fb, ce_buf *tmp, double *sum) {
   double u = 0;
   if (isinf(fb.c)) {
@@ -157,12 +167,20 @@ static int integrate_min(ce_arena *a, const ce_buf *cur, efield fa, efield fb, c
   double dc = fb.c - fa.c;
   for (int64_t i = 0; i < cur->len; i++) {
     const etet *t = (const etet *)cur->data + i;
+    int nin = 0;
+    for (int k = 0; k < 4; k++) nin += ce_dot(dg, t->v[k]) - dc <= 0;
+    if (nin == 4 || nin == 0) {
+      u += tet_integral(t, nin ? fa : fb);
+      continue;
+    }
+    /* base: the whole tet's field of the side not clipped; piece: the other */
+    const int a_piece = nin != 3;
+    efield base = a_piece ? fb : fa, diff = {ce_sub(fa.g, fb.g), fa.c - fb.c};
+    if (!a_piece) diff = (efield){ce_neg(diff.g), -diff.c};
+    u += tet_integral(t, base);
     tmp->len = 0;
-    if (clip_one(a, t, dg, dc, tmp)) return -1;
-    for (int64_t j = 0; j < tmp->len; j++) u += tet_integral((const etet *)tmp->data + j, fa);
-    tmp->len = 0;
-    if (clip_one(a, t, ce_neg(dg), -dc, tmp)) return -1;
-    for (int64_t j = 0; j < tmp->len; j++) u += tet_integral((const etet *)tmp->data + j, fb);
+    if (clip_one(a, t, a_piece ? dg : ce_neg(dg), a_piece ? dc : -dc, tmp)) return -1;
+    for (int64_t j = 0; j < tmp->len; j++) u += tet_integral((const etet *)tmp->data + j, diff);
   }
   *sum += u;
   return 0;
@@ -235,18 +253,29 @@ static int tet_pair(equery *q, const ce_vec3 xa[4], const double pla[4][4], efie
     if (nout > 0) cutf[ncut++] = f;
   }
   /* and the other way round: b's vertices outside a face of a */
+  int cuta[4], ncuta = 0;
+  ce_vec3 xb[4];
+  for (int i = 0; i < 4; i++) xb[i] = TN->v[TN->tet[b][i]];
   for (int f = 0; f < 4; f++) {
     int nout = 0;
-    for (int i = 0; i < 4; i++) {
-      ce_vec3 y = TN->v[TN->tet[b][i]];
-      nout += pla[f][0] * y.x + pla[f][1] * y.y + pla[f][2] * y.z - pla[f][3] > 0;
-    }
+    for (int i = 0; i < 4; i++) nout += pla[f][0] * xb[i].x + pla[f][1] * xb[i].y + pla[f][2] * xb[i].z - pla[f][3] > 0;
     if (nout == 4) return 0;
+    if (nout > 0) cuta[ncuta++] = f;
   }
-  if (set_tet(q, xa)) return -1;
-  for (int k = 0; k < ncut && q->cur.len > 0; k++) {
-    int f = cutf[k];
-    if (clip_list(q->a, &q->cur, &q->tmp, ce_v3(fp[0][f], fp[1][f], fp[2][f]), fp[3][f])) return -1;
+  /* a n b: the tet cut by fewer of the other's face planes, clipped by
+   * them (fewer pieces; b wholly inside a is not clipped at all) */
+  if (ncuta < ncut) {
+    if (set_tet(q, xb)) return -1;
+    for (int k = 0; k < ncuta && q->cur.len > 0; k++) {
+      int f = cuta[k];
+      if (clip_list(q->a, &q->cur, &q->tmp, ce_v3(pla[f][0], pla[f][1], pla[f][2]), pla[f][3])) return -1;
+    }
+  } else {
+    if (set_tet(q, xa)) return -1;
+    for (int k = 0; k < ncut && q->cur.len > 0; k++) {
+      int f = cutf[k];
+      if (clip_list(q->a, &q->cur, &q->tmp, ce_v3(fp[0][f], fp[1][f], fp[2][f]), fp[3][f])) return -1;
+    }
   }
   if (q->cur.len == 0) return 0;
   efield fb = {TN->grad[b], TN->offset[b]};
@@ -531,6 +560,267 @@ static ce_errno energy_tet_convex(const ce_geometry *m, const ce_geometry *n, co
   return CE_OK;
 }
 
+/* ---- tet – closed rigid mesh or terrain: signed prisms --------------------- */
+
+/* The solid of a closed, outward-wound mesh is, up to a set of measure
+ * zero, the signed sum of the vertical prisms below its triangles: the
+ * upward ray from a point inside crosses the surface leaving the solid once
+ * more than entering it, a triangle being left through where its normal
+ * points up (n_z > 0, sign +1) and entered where it points down (sign -1);
+ * triangles seen edge on (n_z = 0) bound no prism. So, in N's frame with
+ * up = +z,
+ *
+ *     integral over M n N of p = sum over triangles t of sign_t times
+ *                                integral over M n prism_t of p,
+ *
+ * each term a tet clipped by four planes (the three vertical planes
+ * through t's footprint edges and t's own plane). A terrain's solid under
+ * its sampled surface is the union of the prisms below the lattice
+ * triangles, all with sign +1. */
+
+/* The vertical plane through footprint edge (a, b) of a triangle (vertex
+ * ids ia != ib), facing out of the footprint, whose orientation is sgn
+ * (+1 counter-clockwise seen from above). Computed from the edge's lower
+ * id, so the two triangles sharing the edge get exactly opposite planes
+ * (or the same one, where the surface folds over) and their pieces tile. */
+static eplane side_plane(ce_vec3 a, int32_t ia, ce_vec3 b, int32_t ib, double sgn) {
+  const ce_vec3 lo = ia < ib ? a : b, hi = ia < ib ? b : a;
+  const double ex = hi.x - lo.x, ey = hi.y - lo.y, s = ia < ib ? sgn : -sgn;
+  eplane p;
+  p.n = ce_v3(s * ey, -s * ex, 0);
+  p.d = s * (ey * lo.x - ex * lo.y);
+  return p;
+}
+
+/* Adds sign_t times the integral of f over tet x (N's frame) cut by the
+ * prism below triangle p (vertex ids id). */
+static int prism_tet(equery *q, const ce_vec3 x[4], efield f, const ce_vec3 p[3], const int32_t id[3], double *u) {
+  const double area2 = (p[1].x - p[0].x) * (p[2].y - p[0].y) - (p[1].y - p[0].y) * (p[2].x - p[0].x);
+  if (area2 == 0) return 0;
+  const double sgn = area2 > 0 ? 1 : -1;
+  eplane pl[4];
+  for (int k = 0; k < 3; k++) pl[k] = side_plane(p[k], id[k], p[(k + 1) % 3], id[(k + 1) % 3], sgn);
+  pl[3].n = ce_scale(ce_cross(ce_sub(p[1], p[0]), ce_sub(p[2], p[0])), sgn); /* up: keep below */
+  pl[3].d = ce_dot(pl[3].n, p[0]);
+  int cutp[4], nc = 0;
+  for (int k = 0; k < 4; k++) {
+    int nout = 0;
+    for (int i = 0; i < 4; i++) nout += ce_dot(pl[k].n, x[i]) - pl[k].d > 0;
+    if (nout == 4) return 0;
+    if (nout > 0) cutp[nc++] = k;
+  }
+  if (set_tet(q, x)) return -1;
+  for (int k = 0; k < nc && q->cur.len > 0; k++)
+    if (clip_list(q->a, &q->cur, &q->tmp, pl[cutp[k]].n, pl[cutp[k]].d)) return -1;
+  double v = 0;
+  for (int64_t i = 0; i < q->cur.len; i++) v += tet_integral((const etet *)q->cur.data + i, f);
+  *u += sgn * v;
+  return 0;
+}
+
+/* Tet t of M placed in N's frame: its vertices and its field there,
+ * p(y) = gM . (R_MN y + p_MN) + cM. */
+static void place_tet(const ce_tetmesh *T, int32_t t, const ce_pose *X_MN, const ce_pose *X_NM, ce_vec3 x[4],
+                      efield *f) {
+  for (int i = 0; i < 4; i++) x[i] = ce_pose_apply(X_NM, T->v[T->tet[t][i]]);
+  f->g = ce_pose_rotate(X_NM, T->grad[t]);
+  f->c = T->offset[t] + ce_dot(T->grad[t], X_MN->p);
+}
+
+/* The axis-aligned box, in the frame X maps to (NULL: the node's own), of
+ * a hierarchy node's oriented box. */
+static void node_aabb(const ce_bvh_node *nd, const ce_pose *X, ce_vec3 *lo, ce_vec3 *hi) {
+  ce_vec3 c = X ? ce_pose_apply(X, nd->center) : nd->center, ext = ce_v3(0, 0, 0);
+  const double hh[3] = {nd->half.x, nd->half.y, nd->half.z};
+  for (int k = 0; k < 3; k++) {
+    ce_vec3 ax = ce_v3(nd->axes.m[0][k], nd->axes.m[1][k], nd->axes.m[2][k]);
+    if (X) ax = ce_pose_rotate(X, ax);
+    ext = ce_v3(ext.x + hh[k] * fabs(ax.x), ext.y + hh[k] * fabs(ax.y), ext.z + hh[k] * fabs(ax.z));
+  }
+  *lo = ce_sub(c, ext);
+  *hi = ce_add(c, ext);
+}
+
+static void points_aabb(const ce_vec3 *x, int n, ce_vec3 *lo, ce_vec3 *hi) {
+  *lo = *hi = x[0];
+  for (int i = 1; i < n; i++) {
+    *lo = ce_v3(fmin(lo->x, x[i].x), fmin(lo->y, x[i].y), fmin(lo->z, x[i].z));
+    *hi = ce_v3(fmax(hi->x, x[i].x), fmax(hi->y, x[i].y), fmax(hi->z, x[i].z));
+  }
+}
+
+/* Whether the prism below box (nlo, nhi) can reach box (mlo, mhi), and the
+ * latter meets the box (blo, bhi) of the whole of N. */
+static inline int column_meets(ce_vec3 mlo, ce_vec3 mhi, ce_vec3 nlo, ce_vec3 nhi, ce_vec3 blo, ce_vec3 bhi) {
+  return mlo.x <= nhi.x && mhi.x >= nlo.x && mlo.y <= nhi.y && mhi.y >= nlo.y && mlo.z <= nhi.z &&
+         mlo.x <= bhi.x && mhi.x >= blo.x && mlo.y <= bhi.y && mhi.y >= blo.y && mlo.z <= bhi.z && mhi.z >= blo.z;
+}
+
+/* The (tet of M, triangle of N) pairs whose prism can reach the tet, from
+ * both hierarchies, N's frame. */
+static ce_errno column_pairs(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_NM, ce_arena *a,
+                             ce_buf *out) {
+  const ce_bvh *BM = &m->bvh, *BN = &n->bvh;
+  const ce_tetmesh *T = &m->tet;
+  const ce_trimesh *S = &n->tri;
+  if (BM->nnodes == 0 || BN->nnodes == 0) return CE_OK;
+  ce_vec3 blo, bhi;
+  node_aabb(&BN->nodes[0], NULL, &blo, &bhi);
+  ce_buf stack;
+  ce_buf_init(&stack, sizeof(ce_pair));
+  ce_pair *top = ce_buf_push(a, &stack);
+  if (!top) return CE_ENOMEM;
+  top->a = top->b = 0;
+  while (stack.len > 0) {
+    const ce_pair nd = ((const ce_pair *)stack.data)[--stack.len];
+    const ce_bvh_node *na = &BM->nodes[nd.a], *nb = &BN->nodes[nd.b];
+    ce_vec3 alo, ahi, nlo, nhi;
+    node_aabb(na, X_NM, &alo, &ahi);
+    node_aabb(nb, NULL, &nlo, &nhi);
+    if (!column_meets(alo, ahi, nlo, nhi, blo, bhi)) continue;
+    if (na->left < 0 && nb->left < 0) {
+      for (int32_t i = na->first; i < na->first + na->count; i++) {
+        int32_t t = BM->order[i];
+        ce_vec3 x[4], tlo, thi;
+        for (int k = 0; k < 4; k++) x[k] = ce_pose_apply(X_NM, T->v[T->tet[t][k]]);
+        points_aabb(x, 4, &tlo, &thi);
+        for (int32_t j = nb->first; j < nb->first + nb->count; j++) {
+          int32_t f = BN->order[j];
+          ce_vec3 y[3] = {S->v[S->tri[f][0]], S->v[S->tri[f][1]], S->v[S->tri[f][2]]}, flo, fhi;
+          points_aabb(y, 3, &flo, &fhi);
+          if (!column_meets(tlo, thi, flo, fhi, blo, bhi)) continue;
+          ce_pair *p = ce_buf_push(a, out);
+          if (!p) return CE_ENOMEM;
+          p->a = t;
+          p->b = f;
+        }
+      }
+      continue;
+    }
+    /* split the node with children and the larger box */
+    const double va = na->half.x * na->half.y * na->half.z, vb = nb->half.x * nb->half.y * nb->half.z;
+    const int split_a = nb->left < 0 || (na->left >= 0 && va >= vb);
+    if (ce_buf_reserve(a, &stack, 2) != CE_OK) return CE_ENOMEM;
+    ce_pair *s = (ce_pair *)stack.data + stack.len;
+    s[0] = split_a ? (ce_pair){na->right, nd.b} : (ce_pair){nd.a, nb->right};
+    s[1] = split_a ? (ce_pair){na->left, nd.b} : (ce_pair){nd.a, nb->left};
+    stack.len += 2;
+  }
+  return CE_OK;
+}
+
+/* A compliant mesh against a closed rigid mesh, convex or not. */
+static ce_errno energy_tet_closed(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, equery *q) {
+  const ce_pose X_NM = ce_pose_inverse(X_MN);
+  ce_buf pairs;
+  ce_buf_init(&pairs, sizeof(ce_pair));
+  ce_errno e = column_pairs(m, n, &X_NM, q->a, &pairs);
+  if (e != CE_OK) return e;
+  ce_pair *P = pairs.data;
+  if (pairs.len > 1) qsort(P, (size_t)pairs.len, sizeof *P, cmp_pair);
+  const ce_trimesh *S = &n->tri;
+  for (int64_t i = 0, j; i < pairs.len; i = j) {
+    const int32_t t = P[i].a;
+    for (j = i; j < pairs.len && P[j].a == t; j++) {}
+    ce_vec3 x[4];
+    efield f;
+    place_tet(&m->tet, t, X_MN, &X_NM, x, &f);
+    double u = 0;
+    for (int64_t k = i; k < j; k++) {
+      const int32_t *id = S->tri[P[k].b];
+      const ce_vec3 p[3] = {S->v[id[0]], S->v[id[1]], S->v[id[2]]};
+      if (prism_tet(q, x, f, p, id, &u)) return CE_ENOMEM;
+    }
+    if (u != 0) eq_add(q, t, u);
+  }
+  return CE_OK;
+}
+
+/* Lattice cells [c0, c1) of sorted samples x[0..n) that meet [lo, hi]; 0
+ * when none. */
+static int lattice_cells(const double *x, int n, double lo, double hi, int *c0, int *c1) {
+  if (hi < x[0] || lo > x[n - 1]) return 0;
+  int a = 0, b = n - 1; /* the last sample <= lo (or 0) */
+  while (b - a > 1) {
+    int mid = (a + b) / 2;
+    if (x[mid] <= lo) a = mid;
+    else b = mid;
+  }
+  int c = a, d = n - 1; /* the first sample >= hi (or n - 1) */
+  while (d - c > 1) {
+    int mid = (c + d) / 2;
+    if (x[mid] >= hi) d = mid;
+    else c = mid;
+  }
+  *c0 = a;
+  *c1 = d > a ? d : a + 1;
+  return *c1 <= n - 1;
+}
+
+/* Tet t (N's frame) against the prisms below the lattice triangles under
+ * its footprint. */
+static int terrain_tet(equery *q, const ce_terrain_lattice *L, const ce_vec3 x[4], efield f, double *u) {
+  ce_vec3 lo, hi;
+  points_aabb(x, 4, &lo, &hi);
+  int i0, i1, j0, j1;
+  if (!lattice_cells(L->x, L->nx, lo.x, hi.x, &i0, &i1) || !lattice_cells(L->y, L->ny, lo.y, hi.y, &j0, &j1))
+    return 0;
+  for (int j = j0; j < j1; j++)
+    for (int i = i0; i < i1; i++) {
+      const int32_t s00 = j * L->nx + i, s10 = s00 + 1, s01 = s00 + L->nx, s11 = s01 + 1;
+      const int32_t tris[2][3] = {{s00, s10, s11}, {s00, s11, s01}};
+      for (int w = 0; w < 2; w++) {
+        const int32_t *id = tris[w];
+        ce_vec3 p[3];
+        for (int k = 0; k < 3; k++) p[k] = ce_v3(L->x[id[k] % L->nx], L->y[id[k] / L->nx], L->z[id[k]]);
+        if (fmax(p[0].z, fmax(p[1].z, p[2].z)) < lo.z) continue; /* the tet is above it */
+        if (prism_tet(q, x, f, p, id, u)) return -1;
+      }
+    }
+  return 0;
+}
+
+/* A compliant mesh against a terrain: its part below the sampled surface
+ * the contact surface is built from. */
+static ce_errno energy_tet_terrain(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, equery *q) {
+  ce_terrain_lattice L;
+  ce_errno e = ce_terrain_sample(m, n, X_MN, q->a, &L);
+  if (e != CE_OK || L.nx < 2 || L.ny < 2) return e;
+  const ce_pose X_NM = ce_pose_inverse(X_MN);
+  double zmax = -INFINITY;
+  for (int64_t i = 0; i < (int64_t)L.nx * L.ny; i++) zmax = fmax(zmax, L.z[i]);
+  const ce_bvh *bvh = &m->bvh;
+  ce_buf stack;
+  ce_buf_init(&stack, sizeof(int32_t));
+  int32_t *s = ce_buf_push(q->a, &stack);
+  if (!s) return CE_ENOMEM;
+  *s = 0;
+  while (stack.len > 0) {
+    const ce_bvh_node *nd = &bvh->nodes[((int32_t *)stack.data)[--stack.len]];
+    ce_vec3 lo, hi;
+    node_aabb(nd, &X_NM, &lo, &hi);
+    if (lo.z > zmax || hi.x < L.x[0] || lo.x > L.x[L.nx - 1] || hi.y < L.y[0] || lo.y > L.y[L.ny - 1]) continue;
+    if (nd->left >= 0) {
+      if (ce_buf_reserve(q->a, &stack, 2) != CE_OK) return CE_ENOMEM;
+      int32_t *st = (int32_t *)stack.data + stack.len;
+      st[0] = nd->right;
+      st[1] = nd->left;
+      stack.len += 2;
+      continue;
+    }
+    for (int32_t k = nd->first; k < nd->first + nd->count; k++) {
+      const int32_t t = bvh->order[k];
+      ce_vec3 x[4];
+      efield f;
+      place_tet(&m->tet, t, X_MN, &X_NM, x, &f);
+      double u = 0;
+      if (terrain_tet(q, &L, x, f, &u)) return CE_ENOMEM;
+      if (u != 0) eq_add(q, t, u);
+    }
+  }
+  return CE_OK;
+}
+
 /* ---- patches ---------------------------------------------------------------- */
 
 /* Energy per patch from per-element energies (see the file comment).
@@ -570,9 +860,16 @@ ce_errno ce_energy_compute(const ce_geometry *m, const ce_geometry *n, const ce_
   r->strain_energy = 0;
   r->total.strain_energy = 0;
   const int hs_tri = m->is_halfspace; /* compliant half space – rigid mesh */
-  const int tet_tri = !m->is_halfspace && !n->is_halfspace && n->compliance == CE_RIGID;
-  if (n->hf || ((hs_tri || tet_tri) && !(n->volume > 0)) || (tet_tri && !n->convex)) {
+  const int terrain = n->hf != NULL;
+  const int tet_tri = !terrain && !m->is_halfspace && !n->is_halfspace && n->compliance == CE_RIGID;
+  if (terrain && m->is_halfspace) {
     r->energy = CE_ENERGY_UNAVAILABLE;
+    r->energy_note = "a half space against a terrain has no contact model";
+    return CE_OK;
+  }
+  if ((hs_tri || tet_tri) && !(n->volume > 0)) {
+    r->energy = CE_ENERGY_UNAVAILABLE;
+    r->energy_note = "the rigid mesh is open (an edge with one triangle), so it bounds no solid to integrate over";
     return CE_OK;
   }
   const int32_t nelem = hs_tri ? n->tri.nf : m->tet.nt;
@@ -582,7 +879,8 @@ ce_errno ce_energy_compute(const ce_geometry *m, const ce_geometry *n, const ce_
   if (e != CE_OK) return e;
   if (hs_tri) e = energy_halfspace_tri(m, n, X_MN, &q);
   else if (n->is_halfspace) e = energy_tet_halfspace(m, n, X_MN, &q);
-  else if (tet_tri) e = energy_tet_convex(m, n, X_MN, &q);
+  else if (terrain) e = energy_tet_terrain(m, n, X_MN, &q);
+  else if (tet_tri) e = n->convex ? energy_tet_convex(m, n, X_MN, &q) : energy_tet_closed(m, n, X_MN, &q);
   else e = energy_tet_tet(m, n, X_MN, &q);
   if (e != CE_OK) return e;
   r->energy = CE_ENERGY_EXACT;

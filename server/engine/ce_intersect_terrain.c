@@ -25,6 +25,8 @@
  *     the triangles carry no systematic offset on a curved terrain (chords
  *     of a bowl lie above it by ~ kappa s^2 / 12 on average, which was a
  *     0.24 % force bias for a sphere in that paper's bowl).
+ *     Steps 1 and 2 are ce_terrain_sample (ce_energy.h): the strain energy
+ *     integrates M's field below the same triangles.
  *  3. Each triangle that reaches M's box in height is run down M's BVH
  *     (separating axes: the node box's three axes and the triangle's
  *     normal) and clipped by each candidate tet by the compliant-rigid
@@ -41,6 +43,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ce_energy.h"
 #include "ce_internal.h"
 
 #define CE_TERRAIN_MAX_SAMPLES 1024
@@ -175,11 +178,11 @@ static int make_lattice(lattice *L, const ce_heightfield *h, int axis, double x0
   return 1;
 }
 
-ce_errno ce_intersect_tet_terrain(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
-                                  ce_builder *b, ce_counters *c) {
+ce_errno ce_terrain_sample(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, ce_arena *arena,
+                           ce_terrain_lattice *L) {
+  memset(L, 0, sizeof *L);
   const ce_heightfield *h = ce_geometry_heightfield(n);
   if (!h || m->bvh.nnodes == 0 || m->tet.nt == 0) return CE_OK;
-  ce_arena *arena = b->arena;
   ce_pose X_NM = ce_pose_inverse(X_MN);
   /* 1. footprint of M's root box in N's frame */
   const ce_bvh_node *root = &m->bvh.nodes[0];
@@ -224,6 +227,26 @@ ce_errno ce_intersect_tet_terrain(const ce_geometry *m, const ce_geometry *n, co
       zs[j * nxs + i] = z;
       pm[j * nxs + i] = ce_pose_apply(X_MN, ce_v3(lx.x[i], ly.x[j], z));
     }
+  L->nx = nxs;
+  L->ny = nys;
+  L->x = lx.x;
+  L->y = ly.x;
+  L->z = zs;
+  L->pm = pm;
+  return CE_OK;
+}
+
+ce_errno ce_intersect_tet_terrain(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
+                                  ce_builder *b, ce_counters *c) {
+  ce_arena *arena = b->arena;
+  ce_terrain_lattice L;
+  ce_errno e = ce_terrain_sample(m, n, X_MN, arena, &L);
+  if (e != CE_OK || L.nx < 2) return e;
+  ce_pose X_NM = ce_pose_inverse(X_MN);
+  const int nxs = L.nx;
+  const double *zs = L.z;
+  const ce_vec3 *pm = L.pm;
+  const lattice lx = {L.nx, 0, NULL, NULL, L.x}, ly = {L.ny, 0, NULL, NULL, L.y};
   /* 3. M's BVH down to the tets whose box straddles the sampled surface over
    * the box's footprint; each such tet is clipped against the triangles of
    * the lattice cells under it. */
@@ -234,7 +257,6 @@ ce_errno ce_intersect_tet_terrain(const ce_geometry *m, const ce_geometry *n, co
   ce_buf_init(&stack, sizeof(int32_t));
   if (ce_buf_reserve(arena, &stack, 64) != CE_OK) return CE_ENOMEM;
   ((int32_t *)stack.data)[stack.len++] = 0;
-  ce_errno e;
   while (stack.len > 0) {
     int32_t id = ((int32_t *)stack.data)[--stack.len];
     const ce_bvh_node *nd = &bvh->nodes[id];

@@ -415,31 +415,6 @@ Test(energy, point_contact_force_law) {
   ce_arena_destroy(ar);
 }
 
-/* Not computed: a compliant body against a non-convex rigid mesh. */
-Test(energy, nonconvex_rigid_mesh_is_unavailable) {
-  ce_arena *ar = ce_arena_create(1 << 20);
-  size_t len;
-  char *obj = ce_test_obj_lblock(0.1, &len);
-  ce_mesh_data md;
-  ce_error err;
-  cr_assert_eq(ce_mesh_parse(obj, len, CE_MESH_OBJ, 0, &md, &err), CE_OK, "%s", err.message);
-  ce_props pr = ce_test_props(CE_RIGID, 0, 1);
-  ce_geometry *l = NULL;
-  cr_assert_eq(ce_geometry_from_trimesh(md.vertices, md.nv, md.tris, md.ntri, 1, &pr, &l, &err), CE_OK, "%s",
-               err.message);
-  ce_geometry *s = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.05);
-  ce_body a = body_at(s, pose(I, ce_v3(0.5, 0.5, 0.15))), b = body_at(l, pose(I, ce_v3(0, 0, 0)));
-  ce_result r = query(&a, &b, 1, 0, ar);
-  cr_expect_eq(r.status, CE_CONTACT_SURFACE);
-  cr_expect_eq(r.energy, CE_ENERGY_UNAVAILABLE);
-  cr_expect_eq(r.strain_energy, 0);
-  ce_geometry_free(s);
-  ce_geometry_free(l);
-  ce_mesh_data_free(&md);
-  free(obj);
-  ce_arena_destroy(ar);
-}
-
 /* A compliant half space against a non-convex closed rigid mesh (the
  * L-shaped block, footprint area 3, height h): the divergence theorem is
  * exact for any closed mesh. Its field (E/s) depth integrated over the
@@ -473,26 +448,290 @@ Test(energy, compliant_halfspace_nonconvex_rigid_mesh_exact) {
   ce_arena_destroy(ar);
 }
 
-/* Terrain: not computed (reported 0, UNAVAILABLE); the contact itself is
- * unchanged. */
-Test(energy, terrain_is_unavailable) {
-  ce_arena *ar = ce_arena_create(1 << 20);
-  double z[16 * 16];
-  for (int i = 0; i < 16 * 16; i++) z[i] = 0;
+/* ---- non-convex closed rigid meshes and terrains (signed prisms) ----------- */
+
+static ce_geometry *rigid_trimesh(const double *v, int32_t nv, const int32_t *f, int32_t nf, int closed) {
+  ce_props pr = ce_test_props(CE_RIGID, 0, 1);
+  ce_geometry *g = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_trimesh(v, nv, f, nf, closed, &pr, &g, &err), CE_OK, "%s", err.message);
+  return g;
+}
+
+/* The L-shaped block of ce_test_obj_lblock (footprint: the unit squares at
+ * (0, 0), (1, 0), (0, 1); height h), closed, or open with one side
+ * triangle left out. */
+static ce_geometry *lblock(double h, int open) {
+  size_t len;
+  char *obj = ce_test_obj_lblock(h, &len);
+  ce_mesh_data md;
+  ce_error err;
+  cr_assert_eq(ce_mesh_parse(obj, len, CE_MESH_OBJ, 0, &md, &err), CE_OK, "%s", err.message);
+  ce_geometry *g = rigid_trimesh(md.vertices, md.nv, md.tris, md.ntri - open, !open);
+  ce_mesh_data_free(&md);
+  free(obj);
+  return g;
+}
+
+/* A channel along y (|y| <= 0.5): the U-shaped section |x| <= 0.5,
+ * -0.45 <= z <= 0, with the groove |x| < g, z > -0.35 taken out. */
+static ce_geometry *u_channel(double g) {
+  const double P[10][2] = {{-0.5, -0.45}, {0.5, -0.45}, {0.5, -0.35}, {0.5, 0}, {g, 0},
+                           {g, -0.35},    {-g, -0.35},  {-g, 0},      {-0.5, 0}, {-0.5, -0.35}};
+  /* the section (x, z) in triangles, counter-clockwise */
+  static const int32_t sec[8][3] = {{0, 1, 2}, {0, 2, 5}, {0, 5, 6}, {0, 6, 9},
+                                    {5, 2, 3}, {5, 3, 4}, {9, 6, 7}, {9, 7, 8}};
+  double v[20 * 3];
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 10; i++) {
+      v[3 * (10 * k + i)] = P[i][0];
+      v[3 * (10 * k + i) + 1] = k ? 0.5 : -0.5;
+      v[3 * (10 * k + i) + 2] = P[i][1];
+    }
+  int32_t f[36 * 3], nf = 0;
+  for (int t = 0; t < 8; t++) { /* y = -0.5 faces -y: (x, z) counter-clockwise; y = +0.5 reversed */
+    const int32_t front[3] = {sec[t][0], sec[t][1], sec[t][2]}, back[3] = {sec[t][0] + 10, sec[t][2] + 10, sec[t][1] + 10};
+    memcpy(&f[3 * nf++], front, sizeof front);
+    memcpy(&f[3 * nf++], back, sizeof back);
+  }
+  for (int i = 0; i < 10; i++) { /* the sides along the section's boundary */
+    int32_t a = i, b = (i + 1) % 10;
+    const int32_t t0[3] = {a, b + 10, b}, t1[3] = {a, a + 10, b + 10};
+    memcpy(&f[3 * nf++], t0, sizeof t0);
+    memcpy(&f[3 * nf++], t1, sizeof t1);
+  }
+  return rigid_trimesh(v, 20, f, nf, 1);
+}
+
+static ce_geometry *terrain(const double *z, int32_t n, double dx, ce_vec3 origin) {
   ce_props pr = ce_test_props(CE_RIGID, 0, 0.1);
   ce_geometry *t = NULL;
   ce_error err;
-  cr_assert_eq(ce_geometry_from_heightfield(z, 16, 16, 0.1, 0.1, ce_v3(-0.75, -0.75, 0), 1, &pr, &t, &err), CE_OK,
-               "%s", err.message);
+  cr_assert_eq(ce_geometry_from_heightfield(z, n, n, dx, dx, origin, 1, &pr, &t, &err), CE_OK, "%s", err.message);
+  return t;
+}
+
+/* A rigid half space whose boundary passes through o with outward normal n. */
+static ce_pose plane_pose(ce_vec3 o, ce_vec3 n) {
+  ce_vec3 ax = ce_cross(ce_v3(0, 0, 1), n);
+  double s = ce_norm(ax);
+  ce_quat q = s > 0 ? ce_quat_from_axis_angle(ce_scale(ax, 1 / s), atan2(s, n.z)) : I;
+  return pose(q, o);
+}
+
+/* |x / y - 1|, kept in *worst */
+static void track(double x, double y, double *worst) {
+  double r = fabs(x / y - 1);
+  if (r > *worst) *worst = r;
+}
+
+static double medial_box_energy(double a, double b, double c, double d) {
+  return 4 * E / c * (a * b * d * d / 2 - (a + b) * d * d * d / 6 + d * d * d * d / 12);
+}
+
+/* The medial-axis box pressed flat into the top of the non-convex L-block,
+ * once beside its inner corner and once in an arm: the closed form of a
+ * rigid plane. */
+Test(energy, nonconvex_rigid_mesh_flat_face_is_the_plane) {
+  const double a = 0.1, b = 0.08, c = 0.05, h = 0.1;
+  ce_arena *ar = ce_arena_create(1 << 22);
+  ce_geometry *l = lblock(h, 0), *hs = halfspace(CE_RIGID, 0);
+  ce_geometry *box = ce_test_shape(CE_SHAPE_BOX, CE_COMPLIANT, 0, ce_v3(2 * a, 2 * b, 2 * c), 0.02);
+  cr_assert(box && !l->convex);
+  double worst = 0;
+  const double ds[] = {1e-4, 0.017, 0.05};
+  for (int i = 0; i < 6; i++) {
+    double d = ds[i % 3];
+    ce_quat q = ce_quat_from_axis_angle(ce_v3(0, 0, 1), 0.3 * i);
+    ce_vec3 at = i < 3 ? ce_v3(0.85, 0.86, h + c - d) : ce_v3(1.6, 0.3, h + c - d);
+    double U = energy_of(box, pose(q, at), l, pose(I, ce_v3(0, 0, 0)), ar);
+    double Uhs = energy_of(box, pose(q, at), hs, pose(I, ce_v3(0, 0, h)), ar);
+    double want = medial_box_energy(a, b, c, d);
+    cr_expect(ce_test_close(U, want, 1e-9, 0), "d = %g: U = %.17g, closed form %.17g", d, U, want);
+    cr_expect(ce_test_close(U, Uhs, 1e-9, 0), "d = %g: U = %.17g, rigid plane %.17g", d, U, Uhs);
+    track(U, want, &worst);
+  }
+  cr_log_info("box on the L-block: worst relative difference to the closed form %.3g", worst);
+  ce_geometry_free(box);
+  ce_geometry_free(hs);
+  ce_geometry_free(l);
+  ce_arena_destroy(ar);
+}
+
+/* A sphere in a U-shaped channel narrower than it touches the two inner
+ * walls, two separate faces, and holds the sum of the energies of the two
+ * rigid planes through them, each wall's in its own patch; the whole scene
+ * turned and moved. */
+Test(energy, channel_two_faces_sum_two_planes) {
+  const double R = 0.1, d = 0.02, g = R - d;
+  ce_arena *ar = ce_arena_create(1 << 22);
+  ce_geometry *u = u_channel(g), *hs = halfspace(CE_RIGID, 0);
+  ce_geometry *s = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, R, ce_v3(0, 0, 0), R / 8);
+  cr_assert(s && !u->convex);
+  double worst = 0;
+  for (int i = 0; i < 3; i++) {
+    ce_pose G = pose(i ? ce_quat_from_axis_angle(ce_v3(1, -2, 0.5), 0.9 * i) : I, ce_v3(0.3 * i, -0.1, 0.2));
+    ce_pose Xs = pose(ce_quat_from_axis_angle(ce_v3(0.3, 1, 2), 0.5 + i), ce_v3(0, 0.03 * i, -0.15));
+    ce_pose Wr = plane_pose(ce_v3(g, 0, 0), ce_v3(-1, 0, 0)), Wl = plane_pose(ce_v3(-g, 0, 0), ce_v3(1, 0, 0));
+    ce_pose GXs = ce_pose_compose(&G, &Xs), GWr = ce_pose_compose(&G, &Wr), GWl = ce_pose_compose(&G, &Wl);
+    double Ur = energy_of(s, GXs, hs, GWr, ar), Ul = energy_of(s, GXs, hs, GWl, ar);
+    ce_body ba = body_at(s, GXs), bb = body_at(u, G);
+    ce_result r = query(&ba, &bb, 1, 0, ar);
+    cr_assert_eq(r.energy, CE_ENERGY_EXACT);
+    const double U = r.strain_energy;
+    /* one patch per wall, each holding its wall's energy */
+    cr_assert_eq(r.npatches, 2);
+    double p0 = r.patches[0].strain_energy, p1 = r.patches[1].strain_energy;
+    double lo = fmin(p0, p1), hi = fmax(p0, p1);
+    cr_expect(ce_test_close(lo, fmin(Ur, Ul), 1e-9, 0) && ce_test_close(hi, fmax(Ur, Ul), 1e-9, 0),
+              "pose %d: patches %.17g %.17g, walls %.17g %.17g", i, p0, p1, Ur, Ul);
+    cr_expect_gt(Ur, 0);
+    cr_expect_gt(Ul, 0);
+    cr_expect(ce_test_close(U, Ur + Ul, 1e-9, 0), "pose %d: U = %.17g, two planes %.17g + %.17g", i, U, Ur, Ul);
+    track(U, Ur + Ul, &worst);
+  }
+  cr_log_info("sphere in the channel: worst relative difference to two planes %.3g", worst);
+  ce_geometry_free(s);
+  ce_geometry_free(hs);
+  ce_geometry_free(u);
+  ce_arena_destroy(ar);
+}
+
+/* A convex box taken through the general closed-mesh path (its convexity
+ * flag cleared) gives the convex path's energy: a sphere poking a face,
+ * an edge or a corner, and one wholly inside. */
+Test(energy, closed_mesh_path_matches_convex_path) {
+  ce_arena *ar = ce_arena_create(1 << 22);
+  ce_geometry *s = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.025);
+  ce_geometry *bx = ce_test_shape(CE_SHAPE_BOX, CE_RIGID, 0, ce_v3(0.12, 0.1, 0.08), 1);
+  ce_geometry *bg = ce_test_shape(CE_SHAPE_BOX, CE_RIGID, 0, ce_v3(0.12, 0.1, 0.08), 1);
+  cr_assert(s && bx && bg && bx->convex);
+  bg->convex = 0;
+  double worst = 0;
+  uint64_t rng = 12345;
+  for (int i = 0; i < 21; i++) {
+    ce_pose Xa, Xb;
+    gen_c_rigid(&rng, &Xa, &Xb);
+    if (i == 20) Xb = pose(I, ce_v3(0.02, 0, 0)); /* the box wholly inside the sphere */
+    double Uc = energy_of(s, Xa, bx, Xb, ar), Ug = energy_of(s, Xa, bg, Xb, ar);
+    cr_expect_gt(Uc, 0);
+    cr_expect(ce_test_close(Ug, Uc, 1e-9, 0), "pose %d: general %.17g, convex %.17g", i, Ug, Uc);
+    track(Ug, Uc, &worst);
+  }
+  /* the sphere wholly inside a large box: the whole mesh's integral */
+  ce_geometry *big = ce_test_shape(CE_SHAPE_BOX, CE_RIGID, 0, ce_v3(1, 1, 1), 1);
+  cr_assert_not_null(big);
+  double Uc = energy_of(s, pose(I, ce_v3(0.1, 0, -0.4)), big, pose(I, ce_v3(0, 0, -0.5)), ar);
+  big->convex = 0;
+  double Ug = energy_of(s, pose(I, ce_v3(0.1, 0, -0.4)), big, pose(I, ce_v3(0, 0, -0.5)), ar);
+  cr_expect(ce_test_close(Ug, Uc, 1e-9, 0), "inside: general %.17g, convex %.17g", Ug, Uc);
+  track(Ug, Uc, &worst);
+  cr_log_info("box through the general path: worst relative difference to the convex path %.3g", worst);
+  ce_geometry_free(big);
+  ce_geometry_free(bg);
+  ce_geometry_free(bx);
+  ce_geometry_free(s);
+  ce_arena_destroy(ar);
+}
+
+/* A flat terrain holds the energy of the rigid plane at its height (the
+ * medial-axis box: the closed form), a planar tilted one that of the
+ * tilted plane: the lattice triangles of a plane lie in it. */
+Test(energy, planar_terrain_is_the_plane) {
+  enum { N = 24 };
+  const double dx = 0.05, a = 0.2, b = -0.1, z0 = 0.03;
+  const ce_vec3 org = ce_v3(-0.6, -0.55, z0);
+  double zf[N * N], zt[N * N];
+  for (int j = 0; j < N; j++)
+    for (int i = 0; i < N; i++) {
+      zf[j * N + i] = 0;
+      zt[j * N + i] = a * (org.x + i * dx) + b * (org.y + j * dx);
+    }
+  ce_arena *ar = ce_arena_create(1 << 22);
+  ce_geometry *tf = terrain(zf, N, dx, org), *tt = terrain(zt, N, dx, org), *hs = halfspace(CE_RIGID, 0);
+  ce_geometry *s = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.025);
+  ce_geometry *box = ce_test_shape(CE_SHAPE_BOX, CE_COMPLIANT, 0, ce_v3(0.2, 0.16, 0.1), 0.02);
+  cr_assert(s && box);
+  const ce_vec3 n = ce_normalize(ce_v3(-a, -b, 1));
+  double wf = 0, wb = 0, wt = 0;
+  for (int i = 0; i < 3; i++) {
+    const double d = 0.005 + 0.01 * i;
+    ce_quat q = ce_quat_from_axis_angle(ce_v3(1, 2, 3), 0.7 * i);
+    ce_pose Xs = pose(q, ce_v3(0.05 * i, -0.02, z0 + 0.1 - d));
+    double U = energy_of(s, Xs, tf, pose(I, ce_v3(0, 0, 0)), ar);
+    double Uhs = energy_of(s, Xs, hs, pose(I, ce_v3(0, 0, z0)), ar);
+    cr_expect(ce_test_close(U, Uhs, 1e-9, 0), "flat, d = %g: U = %.17g, plane %.17g", d, U, Uhs);
+    track(U, Uhs, &wf);
+    ce_pose Xb = pose(ce_quat_from_axis_angle(ce_v3(0, 0, 1), 0.4 * i), ce_v3(0.03 * i, 0.01, z0 + 0.05 - d));
+    double Ub = energy_of(box, Xb, tf, pose(I, ce_v3(0, 0, 0)), ar), want = medial_box_energy(0.1, 0.08, 0.05, d);
+    cr_expect(ce_test_close(Ub, want, 1e-9, 0), "flat, box, d = %g: U = %.17g, closed form %.17g", d, Ub, want);
+    track(Ub, want, &wb);
+    /* tilted: the plane z = z0 + a x + b y, the sphere's centre 0.1 - d above it */
+    ce_vec3 o = ce_v3(0.05 * i, -0.02, z0 + 0.05 * i * a - 0.02 * b);
+    ce_pose Xt = pose(q, ce_axpy(o, 0.1 - d, n));
+    double Ut = energy_of(s, Xt, tt, pose(I, ce_v3(0, 0, 0)), ar);
+    double Uth = energy_of(s, Xt, hs, plane_pose(o, n), ar);
+    cr_expect(ce_test_close(Ut, Uth, 1e-9, 0), "tilted, d = %g: U = %.17g, plane %.17g", d, Ut, Uth);
+    track(Ut, Uth, &wt);
+  }
+  cr_log_info("terrain: flat vs plane %.3g, box vs closed form %.3g, tilted vs plane %.3g", wf, wb, wt);
+  ce_geometry_free(box);
+  ce_geometry_free(s);
+  ce_geometry_free(hs);
+  ce_geometry_free(tt);
+  ce_geometry_free(tf);
+  ce_arena_destroy(ar);
+}
+
+/* the sphere (R = 0.1) pressed 0.01 .. 0.03 into the L-block's top (h =
+ * 0.1) near its inner corner (1, 1) */
+static void gen_lblock(uint64_t *rng, ce_pose *Xa, ce_pose *Xb) {
+  double d = 0.01 + 0.02 * ce_test_rand(rng);
+  *Xa = pose(ce_test_rand_quat(rng), ce_v3(0.8 + 0.15 * ce_test_rand(rng), 0.8 + 0.15 * ce_test_rand(rng), 0.2 - d));
+  *Xb = pose(I, ce_v3(0, 0, 0));
+}
+
+/* the sphere pressed 0.01 .. 0.03 into the wavy terrain of the test below,
+ * measured from the terrain's height under its centre */
+static void gen_terrain(uint64_t *rng, ce_pose *Xa, ce_pose *Xb) {
+  double d = 0.01 + 0.02 * ce_test_rand(rng), x = 0.2 * ce_test_rand(rng) - 0.1, y = 0.2 * ce_test_rand(rng) - 0.1;
+  double z = 0.02 * sin(3 * x) * cos(2 * y);
+  *Xa = pose(ce_test_rand_quat(rng), ce_v3(x, y, z + 0.1 - d));
+  *Xb = pose(I, ce_v3(0, 0, 0));
+}
+
+Test(energy, potential_nonconvex_rigid_mesh_and_terrain) {
+  enum { N = 32 };
+  double z[N * N];
+  const double dx = 0.05;
+  const ce_vec3 org = ce_v3(-0.775, -0.775, 0);
+  for (int j = 0; j < N; j++)
+    for (int i = 0; i < N; i++) z[j * N + i] = 0.02 * sin(3 * (org.x + i * dx)) * cos(2 * (org.y + j * dx));
+  ce_geometry *s = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.025);
+  ce_geometry *l = lblock(0.1, 0), *t = terrain(z, N, dx, org);
+  cr_assert_not_null(s);
+  run_gradient_case("compliant-non-convex rigid mesh", s, l, gen_lblock, 0.1, 1);
+  run_gradient_case("compliant-terrain", s, t, gen_terrain, 0.1, 1);
+  ce_geometry_free(t);
+  ce_geometry_free(l);
+  ce_geometry_free(s);
+}
+
+/* An open rigid mesh bounds no solid: not computed (0, UNAVAILABLE, with
+ * the reason); the contact itself is unchanged. */
+Test(energy, open_rigid_mesh_is_unavailable) {
+  ce_arena *ar = ce_arena_create(1 << 20);
+  ce_geometry *l = lblock(0.1, 1);
   ce_geometry *s = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.05);
   cr_assert_not_null(s);
-  ce_body a = body_at(s, pose(I, ce_v3(0, 0, 0.09))), b = body_at(t, pose(I, ce_v3(0, 0, 0)));
+  ce_body a = body_at(s, pose(I, ce_v3(0.5, 0.5, 0.15))), b = body_at(l, pose(I, ce_v3(0, 0, 0)));
   ce_result r = query(&a, &b, 1, 0, ar);
   cr_expect_eq(r.status, CE_CONTACT_SURFACE);
   cr_expect_eq(r.energy, CE_ENERGY_UNAVAILABLE);
   cr_expect_eq(r.strain_energy, 0);
+  cr_expect(r.energy_note && strstr(r.energy_note, "open"), "note: %s", r.energy_note ? r.energy_note : "(none)");
   ce_geometry_free(s);
-  ce_geometry_free(t);
+  ce_geometry_free(l);
   ce_arena_destroy(ar);
 }
 
@@ -508,12 +747,19 @@ Test(energy, arena_exhaustion_is_enomem) {
   ce_body others[4] = {body_at(s, pose(I, ce_v3(0, 0, -0.1))), body_at(box, pose(I, ce_v3(0.02, 0, -0.02))),
                        body_at(hr, pose(I, ce_v3(0, 0, 0))), body_at(hc, pose(I, ce_v3(0, 0, 0)))};
   ce_body boxa = body_at(box, pose(I, ce_v3(0, 0, 0.03)));
+  /* and a non-convex rigid mesh and a terrain (signed prisms) */
+  double z[16 * 16];
+  for (int i = 0; i < 16 * 16; i++) z[i] = 0.01 * (i % 3);
+  ce_geometry *l = lblock(0.1, 0), *tg = terrain(z, 16, 0.1, ce_v3(-0.75, -0.75, 0));
+  ce_body lb = body_at(l, pose(I, ce_v3(-0.95, -0.95, -0.02))), tb = body_at(tg, pose(I, ce_v3(0, 0, 0)));
+  const ce_body *A[7] = {&sa, &sa, &sa, &sa, &boxa, &sa, &sa};
+  const ce_body *B[7] = {&others[0], &others[1], &others[2], &others[3], &others[3], &lb, &tb};
   ce_arena *ar = ce_arena_create(1 << 12);
   ce_options o;
   ce_options_default(&o);
   o.want_patches = o.want_energy = 1;
-  for (int k = 0; k < 5; k++) {
-    const ce_body *a = k < 4 ? &sa : &boxa, *b = k < 4 ? &others[k] : &others[3];
+  for (int k = 0; k < 7; k++) {
+    const ce_body *a = A[k], *b = B[k];
     ce_result r;
     ce_error err;
     ce_arena_set_budget(ar, 0);
@@ -539,6 +785,8 @@ Test(energy, arena_exhaustion_is_enomem) {
   }
   ce_arena_set_budget(ar, 0);
   ce_arena_destroy(ar);
+  ce_geometry_free(tg);
+  ce_geometry_free(l);
   ce_geometry_free(hc);
   ce_geometry_free(hr);
   ce_geometry_free(box);
