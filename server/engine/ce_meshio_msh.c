@@ -176,74 +176,93 @@ static void msh_end_binary(rd *r, const msh_io *f) {
   if (f->bin) rd_skip_ws(r);
 }
 
-ce_errno ce_mesh_parse_msh(rd *r, ce_mesh_data *m) {
+/* One MSH parse: the reader, the output, how the file stores its numbers,
+ * its version, the node tags (sorted by tag, for msh_tet) and the tets so
+ * far. */
+typedef struct msh_parse {
+  rd *r;
+  ce_mesh_data *m;
+  msh_io f;
+  int v4, bin; /* format 4.1 (else 2.2); file type 1 (binary) */
+  idmap *ids;  /* nn of them */
+  long long nn, ne;
+  dyn T; /* 4 vertex indices per tet */
+} msh_parse;
+
+/* $MeshFormat ... $EndMeshFormat: the version, the file type, the data
+ * size and, in a binary file, the byte order. */
+static ce_errno msh_format(msh_parse *p) {
+  rd *r = p->r;
+  msh_io *f = &p->f;
   ce_errno e;
-  idmap *ids = NULL;
-  dyn T = {0, 0, 0, sizeof(int32_t)};
-  msh_io f = {0, 0, 8};
   if ((e = rd_expect(r, "$MeshFormat", "at the start"))) return e;
   double ver = 0;
   if ((e = rd_double(r, 0, "the format version", &ver))) return e;
   long long ftype = 0, dsize = 0;
   if ((e = rd_long(r, 0, "the file type", 0, 1, &ftype))) return e;
   if ((e = rd_long(r, 0, "the data size", 0, 64, &dsize))) return e;
-  int v4;
-  if (ver >= 2.0 && ver < 3.0) v4 = 0;
-  else if (ver >= 4.0 && ver < 5.0) v4 = 1;
+  if (ver >= 2.0 && ver < 3.0) p->v4 = 0;
+  else if (ver >= 4.0 && ver < 5.0) p->v4 = 1;
   else return rd_fail(r, CE_EINVAL, "expected format version 2.2 or 4.1, found %g", ver);
   if (ftype == 1) {
     if (dsize != 4 && dsize != 8)
       return rd_fail(r, CE_EINVAL, "expected data size 4 or 8 (bytes of size_t) in a binary file, found %lld", dsize);
     rd_next_line(r);
-    f.dsize = (int)dsize;
-    f.bin = 1;
+    f->dsize = (int)dsize;
+    f->bin = 1;
     uint64_t one;
-    if (!msh_raw(r, &f, 4, &one)) return msh_fail(r, &f, CE_EINVAL, "expected the binary int 1, found end of file");
+    if (!msh_raw(r, f, 4, &one)) return msh_fail(r, f, CE_EINVAL, "expected the binary int 1, found end of file");
     if (one != 1) {
-      f.swap = 1;
+      f->swap = 1;
       if (one != UINT64_C(0x01000000))
-        return msh_fail(r, &f, CE_EINVAL, "expected the binary int 1 (byte order), found 0x%08llx",
+        return msh_fail(r, f, CE_EINVAL, "expected the binary int 1 (byte order), found 0x%08llx",
                         (unsigned long long)one);
     }
-    f.bin = 0; /* the section keywords are text */
+    f->bin = 0; /* the section keywords are text */
   }
   if ((e = rd_expect(r, "$EndMeshFormat", "after the format line"))) return e;
+  p->bin = ftype == 1;
+  return CE_OK;
+}
+
+/* $Nodes ... $EndNodes: the vertices and their tags, sorted by tag and
+ * checked for duplicates. */
+static ce_errno msh_nodes(msh_parse *p) {
+  rd *r = p->r;
+  msh_io *f = &p->f;
+  ce_mesh_data *m = p->m;
+  const int v4 = p->v4, bin = p->bin;
+  ce_errno e;
   if ((e = msh_seek_section(r, "$Nodes"))) return e;
-  const int bin = ftype == 1;
   /* the binary bytes of a node: 4.1 a tag and 3 doubles, 2.2 an int and 3 */
-  const double node_bin = v4 ? 24.0 + (double)f.dsize : 28.0;
-  long long nn, nblocks = 1;
-  f.bin = bin && v4; /* 2.2 binary gives its counts as text */
+  const double node_bin = v4 ? 24.0 + (double)f->dsize : 28.0;
+  long long nn = 0, nblocks = 1;
+  f->bin = bin && v4; /* 2.2 binary gives its counts as text */
   if (v4) {
-    if ((e = msh_count(r, &f, 0, "entity block count", 8, 16.0, &nblocks))) return e;
-    if ((e = msh_count(r, &f, 0, "node count", 8, node_bin, &nn))) return e;
+    if ((e = msh_count(r, f, 0, "entity block count", 8, 16.0, &nblocks))) return e;
+    if ((e = msh_count(r, f, 0, "node count", 8, node_bin, &nn))) return e;
     long long dummy;
-    if ((e = msh_long(r, &f, 0, 0, "the min node tag", 0, INT64_MAX, &dummy)) ||
-        (e = msh_long(r, &f, 0, 0, "the max node tag", 0, INT64_MAX, &dummy)))
+    if ((e = msh_long(r, f, 0, 0, "the min node tag", 0, INT64_MAX, &dummy)) ||
+        (e = msh_long(r, f, 0, 0, "the max node tag", 0, INT64_MAX, &dummy)))
       return e;
-  } else if ((e = msh_count(r, &f, 0, "node count", 8, node_bin, &nn)))
+  } else if ((e = msh_count(r, f, 0, "node count", 8, node_bin, &nn)))
     return e;
   if (bin && !v4) rd_next_line(r);
-  f.bin = bin;
+  f->bin = bin;
+  p->nn = nn;
   m->vertices = malloc((size_t)(nn > 0 ? nn : 1) * 3 * sizeof(double));
-  ids = malloc((size_t)(nn > 0 ? nn : 1) * sizeof *ids);
-  if (!m->vertices || !ids) {
-    e = ce_fail(r->err, CE_ENOMEM, "MSH: out of memory for %lld nodes", nn);
-    goto done;
-  }
+  idmap *ids = p->ids = malloc((size_t)(nn > 0 ? nn : 1) * sizeof *ids);
+  if (!m->vertices || !ids) return ce_fail(r->err, CE_ENOMEM, "MSH: out of memory for %lld nodes", nn);
   long long got = 0;
   for (long long b = 0; b < nblocks; b++) {
     long long inb = nn, param = 0;
     if (v4) {
-      if ((e = msh_block_head(r, &f, "a node block's", "parametric flag", 0, 1, &param, "node count", nn - got, &inb)))
-        goto done;
-      if (param) {
-        e = msh_fail(r, &f, CE_EINVAL, "expected non-parametric nodes (parametric 0), found 1");
-        goto done;
-      }
+      if ((e = msh_block_head(r, f, "a node block's", "parametric flag", 0, 1, &param, "node count", nn - got, &inb)))
+        return e;
+      if (param) return msh_fail(r, f, CE_EINVAL, "expected non-parametric nodes (parametric 0), found 1");
       for (long long i = 0; i < inb; i++) {
         long long id;
-        if ((e = msh_long(r, &f, 0, 0, "a node tag", 1, INT64_MAX, &id))) goto done;
+        if ((e = msh_long(r, f, 0, 0, "a node tag", 1, INT64_MAX, &id))) return e;
         ids[got + i].id = id;
         ids[got + i].index = (int32_t)(got + i);
       }
@@ -252,152 +271,169 @@ ce_errno ce_mesh_parse_msh(rd *r, ce_mesh_data *m) {
       long long k = got + i;
       if (!v4) {
         long long id;
-        if ((e = msh_long(r, &f, 0, 4, "a node number", 1, INT64_MAX, &id))) goto done;
+        if ((e = msh_long(r, f, 0, 4, "a node number", 1, INT64_MAX, &id))) return e;
         ids[k].id = id;
         ids[k].index = (int32_t)k;
       }
       for (int c = 0; c < 3; c++)
-        if ((e = msh_double(r, &f, "a node coordinate", &m->vertices[3 * k + c]))) goto done;
+        if ((e = msh_double(r, f, "a node coordinate", &m->vertices[3 * k + c]))) return e;
     }
     got += inb;
   }
-  msh_end_binary(r, &f);
-  f.bin = 0;
-  if (got != nn) {
-    e = rd_fail(r, CE_EINVAL, "expected %lld nodes in the blocks, found %lld", nn, got);
-    goto done;
-  }
-  if ((e = rd_expect(r, "$EndNodes", "after the nodes"))) goto done;
+  msh_end_binary(r, f);
+  f->bin = 0;
+  if (got != nn) return rd_fail(r, CE_EINVAL, "expected %lld nodes in the blocks, found %lld", nn, got);
+  if ((e = rd_expect(r, "$EndNodes", "after the nodes"))) return e;
   m->nv = (int32_t)nn;
   qsort(ids, (size_t)nn, sizeof *ids, idmap_cmp);
   for (long long i = 1; i < nn; i++)
-    if (ids[i].id == ids[i - 1].id) {
-      e = ce_fail(r->err, CE_EINVAL, "MSH: node tag %lld appears twice", (long long)ids[i].id);
-      goto done;
-    }
-  if ((e = msh_seek_section(r, "$Elements"))) goto done;
-  long long ne;
-  nblocks = 1;
+    if (ids[i].id == ids[i - 1].id)
+      return ce_fail(r->err, CE_EINVAL, "MSH: node tag %lld appears twice", (long long)ids[i].id);
+  return CE_OK;
+}
+
+/* $Elements and its counts: *nblocks entity blocks (4.1) of p->ne elements
+ * in all. */
+static ce_errno msh_element_count(msh_parse *p, long long *nblocks) {
+  rd *r = p->r;
+  msh_io *f = &p->f;
+  const int v4 = p->v4;
+  ce_errno e;
+  if ((e = msh_seek_section(r, "$Elements"))) return e;
+  *nblocks = 1;
   /* the fewest binary bytes of an element: a tag and one node */
-  const double elem_bin = v4 ? 2.0 * f.dsize : 8.0;
-  f.bin = bin && v4;
+  const double elem_bin = v4 ? 2.0 * f->dsize : 8.0;
+  f->bin = p->bin && v4;
   if (v4) {
     long long dummy;
-    if ((e = msh_count(r, &f, 0, "entity block count", 8, 16.0, &nblocks)) ||
-        (e = msh_count(r, &f, 0, "element count", 4, elem_bin, &ne)) ||
-        (e = msh_long(r, &f, 0, 0, "the min element tag", 0, INT64_MAX, &dummy)) ||
-        (e = msh_long(r, &f, 0, 0, "the max element tag", 0, INT64_MAX, &dummy)))
-      goto done;
-  } else if ((e = msh_count(r, &f, 0, "element count", 6, elem_bin, &ne)))
-    goto done;
-  f.bin = bin;
-  if (!v4 && bin) {
-    /* 2.2 binary: header (type, count, tag count) then that many
-     * elements of ints: number, tags, nodes */
-    rd_next_line(r);
-    long long seen = 0;
-    while (seen < ne) {
-      long long type, cnt, ntags;
-      if ((e = msh_long(r, &f, 0, 4, "an element header's type", 1, 31, &type)) ||
-          (e = msh_long(r, &f, 0, 4, "an element header's element count", 1, ne - seen, &cnt)) ||
-          (e = msh_long(r, &f, 0, 4, "an element header's tag count", 0, 64, &ntags)))
-        goto done;
-      const int nodes = msh_type_nodes[type];
-      if (!nodes) {
-        e = msh_fail(r, &f, CE_EINVAL, "element type %lld has no fixed node count", type);
-        goto done;
+    if ((e = msh_count(r, f, 0, "entity block count", 8, 16.0, nblocks)) ||
+        (e = msh_count(r, f, 0, "element count", 4, elem_bin, &p->ne)) ||
+        (e = msh_long(r, f, 0, 0, "the min element tag", 0, INT64_MAX, &dummy)) ||
+        (e = msh_long(r, f, 0, 0, "the max element tag", 0, INT64_MAX, &dummy)))
+      return e;
+  } else if ((e = msh_count(r, f, 0, "element count", 6, elem_bin, &p->ne)))
+    return e;
+  f->bin = p->bin;
+  return CE_OK;
+}
+
+/* 2.2 binary elements: a header (type, count, tag count) then that many
+ * elements of ints: number, tags, nodes. */
+static ce_errno msh_elements_binary22(msh_parse *p) {
+  rd *r = p->r;
+  msh_io *f = &p->f;
+  const long long ne = p->ne;
+  ce_errno e;
+  rd_next_line(r);
+  long long seen = 0;
+  while (seen < ne) {
+    long long type, cnt, ntags;
+    if ((e = msh_long(r, f, 0, 4, "an element header's type", 1, 31, &type)) ||
+        (e = msh_long(r, f, 0, 4, "an element header's element count", 1, ne - seen, &cnt)) ||
+        (e = msh_long(r, f, 0, 4, "an element header's tag count", 0, 64, &ntags)))
+      return e;
+    const int nodes = msh_type_nodes[type];
+    if (!nodes) return msh_fail(r, f, CE_EINVAL, "element type %lld has no fixed node count", type);
+    const size_t per = (size_t)(1 + ntags + nodes) * 4;
+    if ((double)cnt * (double)per > (double)rd_left(r))
+      return msh_fail(r, f, CE_EINVAL, "%lld elements of %zu bytes need more than the %zu bytes that remain (truncated?)",
+                      cnt, per, rd_left(r));
+    for (long long i = 0; i < cnt; i++) {
+      long long id, x;
+      if ((e = msh_long(r, f, 0, 4, "an element number", 0, INT32_MAX, &id))) return e;
+      if (type != 4) {
+        r->pos += per - 4;
+        p->m->skipped_cells++;
+        continue;
       }
-      const size_t per = (size_t)(1 + ntags + nodes) * 4;
-      if ((double)cnt * (double)per > (double)rd_left(r)) {
-        e = msh_fail(r, &f, CE_EINVAL, "%lld elements of %zu bytes need more than the %zu bytes that remain (truncated?)",
-                     cnt, per, rd_left(r));
-        goto done;
+      for (long long k = 0; k < ntags; k++)
+        if ((e = msh_long(r, f, 0, 4, "an element tag value", INT32_MIN, INT32_MAX, &x))) return e;
+      if ((e = msh_tet(r, f, 0, 4, id, p->ids, p->nn, &p->T))) return e;
+    }
+    seen += cnt;
+  }
+  return CE_OK;
+}
+
+/* The elements of 4.1 (nblocks entity blocks of one type each; binary
+ * blocks of other types are stepped over whole) and of 2.2 ASCII (one
+ * block, an element a line). */
+static ce_errno msh_element_blocks(msh_parse *p, long long nblocks) {
+  rd *r = p->r;
+  msh_io *f = &p->f;
+  ce_mesh_data *m = p->m;
+  const int v4 = p->v4, bin = p->bin;
+  const long long ne = p->ne;
+  ce_errno e;
+  long long seen = 0;
+  for (long long b = 0; b < nblocks; b++) {
+    long long inb = ne, btype = -1;
+    if (v4) {
+      if ((e = msh_block_head(r, f, "an element block's", "element type", 1, 1000, &btype, "element count",
+                              ne - seen, &inb)))
+        return e;
+    }
+    if (bin) {
+      const int nodes = btype < 32 ? msh_type_nodes[btype] : 0;
+      if (!nodes) return msh_fail(r, f, CE_EINVAL, "element type %lld has no fixed node count", btype);
+      if (btype != 4) { /* step over the block */
+        const double bytes = (double)inb * (1.0 + nodes) * f->dsize;
+        if (bytes > (double)rd_left(r))
+          return msh_fail(r, f, CE_EINVAL, "a block of %lld elements of type %lld needs %.0f bytes, only %zu remain",
+                          inb, btype, bytes, rd_left(r));
+        r->pos += (size_t)bytes;
+        m->skipped_cells += inb;
+        seen += inb;
+        continue;
       }
-      for (long long i = 0; i < cnt; i++) {
-        long long id, x;
-        if ((e = msh_long(r, &f, 0, 4, "an element number", 0, INT32_MAX, &id))) goto done;
-        if (type != 4) {
-          r->pos += per - 4;
-          m->skipped_cells++;
-          continue;
-        }
+    } else {
+      rd_next_line(r);
+    }
+    for (long long i = 0; i < inb; i++) {
+      long long id, type = btype;
+      if ((e = msh_long(r, f, 0, 0, "an element tag", 0, INT64_MAX, &id))) return e;
+      if (!v4) {
+        long long ntags = 0, tag;
+        if ((e = rd_long(r, 1, "an element type", 1, 1000, &type)) ||
+            (e = rd_long(r, 1, "a tag count", 0, 64, &ntags)))
+          return e;
         for (long long k = 0; k < ntags; k++)
-          if ((e = msh_long(r, &f, 0, 4, "an element tag value", INT32_MIN, INT32_MAX, &x))) goto done;
-        if ((e = msh_tet(r, &f, 0, 4, id, ids, nn, &T))) goto done;
+          if ((e = rd_long(r, 1, "an element tag value", INT64_MIN, INT64_MAX, &tag))) return e;
       }
-      seen += cnt;
-    }
-  } else {
-    long long seen = 0;
-    for (long long b = 0; b < nblocks; b++) {
-      long long inb = ne, btype = -1;
-      if (v4) {
-        if ((e = msh_block_head(r, &f, "an element block's", "element type", 1, 1000, &btype, "element count",
-                                ne - seen, &inb)))
-          goto done;
-      }
-      if (bin) {
-        const int nodes = btype < 32 ? msh_type_nodes[btype] : 0;
-        if (!nodes) {
-          e = msh_fail(r, &f, CE_EINVAL, "element type %lld has no fixed node count", btype);
-          goto done;
-        }
-        if (btype != 4) { /* step over the block */
-          const double bytes = (double)inb * (1.0 + nodes) * f.dsize;
-          if (bytes > (double)rd_left(r)) {
-            e = msh_fail(r, &f, CE_EINVAL, "a block of %lld elements of type %lld needs %.0f bytes, only %zu remain",
-                         inb, btype, bytes, rd_left(r));
-            goto done;
-          }
-          r->pos += (size_t)bytes;
-          m->skipped_cells += inb;
-          seen += inb;
-          continue;
-        }
+      if (type == 4) {
+        if ((e = msh_tet(r, f, 1, 0, id, p->ids, p->nn, &p->T))) return e;
+        if (!bin && !rd_eol(r))
+          return rd_fail(r, CE_EINVAL, "expected end of line after the 4 nodes of tet element %lld", id);
       } else {
-        rd_next_line(r);
+        m->skipped_cells++;
       }
-      for (long long i = 0; i < inb; i++) {
-        long long id, type = btype;
-        if ((e = msh_long(r, &f, 0, 0, "an element tag", 0, INT64_MAX, &id))) goto done;
-        if (!v4) {
-          long long ntags, tag;
-          if ((e = rd_long(r, 1, "an element type", 1, 1000, &type)) ||
-              (e = rd_long(r, 1, "a tag count", 0, 64, &ntags)))
-            goto done;
-          for (long long k = 0; k < ntags; k++)
-            if ((e = rd_long(r, 1, "an element tag value", INT64_MIN, INT64_MAX, &tag))) goto done;
-        }
-        if (type == 4) {
-          if ((e = msh_tet(r, &f, 1, 0, id, ids, nn, &T))) goto done;
-          if (!bin && !rd_eol(r)) {
-            e = rd_fail(r, CE_EINVAL, "expected end of line after the 4 nodes of tet element %lld", id);
-            goto done;
-          }
-        } else {
-          m->skipped_cells++;
-        }
-        if (!bin) rd_next_line(r);
-      }
-      seen += inb;
+      if (!bin) rd_next_line(r);
     }
-    if (seen != ne) {
-      e = msh_fail(r, &f, CE_EINVAL, "expected %lld elements in the blocks, found %lld", ne, seen);
-      goto done;
-    }
+    seen += inb;
   }
-  msh_end_binary(r, &f);
-  f.bin = 0;
+  if (seen != ne) return msh_fail(r, f, CE_EINVAL, "expected %lld elements in the blocks, found %lld", ne, seen);
+  return CE_OK;
+}
+
+ce_errno ce_mesh_parse_msh(rd *r, ce_mesh_data *m) {
+  msh_parse p = {r, m, {0, 0, 8}, 0, 0, NULL, 0, 0, {0, 0, 0, sizeof(int32_t)}};
+  long long nblocks = 1;
+  ce_errno e;
+  if ((e = msh_format(&p)) || (e = msh_nodes(&p)) || (e = msh_element_count(&p, &nblocks))) goto done;
+  e = !p.v4 && p.bin ? msh_elements_binary22(&p) : msh_element_blocks(&p, nblocks);
+  if (e) goto done;
+  msh_end_binary(r, &p.f);
+  p.f.bin = 0;
   if ((e = rd_expect(r, "$EndElements", "after the elements"))) goto done;
-  if (T.len == 0) {
-    e = ce_fail(r->err, CE_EEMPTY, "MSH: no tetrahedra (element type 4) among %lld elements", ne);
+  if (p.T.len == 0) {
+    e = ce_fail(r->err, CE_EEMPTY, "MSH: no tetrahedra (element type 4) among %lld elements", p.ne);
     goto done;
   }
-  m->ntet = (int32_t)(T.len / 4);
-  m->tets = T.d;
-  T.d = NULL;
+  m->ntet = (int32_t)(p.T.len / 4);
+  m->tets = p.T.d;
+  p.T.d = NULL;
 done:
-  free(ids);
-  free(T.d);
+  free(p.ids);
+  free(p.T.d);
   return e;
 }
