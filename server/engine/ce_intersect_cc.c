@@ -270,6 +270,47 @@ static int half_open_keeps(const cc_query *q, int32_t i, int32_t j, int common, 
   return 1;
 }
 
+/* Clip the polygon a[0..*n) by the faces k of tet j with bit k set in
+ * out_any (inside when s_k <= tol), alternating between the buffers a and
+ * b. The cyclic order is kept; orientation is fixed on the result. A
+ * vertex made on face k gets s_k = 0 exactly. Returns the buffer holding
+ * the result, with *n its vertex count (0: nothing is left). */
+static inline __attribute__((always_inline)) const cvert *clip_by_tet(cvert *a, cvert *b, int *n_io, int out_any,
+                                                                      double tol) {
+  cvert *cur = a, *nxt = b;
+  int n = *n_io;
+  for (int k = 0; k < 4; k++) {
+    if (!(out_any >> k & 1)) continue;
+    int m = 0, nout = 0;
+    for (int v = 0; v < n; v++) nout += cur[v].s[k] > tol;
+    if (nout == n) {
+      *n_io = 0;
+      return cur;
+    }
+    if (nout == 0) continue;
+    for (int v = 0; v < n; v++) {
+      const cvert *cv = &cur[v], *cw = &cur[v + 1 == n ? 0 : v + 1];
+      int in_v = cv->s[k] <= tol, in_w = cw->s[k] <= tol;
+      if (in_v) nxt[m++] = *cv;
+      if (in_v != in_w) {
+        double t = cv->s[k] / (cv->s[k] - cw->s[k]);
+        t = ce_clamp01(t);
+        cvert *o = &nxt[m++];
+        o->x = ce_axpy(cv->x, t, ce_sub(cw->x, cv->x));
+        o->s = cv->s + v4_splat(t) * (cw->s - cv->s);
+        o->s[k] = 0;
+        o->bits = cv->bits & cw->bits;
+      }
+    }
+    n = m;
+    cvert *tv = cur;
+    cur = nxt;
+    nxt = tv;
+  }
+  *n_io = n;
+  return cur;
+}
+
 /* Evaluate the pair (tet i of M, tet j of N): add its polygon to the
  * builder when it has one and describe its intersection in *h. The slice
  * and the clip use a tolerance so that a plane through a vertex or along an
@@ -329,35 +370,8 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
   }
   /* Outside one face of tet j entirely: no intersection. */
   if (out_all) return CE_OK;
-  /* Clip by the faces of tet j that some vertex is outside of (inside when
-   * s <= tolerance). The cyclic order is kept; orientation is fixed on the
-   * result. A vertex made on face k gets s_k = 0 exactly. */
-  cvert *cur = A, *nxt = B;
-  for (int k = 0; k < 4; k++) {
-    if (!(out_any >> k & 1)) continue;
-    int m = 0, nout = 0;
-    for (int v = 0; v < n; v++) nout += cur[v].s[k] > tol;
-    if (nout == n) return CE_OK;
-    if (nout == 0) continue;
-    for (int v = 0; v < n; v++) {
-      const cvert *cv = &cur[v], *cw = &cur[v + 1 == n ? 0 : v + 1];
-      int in_v = cv->s[k] <= tol, in_w = cw->s[k] <= tol;
-      if (in_v) nxt[m++] = *cv;
-      if (in_v != in_w) {
-        double t = cv->s[k] / (cv->s[k] - cw->s[k]);
-        t = ce_clamp01(t);
-        cvert *o = &nxt[m++];
-        o->x = ce_axpy(cv->x, t, ce_sub(cw->x, cv->x));
-        o->s = cv->s + v4_splat(t) * (cw->s - cv->s);
-        o->s[k] = 0;
-        o->bits = cv->bits & cw->bits;
-      }
-    }
-    n = m;
-    cvert *tv = cur;
-    cur = nxt;
-    nxt = tv;
-  }
+  /* Clip by the faces of tet j that some vertex is outside of. */
+  const cvert *cur = clip_by_tet(A, B, &n, out_any, tol);
   if (n == 0) return CE_OK;
   /* The output polygon: merge near-duplicate vertices, drop slivers; a
    * vertex within tolerance of a face of tet j lies on it. */

@@ -361,129 +361,117 @@ static double seg_distance(const ce_heightfield *h, ce_vec3 e0, ce_vec3 e1, doub
   return cp.distance;
 }
 
-ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double stiction_tolerance,
-                                  int want_patches, ce_arena *arena, ce_result *r, ce_error *err) {
-  const int terrain_is_a = a->geometry->hf != NULL;
-  const ce_body *T = terrain_is_a ? a : b, *P = terrain_is_a ? b : a;
-  const ce_geometry *gp = P->geometry;
-  const ce_heightfield *h = ce_geometry_heightfield(T->geometry);
-  if (!h || gp->hf || gp->is_halfspace) {
-    r->status = CE_CONTACT_UNSUPPORTED;
-    return CE_OK;
-  }
-  double kp = P->point_stiffness;
-  if (!isfinite(kp) || !(kp >= 0))
-    return ce_fail(err, CE_EINVAL, "body %s: point stiffness %g must be finite and >= 0", terrain_is_a ? "B" : "A",
-                   kp);
-  double k = kp > 0 ? kp : ce_point_stiffness_default(gp);
-  if (!(k > 0) || !isfinite(k))
-    return ce_fail(err, CE_EINVAL, "body %s: point stiffness %g is not positive and finite", terrain_is_a ? "B" : "A",
-                   k);
-  double d = P->material.dissipation;
-  double mu, vs;
-  ce_point_model_init(a, b, k, d, stiction_tolerance, r, &mu, &vs);
-  r->status = CE_CONTACT_NONE;
-
-  /* P in the terrain's frame; early out on P's bounding sphere */
-  ce_pose X_TW = ce_pose_inverse(&T->X_WB);
-  ce_pose X_TP = ce_pose_compose(&X_TW, &P->X_WB);
-  double R = gp->scale;
-  double zlo, zhi;
-  ce_vec3 o = X_TP.p;
-  if (!ce_heightfield_bounds(h, o.x - R, o.y - R, o.x + R, o.y + R, &zlo, &zhi) || o.z - R > zhi) return CE_OK;
-
-  /* features */
-  const ce_shape *sp = &gp->shape_params;
-  ce_buf feats;
-  ce_buf_init(&feats, sizeof(tfeat));
-  ce_buf cons;
-  ce_buf_init(&cons, sizeof(tcontact));
+/* A capsule's feature: the point of its medial segment (terrain frame)
+ * closest to the surface, from 9 samples and then golden section, with
+ * the capsule's radius; its contact, if any, onto cons. */
+static ce_errno capsule_contact(const ce_heightfield *h, const ce_pose *X_TP, const ce_shape *sp, ce_arena *arena,
+                                ce_buf *cons) {
   tcontact tc;
-  if (sp->type == CE_SHAPE_SPHERE) {
-    if (feature_contact(h, o, sp->radius, &tc)) {
-      tcontact *q = ce_buf_push(arena, &cons);
+  ce_vec3 e0 = ce_pose_apply(X_TP, ce_v3(0, 0, -0.5 * sp->length));
+  ce_vec3 e1 = ce_pose_apply(X_TP, ce_v3(0, 0, 0.5 * sp->length));
+  const int ns = 8;
+  double best = INFINITY, ub = 0;
+  for (int i = 0; i <= ns; i++) {
+    double u = (double)i / ns, dd = seg_distance(h, e0, e1, sp->radius, u);
+    if (dd < best) {
+      best = dd;
+      ub = u;
+    }
+  }
+  if (isfinite(best)) {
+    /* golden section on [ub - 1/ns, ub + 1/ns] */
+    double lo = fmax(0.0, ub - 1.0 / ns), hi = fmin(1.0, ub + 1.0 / ns);
+    const double gr = 0.5 * (sqrt(5.0) - 1);
+    double u1 = hi - gr * (hi - lo), u2 = lo + gr * (hi - lo);
+    double f1 = seg_distance(h, e0, e1, sp->radius, u1), f2 = seg_distance(h, e0, e1, sp->radius, u2);
+    for (int it = 0; it < 40; it++) {
+      if (f1 < f2) {
+        hi = u2;
+        u2 = u1;
+        f2 = f1;
+        u1 = hi - gr * (hi - lo);
+        f1 = seg_distance(h, e0, e1, sp->radius, u1);
+      } else {
+        lo = u1;
+        u1 = u2;
+        f1 = f2;
+        u2 = lo + gr * (hi - lo);
+        f2 = seg_distance(h, e0, e1, sp->radius, u2);
+      }
+    }
+    double u = f1 < f2 ? u1 : u2;
+    if (fmin(f1, f2) > best) u = ub;
+    if (feature_contact(h, ce_axpy(e0, u, ce_sub(e1, e0)), sp->radius, &tc)) {
+      tcontact *q = ce_buf_push(arena, cons);
       if (!q) return CE_ENOMEM;
       *q = tc;
     }
-  } else if (sp->type == CE_SHAPE_CAPSULE) {
-    ce_vec3 e0 = ce_pose_apply(&X_TP, ce_v3(0, 0, -0.5 * sp->length));
-    ce_vec3 e1 = ce_pose_apply(&X_TP, ce_v3(0, 0, 0.5 * sp->length));
-    const int ns = 8;
-    double best = INFINITY, ub = 0;
-    for (int i = 0; i <= ns; i++) {
-      double u = (double)i / ns, dd = seg_distance(h, e0, e1, sp->radius, u);
-      if (dd < best) {
-        best = dd;
-        ub = u;
-      }
+  }
+  return CE_OK;
+}
+
+/* P's contacts with the terrain (terrain frame) onto cons: a sphere's
+ * centre, a capsule's closest segment point, else the box's corners or the
+ * mesh's surface vertices below zhi (the terrain's bound over P's
+ * footprint). */
+static ce_errno terrain_contacts(const ce_heightfield *h, const ce_geometry *gp, const ce_pose *X_TP, double zhi,
+                                 ce_arena *arena, ce_buf *cons) {
+  const ce_shape *sp = &gp->shape_params;
+  if (sp->type == CE_SHAPE_SPHERE) {
+    tcontact tc;
+    if (feature_contact(h, X_TP->p, sp->radius, &tc)) {
+      tcontact *q = ce_buf_push(arena, cons);
+      if (!q) return CE_ENOMEM;
+      *q = tc;
     }
-    if (isfinite(best)) {
-      /* golden section on [ub - 1/ns, ub + 1/ns] */
-      double lo = fmax(0.0, ub - 1.0 / ns), hi = fmin(1.0, ub + 1.0 / ns);
-      const double gr = 0.5 * (sqrt(5.0) - 1);
-      double u1 = hi - gr * (hi - lo), u2 = lo + gr * (hi - lo);
-      double f1 = seg_distance(h, e0, e1, sp->radius, u1), f2 = seg_distance(h, e0, e1, sp->radius, u2);
-      for (int it = 0; it < 40; it++) {
-        if (f1 < f2) {
-          hi = u2;
-          u2 = u1;
-          f2 = f1;
-          u1 = hi - gr * (hi - lo);
-          f1 = seg_distance(h, e0, e1, sp->radius, u1);
-        } else {
-          lo = u1;
-          u1 = u2;
-          f1 = f2;
-          u2 = lo + gr * (hi - lo);
-          f2 = seg_distance(h, e0, e1, sp->radius, u2);
-        }
-      }
-      double u = f1 < f2 ? u1 : u2;
-      if (fmin(f1, f2) > best) u = ub;
-      if (feature_contact(h, ce_axpy(e0, u, ce_sub(e1, e0)), sp->radius, &tc)) {
-        tcontact *q = ce_buf_push(arena, &cons);
-        if (!q) return CE_ENOMEM;
-        *q = tc;
-      }
+    return CE_OK;
+  }
+  if (sp->type == CE_SHAPE_CAPSULE) return capsule_contact(h, X_TP, sp, arena, cons);
+  ce_buf feats;
+  ce_buf_init(&feats, sizeof(tfeat));
+  tcontact tc;
+  if (sp->type == CE_SHAPE_BOX) {
+    for (int c = 0; c < 8; c++) {
+      tfeat *f = ce_buf_push(arena, &feats);
+      if (!f) return CE_ENOMEM;
+      f->c = ce_pose_apply(X_TP, ce_v3((c & 1 ? 0.5 : -0.5) * sp->size.x, (c & 2 ? 0.5 : -0.5) * sp->size.y,
+                                       (c & 4 ? 0.5 : -0.5) * sp->size.z));
+    }
+  } else if (gp->tri.nf > 0) {
+    for (int32_t i = 0; i < gp->tri.nv; i++) {
+      tfeat *f = ce_buf_push(arena, &feats);
+      if (!f) return CE_ENOMEM;
+      f->c = ce_pose_apply(X_TP, gp->tri.v[i]);
     }
   } else {
-    if (sp->type == CE_SHAPE_BOX) {
-      for (int c = 0; c < 8; c++) {
-        tfeat *f = ce_buf_push(arena, &feats);
-        if (!f) return CE_ENOMEM;
-        f->c = ce_pose_apply(&X_TP, ce_v3((c & 1 ? 0.5 : -0.5) * sp->size.x, (c & 2 ? 0.5 : -0.5) * sp->size.y,
-                                          (c & 4 ? 0.5 : -0.5) * sp->size.z));
-      }
-    } else if (gp->tri.nf > 0) {
-      for (int32_t i = 0; i < gp->tri.nv; i++) {
-        tfeat *f = ce_buf_push(arena, &feats);
-        if (!f) return CE_ENOMEM;
-        f->c = ce_pose_apply(&X_TP, gp->tri.v[i]);
-      }
-    } else {
-      for (int32_t i = 0; i < gp->tet.nv; i++) {
-        if (gp->tet.p && gp->tet.p[i] != 0) continue;
-        tfeat *f = ce_buf_push(arena, &feats);
-        if (!f) return CE_ENOMEM;
-        f->c = ce_pose_apply(&X_TP, gp->tet.v[i]);
-      }
-    }
-    for (int64_t i = 0; i < feats.len; i++) {
-      const tfeat *f = (const tfeat *)feats.data + i;
-      /* a vertex above every possible surface height cannot touch */
-      if (f->c.z > zhi) continue;
-      if (feature_contact(h, f->c, 0.0, &tc)) {
-        tcontact *q = ce_buf_push(arena, &cons);
-        if (!q) return CE_ENOMEM;
-        *q = tc;
-      }
+    for (int32_t i = 0; i < gp->tet.nv; i++) {
+      if (gp->tet.p && gp->tet.p[i] != 0) continue;
+      tfeat *f = ce_buf_push(arena, &feats);
+      if (!f) return CE_ENOMEM;
+      f->c = ce_pose_apply(X_TP, gp->tet.v[i]);
     }
   }
-  const int64_t nc = cons.len;
-  if (nc == 0) return CE_OK;
+  for (int64_t i = 0; i < feats.len; i++) {
+    const tfeat *f = (const tfeat *)feats.data + i;
+    /* a vertex above every possible surface height cannot touch */
+    if (f->c.z > zhi) continue;
+    if (feature_contact(h, f->c, 0.0, &tc)) {
+      tcontact *q = ce_buf_push(arena, cons);
+      if (!q) return CE_ENOMEM;
+      *q = tc;
+    }
+  }
+  return CE_OK;
+}
 
-  /* forces, world frame; normals out of B into A */
-  const tcontact *C = cons.data;
+/* The contacts' forces into r: world frame, normals out of B into A,
+ * contact i weighted by its share of the summed depth (see above); the
+ * deepest one gives r->point. */
+static ce_errno terrain_forces(const ce_body *a, const ce_body *b, int terrain_is_a, double k, double d, double mu,
+                               double vs, const ce_buf *cons, int want_patches, ce_arena *arena, ce_result *r) {
+  const ce_body *T = terrain_is_a ? a : b;
+  const int64_t nc = cons->len;
+  const tcontact *C = cons->data;
   double sumx = 0;
   int64_t deepest = 0;
   for (int64_t i = 0; i < nc; i++) {
@@ -552,4 +540,44 @@ ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double sti
   r->total.point = r->centroid;
   r->total.strain_energy = r->strain_energy;
   return CE_OK;
+}
+
+ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double stiction_tolerance,
+                                  int want_patches, ce_arena *arena, ce_result *r, ce_error *err) {
+  const int terrain_is_a = a->geometry->hf != NULL;
+  const ce_body *T = terrain_is_a ? a : b, *P = terrain_is_a ? b : a;
+  const ce_geometry *gp = P->geometry;
+  const ce_heightfield *h = ce_geometry_heightfield(T->geometry);
+  if (!h || gp->hf || gp->is_halfspace) {
+    r->status = CE_CONTACT_UNSUPPORTED;
+    return CE_OK;
+  }
+  double kp = P->point_stiffness;
+  if (!isfinite(kp) || !(kp >= 0))
+    return ce_fail(err, CE_EINVAL, "body %s: point stiffness %g must be finite and >= 0", terrain_is_a ? "B" : "A",
+                   kp);
+  double k = kp > 0 ? kp : ce_point_stiffness_default(gp);
+  if (!(k > 0) || !isfinite(k))
+    return ce_fail(err, CE_EINVAL, "body %s: point stiffness %g is not positive and finite", terrain_is_a ? "B" : "A",
+                   k);
+  double d = P->material.dissipation;
+  double mu, vs;
+  ce_point_model_init(a, b, k, d, stiction_tolerance, r, &mu, &vs);
+  r->status = CE_CONTACT_NONE;
+
+  /* P in the terrain's frame; early out on P's bounding sphere */
+  ce_pose X_TW = ce_pose_inverse(&T->X_WB);
+  ce_pose X_TP = ce_pose_compose(&X_TW, &P->X_WB);
+  double R = gp->scale;
+  double zlo, zhi;
+  ce_vec3 o = X_TP.p;
+  if (!ce_heightfield_bounds(h, o.x - R, o.y - R, o.x + R, o.y + R, &zlo, &zhi) || o.z - R > zhi) return CE_OK;
+
+  /* features */
+  ce_buf cons;
+  ce_buf_init(&cons, sizeof(tcontact));
+  ce_errno e = terrain_contacts(h, gp, &X_TP, zhi, arena, &cons);
+  if (e != CE_OK) return e;
+  if (cons.len == 0) return CE_OK;
+  return terrain_forces(a, b, terrain_is_a, k, d, mu, vs, &cons, want_patches, arena, r);
 }
