@@ -22,6 +22,8 @@
  *     Hence the quality bound holds by construction; where a move had to be
  *     shortened the boundary stays up to a cell off the surface, which the
  *     reported volume error measures.
+ * The surface checks of step 1 and the triangle tree of steps 3 and 4 are
+ * in ce_closed_surface.c; here are the lattice and the build's stages.
  * Deterministic: no dependence on addresses or threads. */
 #include <math.h>
 #include <stdlib.h>
@@ -80,287 +82,6 @@ static void tet_quality(const ce_vec3 x[4], double *mind, double *maxd, double *
   *vol6 = ce_dot(ce_sub(x[1], x[0]), ce_cross(ce_sub(x[2], x[0]), ce_sub(x[3], x[0])));
 }
 
-/* ---- AABB tree over triangles ---------------------------------------------- */
-
-typedef struct tnode {
-  double lo[3], hi[3];
-  int32_t left, right; /* left < 0: leaf over order[first .. first+count) */
-  int32_t first, count;
-} tnode;
-
-typedef struct ttree {
-  tnode *n;
-  int32_t nn;
-  int32_t *order;
-  const ce_vec3 *v;
-  const int32_t (*t)[3];
-} ttree;
-
-typedef struct sortkey {
-  double c;
-  int32_t i;
-} sortkey;
-static int sortkey_cmp(const void *pa, const void *pb) {
-  const sortkey *a = pa, *b = pb;
-  if (a->c < b->c) return -1;
-  if (a->c > b->c) return 1;
-  return (a->i > b->i) - (a->i < b->i);
-}
-
-static int32_t tree_build_rec(ttree *T, sortkey *tmp, const ce_vec3 *cen, int32_t first, int32_t count) {
-  int32_t id = T->nn++;
-  tnode *nd = &T->n[id];
-  for (int k = 0; k < 3; k++) {
-    nd->lo[k] = INFINITY;
-    nd->hi[k] = -INFINITY;
-  }
-  for (int32_t q = first; q < first + count; q++) {
-    const int32_t *t = T->t[T->order[q]];
-    for (int j = 0; j < 3; j++) {
-      ce_vec3 p = T->v[t[j]];
-      double c[3] = {p.x, p.y, p.z};
-      for (int k = 0; k < 3; k++) {
-        nd->lo[k] = fmin(nd->lo[k], c[k]);
-        nd->hi[k] = fmax(nd->hi[k], c[k]);
-      }
-    }
-  }
-  if (count <= 4) {
-    nd->left = nd->right = -1;
-    nd->first = first;
-    nd->count = count;
-    return id;
-  }
-  int ax = 0;
-  double ext = -1;
-  for (int k = 0; k < 3; k++)
-    if (nd->hi[k] - nd->lo[k] > ext) {
-      ext = nd->hi[k] - nd->lo[k];
-      ax = k;
-    }
-  for (int32_t q = 0; q < count; q++) {
-    int32_t f = T->order[first + q];
-    tmp[q].c = ce_v3_get(cen[f], ax);
-    tmp[q].i = f;
-  }
-  qsort(tmp, (size_t)count, sizeof *tmp, sortkey_cmp);
-  for (int32_t q = 0; q < count; q++) T->order[first + q] = tmp[q].i;
-  int32_t half = count / 2;
-  int32_t l = tree_build_rec(T, tmp, cen, first, half);
-  int32_t r = tree_build_rec(T, tmp, cen, first + half, count - half);
-  T->n[id].left = l;
-  T->n[id].right = r;
-  T->n[id].first = first;
-  T->n[id].count = count;
-  return id;
-}
-
-static ce_errno tree_build(ttree *T, const ce_vec3 *v, const int32_t (*t)[3], int32_t nf, ce_error *err) {
-  memset(T, 0, sizeof *T);
-  T->v = v;
-  T->t = t;
-  T->n = malloc((size_t)(2 * nf) * sizeof *T->n);
-  T->order = malloc((size_t)nf * sizeof *T->order);
-  sortkey *tmp = malloc((size_t)nf * sizeof *tmp);
-  ce_vec3 *cen = malloc((size_t)nf * sizeof *cen);
-  if (!T->n || !T->order || !tmp || !cen) {
-    free(tmp);
-    free(cen);
-    return ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory for the triangle tree (%d triangles)", (int)nf);
-  }
-  for (int32_t f = 0; f < nf; f++) {
-    T->order[f] = f;
-    cen[f] = ce_scale(ce_add(ce_add(v[t[f][0]], v[t[f][1]]), v[t[f][2]]), 1.0 / 3);
-  }
-  tree_build_rec(T, tmp, cen, 0, nf);
-  free(tmp);
-  free(cen);
-  return CE_OK;
-}
-
-static void tree_free(ttree *T) {
-  free(T->n);
-  free(T->order);
-}
-
-static double box_dist2(const tnode *n, ce_vec3 p) {
-  double c[3] = {p.x, p.y, p.z}, s = 0;
-  for (int k = 0; k < 3; k++) {
-    double d = c[k] < n->lo[k] ? n->lo[k] - c[k] : (c[k] > n->hi[k] ? c[k] - n->hi[k] : 0);
-    s += d * d;
-  }
-  return s;
-}
-
-/* Closest surface point to p; returns the squared distance. */
-static double tree_closest(const ttree *T, ce_vec3 p, ce_vec3 *out, int32_t *stack) {
-  double best = INFINITY;
-  int32_t sp = 0;
-  stack[sp++] = 0;
-  while (sp > 0) {
-    const tnode *n = &T->n[stack[--sp]];
-    if (box_dist2(n, p) >= best) continue;
-    if (n->left < 0) {
-      for (int32_t q = n->first; q < n->first + n->count; q++) {
-        const int32_t *t = T->t[T->order[q]];
-        ce_vec3 c = ce_closest_point_triangle(p, T->v[t[0]], T->v[t[1]], T->v[t[2]]);
-        double d = ce_norm2(ce_sub(c, p));
-        if (d < best) {
-          best = d;
-          *out = c;
-        }
-      }
-      continue;
-    }
-    double dl = box_dist2(&T->n[n->left], p), dr = box_dist2(&T->n[n->right], p);
-    if (dl <= dr) {
-      stack[sp++] = n->right;
-      stack[sp++] = n->left;
-    } else {
-      stack[sp++] = n->left;
-      stack[sp++] = n->right;
-    }
-  }
-  return best;
-}
-
-/* Edge function of the canonical directed edge (lower index first) at
- * (px, py); the sign flips for the opposite direction, exactly. */
-static double edge_fn(const ce_vec3 *v, int32_t i, int32_t j, double px, double py, int *flip) {
-  *flip = 0;
-  if (i > j) {
-    int32_t t = i;
-    i = j;
-    j = t;
-    *flip = 1;
-  }
-  ce_vec3 a = v[i], b = v[j];
-  return (b.x - a.x) * (py - a.y) - (b.y - a.y) * (px - a.x);
-}
-
-typedef struct crossing {
-  double z;
-  int sign;
-} crossing;
-static int crossing_cmp(const void *pa, const void *pb) {
-  const crossing *a = pa, *b = pb;
-  if (a->z < b->z) return -1;
-  if (a->z > b->z) return 1;
-  return (a->sign > b->sign) - (a->sign < b->sign);
-}
-
-/* All crossings of the vertical line through (px, py) with the surface. */
-static ce_errno tree_vertical(const ttree *T, double px, double py, int32_t *stack, crossing **buf, int32_t *cap,
-                              int32_t *count) {
-  int32_t sp = 0, nc = 0;
-  stack[sp++] = 0;
-  while (sp > 0) {
-    const tnode *n = &T->n[stack[--sp]];
-    if (px < n->lo[0] || px > n->hi[0] || py < n->lo[1] || py > n->hi[1]) continue;
-    if (n->left >= 0) {
-      stack[sp++] = n->left;
-      stack[sp++] = n->right;
-      continue;
-    }
-    for (int32_t q = n->first; q < n->first + n->count; q++) {
-      const int32_t *t = T->t[T->order[q]];
-      double w[3];
-      int pos = 0, neg = 0;
-      for (int k = 0; k < 3; k++) {
-        int flip;
-        double e = edge_fn(T->v, t[(k + 1) % 3], t[(k + 2) % 3], px, py, &flip);
-        /* canonical tie rule: a zero counts as positive for the canonical
-         * direction, so it is negative for the flipped one */
-        int s = e > 0 || (e == 0 && !flip) ? 1 : -1;
-        if (flip) {
-          e = -e;
-          s = -s;
-        }
-        w[k] = e;
-        if (s > 0) pos++;
-        else neg++;
-      }
-      if (pos != 3 && neg != 3) continue;
-      double sum = w[0] + w[1] + w[2];
-      if (sum == 0) continue; /* vertical triangle: no crossing */
-      ce_vec3 a = T->v[t[0]], b = T->v[t[1]], c = T->v[t[2]];
-      double z = (w[0] * a.z + w[1] * b.z + w[2] * c.z) / sum;
-      if (nc == *cap) {
-        int32_t nc2 = *cap ? *cap * 2 : 64;
-        crossing *nb = realloc(*buf, (size_t)nc2 * sizeof **buf);
-        if (!nb) return CE_ENOMEM;
-        *buf = nb;
-        *cap = nc2;
-      }
-      (*buf)[nc].z = z;
-      (*buf)[nc].sign = pos == 3 ? 1 : -1; /* counter-clockwise seen from +z: normal up */
-      nc++;
-    }
-  }
-  *count = nc;
-  return CE_OK;
-}
-
-/* ---- surface checks --------------------------------------------------------- */
-
-typedef struct ekey {
-  int32_t lo, hi;
-  int32_t f;
-  int8_t fwd;
-} ekey;
-static int ekey_cmp(const void *pa, const void *pb) {
-  const ekey *a = pa, *b = pb;
-  if (a->lo != b->lo) return (a->lo > b->lo) - (a->lo < b->lo);
-  if (a->hi != b->hi) return (a->hi > b->hi) - (a->hi < b->hi);
-  return (a->f > b->f) - (a->f < b->f);
-}
-
-/* CE_OK for a closed 2-manifold with consistent winding. */
-static ce_errno check_closed(const int32_t (*t)[3], int32_t nf, ce_error *err) {
-  ekey *k = malloc((size_t)nf * 3 * sizeof *k);
-  if (!k) return ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory for %d edges", (int)(3 * nf));
-  for (int32_t f = 0; f < nf; f++)
-    for (int j = 0; j < 3; j++) {
-      int32_t a = t[f][j], b = t[f][(j + 1) % 3];
-      ekey *e = &k[3 * (size_t)f + j];
-      e->lo = a < b ? a : b;
-      e->hi = a < b ? b : a;
-      e->f = f;
-      e->fwd = a < b;
-    }
-  qsort(k, (size_t)nf * 3, sizeof *k, ekey_cmp);
-  ce_errno e = CE_OK;
-  for (int64_t i = 0; i < (int64_t)nf * 3;) {
-    int64_t j = i;
-    while (j < (int64_t)nf * 3 && k[j].lo == k[i].lo && k[j].hi == k[i].hi) j++;
-    if (j - i == 1) {
-      e = ce_fail(err, CE_EOPEN, "surface is not closed: edge (%d, %d) of triangle %d has no neighbour", (int)k[i].lo,
-                  (int)k[i].hi, (int)k[i].f);
-      break;
-    }
-    if (j - i > 2) {
-      e = ce_fail(err, CE_EDEGENERATE, "surface is not a manifold: edge (%d, %d) is shared by %d triangles",
-                  (int)k[i].lo, (int)k[i].hi, (int)(j - i));
-      break;
-    }
-    if (k[i].fwd == k[i + 1].fwd) {
-      e = ce_fail(err, CE_EDEGENERATE,
-                  "surface winding is inconsistent: triangles %d and %d run edge (%d, %d) the same way", (int)k[i].f,
-                  (int)k[i + 1].f, (int)k[i].lo, (int)k[i].hi);
-      break;
-    }
-    i = j;
-  }
-  free(k);
-  return e;
-}
-
-static double enclosed_volume(const ce_vec3 *v, const int32_t (*t)[3], int32_t nf) {
-  double s = 0;
-  for (int32_t f = 0; f < nf; f++) s += ce_dot(v[t[f][0]], ce_cross(v[t[f][1]], v[t[f][2]]));
-  return s / 6;
-}
-
 /* ---- the lattice ------------------------------------------------------------- */
 
 typedef struct lattice {
@@ -397,10 +118,10 @@ static ce_errno progress(const ce_surface_build_options *o, double f, const char
 
 /* Winding number of every lattice vertex (int8), one vertical ray per
  * lattice line. */
-static ce_errno classify(const lattice *L, const ttree *T, int8_t *wind, const ce_surface_build_options *opt,
+static ce_errno classify(const lattice *L, const ce_tri_tree *T, int8_t *wind, const ce_surface_build_options *opt,
                          ce_error *err) {
   int32_t *stack = malloc((size_t)(T->nn + 1) * sizeof *stack);
-  crossing *buf = NULL;
+  ce_ray_crossing *buf = NULL;
   int32_t cap = 0;
   ce_errno e = CE_OK;
   if (!stack) return ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
@@ -416,11 +137,11 @@ static ce_errno classify(const lattice *L, const ttree *T, int8_t *wind, const c
       for (int32_t i = 0; i < ni; i++) {
         double px = L->o.x + L->a * (i + off) + ex, py = L->o.y + L->a * (j + off) + ey;
         int32_t nc = 0;
-        if (tree_vertical(T, px, py, stack, &buf, &cap, &nc) != CE_OK) {
+        if (ce_tri_tree_vertical(T, px, py, stack, &buf, &cap, &nc) != CE_OK) {
           e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory for ray crossings");
           goto done;
         }
-        if (nc > 1) qsort(buf, (size_t)nc, sizeof *buf, crossing_cmp);
+        if (nc > 1) qsort(buf, (size_t)nc, sizeof *buf, ce_ray_crossing_cmp);
         /* winding(z) = sum of signs of crossings above z */
         int total = 0;
         for (int32_t q = 0; q < nc; q++) total += buf[q].sign;
@@ -469,7 +190,7 @@ typedef struct tet_build {
   /* the lattice and the winding number of its vertices */
   lattice L;
   int64_t nlat;
-  ttree T;
+  ce_tri_tree T;
   int8_t *wind;
   /* kept tets: first as lattice ids (tlat), then numbered (tet) */
   int64_t *tlat;
@@ -531,10 +252,10 @@ static ce_errno hull_of(const double *vertices, int32_t nv, double a, ce_geometr
  * convex hull in its place; then the enclosed volume. */
 static ce_errno tb_closed_or_hull(tet_build *b) {
   const int32_t(*t)[3] = (const int32_t(*)[3])b->t;
-  ce_errno e = check_closed(t, b->nf, b->err);
-  if (e == CE_OK && !(enclosed_volume(b->v, t, b->nf) > 0))
+  ce_errno e = ce_surface_check_closed(t, b->nf, b->err);
+  if (e == CE_OK && !(ce_surface_enclosed_volume(b->v, t, b->nf) > 0))
     e = ce_fail(b->err, CE_EINVAL, "surface encloses volume %g <= 0 (inward winding?)",
-                enclosed_volume(b->v, t, b->nf));
+                ce_surface_enclosed_volume(b->v, t, b->nf));
   if (e != CE_OK && e != CE_ENOMEM && b->opt->use_hull_if_open) {
     if ((e = hull_of(b->vertices, b->nv_in, b->a, &b->hull, b->err)) != CE_OK) return e;
     free(b->v);
@@ -550,7 +271,7 @@ static ce_errno tb_closed_or_hull(tet_build *b) {
     e = CE_OK;
   }
   if (e != CE_OK) return e;
-  b->svol = enclosed_volume(b->v, (const int32_t(*)[3])b->t, b->nf);
+  b->svol = ce_surface_enclosed_volume(b->v, (const int32_t(*)[3])b->t, b->nf);
   return CE_OK;
 }
 
@@ -588,7 +309,7 @@ static ce_errno tb_lattice(tet_build *b) {
  * used yet) retry_on_hull. */
 static ce_errno tb_classify(tet_build *b) {
   ce_errno e;
-  if ((e = tree_build(&b->T, b->v, (const int32_t(*)[3])b->t, b->nf, b->err)) != CE_OK) return e;
+  if ((e = ce_tri_tree_build(&b->T, b->v, (const int32_t(*)[3])b->t, b->nf, b->err)) != CE_OK) return e;
   b->wind = malloc((size_t)b->nlat);
   if (!b->wind)
     return ce_fail(b->err, CE_ENOMEM, "tetrahedralise: out of memory for %lld lattice vertices", (long long)b->nlat);
@@ -751,7 +472,7 @@ static ce_errno tb_warp_targets(tet_build *b) {
       move[i] = 0;
       continue;
     }
-    d2 = tree_closest(&b->T, b->pos[i], &c, b->stack);
+    d2 = ce_tri_tree_closest(&b->T, b->pos[i], &c, b->stack);
     if ((move[i] & 3) == 1 || d2 < (WARP_NEAR * b->a) * (WARP_NEAR * b->a)) {
       b->target[i] = c;
       move[i] = 1;
@@ -853,7 +574,7 @@ static ce_errno tb_guarded_warp(tet_build *b) {
 static ce_errno tb_drop_outside(tet_build *b) {
   const double ex = b->a * 3.1415926535e-7, ey = b->a * 2.7182818284e-7;
   const int32_t(*tet)[4] = (const int32_t(*)[4])b->tet;
-  crossing *cb = NULL;
+  ce_ray_crossing *cb = NULL;
   int32_t ccap = 0;
   ce_errno e = CE_OK;
   for (int32_t q = 0; q < b->nt; q++) {
@@ -869,7 +590,7 @@ static ce_errno tb_drop_outside(tet_build *b) {
     const ce_vec3 *pos = b->pos;
     ce_vec3 c = ce_scale(ce_add(ce_add(pos[tet[q][0]], pos[tet[q][1]]), ce_add(pos[tet[q][2]], pos[tet[q][3]])), 0.25);
     int32_t nc = 0;
-    if (tree_vertical(&b->T, c.x + ex, c.y + ey, b->stack, &cb, &ccap, &nc) != CE_OK) {
+    if (ce_tri_tree_vertical(&b->T, c.x + ex, c.y + ey, b->stack, &cb, &ccap, &nc) != CE_OK) {
       e = ce_fail(b->err, CE_ENOMEM, "tetrahedralise: out of memory for ray crossings");
       break;
     }
@@ -950,7 +671,7 @@ static ce_errno tb_outputs(tet_build *b, double **out_vertices, int32_t *out_nv,
 }
 
 static void tb_free(tet_build *b) {
-  tree_free(&b->T);
+  ce_tri_tree_free(&b->T);
   ce_geometry_free(b->hull);
   free(b->v);
   free(b->t);
