@@ -501,18 +501,158 @@ static ce_errno weld_points(const ce_vec3 *p, int32_t n, ce_vec3 lo, double w, c
   return e;
 }
 
+/* A convex build's working arrays: the hull, its points (welded and
+ * compacted), their input indices, and the hull-vertex numbering. */
+typedef struct convex_work {
+  hull h;
+  ce_vec3 *p;
+  int32_t *orig;
+  int32_t *map;
+} convex_work;
+
 /* Frees the hull and its points (the mesh made from them has copies). */
-static void release(hull *h, ce_vec3 **p, int32_t **orig, int32_t **map) {
-  free(h->f);
-  free(h->next);
-  h->f = NULL;
-  h->next = NULL;
-  free(*p);
-  free(*orig);
-  free(*map);
-  *p = NULL;
-  *orig = NULL;
-  *map = NULL;
+static void release(convex_work *w) {
+  free(w->h.f);
+  free(w->h.next);
+  w->h.f = NULL;
+  w->h.next = NULL;
+  free(w->p);
+  free(w->orig);
+  free(w->map);
+  w->p = NULL;
+  w->orig = NULL;
+  w->map = NULL;
+}
+
+/* The shape's points into p, checked (finite, within the primitive
+ * lengths); their box (lo, hi) and largest |x|, |y|, |z| (m[3]). */
+static ce_errno load_points(const ce_shape *shape, int32_t np, ce_vec3 *p, ce_vec3 *lo_out, ce_vec3 *hi_out,
+                            double m[3], ce_error *err) {
+  ce_vec3 lo = ce_v3(INFINITY, INFINITY, INFINITY), hi = ce_v3(-INFINITY, -INFINITY, -INFINITY);
+  double mx = 0, my = 0, mz = 0;
+  for (int32_t i = 0; i < np; i++) {
+    p[i] = ce_v3(shape->points[3 * (size_t)i], shape->points[3 * (size_t)i + 1], shape->points[3 * (size_t)i + 2]);
+    if (!ce_vec3_isfinite(p[i]))
+      return ce_fail(err, CE_ENONFINITE, "convex: point %d has a non-finite coordinate", (int)i);
+    mx = fmax(mx, fabs(p[i].x));
+    my = fmax(my, fabs(p[i].y));
+    mz = fmax(mz, fabs(p[i].z));
+    /* the range of primitive dimensions (1e200 m once welded 8 corners into
+     * "all 1 points coincide"): the running maxima pass it first at point i */
+    if (fmax(mx, fmax(my, mz)) > CE_PRIMITIVE_MAX_LENGTH)
+      return ce_fail(err, CE_EINVAL, "convex: point %d (%g, %g, %g) is beyond +-%g m", (int)i, p[i].x, p[i].y, p[i].z,
+                     CE_PRIMITIVE_MAX_LENGTH);
+    lo = ce_v3(fmin(lo.x, p[i].x), fmin(lo.y, p[i].y), fmin(lo.z, p[i].z));
+    hi = ce_v3(fmax(hi.x, p[i].x), fmax(hi.y, p[i].y), fmax(hi.z, p[i].z));
+  }
+  const double span = fmax(hi.x - lo.x, fmax(hi.y - lo.y, hi.z - lo.z)); /* no squares to underflow */
+  if (span > 0 && span < CE_PRIMITIVE_MIN_LENGTH)
+    return ce_fail(err, CE_EINVAL, "convex: the points span %g m, below the %g m of the smallest primitive", span,
+                   CE_PRIMITIVE_MIN_LENGTH);
+  *lo_out = lo;
+  *hi_out = hi;
+  m[0] = mx;
+  m[1] = my;
+  m[2] = mz;
+  return CE_OK;
+}
+
+/* Rigid: the hull's live triangles over the nv hull vertices v (taken
+ * over). */
+static ce_errno convex_rigid(convex_work *w, ce_vec3 *v, int32_t nv, int32_t nf, const ce_props *props,
+                             const ce_buildprog *pmesh, ce_geometry **out, ce_error *err) {
+  const hull *h = &w->h;
+  int32_t(*tri)[3] = malloc((size_t)nf * sizeof *tri);
+  if (!tri) {
+    free(v);
+    return ce_fail(err, CE_ENOMEM, "convex: out of memory");
+  }
+  int32_t k = 0;
+  for (int32_t f = 0; f < h->nf; f++)
+    if (h->f[f].alive) {
+      for (int j = 0; j < 3; j++) tri[k][j] = w->map[h->f[f].v[j]];
+      k++;
+    }
+  release(w); /* before the mesh's build, which peaks higher */
+  return ce_geometry_finish_trimesh(CE_SHAPE_CONVEX, props, pmesh, v, nv, tri, nf, 1, out, err);
+}
+
+/* Compliant: a starburst from the volume centroid, tet (centroid, a, b, c)
+ * per hull triangle; the field is E at the centroid and 0 on the hull. v
+ * (taken over) has room for the centroid after the nv hull vertices. */
+static ce_errno convex_starburst(convex_work *w, ce_vec3 *v, int32_t nv, int32_t nf, const ce_props *props,
+                                 const ce_buildprog *pmesh, ce_geometry **out, ce_error *err) {
+  const hull *h = &w->h;
+  const ce_vec3 *p = w->p;
+  ce_vec3 o = ce_v3(0, 0, 0);
+  for (int32_t i = 0; i < nv; i++) o = ce_add(o, v[i]);
+  o = ce_scale(o, 1.0 / nv);
+  double vol = 0;
+  ce_vec3 c = ce_v3(0, 0, 0);
+  for (int32_t f = 0; f < h->nf; f++)
+    if (h->f[f].alive) {
+      ce_vec3 a = p[h->f[f].v[0]], b = p[h->f[f].v[1]], d = p[h->f[f].v[2]];
+      double wt = ce_dot(ce_sub(a, o), ce_cross(ce_sub(b, o), ce_sub(d, o))) / 6.0;
+      vol += wt;
+      c = ce_axpy(c, wt * 0.25, ce_add(ce_add(a, b), ce_add(d, o)));
+    }
+  c = vol > 0 ? ce_scale(c, 1.0 / vol) : o;
+  v[nv] = c;
+  int32_t(*tet)[4] = malloc((size_t)nf * sizeof *tet);
+  double *pr = malloc((size_t)(nv + 1) * sizeof *pr);
+  if (!tet || !pr) {
+    free(v);
+    free(tet);
+    free(pr);
+    return ce_fail(err, CE_ENOMEM, "convex: out of memory");
+  }
+  int32_t k = 0;
+  for (int32_t f = 0; f < h->nf; f++)
+    if (h->f[f].alive) {
+      tet[k][0] = nv;
+      for (int j = 0; j < 3; j++) tet[k][j + 1] = w->map[h->f[f].v[j]];
+      k++;
+    }
+  for (int32_t i = 0; i < nv; i++) pr[i] = 0;
+  pr[nv] = props->modulus;
+  release(w);
+  ce_errno e = ce_geometry_finish_tetmesh(CE_SHAPE_CONVEX, props, pmesh, v, nv + 1, tet, nf, pr, out, err);
+  if (e == CE_EINVERTED) {
+    /* a hull triangle too thin to cone to the centroid: name the shape */
+    if (err) {
+      char msg[sizeof err->message];
+      memcpy(msg, err->message, sizeof msg);
+      ce_fail(err, CE_EDEGENERATE, "convex: starburst %s (hull triangle too thin)", msg);
+    }
+    e = CE_EDEGENERATE;
+  }
+  return e;
+}
+
+/* The mesh of the finished hull over its nq points: hull vertices in
+ * increasing input order, then the rigid or the compliant mesh. */
+static ce_errno convex_mesh(convex_work *w, int32_t nq, const ce_props *props, const ce_buildprog *pmesh,
+                            ce_geometry **out, ce_error *err) {
+  const hull *h = &w->h;
+  w->map = malloc((size_t)nq * sizeof *w->map);
+  if (!w->map) return ce_fail(err, CE_ENOMEM, "convex: out of memory");
+  int32_t *map = w->map;
+  for (int32_t i = 0; i < nq; i++) map[i] = -1;
+  int32_t nf = 0, nv = 0;
+  for (int32_t f = 0; f < h->nf; f++)
+    if (h->f[f].alive) {
+      nf++;
+      for (int k = 0; k < 3; k++) map[h->f[f].v[k]] = 0;
+    }
+  for (int32_t i = 0; i < nq; i++)
+    if (map[i] == 0) map[i] = nv++;
+  int compliant = props->compliance == CE_COMPLIANT;
+  ce_vec3 *v = malloc((size_t)(nv + compliant) * sizeof *v);
+  if (!v) return ce_fail(err, CE_ENOMEM, "convex: out of memory");
+  for (int32_t i = 0; i < nq; i++)
+    if (map[i] >= 0) v[map[i]] = w->p[i];
+  if (!compliant) return convex_rigid(w, v, nv, nf, props, pmesh, out, err);
+  return convex_starburst(w, v, nv, nf, props, pmesh, out, err);
 }
 
 ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geometry **out, ce_error *err) {
@@ -527,157 +667,46 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
     return ce_fail(err, CE_ELIMIT, "convex: %d points exceed the limit %d", (int)np, CE_HULL_MAX_POINTS);
   if (!shape->points) return ce_fail(err, CE_EINVAL, "convex: points is NULL");
 
-  hull h;
-  memset(&h, 0, sizeof h);
+  convex_work w;
+  memset(&w, 0, sizeof w);
+  hull *h = &w.h;
   const ce_buildprog whole = ce_buildprog_of(props);
   const ce_buildprog pweld = ce_buildprog_part(&whole, 0, CE_HULL_SHARE * CE_HULL_WELD_SHARE);
   const ce_buildprog phull = ce_buildprog_part(&whole, CE_HULL_SHARE * CE_HULL_WELD_SHARE, CE_HULL_SHARE);
   const ce_buildprog pmesh = ce_buildprog_part(&whole, CE_HULL_SHARE, 1);
-  ce_vec3 *p = malloc((size_t)np * sizeof *p);
-  int32_t *orig = malloc((size_t)np * sizeof *orig);
-  h.next = malloc((size_t)np * sizeof *h.next);
-  int32_t *map = NULL;
-  if (!p || !orig || !h.next) {
-    e = ce_fail(err, CE_ENOMEM, "convex: out of memory for %d points", (int)np);
-    goto done;
-  }
-  ce_vec3 lo = ce_v3(INFINITY, INFINITY, INFINITY), hi = ce_v3(-INFINITY, -INFINITY, -INFINITY);
-  double mx = 0, my = 0, mz = 0;
-  for (int32_t i = 0; i < np; i++) {
-    p[i] = ce_v3(shape->points[3 * (size_t)i], shape->points[3 * (size_t)i + 1], shape->points[3 * (size_t)i + 2]);
-    if (!ce_vec3_isfinite(p[i])) {
-      e = ce_fail(err, CE_ENONFINITE, "convex: point %d has a non-finite coordinate", (int)i);
-      goto done;
-    }
-    mx = fmax(mx, fabs(p[i].x));
-    my = fmax(my, fabs(p[i].y));
-    mz = fmax(mz, fabs(p[i].z));
-    /* the range of primitive dimensions (1e200 m once welded 8 corners into
-     * "all 1 points coincide"): the running maxima pass it first at point i */
-    if (fmax(mx, fmax(my, mz)) > CE_PRIMITIVE_MAX_LENGTH) {
-      e = ce_fail(err, CE_EINVAL, "convex: point %d (%g, %g, %g) is beyond +-%g m", (int)i, p[i].x, p[i].y, p[i].z,
-                  CE_PRIMITIVE_MAX_LENGTH);
-      goto done;
-    }
-    lo = ce_v3(fmin(lo.x, p[i].x), fmin(lo.y, p[i].y), fmin(lo.z, p[i].z));
-    hi = ce_v3(fmax(hi.x, p[i].x), fmax(hi.y, p[i].y), fmax(hi.z, p[i].z));
-  }
-  const double span = fmax(hi.x - lo.x, fmax(hi.y - lo.y, hi.z - lo.z)); /* no squares to underflow */
-  if (span > 0 && span < CE_PRIMITIVE_MIN_LENGTH) {
-    e = ce_fail(err, CE_EINVAL, "convex: the points span %g m, below the %g m of the smallest primitive", span,
-                CE_PRIMITIVE_MIN_LENGTH);
-    goto done;
-  }
+  w.p = malloc((size_t)np * sizeof *w.p);
+  w.orig = malloc((size_t)np * sizeof *w.orig);
+  h->next = malloc((size_t)np * sizeof *h->next);
+  ce_vec3 lo = ce_v3(0, 0, 0), hi = lo;
+  double m[3] = {0, 0, 0};
+  int32_t nq = 0;
+  if (!w.p || !w.orig || !h->next) e = ce_fail(err, CE_ENOMEM, "convex: out of memory for %d points", (int)np);
+  else e = load_points(shape, np, w.p, &lo, &hi, m, err);
   /* Weld near-duplicates, then run the hull on the kept points (compacted,
    * in input order; orig[] maps back for messages). */
-  int32_t nq;
-  if ((e = weld_points(p, np, lo, CE_HULL_WELD * ce_norm(ce_sub(hi, lo)), &pweld, orig, &nq, err)) != CE_OK)
-    goto done;
-  for (int32_t i = 0; i < nq; i++) p[i] = p[orig[i]];
-  h.p = p;
-  h.np = nq;
-  h.orig = orig;
-  h.eps = CE_HULL_RTOL * (mx + my + mz);
-  h.prog = &phull;
-  /* The faces' working memory stays within the geometry's byte limit.
-   * When it is reached, about half the faces or more are live (see
-   * compact_faces): the hull so far has over maxf / 2 triangles, and a
-   * finished rigid mesh takes ~276 bytes per triangle, so that many would
-   * be ~2x the limit. (A hull can lose faces as it grows, so strictly this
-   * refuses a point set whose hull at some stage is that large.) */
-  h.max_bytes = props->max_bytes;
-  h.maxf = INT32_MAX / 8; /* keeps every size below in range */
-  if (h.max_bytes && h.max_bytes / sizeof(hface) < (size_t)h.maxf) h.maxf = (int32_t)(h.max_bytes / sizeof(hface));
-  if (h.maxf < 64) h.maxf = 64;
-  if ((e = hull_run(&h, err)) != CE_OK) goto done;
-  if ((e = ce_buildprog_report(&phull, 1, err)) != CE_OK) goto done;
-
-  /* Compact: hull vertices in increasing input order. */
-  map = malloc((size_t)nq * sizeof *map);
-  if (!map) {
-    e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
-    goto done;
+  if (e == CE_OK) e = weld_points(w.p, np, lo, CE_HULL_WELD * ce_norm(ce_sub(hi, lo)), &pweld, w.orig, &nq, err);
+  if (e == CE_OK) {
+    for (int32_t i = 0; i < nq; i++) w.p[i] = w.p[w.orig[i]];
+    h->p = w.p;
+    h->np = nq;
+    h->orig = w.orig;
+    h->eps = CE_HULL_RTOL * (m[0] + m[1] + m[2]);
+    h->prog = &phull;
+    /* The faces' working memory stays within the geometry's byte limit.
+     * When it is reached, about half the faces or more are live (see
+     * compact_faces): the hull so far has over maxf / 2 triangles, and a
+     * finished rigid mesh takes ~276 bytes per triangle, so that many would
+     * be ~2x the limit. (A hull can lose faces as it grows, so strictly this
+     * refuses a point set whose hull at some stage is that large.) */
+    h->max_bytes = props->max_bytes;
+    h->maxf = INT32_MAX / 8; /* keeps every size below in range */
+    if (h->max_bytes && h->max_bytes / sizeof(hface) < (size_t)h->maxf)
+      h->maxf = (int32_t)(h->max_bytes / sizeof(hface));
+    if (h->maxf < 64) h->maxf = 64;
+    e = hull_run(h, err);
   }
-  for (int32_t i = 0; i < nq; i++) map[i] = -1;
-  int32_t nf = 0, nv = 0;
-  for (int32_t f = 0; f < h.nf; f++)
-    if (h.f[f].alive) {
-      nf++;
-      for (int k = 0; k < 3; k++) map[h.f[f].v[k]] = 0;
-    }
-  for (int32_t i = 0; i < nq; i++)
-    if (map[i] == 0) map[i] = nv++;
-  int compliant = props->compliance == CE_COMPLIANT;
-  ce_vec3 *v = malloc((size_t)(nv + compliant) * sizeof *v);
-  if (!v) {
-    e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
-    goto done;
-  }
-  for (int32_t i = 0; i < nq; i++)
-    if (map[i] >= 0) v[map[i]] = p[i];
-  if (!compliant) {
-    int32_t(*tri)[3] = malloc((size_t)nf * sizeof *tri);
-    if (!tri) {
-      free(v);
-      e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
-      goto done;
-    }
-    int32_t k = 0;
-    for (int32_t f = 0; f < h.nf; f++)
-      if (h.f[f].alive) {
-        for (int j = 0; j < 3; j++) tri[k][j] = map[h.f[f].v[j]];
-        k++;
-      }
-    release(&h, &p, &orig, &map); /* before the mesh's build, which peaks higher */
-    e = ce_geometry_finish_trimesh(CE_SHAPE_CONVEX, props, &pmesh, v, nv, tri, nf, 1, out, err);
-  } else {
-    /* Starburst from the volume centroid: tet (centroid, a, b, c) per hull
-     * triangle; the field is E at the centroid and 0 on the hull. */
-    ce_vec3 o = ce_v3(0, 0, 0);
-    for (int32_t i = 0; i < nv; i++) o = ce_add(o, v[i]);
-    o = ce_scale(o, 1.0 / nv);
-    double vol = 0;
-    ce_vec3 c = ce_v3(0, 0, 0);
-    for (int32_t f = 0; f < h.nf; f++)
-      if (h.f[f].alive) {
-        ce_vec3 a = p[h.f[f].v[0]], b = p[h.f[f].v[1]], d = p[h.f[f].v[2]];
-        double w = ce_dot(ce_sub(a, o), ce_cross(ce_sub(b, o), ce_sub(d, o))) / 6.0;
-        vol += w;
-        c = ce_axpy(c, w * 0.25, ce_add(ce_add(a, b), ce_add(d, o)));
-      }
-    c = vol > 0 ? ce_scale(c, 1.0 / vol) : o;
-    v[nv] = c;
-    int32_t(*tet)[4] = malloc((size_t)nf * sizeof *tet);
-    double *pr = malloc((size_t)(nv + 1) * sizeof *pr);
-    if (!tet || !pr) {
-      free(v);
-      free(tet);
-      free(pr);
-      e = ce_fail(err, CE_ENOMEM, "convex: out of memory");
-      goto done;
-    }
-    int32_t k = 0;
-    for (int32_t f = 0; f < h.nf; f++)
-      if (h.f[f].alive) {
-        tet[k][0] = nv;
-        for (int j = 0; j < 3; j++) tet[k][j + 1] = map[h.f[f].v[j]];
-        k++;
-      }
-    for (int32_t i = 0; i < nv; i++) pr[i] = 0;
-    pr[nv] = props->modulus;
-    release(&h, &p, &orig, &map);
-    e = ce_geometry_finish_tetmesh(CE_SHAPE_CONVEX, props, &pmesh, v, nv + 1, tet, nf, pr, out, err);
-    if (e == CE_EINVERTED) {
-      /* a hull triangle too thin to cone to the centroid: name the shape */
-      if (err) {
-        char msg[sizeof err->message];
-        memcpy(msg, err->message, sizeof msg);
-        ce_fail(err, CE_EDEGENERATE, "convex: starburst %s (hull triangle too thin)", msg);
-      }
-      e = CE_EDEGENERATE;
-    }
-  }
-done:
-  release(&h, &p, &orig, &map);
+  if (e == CE_OK) e = ce_buildprog_report(&phull, 1, err);
+  if (e == CE_OK) e = convex_mesh(&w, nq, props, &pmesh, out, err);
+  release(&w);
   return e;
 }
