@@ -116,6 +116,37 @@ static ce_errno progress(const ce_surface_build_options *o, double f, const char
   return CE_OK;
 }
 
+/* Winding numbers along one vertical lattice line (corners when pass is 0,
+ * cube centres when 1) at (i, j): the signed crossings above each vertex
+ * (buf, cap: the growable crossing buffer). */
+static ce_errno wind_line(const lattice *L, const ce_tri_tree *T, int8_t *wind, int pass, int32_t i, int32_t j,
+                          int32_t *stack, ce_ray_crossing **buf, int32_t *cap, ce_error *err) {
+  /* a tiny generic offset keeps the rays off mesh edges and vertices that sit
+   * on "round" coordinates; it is far below any meaningful length */
+  const double ex = L->a * 3.1415926535e-7, ey = L->a * 2.7182818284e-7;
+  const int32_t nk = pass == 0 ? L->nz + 1 : L->nz;
+  const double off = pass == 0 ? 0 : 0.5;
+  double px = L->o.x + L->a * (i + off) + ex, py = L->o.y + L->a * (j + off) + ey;
+  int32_t nc = 0;
+  if (ce_tri_tree_vertical(T, px, py, stack, buf, cap, &nc) != CE_OK)
+    return ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory for ray crossings");
+  const ce_ray_crossing *c = *buf;
+  if (nc > 1) qsort(*buf, (size_t)nc, sizeof **buf, ce_ray_crossing_cmp);
+  /* winding(z) = sum of signs of crossings above z */
+  int total = 0;
+  for (int32_t q = 0; q < nc; q++) total += c[q].sign;
+  int below = 0;
+  int32_t q = 0;
+  for (int32_t k = 0; k < nk; k++) {
+    double z = L->o.z + L->a * (k + off);
+    while (q < nc && c[q].z <= z) below += c[q++].sign;
+    int w = total - below;
+    int64_t id = pass == 0 ? corner_id(L, i, j, k) : centre_id(L, i, j, k);
+    wind[id] = (int8_t)(w > 100 ? 100 : (w < -100 ? -100 : w));
+  }
+  return CE_OK;
+}
+
 /* Winding number of every lattice vertex (int8), one vertical ray per
  * lattice line. */
 static ce_errno classify(const lattice *L, const ce_tri_tree *T, int8_t *wind, const ce_surface_build_options *opt,
@@ -125,42 +156,15 @@ static ce_errno classify(const lattice *L, const ce_tri_tree *T, int8_t *wind, c
   int32_t cap = 0;
   ce_errno e = CE_OK;
   if (!stack) return ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory");
-  /* a tiny generic offset keeps the rays off mesh edges and vertices that sit
-   * on "round" coordinates; it is far below any meaningful length */
-  const double ex = L->a * 3.1415926535e-7, ey = L->a * 2.7182818284e-7;
   int64_t lines = (int64_t)(L->nx + 1) * (L->ny + 1) + (int64_t)L->nx * L->ny, done = 0;
-  for (int pass = 0; pass < 2; pass++) {
+  for (int pass = 0; pass < 2 && e == CE_OK; pass++) {
     int32_t ni = pass == 0 ? L->nx + 1 : L->nx, nj = pass == 0 ? L->ny + 1 : L->ny;
-    int32_t nk = pass == 0 ? L->nz + 1 : L->nz;
-    double off = pass == 0 ? 0 : 0.5;
-    for (int32_t j = 0; j < nj; j++) {
-      for (int32_t i = 0; i < ni; i++) {
-        double px = L->o.x + L->a * (i + off) + ex, py = L->o.y + L->a * (j + off) + ey;
-        int32_t nc = 0;
-        if (ce_tri_tree_vertical(T, px, py, stack, &buf, &cap, &nc) != CE_OK) {
-          e = ce_fail(err, CE_ENOMEM, "tetrahedralise: out of memory for ray crossings");
-          goto done;
-        }
-        if (nc > 1) qsort(buf, (size_t)nc, sizeof *buf, ce_ray_crossing_cmp);
-        /* winding(z) = sum of signs of crossings above z */
-        int total = 0;
-        for (int32_t q = 0; q < nc; q++) total += buf[q].sign;
-        int below = 0;
-        int32_t q = 0;
-        for (int32_t k = 0; k < nk; k++) {
-          double z = L->o.z + L->a * (k + off);
-          while (q < nc && buf[q].z <= z) below += buf[q++].sign;
-          int w = total - below;
-          int64_t id = pass == 0 ? corner_id(L, i, j, k) : centre_id(L, i, j, k);
-          wind[id] = (int8_t)(w > 100 ? 100 : (w < -100 ? -100 : w));
-        }
-      }
+    for (int32_t j = 0; j < nj && e == CE_OK; j++) {
+      for (int32_t i = 0; i < ni && e == CE_OK; i++) e = wind_line(L, T, wind, pass, i, j, stack, &buf, &cap, err);
       done += ni;
-      if ((j & 15) == 0 && (e = progress(opt, 0.4 * (double)done / (double)lines, "tetrahedralise", err)) != CE_OK)
-        goto done;
+      if (e == CE_OK && (j & 15) == 0) e = progress(opt, 0.4 * (double)done / (double)lines, "tetrahedralise", err);
     }
   }
-done:
   free(stack);
   free(buf);
   return e;
