@@ -173,6 +173,139 @@ static ce_errno check_mesh(const double *vertices, int32_t nv, const int32_t *te
   return CE_OK;
 }
 
+/* The solver's arrays: the matrix, per vertex 0 free / 1 fixed at 0
+ * (boundary, unused) / 2 fixed at 1 (core), and the PCG vectors. */
+typedef struct laplace_work {
+  csr A;
+  unsigned char *fixed;
+  double *r, *z, *p, *q, *dinv;
+} laplace_work;
+
+/* Fix the boundary vertices (and unused ones) at 0 and the core at 1, from
+ * the depths of the temporary geometry g; eps = those values, 0 elsewhere. */
+static ce_errno fix_boundary_and_core(const ce_geometry *g, int32_t nv, const int32_t *tets, int32_t nt,
+                                      const ce_field_options *opt, unsigned char *fixed, double *eps, int32_t *nbv_out,
+                                      int32_t *ncore_out, ce_error *err) {
+  const ce_tetmesh *m = &g->tet;
+  /* deepest vertex and its absolute depth */
+  int32_t deep = 0;
+  for (int32_t i = 0; i < nv; i++)
+    if (m->p[i] > m->p[deep]) deep = i;
+  double dmax = INFINITY;
+  const int32_t nb = g->bvh.bnd ? g->bvh.bnd->nelem : 0;
+  for (int32_t f = 0; f < nb; f++) {
+    const int32_t *t = g->bvh.bnd_face[f];
+    ce_vec3 c = ce_closest_point_triangle(m->v[deep], m->v[t[0]], m->v[t[1]], m->v[t[2]]);
+    dmax = fmin(dmax, ce_norm(ce_sub(c, m->v[deep])));
+  }
+  if (!(dmax > 0) || !isfinite(dmax)) return ce_fail(err, CE_EFIELD, "laplace: the mesh has no interior vertex");
+  int32_t nbv = 0, ncore = 0;
+  for (int32_t f = 0; f < nb; f++)
+    for (int j = 0; j < 3; j++) fixed[g->bvh.bnd_face[f][j]] = 1;
+  for (int32_t i = 0; i < nv; i++) {
+    eps[i] = 0;
+    if (fixed[i]) nbv++;
+  }
+  /* unused vertices: fixed at 0 */
+  unsigned char *used = calloc((size_t)nv, 1);
+  if (!used) return ce_fail(err, CE_ENOMEM, "laplace: out of memory");
+  for (int64_t k = 0; k < (int64_t)nt * 4; k++) used[tets[k]] = 1;
+  for (int32_t i = 0; i < nv; i++)
+    if (!used[i]) fixed[i] = 1;
+  free(used);
+  for (int32_t i = 0; i < nv; i++) {
+    if (fixed[i]) continue;
+    double depth = m->p[i] * dmax;
+    int core = opt->core_depth > 0 ? depth >= opt->core_depth * (1 - 1e-12) : m->p[i] >= CORE_DEFAULT_FRACTION;
+    if (core) {
+      fixed[i] = 2;
+      eps[i] = 1;
+      ncore++;
+    }
+  }
+  if (ncore == 0)
+    return ce_fail(err, CE_EFIELD, "laplace: no vertex at depth >= %g (the deepest, vertex %d, is at %g)",
+                   opt->core_depth, (int)deep, dmax);
+  *nbv_out = nbv;
+  *ncore_out = ncore;
+  return CE_OK;
+}
+
+/* Jacobi-preconditioned conjugate gradients for the free vertices of eps
+ * (holding the fixed values), to relative residual tol; iterations and
+ * the final residual into *it_out, *res_out. */
+static ce_errno solve_pcg(laplace_work *w, int32_t nv, double tol, const ce_field_options *opt, double *eps,
+                          int32_t *it_out, double *res_out, ce_error *err) {
+  const csr *A = &w->A;
+  const unsigned char *fixed = w->fixed;
+  double *r = w->r, *z = w->z, *p = w->p, *q = w->q, *dinv = w->dinv;
+  ce_errno e;
+  /* r = b - A x with x = eps (fixed values, free = 0): b = 0 on free rows */
+  spmv_free(A, fixed, eps, r);
+  double bnorm = 0;
+  for (int32_t i = 0; i < nv; i++) {
+    r[i] = -r[i];
+    bnorm += r[i] * r[i];
+    double d = 0;
+    if (!fixed[i])
+      for (int64_t k = A->off[i]; k < A->off[i + 1]; k++)
+        if (A->col[k] == i) d = A->val[k];
+    dinv[i] = d > 0 ? 1 / d : 0;
+  }
+  bnorm = sqrt(bnorm);
+  int32_t it = 0;
+  double res = 0;
+  *it_out = 0;
+  *res_out = 0;
+  if (!(bnorm > 0)) return CE_OK;
+  double rz = 0;
+  for (int32_t i = 0; i < nv; i++) {
+    z[i] = dinv[i] * r[i];
+    p[i] = z[i];
+    rz += r[i] * z[i];
+  }
+  int64_t maxit = (int64_t)PCG_MAX_ITER_FACTOR * nv + 100;
+  /* work per iteration: the matrix once, the vectors a few times */
+  const int64_t iter_work = A->off[nv] + 8 * (int64_t)nv;
+  int64_t work = 0;
+  double shown = 0.15; /* reported fractions never go back (CG residuals may) */
+  res = 1;
+  while (it < maxit) {
+    spmv_free(A, fixed, p, q);
+    double pq = 0;
+    for (int32_t i = 0; i < nv; i++) pq += p[i] * q[i];
+    if (!(pq > 0)) break;
+    double alpha = rz / pq, rr = 0;
+    for (int32_t i = 0; i < nv; i++) {
+      eps[i] += alpha * p[i];
+      r[i] -= alpha * q[i];
+      rr += r[i] * r[i];
+    }
+    it++;
+    res = sqrt(rr) / bnorm;
+    if (res <= tol) break;
+    double rz2 = 0;
+    for (int32_t i = 0; i < nv; i++) {
+      z[i] = dinv[i] * r[i];
+      rz2 += r[i] * z[i];
+    }
+    double beta = rz2 / rz;
+    rz = rz2;
+    for (int32_t i = 0; i < nv; i++) p[i] = z[i] + beta * p[i];
+    if ((work += iter_work) >= PCG_PROGRESS_WORK) {
+      work = 0;
+      shown = fmax(shown, 0.15 + 0.8 * fmin(1.0, log(res) / log(tol)));
+      if ((e = report(opt, shown, err)) != CE_OK) return e;
+    }
+  }
+  if (!(res <= tol * 10))
+    return ce_fail(err, CE_EFIELD, "laplace: conjugate gradients stalled at relative residual %.3g after %d iterations",
+                   res, (int)it);
+  *it_out = it;
+  *res_out = res;
+  return CE_OK;
+}
+
 ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *tets, int32_t nt,
                             const ce_field_options *opt, double *eps, ce_field_report *rep, ce_error *err) {
   ce_errno e = check_mesh(vertices, nv, tets, nt, err);
@@ -199,152 +332,44 @@ ce_errno ce_tetmesh_laplace(const double *vertices, int32_t nv, const int32_t *t
   if ((e = report(opt, 0.0, err)) != CE_OK) return e;
   if ((e = ce_geometry_from_tetmesh(vertices, nv, tets, nt, NULL, &props, &g, err)) != CE_OK) return e;
 
-  const ce_tetmesh *m = &g->tet;
-  unsigned char *fixed = calloc((size_t)nv, 1);
-  double *r = malloc((size_t)nv * sizeof *r), *z = malloc((size_t)nv * sizeof *z);
-  double *p = malloc((size_t)nv * sizeof *p), *q = malloc((size_t)nv * sizeof *q);
-  double *dinv = malloc((size_t)nv * sizeof *dinv);
-  csr A;
-  memset(&A, 0, sizeof A);
-  if (!fixed || !r || !z || !p || !q || !dinv) {
-    e = ce_fail(err, CE_ENOMEM, "laplace: out of memory for %d vertices", (int)nv);
-    goto done;
-  }
-  if ((e = report(opt, 0.05, err)) != CE_OK) goto done;
-  /* deepest vertex and its absolute depth */
-  int32_t deep = 0;
-  for (int32_t i = 0; i < nv; i++)
-    if (m->p[i] > m->p[deep]) deep = i;
-  double dmax = INFINITY;
-  const int32_t nb = g->bvh.bnd ? g->bvh.bnd->nelem : 0;
-  for (int32_t f = 0; f < nb; f++) {
-    const int32_t *t = g->bvh.bnd_face[f];
-    ce_vec3 c = ce_closest_point_triangle(m->v[deep], m->v[t[0]], m->v[t[1]], m->v[t[2]]);
-    dmax = fmin(dmax, ce_norm(ce_sub(c, m->v[deep])));
-  }
-  if (!(dmax > 0) || !isfinite(dmax)) {
-    e = ce_fail(err, CE_EFIELD, "laplace: the mesh has no interior vertex");
-    goto done;
-  }
-  int32_t nbv = 0, ncore = 0;
-  for (int32_t f = 0; f < nb; f++)
-    for (int j = 0; j < 3; j++) fixed[g->bvh.bnd_face[f][j]] = 1;
-  for (int32_t i = 0; i < nv; i++) {
-    eps[i] = 0;
-    if (fixed[i]) nbv++;
-  }
-  /* unused vertices: fixed at 0 */
-  {
-    unsigned char *used = calloc((size_t)nv, 1);
-    if (!used) {
-      e = ce_fail(err, CE_ENOMEM, "laplace: out of memory");
-      goto done;
-    }
-    for (int64_t k = 0; k < (int64_t)nt * 4; k++) used[tets[k]] = 1;
-    for (int32_t i = 0; i < nv; i++)
-      if (!used[i]) fixed[i] = 1;
-    free(used);
-  }
-  for (int32_t i = 0; i < nv; i++) {
-    if (fixed[i]) continue;
-    double depth = m->p[i] * dmax;
-    int core = opt->core_depth > 0 ? depth >= opt->core_depth * (1 - 1e-12) : m->p[i] >= CORE_DEFAULT_FRACTION;
-    if (core) {
-      fixed[i] = 2;
-      eps[i] = 1;
-      ncore++;
-    }
-  }
-  if (ncore == 0) {
-    e = ce_fail(err, CE_EFIELD, "laplace: no vertex at depth >= %g (the deepest, vertex %d, is at %g)",
-                opt->core_depth, (int)deep, dmax);
-    goto done;
-  }
-  if ((e = csr_build(&A, m->v, nv, (const int32_t(*)[4])m->tet, nt, err)) != CE_OK) goto done;
-  if ((e = report(opt, 0.15, err)) != CE_OK) goto done;
-
-  /* r = b - A x with x = eps (fixed values, free = 0): b = 0 on free rows */
-  spmv_free(&A, fixed, eps, r);
-  double bnorm = 0;
-  for (int32_t i = 0; i < nv; i++) {
-    r[i] = -r[i];
-    bnorm += r[i] * r[i];
-    double d = 0;
-    if (!fixed[i])
-      for (int64_t k = A.off[i]; k < A.off[i + 1]; k++)
-        if (A.col[k] == i) d = A.val[k];
-    dinv[i] = d > 0 ? 1 / d : 0;
-  }
-  bnorm = sqrt(bnorm);
-  int32_t it = 0;
+  laplace_work w;
+  memset(&w, 0, sizeof w);
+  w.fixed = calloc((size_t)nv, 1);
+  w.r = malloc((size_t)nv * sizeof *w.r);
+  w.z = malloc((size_t)nv * sizeof *w.z);
+  w.p = malloc((size_t)nv * sizeof *w.p);
+  w.q = malloc((size_t)nv * sizeof *w.q);
+  w.dinv = malloc((size_t)nv * sizeof *w.dinv);
+  int32_t nbv = 0, ncore = 0, it = 0;
   double res = 0;
-  if (bnorm > 0) {
-    double rz = 0;
+  if (!w.fixed || !w.r || !w.z || !w.p || !w.q || !w.dinv)
+    e = ce_fail(err, CE_ENOMEM, "laplace: out of memory for %d vertices", (int)nv);
+  if (e == CE_OK) e = report(opt, 0.05, err);
+  if (e == CE_OK) e = fix_boundary_and_core(g, nv, tets, nt, opt, w.fixed, eps, &nbv, &ncore, err);
+  if (e == CE_OK) e = csr_build(&w.A, g->tet.v, nv, (const int32_t(*)[4])g->tet.tet, nt, err);
+  if (e == CE_OK) e = report(opt, 0.15, err);
+  if (e == CE_OK) e = solve_pcg(&w, nv, tol, opt, eps, &it, &res, err);
+  if (e == CE_OK) {
     for (int32_t i = 0; i < nv; i++) {
-      z[i] = dinv[i] * r[i];
-      p[i] = z[i];
-      rz += r[i] * z[i];
+      if (w.fixed[i] == 1) eps[i] = 0;
+      else if (w.fixed[i] == 2) eps[i] = 1;
+      else eps[i] = fmin(1.0, fmax(0.0, eps[i])); /* roundoff and obtuse tets */
     }
-    int64_t maxit = (int64_t)PCG_MAX_ITER_FACTOR * nv + 100;
-    /* work per iteration: the matrix once, the vectors a few times */
-    const int64_t iter_work = A.off[nv] + 8 * (int64_t)nv;
-    int64_t work = 0;
-    double shown = 0.15; /* reported fractions never go back (CG residuals may) */
-    res = 1;
-    while (it < maxit) {
-      spmv_free(&A, fixed, p, q);
-      double pq = 0;
-      for (int32_t i = 0; i < nv; i++) pq += p[i] * q[i];
-      if (!(pq > 0)) break;
-      double alpha = rz / pq, rr = 0;
-      for (int32_t i = 0; i < nv; i++) {
-        eps[i] += alpha * p[i];
-        r[i] -= alpha * q[i];
-        rr += r[i] * r[i];
-      }
-      it++;
-      res = sqrt(rr) / bnorm;
-      if (res <= tol) break;
-      double rz2 = 0;
-      for (int32_t i = 0; i < nv; i++) {
-        z[i] = dinv[i] * r[i];
-        rz2 += r[i] * z[i];
-      }
-      double beta = rz2 / rz;
-      rz = rz2;
-      for (int32_t i = 0; i < nv; i++) p[i] = z[i] + beta * p[i];
-      if ((work += iter_work) >= PCG_PROGRESS_WORK) {
-        work = 0;
-        shown = fmax(shown, 0.15 + 0.8 * fmin(1.0, log(res) / log(tol)));
-        if ((e = report(opt, shown, err)) != CE_OK) goto done;
-      }
+    if (rep) {
+      rep->core_vertices = ncore;
+      rep->boundary_vertices = nbv;
+      rep->iterations = it;
+      rep->residual = res;
     }
-    if (!(res <= tol * 10)) {
-      e = ce_fail(err, CE_EFIELD, "laplace: conjugate gradients stalled at relative residual %.3g after %d iterations",
-                  res, (int)it);
-      goto done;
-    }
+    e = report(opt, 0.95, err);
   }
-  for (int32_t i = 0; i < nv; i++) {
-    if (fixed[i] == 1) eps[i] = 0;
-    else if (fixed[i] == 2) eps[i] = 1;
-    else eps[i] = fmin(1.0, fmax(0.0, eps[i])); /* roundoff and obtuse tets */
-  }
-  if (rep) {
-    rep->core_vertices = ncore;
-    rep->boundary_vertices = nbv;
-    rep->iterations = it;
-    rep->residual = res;
-  }
-  e = report(opt, 0.95, err);
-done:
-  csr_free(&A);
-  free(fixed);
-  free(r);
-  free(z);
-  free(p);
-  free(q);
-  free(dinv);
+  csr_free(&w.A);
+  free(w.fixed);
+  free(w.r);
+  free(w.z);
+  free(w.p);
+  free(w.q);
+  free(w.dinv);
   ce_geometry_free(g);
   return e;
 }

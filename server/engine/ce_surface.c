@@ -174,168 +174,201 @@ static void rotate_all(const ce_mat3 *R, const ce_vec3 *in, ce_vec3 *out, int64_
   for (int64_t i = 0; i < n; i++) out[i] = ce_mat3_mul_vec(&M, in[i]);
 }
 
-ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m_compliant,
-                           int n_compliant, ce_representation rep, ce_surface *out, ce_face_moments *pm) {
-  memset(out, 0, sizeof *out);
-  if (pm) pm->fn = NULL, pm->cp = NULL;
-  ce_arena *a = b->arena;
-  const int64_t npoly = b->face_off.len - 1;
-  const int64_t nvb = b->v.len;
-  const int64_t nfv = b->face_vert.len;
-  const ce_vec3 *bv = b->v.data;
-  const double *bp = b->p.data;
-  const int32_t *off = b->face_off.data;
-  const int32_t *fv = b->face_vert.data;
-  const ce_vec3 *bn = b->normal.data, *bgm = b->grad_m.data, *bgn = b->grad_n.data;
-  const int32_t *bem = b->elem_m.data, *ben = b->elem_n.data;
-  const int tri = rep == CE_REPRESENTATION_TRIANGLE;
-  const int flip = !m_is_a;
-  const ce_pose X = *X_WM;
+/* ce_builder_finish's view of one builder and the surface it fills. */
+typedef struct finish_ctx {
+  ce_arena *a;
+  int64_t npoly, nvb, nfv; /* builder polygons, vertices, polygon corners */
+  const ce_vec3 *bv;
+  const double *bp;
+  const int32_t *off, *fv;
+  const ce_vec3 *bn, *bgm, *bgn;
+  const int32_t *bem, *ben;
+  int flip; /* M is B: normals negated, polygons reversed */
+  ce_pose X;
+  ce_mat3 Rn;     /* normals out of B into A */
+  int32_t *remap; /* builder vertex -> surface vertex, -1 unused (NULL: same ids) */
+  int64_t nused;  /* builder vertices some face uses */
+  ce_surface s;
+  int32_t *em, *en; /* s.element_a / element_b as M's and N's */
+  ce_vec3 *gm, *gn; /* M's and N's face gradients (NULL: rigid side) */
+} finish_ctx;
 
-  /* Drop vertices no face uses (an intersector may create a cut point for a
-   * polygon it then rejects as degenerate); keep the others in order. When
-   * the faces list the vertices exactly once each and in order (every
-   * builder fed by ce_builder_add_polygon alone) nothing is dropped and the
-   * ids stay as they are: one compare per id instead of the remap. */
-  int32_t *remap = NULL;
-  int64_t nused = nvb;
+/* Drop vertices no face uses (an intersector may create a cut point for a
+ * polygon it then rejects as degenerate); keep the others in order. When
+ * the faces list the vertices exactly once each and in order (every
+ * builder fed by ce_builder_add_polygon alone) nothing is dropped and the
+ * ids stay as they are: one compare per id instead of the remap. */
+static ce_errno finish_remap(finish_ctx *c) {
+  const int64_t nvb = c->nvb, nfv = c->nfv;
+  const int32_t *fv = c->fv;
+  c->remap = NULL;
+  c->nused = nvb;
   int ident = nfv == nvb;
   if (ident) {
     int32_t diff = 0; /* a branch-free OR over all ids (vectorises) */
     for (int64_t i = 0; i < nfv; i++) diff |= fv[i] ^ (int32_t)i;
     ident = diff == 0;
   }
-  if (!ident) {
-    remap = ce_arena_alloc(a, (size_t)(nvb > 0 ? nvb : 1) * sizeof(int32_t));
-    if (!remap) return CE_ENOMEM;
-    for (int64_t i = 0; i < nvb; i++) remap[i] = -1;
-    for (int64_t i = 0; i < nfv; i++) remap[fv[i]] = 0;
-    nused = 0;
-    for (int64_t i = 0; i < nvb; i++)
-      if (remap[i] == 0) remap[i] = (int32_t)nused++;
-    /* every vertex used (shared vertices, none dropped): ids unchanged */
-    if (nused == nvb) remap = NULL;
-  }
-  int64_t nv = nused + (tri ? npoly : 0);
-  int64_t nf = tri ? nfv : npoly;
-  int64_t nidx = tri ? 3 * nf : nfv;
-  if (nv > INT32_MAX || nf > INT32_MAX || nidx > INT32_MAX) return CE_ELIMIT;
+  if (ident) return CE_OK;
+  int32_t *remap = ce_arena_alloc(c->a, (size_t)(nvb > 0 ? nvb : 1) * sizeof(int32_t));
+  if (!remap) return CE_ENOMEM;
+  for (int64_t i = 0; i < nvb; i++) remap[i] = -1;
+  for (int64_t i = 0; i < nfv; i++) remap[fv[i]] = 0;
+  int64_t nused = 0;
+  for (int64_t i = 0; i < nvb; i++)
+    if (remap[i] == 0) remap[i] = (int32_t)nused++;
+  c->nused = nused;
+  /* every vertex used (shared vertices, none dropped): ids unchanged */
+  c->remap = nused == nvb ? NULL : remap;
+  return CE_OK;
+}
 
-  ce_surface s;
-  memset(&s, 0, sizeof s);
-  s.nv = (int32_t)nv;
-  s.nf = (int32_t)nf;
+/* The surface's arrays (arena), sized for the representation. */
+static ce_errno finish_alloc(finish_ctx *c, int tri, int m_is_a, int m_compliant, int n_compliant) {
+  ce_arena *a = c->a;
+  int64_t nv = c->nused + (tri ? c->npoly : 0);
+  int64_t nf = tri ? c->nfv : c->npoly;
+  int64_t nidx = tri ? 3 * nf : c->nfv;
+  if (nv > INT32_MAX || nf > INT32_MAX || nidx > INT32_MAX) return CE_ELIMIT;
+  ce_surface *s = &c->s;
+  memset(s, 0, sizeof *s);
+  s->nv = (int32_t)nv;
+  s->nf = (int32_t)nf;
   /* every element of these is written below */
-  s.vertices = arena_array(a, (size_t)nv, sizeof(ce_vec3));
-  s.pressure = arena_array(a, (size_t)nv, sizeof(double));
-  s.face_offsets = arena_array(a, (size_t)nf + 1, sizeof(int32_t));
-  s.face_vertices = arena_array(a, (size_t)nidx, sizeof(int32_t));
-  s.normal = arena_array(a, (size_t)nf, sizeof(ce_vec3));
-  s.area = arena_array(a, (size_t)nf, sizeof(double));
-  s.centroid = arena_array(a, (size_t)nf, sizeof(ce_vec3));
-  s.centroid_pressure = arena_array(a, (size_t)nf, sizeof(double));
-  s.element_a = arena_array(a, (size_t)nf, sizeof(int32_t));
-  s.element_b = arena_array(a, (size_t)nf, sizeof(int32_t));
-  s.patch = arena_array(a, (size_t)nf, sizeof(int32_t));
+  s->vertices = arena_array(a, (size_t)nv, sizeof(ce_vec3));
+  s->pressure = arena_array(a, (size_t)nv, sizeof(double));
+  s->face_offsets = arena_array(a, (size_t)nf + 1, sizeof(int32_t));
+  s->face_vertices = arena_array(a, (size_t)nidx, sizeof(int32_t));
+  s->normal = arena_array(a, (size_t)nf, sizeof(ce_vec3));
+  s->area = arena_array(a, (size_t)nf, sizeof(double));
+  s->centroid = arena_array(a, (size_t)nf, sizeof(ce_vec3));
+  s->centroid_pressure = arena_array(a, (size_t)nf, sizeof(double));
+  s->element_a = arena_array(a, (size_t)nf, sizeof(int32_t));
+  s->element_b = arena_array(a, (size_t)nf, sizeof(int32_t));
+  s->patch = arena_array(a, (size_t)nf, sizeof(int32_t));
   int grad_m_on = m_compliant != 0, grad_n_on = n_compliant != 0;
   ce_vec3 *gm = grad_m_on ? arena_array(a, (size_t)nf, sizeof(ce_vec3)) : NULL;
   ce_vec3 *gn = grad_n_on ? arena_array(a, (size_t)nf, sizeof(ce_vec3)) : NULL;
-  if (!s.vertices || !s.pressure || !s.face_offsets || !s.face_vertices || !s.normal || !s.area ||
-      !s.centroid || !s.centroid_pressure || !s.element_a || !s.element_b || !s.patch ||
+  if (!s->vertices || !s->pressure || !s->face_offsets || !s->face_vertices || !s->normal || !s->area ||
+      !s->centroid || !s->centroid_pressure || !s->element_a || !s->element_b || !s->patch ||
       (grad_m_on && !gm) || (grad_n_on && !gn))
     return CE_ENOMEM;
-  int32_t *em = m_is_a ? s.element_a : s.element_b;
-  int32_t *en = m_is_a ? s.element_b : s.element_a;
-  s.grad_a = m_is_a ? gm : gn;
-  s.grad_b = m_is_a ? gn : gm;
+  c->em = m_is_a ? s->element_a : s->element_b;
+  c->en = m_is_a ? s->element_b : s->element_a;
+  c->gm = gm;
+  c->gn = gn;
+  s->grad_a = m_is_a ? gm : gn;
+  s->grad_b = m_is_a ? gn : gm;
+  return CE_OK;
+}
 
+/* The used builder vertices and their pressures, placed in the world. */
+static void finish_vertices(finish_ctx *c) {
+  const ce_pose X = c->X;
+  const ce_vec3 *bv = c->bv;
+  const double *bp = c->bp;
+  const int32_t *remap = c->remap;
+  ce_vec3 *sv = c->s.vertices;
+  double *sp = c->s.pressure;
   if (!remap) {
-    for (int64_t i = 0; i < nvb; i++) {
-      s.vertices[i] = ce_pose_apply(&X, bv[i]);
-      s.pressure[i] = bp[i];
+    for (int64_t i = 0; i < c->nvb; i++) {
+      sv[i] = ce_pose_apply(&X, bv[i]);
+      sp[i] = bp[i];
     }
   } else {
-    for (int64_t i = 0; i < nvb; i++) {
+    for (int64_t i = 0; i < c->nvb; i++) {
       if (remap[i] < 0) continue;
-      s.vertices[remap[i]] = ce_pose_apply(&X, bv[i]);
-      s.pressure[remap[i]] = bp[i];
+      sv[remap[i]] = ce_pose_apply(&X, bv[i]);
+      sp[remap[i]] = bp[i];
     }
   }
-  /* Normals out of B into A: R_WM n, negated when M is B (folded into the
-   * matrix once; negation is exact). */
-  ce_mat3 Rn = X.R;
-  if (flip)
-    for (int r = 0; r < 3; r++)
-      for (int c = 0; c < 3; c++) Rn.m[r][c] = -Rn.m[r][c];
-  s.face_offsets[0] = 0;
+}
 
-  if (!tri) {
-    /* One face per polygon: the per-face arrays are whole-array passes. The
-     * moments are taken in M's frame (area is invariant, the centroid is
-     * placed once). */
-    double *fn = pm ? arena_array(a, (size_t)npoly, sizeof(double)) : NULL;
-    ce_vec3 *cp = pm ? arena_array(a, (size_t)npoly, sizeof(ce_vec3)) : NULL;
-    if (pm && (!fn || !cp)) return CE_ENOMEM;
-    if (fn) {
-      for (int64_t q = 0; q < npoly; q++) {
-        ce_vec3 c, x;
-        polygon_moments(bv, bp, fv + off[q], off[q + 1] - off[q], bn[q], &s.area[q], &c, &s.centroid_pressure[q],
-                        &fn[q], &x);
-        s.centroid[q] = ce_pose_apply(&X, c);
-        cp[q] = ce_pose_apply(&X, x);
-      }
-      pm->fn = fn;
-      pm->cp = cp;
-    } else {
-      for (int64_t q = 0; q < npoly; q++) {
-        ce_vec3 c;
-        polygon_moments(bv, bp, fv + off[q], off[q + 1] - off[q], bn[q], &s.area[q], &c, &s.centroid_pressure[q],
-                        NULL, NULL);
-        s.centroid[q] = ce_pose_apply(&X, c);
-      }
+/* One face per polygon: the per-face arrays are whole-array passes. The
+ * moments are taken in M's frame (area is invariant, the centroid is
+ * placed once). */
+static ce_errno finish_polygons(finish_ctx *c, ce_face_moments *pm) {
+  ce_surface s = c->s;
+  const ce_pose X = c->X;
+  const int64_t npoly = c->npoly, nfv = c->nfv;
+  const ce_vec3 *bv = c->bv, *bn = c->bn;
+  const double *bp = c->bp;
+  const int32_t *off = c->off, *fv = c->fv, *remap = c->remap;
+  const int flip = c->flip;
+  double *fn = pm ? arena_array(c->a, (size_t)npoly, sizeof(double)) : NULL;
+  ce_vec3 *cp = pm ? arena_array(c->a, (size_t)npoly, sizeof(ce_vec3)) : NULL;
+  if (pm && (!fn || !cp)) return CE_ENOMEM;
+  if (fn) {
+    for (int64_t q = 0; q < npoly; q++) {
+      ce_vec3 cq, x;
+      polygon_moments(bv, bp, fv + off[q], off[q + 1] - off[q], bn[q], &s.area[q], &cq, &s.centroid_pressure[q],
+                      &fn[q], &x);
+      s.centroid[q] = ce_pose_apply(&X, cq);
+      cp[q] = ce_pose_apply(&X, x);
     }
-    rotate_all(&Rn, bn, s.normal, npoly);
-    if (gm) rotate_all(&X.R, bgm, gm, npoly);
-    if (gn) rotate_all(&X.R, bgn, gn, npoly);
-    if (npoly) {
-      memcpy(em, bem, (size_t)npoly * sizeof(int32_t));
-      memcpy(en, ben, (size_t)npoly * sizeof(int32_t));
-      memcpy(s.face_offsets, off, (size_t)(npoly + 1) * sizeof(int32_t));
-      memset(s.patch, 0xff, (size_t)npoly * sizeof(int32_t)); /* every patch -1 */
+    pm->fn = fn;
+    pm->cp = cp;
+  } else {
+    for (int64_t q = 0; q < npoly; q++) {
+      ce_vec3 cq;
+      polygon_moments(bv, bp, fv + off[q], off[q + 1] - off[q], bn[q], &s.area[q], &cq, &s.centroid_pressure[q],
+                      NULL, NULL);
+      s.centroid[q] = ce_pose_apply(&X, cq);
     }
-    if (!remap && !flip) {
-      /* a plain loop: these arrays are large enough for memcpy's string
-       * path, which is no faster here */
-      for (int64_t i = 0; i < nfv; i++) s.face_vertices[i] = fv[i];
-    } else {
-      /* reversed when flipped: counter-clockwise about the flipped normal */
-      for (int64_t q = 0; q < npoly; q++) {
-        const int32_t *src = fv + off[q];
-        int32_t *dst = s.face_vertices + off[q];
-        int n = off[q + 1] - off[q];
-        for (int i = 0; i < n; i++) {
-          int32_t id = src[flip ? n - 1 - i : i];
-          dst[i] = remap ? remap[id] : id;
-        }
-      }
-    }
-    *out = s;
-    return CE_OK;
   }
+  rotate_all(&c->Rn, bn, s.normal, npoly);
+  if (c->gm) rotate_all(&X.R, c->bgm, c->gm, npoly);
+  if (c->gn) rotate_all(&X.R, c->bgn, c->gn, npoly);
+  if (npoly) {
+    memcpy(c->em, c->bem, (size_t)npoly * sizeof(int32_t));
+    memcpy(c->en, c->ben, (size_t)npoly * sizeof(int32_t));
+    memcpy(s.face_offsets, off, (size_t)(npoly + 1) * sizeof(int32_t));
+    memset(s.patch, 0xff, (size_t)npoly * sizeof(int32_t)); /* every patch -1 */
+  }
+  if (!remap && !flip) {
+    /* a plain loop: these arrays are large enough for memcpy's string
+     * path, which is no faster here */
+    for (int64_t i = 0; i < nfv; i++) s.face_vertices[i] = fv[i];
+  } else {
+    /* reversed when flipped: counter-clockwise about the flipped normal */
+    for (int64_t q = 0; q < npoly; q++) {
+      const int32_t *src = fv + off[q];
+      int32_t *dst = s.face_vertices + off[q];
+      int n = off[q + 1] - off[q];
+      for (int i = 0; i < n; i++) {
+        int32_t id = src[flip ? n - 1 - i : i];
+        dst[i] = remap ? remap[id] : id;
+      }
+    }
+  }
+  return CE_OK;
+}
 
+/* Each polygon fanned into triangles around its centroid (a new vertex
+ * after the used builder vertices). */
+static void finish_triangles(finish_ctx *c) {
+  ce_surface s = c->s;
+  const ce_pose X = c->X;
+  const ce_mat3 Rn = c->Rn;
+  const ce_vec3 *bv = c->bv, *bn = c->bn, *bgm = c->bgm, *bgn = c->bgn;
+  const double *bp = c->bp;
+  const int32_t *off = c->off, *fv = c->fv, *remap = c->remap, *bem = c->bem, *ben = c->ben;
+  int32_t *em = c->em, *en = c->en;
+  ce_vec3 *gm = c->gm, *gn = c->gn;
+  const int flip = c->flip;
   int64_t f = 0, k = 0;
-  for (int64_t q = 0; q < npoly; q++) {
+  for (int64_t q = 0; q < c->npoly; q++) {
     int n = off[q + 1] - off[q];
     int32_t ids[CE_MAX_POLY];
     for (int i = 0; i < n; i++) ids[i] = remap ? remap[fv[off[q] + i]] : fv[off[q] + i];
     ce_vec3 nW = ce_mat3_mul_vec(&Rn, bn[q]);
-    ce_vec3 gmW = grad_m_on ? ce_pose_rotate(&X, bgm[q]) : ce_v3(0, 0, 0);
-    ce_vec3 gnW = grad_n_on ? ce_pose_rotate(&X, bgn[q]) : ce_v3(0, 0, 0);
+    ce_vec3 gmW = gm ? ce_pose_rotate(&X, bgm[q]) : ce_v3(0, 0, 0);
+    ce_vec3 gnW = gn ? ce_pose_rotate(&X, bgn[q]) : ce_v3(0, 0, 0);
     double A, pc;
-    ce_vec3 c;
-    polygon_moments(bv, bp, fv + off[q], n, bn[q], &A, &c, &pc, NULL, NULL);
-    int32_t cid = (int32_t)(nused + q);
-    s.vertices[cid] = ce_pose_apply(&X, c);
+    ce_vec3 cq;
+    polygon_moments(bv, bp, fv + off[q], n, bn[q], &A, &cq, &pc, NULL, NULL);
+    int32_t cid = (int32_t)(c->nused + q);
+    s.vertices[cid] = ce_pose_apply(&X, cq);
     s.pressure[cid] = pc;
     for (int i = 0; i < n; i++) {
       int32_t vi = ids[i], vj = ids[i + 1 == n ? 0 : i + 1];
@@ -358,6 +391,46 @@ ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m
       f++;
     }
   }
-  *out = s;
+}
+
+ce_errno ce_builder_finish(ce_builder *b, const ce_pose *X_WM, int m_is_a, int m_compliant,
+                           int n_compliant, ce_representation rep, ce_surface *out, ce_face_moments *pm) {
+  memset(out, 0, sizeof *out);
+  if (pm) pm->fn = NULL, pm->cp = NULL;
+  finish_ctx c;
+  memset(&c, 0, sizeof c);
+  c.a = b->arena;
+  c.npoly = b->face_off.len - 1;
+  c.nvb = b->v.len;
+  c.nfv = b->face_vert.len;
+  c.bv = b->v.data;
+  c.bp = b->p.data;
+  c.off = b->face_off.data;
+  c.fv = b->face_vert.data;
+  c.bn = b->normal.data;
+  c.bgm = b->grad_m.data;
+  c.bgn = b->grad_n.data;
+  c.bem = b->elem_m.data;
+  c.ben = b->elem_n.data;
+  c.flip = !m_is_a;
+  c.X = *X_WM;
+  const int tri = rep == CE_REPRESENTATION_TRIANGLE;
+  ce_errno e;
+  if ((e = finish_remap(&c)) != CE_OK) return e;
+  if ((e = finish_alloc(&c, tri, m_is_a, m_compliant, n_compliant)) != CE_OK) return e;
+  finish_vertices(&c);
+  /* Normals out of B into A: R_WM n, negated when M is B (folded into the
+   * matrix once; negation is exact). */
+  c.Rn = c.X.R;
+  if (c.flip)
+    for (int r = 0; r < 3; r++)
+      for (int k = 0; k < 3; k++) c.Rn.m[r][k] = -c.Rn.m[r][k];
+  c.s.face_offsets[0] = 0;
+  if (!tri) {
+    if ((e = finish_polygons(&c, pm)) != CE_OK) return e;
+  } else {
+    finish_triangles(&c);
+  }
+  *out = c.s;
   return CE_OK;
 }
