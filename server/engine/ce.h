@@ -73,6 +73,10 @@ typedef struct ce_pose { ce_mat3 R; ce_vec3 p; } ce_pose;
 typedef struct ce_spatial_velocity { ce_vec3 w, v; } ce_spatial_velocity;
 typedef struct ce_wrench { ce_vec3 torque, force; } ce_wrench;
 
+/* The pose with rotation from unit quaternion q (w first) and position p:
+ * how a caller turns a wire pose into a ce_pose. */
+ce_pose ce_pose_from_quat(ce_quat q, ce_vec3 p);
+
 /* ---- materials and properties ----------------------------------------- */
 
 typedef struct ce_material {

@@ -55,7 +55,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ce_internal.h"
+#include "ce_arena.h"
+#include "ce_bvh.h"
+#include "ce_geometry.h"
+#include "ce_intersect.h"
+#include "ce_mesh.h"
+#include "ce_passes.h"
 
 /* ---- convex polytopes as lists of tets ----------------------------------- */
 

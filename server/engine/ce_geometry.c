@@ -41,72 +41,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_geometry.h"
+#include "ce_bvh.h"
 #include "ce_internal.h"
-#include "ce_primitive.h"
+#include "ce_mesh.h"
+#include "ce_progress.h"
+#include "ce_terrain.h"
+#include "ce_validate.h"
 
 #define CE_MESH_MAX_COUNT (1 << 28)
 #define CE_TET_VOLUME_RTOL 1e-12
 #define CE_TRI_AREA_RTOL 1e-12
 
 /* ---- properties ------------------------------------------------------- */
-
-ce_buildprog ce_buildprog_of(const ce_props *props) {
-  ce_buildprog p = {props ? props->progress : NULL, props ? props->progress_user : NULL, 0, 1};
-  return p;
-}
-
-ce_buildprog ce_buildprog_part(const ce_buildprog *p, double lo, double hi) {
-  if (!p) return (ce_buildprog){NULL, NULL, 0, 1};
-  ce_buildprog q = *p;
-  q.lo = p->lo + (p->hi - p->lo) * lo;
-  q.hi = p->lo + (p->hi - p->lo) * hi;
-  return q;
-}
-
-static int buildprog_forward(void *user, double f, const char *stage) {
-  const ce_buildprog *p = user;
-  return p->fn(p->user, p->lo + (p->hi - p->lo) * f, stage);
-}
-
-ce_props ce_props_reporting_into(const ce_props *props, const ce_buildprog *p) {
-  ce_props q = *props;
-  q.progress = p->fn ? buildprog_forward : NULL;
-  q.progress_user = p->fn ? (void *)p : NULL;
-  return q;
-}
-
-ce_errno ce_buildprog_report(const ce_buildprog *p, double f, ce_error *err) {
-  if (p && p->fn && p->fn(p->user, p->lo + (p->hi - p->lo) * f, "geometry"))
-    return ce_fail(err, CE_ECANCELED, "geometry: build cancelled");
-  return CE_OK;
-}
-
-static ce_errno check_positive(const char *name, double x, ce_error *err) {
-  if (!isfinite(x)) return ce_fail(err, CE_ENONFINITE, "%s must be finite and > 0 (got %g)", name, x);
-  if (!(x > 0)) return ce_fail(err, CE_EINVAL, "%s must be finite and > 0 (got %g)", name, x);
-  return CE_OK;
-}
-
-static ce_errno check_nonnegative(const char *name, double x, ce_error *err) {
-  if (!isfinite(x)) return ce_fail(err, CE_ENONFINITE, "%s must be finite and >= 0 (got %g)", name, x);
-  if (!(x >= 0)) return ce_fail(err, CE_EINVAL, "%s must be finite and >= 0 (got %g)", name, x);
-  return CE_OK;
-}
-
-ce_errno ce_props_check(const ce_props *props, int need_hint, int need_slab, ce_error *err) {
-  ce_errno e;
-  if (!props) return ce_fail(err, CE_EINVAL, "props is NULL");
-  if (props->compliance != CE_RIGID && props->compliance != CE_COMPLIANT)
-    return ce_fail(err, CE_EINVAL, "compliance must be CE_RIGID (1) or CE_COMPLIANT (2) (got %d)",
-                   (int)props->compliance);
-  if (props->compliance == CE_COMPLIANT && (e = check_positive("modulus", props->modulus, err)) != CE_OK)
-    return e;
-  if ((e = check_nonnegative("dissipation", props->material.dissipation, err)) != CE_OK) return e;
-  if ((e = check_nonnegative("friction", props->material.friction, err)) != CE_OK) return e;
-  if (need_hint && (e = check_positive("hint", props->hint, err)) != CE_OK) return e;
-  if (need_slab && (e = check_positive("slab thickness", props->slab_thickness, err)) != CE_OK) return e;
-  return CE_OK;
-}
 
 /* ---- small helpers ---------------------------------------------------- */
 

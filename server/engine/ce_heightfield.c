@@ -43,8 +43,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_geometry.h"
 #include "ce_internal.h"
-#include "ce_primitive.h"
+#include "ce_terrain.h"
+#include "ce_validate.h"
 
 #define CE_HF_BLOCK_SHIFT 4
 #define CE_HF_BLOCK (1 << CE_HF_BLOCK_SHIFT)

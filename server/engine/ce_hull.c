@@ -32,8 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_geometry.h"
 #include "ce_internal.h"
-#include "ce_primitive.h"
+#include "ce_progress.h"
+#include "ce_validate.h"
 
 #define CE_HULL_RTOL 1e-12
 #define CE_HULL_MAX_POINTS (1 << 28)

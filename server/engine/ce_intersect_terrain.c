@@ -41,7 +41,15 @@
 #include <math.h>
 #include <string.h>
 
+#include "ce_arena.h"
+#include "ce_bvh.h"
+#include "ce_geometry.h"
 #include "ce_internal.h"
+#include "ce_intersect.h"
+#include "ce_mesh.h"
+#include "ce_point_contact.h"
+#include "ce_surface.h"
+#include "ce_terrain.h"
 
 #define CE_TERRAIN_MAX_SAMPLES 1024
 

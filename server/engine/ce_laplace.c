@@ -19,7 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_geometry.h"
 #include "ce_internal.h"
+#include "ce_mesh.h"
+#include "ce_predicates.h"
+#include "ce_validate.h"
 
 #define CORE_DEFAULT_FRACTION 0.75
 #define PCG_MAX_ITER_FACTOR 4 /* at most 4 n + 100 iterations */

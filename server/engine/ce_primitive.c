@@ -22,6 +22,10 @@
  * oriented by the sign of their determinant after construction, so every
  * generator only has to produce a conforming partition. */
 #include "ce_primitive.h"
+#include "ce_geometry.h"
+#include "ce_internal.h"
+#include "ce_progress.h"
+#include "ce_validate.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -1253,18 +1257,6 @@ static ce_errno cylinder_surface(double R, double L, double h, int32_t n, ce_raw
 
 /* ---- validation and dispatch ---------------------------------------------- */
 
-static ce_errno check_dim(const char *shape, const char *field, double x, ce_error *err) {
-  if (isfinite(x) && x > 0) return CE_OK;
-  return ce_fail(err, CE_EINVAL, "%s %s must be finite and > 0 (got %g)", shape, field, x);
-}
-
-ce_errno ce_check_length(const char *shape, const char *field, double x, ce_error *err) {
-  ce_errno e = check_dim(shape, field, x, err);
-  if (e || ce_length_in_range(x)) return e;
-  return ce_fail(err, CE_EINVAL, "%s %s %g m is outside the range of primitive dimensions [%g, %g] m", shape,
-                 field, x, CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH);
-}
-
 /* The shape's n dimensions (named) within a factor `limit` of each other. */
 static ce_errno check_aspect(const char *shape, const char *const *names, const double *d, int n, double limit,
                              ce_error *err) {
@@ -1307,8 +1299,8 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
                    (int)compliance);
   const char *nm = shape_name(shape->type);
   ce_errno e;
-  if ((e = check_dim(nm, "resolution hint", hint, err))) return e;
-  if (compliance == CE_COMPLIANT && (e = check_dim(nm, "modulus", E, err))) return e;
+  if ((e = ce_check_dim(nm, "resolution hint", hint, err))) return e;
+  if (compliance == CE_COMPLIANT && (e = ce_check_dim(nm, "modulus", E, err))) return e;
   int compliant = compliance == CE_COMPLIANT;
   switch (shape->type) {
     case CE_SHAPE_SPHERE: {
