@@ -1,6 +1,6 @@
 /* ce_geometry.h — a geometry's internals: the built meshes, their
  * hierarchies and the finishing steps every kind of geometry goes through
- * (ce_geometry.c, ce_tetmesh.c, ce_trimesh.c, ce_hull.c). */
+ * (ce_geometry.c, ce_hull.c). */
 #ifndef CE_GEOMETRY_H
 #define CE_GEOMETRY_H
 

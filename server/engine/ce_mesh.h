@@ -1,10 +1,11 @@
 /* ce_mesh.h — the tet and triangle meshes of a geometry: vertices,
- * elements and the per-element tables built once (ce_tetmesh.c,
- * ce_trimesh.c). */
+ * elements and the per-element tables built once (ce_geometry.c), and
+ * their topology (ce_topology.c). */
 #ifndef CE_MESH_H
 #define CE_MESH_H
 
 #include "ce_internal.h"
+#include "ce_progress.h"
 
 /* Linear field on one tet: p(x) = grad . x + offset (geometry frame). */
 typedef struct ce_tetmesh {
@@ -46,5 +47,33 @@ typedef struct ce_trimesh {
   int32_t *comp_off;      /* ncomp + 1 */
   int32_t *comp_tris;     /* nf */
 } ce_trimesh;
+
+/* ---- topology (ce_topology.c) ------------------------------------------ */
+
+/* Local vertices of the face opposite vertex i, counter-clockwise seen
+ * from outside a positively oriented tet. */
+extern const int ce_tet_face_vertex[4][3];
+
+/* Fills m->adj, marks boundary vertices (boundary[v] = 1) and, when bfaces
+ * is not NULL, lists the boundary faces as (tet, local face) in *bfaces
+ * (malloc'd, *nb entries); CE_EDEGENERATE for a face of three tets or two
+ * overlapping tets. prog: [0, 1] of this step. */
+ce_errno ce_tet_faces(ce_tetmesh *m, unsigned char *boundary, int32_t (**bfaces)[2], int64_t *nb,
+                      const ce_buildprog *prog, ce_error *err);
+/* m->ncomp, comp and comp_first (see ce_tetmesh) from m->adj. */
+ce_errno ce_tet_components(ce_tetmesh *m, ce_error *err);
+/* m->ncomp from m->adj; with keep also comp, comp_off, comp_tris. */
+ce_errno ce_tri_components(ce_trimesh *m, int keep, ce_error *err);
+/* Fills m->adj; *open = the edges with one triangle (CE_EOPEN at the first
+ * one when require_closed); CE_EDEGENERATE for inconsistent winding or a
+ * non-manifold edge. prog: [0, 1] of this step. */
+ce_errno ce_tri_edges(ce_trimesh *m, int require_closed, const ce_buildprog *prog, int64_t *open,
+                      ce_error *err);
+/* Whether the closed surface m (adjacency and components counted, outward
+ * unit normals) bounds a convex body, within tol. */
+int ce_trimesh_convex(const ce_trimesh *m, double tol);
+/* The same for a tet mesh's nb boundary faces (tet, local face): *convex. */
+ce_errno ce_tet_boundary_convex(const ce_tetmesh *t, const int32_t (*bfaces)[2], int64_t nb, double tol,
+                                const ce_buildprog *prog, int *convex, ce_error *err);
 
 #endif /* CE_MESH_H */
