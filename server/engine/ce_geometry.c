@@ -7,8 +7,8 @@
  * afterwards.
  *
  * Validation rules (every error names the offending element):
- *  - counts: 0 → CE_EEMPTY; negative → CE_EINVAL; above CE_MESH_MAX_COUNT
- *    (2^28) → CE_ELIMIT.
+ *  - counts: 0 → CE_EEMPTY; negative → CE_EINVAL; above
+ *    CE_LIMIT_MESH_COUNT (2^28) → CE_ELIMIT.
  *  - indices outside [0, nv) → CE_ERANGE; non-finite coordinates →
  *    CE_ENONFINITE.
  *  - tets: signed volume < 0 → CE_EINVERTED ("inverted"); zero volume →
@@ -43,12 +43,12 @@
 #include "ce_geometry.h"
 #include "ce_bvh.h"
 #include "ce_internal.h"
+#include "ce_limits.h"
 #include "ce_mesh.h"
 #include "ce_progress.h"
 #include "ce_terrain.h"
 #include "ce_validate.h"
 
-#define CE_MESH_MAX_COUNT (1 << 28)
 #define CE_TET_VOLUME_RTOL 1e-12
 #define CE_TRI_AREA_RTOL 1e-12
 
@@ -126,9 +126,9 @@ static ce_errno check_counts(const char *what, int32_t nv, int32_t ne, const cha
   if (ne < 0) return ce_fail(err, CE_EINVAL, "%s: %s count %d is negative", what, elem, (int)ne);
   if (nv == 0 || ne == 0)
     return ce_fail(err, CE_EEMPTY, "%s is empty (%d vertices, %d %ss)", what, (int)nv, (int)ne, elem);
-  if (nv > CE_MESH_MAX_COUNT || ne > CE_MESH_MAX_COUNT)
+  if (nv > CE_LIMIT_MESH_COUNT || ne > CE_LIMIT_MESH_COUNT)
     return ce_fail(err, CE_ELIMIT, "%s has %d vertices and %d %ss; the limit is %d of each", what, (int)nv,
-                   (int)ne, elem, CE_MESH_MAX_COUNT);
+                   (int)ne, elem, CE_LIMIT_MESH_COUNT);
   return CE_OK;
 }
 

@@ -17,8 +17,9 @@
 #include <string.h>
 
 #include "ce_internal.h"
+#include "ce_limits.h"
 
-#define CE_MESHIO_MAX (1 << 28)
+#define CE_MESHIO_MAX CE_LIMIT_MESH_COUNT
 #define TOKMAX 96
 
 typedef struct rd {

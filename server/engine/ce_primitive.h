@@ -9,22 +9,8 @@
 
 #include "ce_internal.h"
 
-/* Largest element count (tets, or triangles of a rigid mesh) a primitive may
- * produce; a finer hint fails with CE_ELIMIT before any big allocation. */
-#define CE_PRIMITIVE_MAX_ELEMENTS 2000000
-
-/* The largest ratio between two dimensions of one primitive (box sides,
- * cylinder or capsule radius and length, ellipsoid semi-axes): beyond it the
- * elements are too thin to tell from flat. Boxes, cylinders and capsules
- * first fail at 1e12; an ellipsoid, whose tets are an icosphere's stretched
- * along its axes, at 1e6. */
-#define CE_PRIMITIVE_MAX_ASPECT 1e9
-#define CE_ELLIPSOID_MAX_ASPECT 1e4
-
-/* A hint above this many times a primitive's largest dimension gives the
- * same (coarsest) mesh as this one, and is taken as this one, so that hint
- * over size cannot overflow (a hint of 1e300 once gave NaN vertices). */
-#define CE_PRIMITIVE_COARSEST_HINT 1e3
+/* The limits on primitives (elements, lengths, aspect ratios, the coarsest
+ * hint) are in ce_limits.h. */
 
 /* A malloc'd mesh. Compliant: v, p (per vertex, Pa), tet (positively
  * oriented). Rigid: v, tri (counter-clockwise seen from outside); p = NULL. */

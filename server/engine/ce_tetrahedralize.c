@@ -29,6 +29,7 @@
 
 #include "ce_geometry.h"
 #include "ce_internal.h"
+#include "ce_limits.h"
 #include "ce_predicates.h"
 #include "ce_validate.h"
 
@@ -446,13 +447,13 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   if (!vertices || !tris || nv < 4 || nf < 4)
     return ce_fail(err, CE_EINVAL, "tetrahedralise: needs >= 4 vertices and >= 4 triangles (got %d, %d)", (int)nv,
                    (int)nf);
-  if (nv > (1 << 26) || nf > (1 << 26))
+  if (nv > CE_LIMIT_TETRAHEDRALIZE_INPUT || nf > CE_LIMIT_TETRAHEDRALIZE_INPUT)
     return ce_fail(err, CE_ELIMIT, "tetrahedralise: %d vertices / %d triangles exceed the limit %d", (int)nv, (int)nf,
-                   1 << 26);
+                   CE_LIMIT_TETRAHEDRALIZE_INPUT);
   double a = opt->edge_length;
   if (!(a > 0) || !isfinite(a))
     return ce_fail(err, CE_EINVAL, "tetrahedralise: edge length %g must be finite and > 0", a);
-  int32_t max_tets = opt->max_tets > 0 ? opt->max_tets : 4000000;
+  int32_t max_tets = opt->max_tets > 0 ? opt->max_tets : CE_LIMIT_SURFACE_TETS;
 
   ce_vec3 *v = NULL;
   int32_t(*t)[3] = NULL;

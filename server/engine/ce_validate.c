@@ -5,6 +5,7 @@
 
 #include "ce_validate.h"
 #include "ce_internal.h"
+#include "ce_limits.h"
 
 static ce_errno check_positive(const char *name, double x, ce_error *err) {
   if (!isfinite(x)) return ce_fail(err, CE_ENONFINITE, "%s must be finite and > 0 (got %g)", name, x);
@@ -42,5 +43,5 @@ ce_errno ce_check_length(const char *shape, const char *field, double x, ce_erro
   ce_errno e = ce_check_dim(shape, field, x, err);
   if (e || ce_length_in_range(x)) return e;
   return ce_fail(err, CE_EINVAL, "%s %s %g m is outside the range of primitive dimensions [%g, %g] m", shape,
-                 field, x, CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH);
+                 field, x, CE_LIMIT_MIN_LENGTH, CE_LIMIT_MAX_LENGTH);
 }

@@ -3,18 +3,10 @@
 #define CE_VALIDATE_H
 
 #include "ce_internal.h"
+#include "ce_limits.h"
 
-/* The range of a primitive's dimensions (radius, length, sizes, semi-axes,
- * a compliant half space's slab thickness), in metres: a nanometre to a million kilometres. Far outside it the cubes
- * and products of lengths in a mesh's volumes and fields leave double
- * precision (a sphere of radius 1e-110 or 1e200 has tets of zero or
- * infinite volume), so such a shape fails with CE_EINVAL naming the
- * dimension rather than an element of a mesh the caller never made. */
-#define CE_PRIMITIVE_MIN_LENGTH 1e-9
-#define CE_PRIMITIVE_MAX_LENGTH 1e9
-
-/* Whether x lies in that range (NaN does not). */
-static inline int ce_length_in_range(double x) { return x >= CE_PRIMITIVE_MIN_LENGTH && x <= CE_PRIMITIVE_MAX_LENGTH; }
+/* Whether x lies in [CE_LIMIT_MIN_LENGTH, CE_LIMIT_MAX_LENGTH] (NaN does not). */
+static inline int ce_length_in_range(double x) { return x >= CE_LIMIT_MIN_LENGTH && x <= CE_LIMIT_MAX_LENGTH; }
 
 /* CE_OK, or CE_EINVAL naming "<shape> <field>": not finite and > 0, or
  * outside the range. */

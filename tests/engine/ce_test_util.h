@@ -9,6 +9,7 @@
 #include "ce_internal.h"
 #include "ce_intersect.h"
 #include "ce_jacobian.h"
+#include "ce_limits.h"
 #include "ce_mesh.h"
 #include "ce_passes.h"
 #include "ce_point_contact.h"
