@@ -39,6 +39,8 @@
 
 #include <stdint.h>
 
+#include "ce.h" /* CE_DEFAULT_MAX_TETS: the engine's own bound, max_mesh_elements' default */
+
 #define CD_MIB (UINT64_C(1) << 20)
 
 /* XX(field, default, minimum, unit, description). A value below its
@@ -84,7 +86,7 @@
   XX(max_streams_per_conn, 64, 0, "streams", "open streams on one connection (0 = no streams)") \
   XX(cache_bytes, 1024 * CD_MIB, 1, "bytes",                                               \
      "geometry cache budget; unreferenced entries are evicted LRU beyond it")             \
-  XX(max_mesh_elements, 4000000, 1, "elements",                                            \
+  XX(max_mesh_elements, CE_DEFAULT_MAX_TETS, 1, "elements",                                \
      "vertices, tets or triangles in one geometry (estimated for primitives)")            \
   XX(worker_arena_bytes, 1024 * CD_MIB, 0, "bytes",                                        \
      "scratch one worker may use for a query (0 = no limit)")                              \

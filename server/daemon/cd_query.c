@@ -10,7 +10,6 @@
 #include "cd_conn.h"
 #include "cd_pool.h"
 #include "cd_server.h"
-#include "ce_math.h"
 
 typedef struct cd_qjob {
   cd_job job;

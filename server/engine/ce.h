@@ -73,6 +73,10 @@ typedef struct ce_pose { ce_mat3 R; ce_vec3 p; } ce_pose;
 typedef struct ce_spatial_velocity { ce_vec3 w, v; } ce_spatial_velocity;
 typedef struct ce_wrench { ce_vec3 torque, force; } ce_wrench;
 
+/* The pose with rotation from unit quaternion q (w first) and position p:
+ * how a caller turns a wire pose into a ce_pose. */
+ce_pose ce_pose_from_quat(ce_quat q, ce_vec3 p);
+
 /* ---- materials and properties ----------------------------------------- */
 
 typedef struct ce_material {
@@ -160,8 +164,7 @@ typedef struct ce_geometry_info {
 /* Build a primitive. Its dimensions (a compliant half space's slab) must
  * lie in [1e-9, 1e9] m and within a factor 1e9 of each other (an
  * ellipsoid's 1e4); a convex point set's coordinates within +-1e9 m,
- * spanning at least 1e-9 m: CE_PRIMITIVE_MIN_LENGTH, _MAX_LENGTH,
- * _MAX_ASPECT and CE_ELLIPSOID_MAX_ASPECT in ce_primitive.h.
+ * spanning at least 1e-9 m (the engine's limits table, ce_limits.h).
  * On failure returns the error code, fills *err (may be NULL) and leaves
  * *out NULL. */
 ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
@@ -604,12 +607,14 @@ ce_errno ce_geometry_from_tetmesh_field(const double *vertices, int32_t nv, cons
                                         ce_field_report *rep, ce_error *err);
 
 /* Compliant geometry from a closed triangle surface (ce_tetrahedralize.c). */
+/* The most tets a tetrahedralisation makes unless max_tets says otherwise. */
+#define CE_DEFAULT_MAX_TETS 4000000
 typedef struct ce_surface_build_options {
   double edge_length;    /* target tet edge length, m; <= 0: props->hint */
   ce_field_kind field;   /* LAPLACE (default) or DISTANCE */
   double core_depth;     /* LAPLACE core, as in ce_field_options */
   int use_hull_if_open;  /* open / non-manifold surface: use its convex hull */
-  int32_t max_tets;      /* <= 0: 4,000,000 (CE_ELIMIT beyond) */
+  int32_t max_tets;      /* <= 0: CE_DEFAULT_MAX_TETS (CE_ELIMIT beyond) */
   ce_progress_fn progress;
   void *progress_user;
 } ce_surface_build_options;

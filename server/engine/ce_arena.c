@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ce_internal.h"
+#include "ce_arena.h"
 
 #define CE_ARENA_ALIGN 16
 

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_geometry.h"
 #include "ce_internal.h"
-#include "ce_math.h"
+#include "ce_mesh.h"
 
 void ce_boundary_free(ce_boundary *b) {
   if (!b) return;

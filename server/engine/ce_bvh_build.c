@@ -19,7 +19,11 @@
 #include <string.h>
 
 #include "ce_bvh_lanes.h"
+#include "ce_bvh.h"
+#include "ce_arena.h"
 #include "ce_internal.h"
+#include "ce_predicates.h"
+#include "ce_progress.h"
 
 /* A build reports its progress (ce_buildprog) once this many elements
  * have been fitted and split since its last report: ~20 ms of work (a node

@@ -22,6 +22,9 @@
 #include <string.h>
 
 #include "ce_bvh_lanes.h"
+#include "ce_bvh.h"
+#include "ce_arena.h"
+#include "ce_predicates.h"
 #include "ce_internal.h"
 
 /* ---- traversal ------------------------------------------------------------ */

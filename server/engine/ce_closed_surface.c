@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_closed_surface.h"
 #include "ce_internal.h"
+#include "ce_predicates.h"
 
 /* ---- AABB tree over triangles ---------------------------------------------- */
 

@@ -19,7 +19,15 @@
 #include <math.h>
 #include <string.h>
 
+#include "ce_arena.h"
+#include "ce_geometry.h"
 #include "ce_internal.h"
+#include "ce_intersect.h"
+#include "ce_jacobian.h"
+#include "ce_passes.h"
+#include "ce_point_contact.h"
+#include "ce_surface.h"
+#include "ce_terrain.h"
 
 void ce_options_default(ce_options *o) {
   memset(o, 0, sizeof *o);
@@ -152,7 +160,9 @@ static ce_errno contact(const ce_body *a, const ce_body *b, const ce_options *op
   int two_halfspaces = ga->is_halfspace && gb->is_halfspace;
   if (!two_halfspaces && (opt->model == CE_MODEL_POINT ||
                           (opt->model == CE_MODEL_HYDROELASTIC_WITH_FALLBACK && kind == PAIR_UNSUPPORTED)))
-    return ce_point_contact_compute(a, b, vs, opt->want_patches, arena, r, err);
+    return ga->npieces > 0 || gb->npieces > 0 /* convex decomposition (ce_pieces.c) */
+               ? ce_point_contact_pieces(a, b, vs, opt->want_patches, arena, r, err)
+               : ce_point_contact_compute(a, b, vs, opt->want_patches, arena, r, err);
   r->model = opt->model == CE_MODEL_POINT ? CE_MODEL_POINT : CE_MODEL_HYDROELASTIC;
   if (kind == PAIR_UNSUPPORTED) {
     r->status = CE_CONTACT_UNSUPPORTED;

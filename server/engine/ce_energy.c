@@ -59,8 +59,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_arena.h"
+#include "ce_bvh.h"
+#include "ce_geometry.h"
+#include "ce_intersect.h"
+#include "ce_mesh.h"
+#include "ce_passes.h"
 #include "ce_energy.h"
-#include "ce_internal.h"
 
 /* ---- convex polytopes as lists of tets ----------------------------------- */
 

@@ -43,8 +43,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_geometry.h"
 #include "ce_internal.h"
-#include "ce_primitive.h"
+#include "ce_limits.h"
+#include "ce_terrain.h"
+#include "ce_validate.h"
 
 #define CE_HF_BLOCK_SHIFT 4
 #define CE_HF_BLOCK (1 << CE_HF_BLOCK_SHIFT)
@@ -55,7 +58,6 @@
  * overshoot is at most 0.28 of the range; 0.5 for margin (containment is
  * tested in test_heightfield.c). */
 #define CE_HF_OVERSHOOT 0.5
-#define CE_HF_MAX_SAMPLES (1 << 28)
 
 struct ce_heightfield {
   int32_t nx, ny;
@@ -101,9 +103,9 @@ ce_errno ce_geometry_from_heightfield(const double *heights, int32_t nx, int32_t
   if (nx < 4 || ny < 4)
     return ce_fail(err, nx <= 0 || ny <= 0 ? CE_EEMPTY : CE_EINVAL,
                    "heightfield: grid of %d x %d samples (nx x ny); at least 4 x 4 are needed", (int)nx, (int)ny);
-  if ((int64_t)nx * ny > CE_HF_MAX_SAMPLES)
+  if ((int64_t)nx * ny > CE_LIMIT_HEIGHTFIELD_SAMPLES)
     return ce_fail(err, CE_ELIMIT, "heightfield: grid of %d x %d samples exceeds the limit of %d samples",
-                   (int)nx, (int)ny, CE_HF_MAX_SAMPLES);
+                   (int)nx, (int)ny, CE_LIMIT_HEIGHTFIELD_SAMPLES);
   if (!isfinite(dx) || !(dx > 0))
     return ce_fail(err, isfinite(dx) ? CE_EINVAL : CE_ENONFINITE,
                    "heightfield: spacing dx = %g must be finite and > 0", dx);
@@ -114,7 +116,7 @@ ce_errno ce_geometry_from_heightfield(const double *heights, int32_t nx, int32_t
    * flat terrain answer no contact (tolerances scale with the terrain) */
   if (!ce_length_in_range(dx) || !ce_length_in_range(dy))
     return ce_fail(err, CE_EINVAL, "heightfield: spacing dx = %g, dy = %g m is outside the range [%g, %g] m", dx, dy,
-                   CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH);
+                   CE_LIMIT_MIN_LENGTH, CE_LIMIT_MAX_LENGTH);
   if (!ce_vec3_isfinite(origin))
     return ce_fail(err, CE_ENONFINITE, "heightfield: origin (%g, %g, %g) is not finite", origin.x, origin.y,
                    origin.z);
@@ -151,7 +153,7 @@ ce_errno ce_geometry_from_heightfield(const double *heights, int32_t nx, int32_t
       int bad = 0;
       for (int32_t i = i0; i < i1; i++) {
         double w = src[i] + origin.z;
-        bad |= !(fabs(w) <= CE_PRIMITIVE_MAX_LENGTH); /* NaN too */
+        bad |= !(fabs(w) <= CE_LIMIT_MAX_LENGTH); /* NaN too */
         dst[i] = w;
         lo = w < lo ? w : lo;
         hi = w > hi ? w : hi;
@@ -164,13 +166,13 @@ ce_errno ce_geometry_from_heightfield(const double *heights, int32_t nx, int32_t
             return ce_fail(err, CE_ENONFINITE, "heightfield: height at sample (i=%d, j=%d) (index %lld) is %g",
                            (int)i, (int)j, (long long)j * nx + i, src[i]);
           }
-          if (!(fabs(src[i] + origin.z) <= CE_PRIMITIVE_MAX_LENGTH)) {
+          if (!(fabs(src[i] + origin.z) <= CE_LIMIT_MAX_LENGTH)) {
             ce_heightfield_free(h);
             free(g);
             return ce_fail(err, CE_EINVAL,
                            "heightfield: height at sample (i=%d, j=%d) (index %lld) is %g m (with origin.z), "
                            "beyond +-%g m",
-                           (int)i, (int)j, (long long)j * nx + i, src[i] + origin.z, CE_PRIMITIVE_MAX_LENGTH);
+                           (int)i, (int)j, (long long)j * nx + i, src[i] + origin.z, CE_LIMIT_MAX_LENGTH);
           }
         }
       }

@@ -32,11 +32,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_geometry.h"
 #include "ce_internal.h"
-#include "ce_primitive.h"
+#include "ce_limits.h"
+#include "ce_progress.h"
+#include "ce_validate.h"
 
 #define CE_HULL_RTOL 1e-12
-#define CE_HULL_MAX_POINTS (1 << 28)
 /* Point sets thinner than CE_HULL_FLAT * size are collinear or coplanar. */
 #define CE_HULL_FLAT 1e-6
 /* Points closer than CE_HULL_WELD * (bounding-box diagonal) are one point
@@ -539,16 +541,16 @@ static ce_errno load_points(const ce_shape *shape, int32_t np, ce_vec3 *p, ce_ve
     mz = fmax(mz, fabs(p[i].z));
     /* the range of primitive dimensions (1e200 m once welded 8 corners into
      * "all 1 points coincide"): the running maxima pass it first at point i */
-    if (fmax(mx, fmax(my, mz)) > CE_PRIMITIVE_MAX_LENGTH)
+    if (fmax(mx, fmax(my, mz)) > CE_LIMIT_MAX_LENGTH)
       return ce_fail(err, CE_EINVAL, "convex: point %d (%g, %g, %g) is beyond +-%g m", (int)i, p[i].x, p[i].y, p[i].z,
-                     CE_PRIMITIVE_MAX_LENGTH);
+                     CE_LIMIT_MAX_LENGTH);
     lo = ce_v3(fmin(lo.x, p[i].x), fmin(lo.y, p[i].y), fmin(lo.z, p[i].z));
     hi = ce_v3(fmax(hi.x, p[i].x), fmax(hi.y, p[i].y), fmax(hi.z, p[i].z));
   }
   const double span = fmax(hi.x - lo.x, fmax(hi.y - lo.y, hi.z - lo.z)); /* no squares to underflow */
-  if (span > 0 && span < CE_PRIMITIVE_MIN_LENGTH)
+  if (span > 0 && span < CE_LIMIT_MIN_LENGTH)
     return ce_fail(err, CE_EINVAL, "convex: the points span %g m, below the %g m of the smallest primitive", span,
-                   CE_PRIMITIVE_MIN_LENGTH);
+                   CE_LIMIT_MIN_LENGTH);
   *lo_out = lo;
   *hi_out = hi;
   m[0] = mx;
@@ -663,8 +665,8 @@ ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props, ce_geomet
   if ((e = ce_props_check(props, 0, 0, err)) != CE_OK) return e;
   const int32_t np = shape->npoints;
   if (np < 4) return ce_fail(err, CE_EINVAL, "convex: needs at least 4 points (got %d)", (int)np);
-  if (np > CE_HULL_MAX_POINTS)
-    return ce_fail(err, CE_ELIMIT, "convex: %d points exceed the limit %d", (int)np, CE_HULL_MAX_POINTS);
+  if (np > CE_LIMIT_HULL_POINTS)
+    return ce_fail(err, CE_ELIMIT, "convex: %d points exceed the limit %d", (int)np, CE_LIMIT_HULL_POINTS);
   if (!shape->points) return ce_fail(err, CE_EINVAL, "convex: points is NULL");
 
   convex_work w;

@@ -41,7 +41,13 @@
 #include <math.h>
 #include <string.h>
 
-#include "ce_internal.h"
+#include "ce_arena.h"
+#include "ce_bvh.h"
+#include "ce_geometry.h"
+#include "ce_intersect.h"
+#include "ce_mesh.h"
+#include "ce_surface.h"
+#include "ce_walk.h"
 
 #define CC_MAXV 16
 

@@ -39,7 +39,14 @@
 #include <math.h>
 #include <string.h>
 
-#include "ce_internal.h"
+#include "ce_arena.h"
+#include "ce_bvh.h"
+#include "ce_geometry.h"
+#include "ce_intersect.h"
+#include "ce_mesh.h"
+#include "ce_predicates.h"
+#include "ce_surface.h"
+#include "ce_walk.h"
 
 #define MAXV CE_CLIP_MAXV
 
@@ -362,7 +369,7 @@ static inline __attribute__((always_inline)) int clip_tri_tet(const ce_tetmesh *
   return k;
 }
 
-/* ce_internal.h. Shared with ce_intersect_terrain.c. The two calls let the
+/* ce_intersect.h. Shared with ce_intersect_terrain.c. The two calls let the
  * compiler drop the label work from the unlabelled (terrain) copy. */
 int ce_clip_tri_tet(const ce_tetmesh *T, int32_t t, const ce_vec3 tri[3], ce_vec3 nrm, double eps,
                     const int32_t tri_v[3], int32_t tri_id, ce_vec3 *out, ce_vkey *labels, ce_counters *c) {

@@ -44,9 +44,18 @@
 #include <string.h>
 
 #include "ce_energy.h"
+#include "ce_arena.h"
+#include "ce_bvh.h"
+#include "ce_geometry.h"
 #include "ce_internal.h"
+#include "ce_intersect.h"
+#include "ce_limits.h"
+#include "ce_mesh.h"
+#include "ce_point_contact.h"
+#include "ce_surface.h"
+#include "ce_terrain.h"
 
-#define CE_TERRAIN_MAX_SAMPLES 1024
+#define CE_TERRAIN_MAX_SAMPLES CE_LIMIT_TERRAIN_SAMPLES
 
 /* Clip triangle tri (M frame, unit normal nrm) by tet t of M with the
  * compliant-rigid rules (ce_clip_tri_tet) and add the polygon. Two

@@ -27,7 +27,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "ce_internal.h"
+#include "ce_jacobian.h"
+#include "ce_arena.h"
+#include "ce_passes.h"
 
 /* out[6x3] (rows of a 6x6, columns c0..c0+2) = J[6x3 at column j0] [d]x */
 static void times_skew(const double *J, int j0, ce_vec3 d, double out[6][3]) {

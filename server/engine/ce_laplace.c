@@ -19,7 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_geometry.h"
 #include "ce_internal.h"
+#include "ce_limits.h"
+#include "ce_mesh.h"
+#include "ce_predicates.h"
+#include "ce_validate.h"
 
 #define CORE_DEFAULT_FRACTION 0.75
 #define PCG_MAX_ITER_FACTOR 4 /* at most 4 n + 100 iterations */
@@ -169,7 +174,7 @@ static void spmv_free(const csr *A, const unsigned char *fixed, const double *x,
 static ce_errno check_mesh(const double *vertices, int32_t nv, const int32_t *tets, int32_t nt, ce_error *err) {
   if (!vertices || !tets || nv < 4 || nt < 1)
     return ce_fail(err, CE_EINVAL, "laplace: needs >= 4 vertices and >= 1 tet (got %d, %d)", (int)nv, (int)nt);
-  if (nv > (1 << 28) || nt > (1 << 28)) return ce_fail(err, CE_ELIMIT, "laplace: mesh too large");
+  if (nv > CE_LIMIT_MESH_COUNT || nt > CE_LIMIT_MESH_COUNT) return ce_fail(err, CE_ELIMIT, "laplace: mesh too large");
   return CE_OK;
 }
 

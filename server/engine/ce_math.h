@@ -68,7 +68,7 @@ ce_vec3 ce_quat_rotate(ce_quat q, ce_vec3 v);
 
 /* ---- rigid poses: p_W = R p_B + p ---- */
 ce_pose ce_pose_identity(void);
-ce_pose ce_pose_from_quat(ce_quat q, ce_vec3 p);
+/* ce_pose_from_quat is public (ce.h). */
 static inline ce_vec3 ce_pose_apply(const ce_pose *X, ce_vec3 p) {
   return ce_add(ce_mat3_mul_vec(&X->R, p), X->p);
 }
@@ -102,6 +102,19 @@ static inline ce_wrench ce_wrench_add(ce_wrench a, ce_wrench b) {
 static inline ce_wrench ce_wrench_neg(ce_wrench a) {
   ce_wrench r = {ce_neg(a.torque), ce_neg(a.force)};
   return r;
+}
+
+/* atan(s)/s for s >= 0, smooth through 0 (regularised Coulomb friction
+ * -mu (2/pi) atan(|vt|/vs) fn vt/|vt| = -mu (2/pi) atan_over_x fn vt/vs):
+ * the Taylor series 1 - s^2/3 + s^4/5 below s = 1e-3 (the first omitted
+ * term, s^6/7, is below 1.5e-19), the direct quotient above. Used by the
+ * hydroelastic wrench and by point contact, so both regularise alike. */
+static inline double ce_atan_over_x(double s) {
+  if (s < 1e-3) {
+    double s2 = s * s;
+    return 1.0 - s2 * (1.0 / 3.0 - s2 * (1.0 / 5.0));
+  }
+  return atan(s) / s;
 }
 
 #endif /* CE_MATH_H */

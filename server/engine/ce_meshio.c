@@ -7,7 +7,7 @@
  * Hostile input: every count read from the file is checked against the
  * bytes that remain before any array is sized by it (an ASCII number takes
  * at least 2 bytes with its separator; a binary one its exact width), and
- * against CE_MESHIO_MAX (2^28). Indices are range checked, coordinates must
+ * against CE_LIMIT_MESH_COUNT (2^28). Indices are range checked, coordinates must
  * be finite. Errors say "<format> line L: expected X, found 'tok'" or
  * "<format> byte offset B: ...". No file I/O, no globals.
  *

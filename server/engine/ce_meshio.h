@@ -13,9 +13,8 @@
 #include <string.h>
 
 #include "ce_internal.h"
+#include "ce_limits.h"
 
-/* Largest count a mesh file may state (vertices, cells, ...). */
-#define CE_MESHIO_MAX (1 << 28)
 /* Longest token read (longer ones are cut and then fail to parse). */
 #define TOKMAX 96
 
@@ -114,7 +113,7 @@ static inline ce_errno rd_long(rd *r, int line_only, const char *what, long long
   long long x = strtoll(t, &end, 10);
   if (*end || end == t) return rd_fail(r, CE_EINVAL, "expected %s (an integer), found '%.40s'", what, t);
   if (x < lo || x > hi)
-    return rd_fail(r, lo == 0 && hi == CE_MESHIO_MAX ? CE_ELIMIT : CE_ERANGE, "%s %lld is out of range [%lld, %lld]",
+    return rd_fail(r, lo == 0 && hi == CE_LIMIT_MESH_COUNT ? CE_ELIMIT : CE_ERANGE, "%s %lld is out of range [%lld, %lld]",
                    what, x, lo, hi);
   *out = x;
   return CE_OK;
@@ -122,11 +121,11 @@ static inline ce_errno rd_long(rd *r, int line_only, const char *what, long long
 
 static inline int tok_is(const char *t, const char *w) { return strcmp(t, w) == 0; }
 
-/* A count read from the file: at most CE_MESHIO_MAX and at most what the
+/* A count read from the file: at most CE_LIMIT_MESH_COUNT and at most what the
  * remaining bytes can hold at `bytes_each` bytes per item. */
 static inline ce_errno rd_count(rd *r, const char *what, double bytes_each, long long *out) {
   long long n = 0;
-  ce_errno e = rd_long(r, 0, what, 0, CE_MESHIO_MAX, &n);
+  ce_errno e = rd_long(r, 0, what, 0, CE_LIMIT_MESH_COUNT, &n);
   if (e) return e;
   if ((double)n * bytes_each > (double)rd_left(r) + 1)
     return rd_fail(r, CE_EINVAL, "%s %lld needs at least %.0f bytes but only %zu remain (truncated?)", what, n,

@@ -70,7 +70,7 @@ static ce_errno msh_long(rd *r, const msh_io *f, int line_only, int w, const cha
   else if (u > (uint64_t)INT64_MAX) return msh_fail(r, f, CE_ERANGE, "%s %llu is out of range", what, (unsigned long long)u);
   else x = (long long)u;
   if (x < lo || x > hi)
-    return msh_fail(r, f, lo == 0 && hi == CE_MESHIO_MAX ? CE_ELIMIT : CE_ERANGE, "%s %lld is out of range [%lld, %lld]",
+    return msh_fail(r, f, lo == 0 && hi == CE_LIMIT_MESH_COUNT ? CE_ELIMIT : CE_ERANGE, "%s %lld is out of range [%lld, %lld]",
                     what, x, lo, hi);
   *out = x;
   return CE_OK;
@@ -114,7 +114,7 @@ static ce_errno msh_count(rd *r, const msh_io *f, int w, const char *what, doubl
                           long long *out) {
   if (!f->bin) return rd_count(r, what, ascii_bytes, out);
   long long n = 0;
-  ce_errno e = msh_long(r, f, 0, w, what, 0, CE_MESHIO_MAX, &n);
+  ce_errno e = msh_long(r, f, 0, w, what, 0, CE_LIMIT_MESH_COUNT, &n);
   if (e) return e;
   if ((double)n * bin_bytes > (double)rd_left(r))
     return msh_fail(r, f, CE_EINVAL, "%s %lld needs at least %.0f bytes but only %zu remain (truncated?)", what, n,
@@ -165,7 +165,7 @@ static ce_errno msh_tet(rd *r, const msh_io *f, int line_only, int w, long long 
     if (e) return e;
     int32_t ix = idmap_find(ids, (int32_t)nn, nid);
     if (ix < 0) return msh_fail(r, f, CE_ERANGE, "element %lld refers to node %lld, which is not defined", id, nid);
-    if (T->len / 4 >= CE_MESHIO_MAX) return msh_fail(r, f, CE_ELIMIT, "more than %d tets", CE_MESHIO_MAX);
+    if (T->len / 4 >= CE_LIMIT_MESH_COUNT) return msh_fail(r, f, CE_ELIMIT, "more than %d tets", CE_LIMIT_MESH_COUNT);
     if (!dyn_push(T, &ix)) return ce_fail(r->err, CE_ENOMEM, "MSH: out of memory");
   }
   return CE_OK;

@@ -25,8 +25,8 @@ ce_errno ce_mesh_parse_obj(rd *r, ce_mesh_data *m) {
       continue;
     }
     if (tok_is(t, "v")) {
-      if (V.len / 3 >= CE_MESHIO_MAX) {
-        e = rd_fail(r, CE_ELIMIT, "more than %d vertices", CE_MESHIO_MAX);
+      if (V.len / 3 >= CE_LIMIT_MESH_COUNT) {
+        e = rd_fail(r, CE_ELIMIT, "more than %d vertices", CE_LIMIT_MESH_COUNT);
         goto done;
       }
       for (int k = 0; k < 3; k++) {
@@ -48,8 +48,8 @@ ce_errno ce_mesh_parse_obj(rd *r, ce_mesh_data *m) {
       }
       const int32_t *p = P.d;
       for (size_t k = 1; k + 1 < P.len; k++) {
-        if (F.len / 3 >= CE_MESHIO_MAX) {
-          e = rd_fail(r, CE_ELIMIT, "more than %d triangles", CE_MESHIO_MAX);
+        if (F.len / 3 >= CE_LIMIT_MESH_COUNT) {
+          e = rd_fail(r, CE_ELIMIT, "more than %d triangles", CE_LIMIT_MESH_COUNT);
           goto done;
         }
         if (!dyn_push(&F, &p[0]) || !dyn_push(&F, &p[k]) || !dyn_push(&F, &p[k + 1])) goto nomem;

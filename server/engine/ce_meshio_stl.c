@@ -13,8 +13,8 @@ ce_errno ce_mesh_parse_stl_binary(const unsigned char *b, size_t n, ce_mesh_data
   if (n < 84) return ce_fail(err, CE_EINVAL, "STL byte offset %zu: expected an 84-byte header, file has %zu bytes", n, n);
   uint32_t nf = (uint32_t)b[80] | (uint32_t)b[81] << 8 | (uint32_t)b[82] << 16 | (uint32_t)b[83] << 24;
   if (nf == 0) return ce_fail(err, CE_EEMPTY, "STL byte offset 80: triangle count is 0");
-  if (nf > CE_MESHIO_MAX / 3)
-    return ce_fail(err, CE_ELIMIT, "STL byte offset 80: %u triangles exceed the limit %d", nf, CE_MESHIO_MAX / 3);
+  if (nf > CE_LIMIT_MESH_COUNT / 3)
+    return ce_fail(err, CE_ELIMIT, "STL byte offset 80: %u triangles exceed the limit %d", nf, CE_LIMIT_MESH_COUNT / 3);
   if ((uint64_t)nf * 50 > n - 84)
     return ce_fail(err, CE_EINVAL, "STL byte offset %zu: expected %u triangles of 50 bytes (%llu bytes), file ends (truncated)",
                    n, nf, (unsigned long long)nf * 50);
@@ -57,8 +57,8 @@ ce_errno ce_mesh_parse_stl_ascii(rd *r, ce_mesh_data *m) {
     if ((e = rd_expect(r, "outer", "(outer loop)")) || (e = rd_expect(r, "loop", "(outer loop)"))) goto done;
     for (int k = 0; k < 3; k++) {
       if ((e = rd_expect(r, "vertex", "(3 per facet)"))) goto done;
-      if (V.len / 3 >= CE_MESHIO_MAX) {
-        e = rd_fail(r, CE_ELIMIT, "more than %d vertices", CE_MESHIO_MAX);
+      if (V.len / 3 >= CE_LIMIT_MESH_COUNT) {
+        e = rd_fail(r, CE_ELIMIT, "more than %d vertices", CE_LIMIT_MESH_COUNT);
         goto done;
       }
       for (int c = 0; c < 3; c++) {

@@ -53,7 +53,7 @@ static ce_errno vtk_int_array(rd *r, int binary, const char *key, long long n, i
     for (long long i = 0; i < n; i++) {
       const unsigned char *p = (const unsigned char *)r->s + r->pos;
       uint64_t u = w == 8 ? (uint64_t)be32(p) << 32 | be32(p + 4) : be32(p);
-      if (u > (uint64_t)CE_MESHIO_MAX) {
+      if (u > (uint64_t)CE_LIMIT_MESH_COUNT) {
         free(a);
         return ce_fail(r->err, CE_ERANGE, "VTK byte offset %zu: %s entry %llu out of range", r->pos, key,
                        (unsigned long long)u);
@@ -64,7 +64,7 @@ static ce_errno vtk_int_array(rd *r, int binary, const char *key, long long n, i
   } else {
     for (long long i = 0; i < n; i++) {
       long long x = 0;
-      if ((e = rd_long(r, 0, key, 0, CE_MESHIO_MAX, &x))) {
+      if ((e = rd_long(r, 0, key, 0, CE_LIMIT_MESH_COUNT, &x))) {
         free(a);
         return e;
       }
@@ -201,7 +201,7 @@ static ce_errno vtk_cells(rd *r, int binary, long long *nc, long long *size, int
     if ((e = vtk_binary_start(r, (size_t)*size * 4, "cell lists"))) return e;
     for (long long i = 0; i < *size; i++) {
       uint32_t u = be32((const unsigned char *)r->s + r->pos);
-      if (u > (uint32_t)CE_MESHIO_MAX)
+      if (u > (uint32_t)CE_LIMIT_MESH_COUNT)
         return ce_fail(r->err, CE_ERANGE, "VTK byte offset %zu: cell list entry %u out of range", r->pos, u);
       cells[i] = (int32_t)u;
       r->pos += 4;
@@ -209,7 +209,7 @@ static ce_errno vtk_cells(rd *r, int binary, long long *nc, long long *size, int
   } else {
     for (long long i = 0; i < *size; i++) {
       long long x = 0;
-      if ((e = rd_long(r, 0, "a cell list entry", 0, CE_MESHIO_MAX, &x))) return e;
+      if ((e = rd_long(r, 0, "a cell list entry", 0, CE_LIMIT_MESH_COUNT, &x))) return e;
       cells[i] = (int32_t)x;
     }
   }
@@ -224,7 +224,7 @@ static ce_errno vtk_cell_types(rd *r, int binary, long long nc, int32_t **types_
   if (!rd_token(r, t)) return rd_fail(r, CE_EINVAL, "expected 'CELL_TYPES', found end of file");
   if (!tok_is(t, "CELL_TYPES")) return rd_fail(r, CE_EINVAL, "expected 'CELL_TYPES', found '%.40s'", t);
   long long nct = 0;
-  if ((e = rd_long(r, 0, "cell type count", 0, CE_MESHIO_MAX, &nct))) return e;
+  if ((e = rd_long(r, 0, "cell type count", 0, CE_LIMIT_MESH_COUNT, &nct))) return e;
   if (nct != nc) return rd_fail(r, CE_EINVAL, "expected %lld cell types (one per cell), found %lld", nc, nct);
   int32_t *types = *types_out = malloc((size_t)(nc > 0 ? nc : 1) * sizeof *types);
   if (!types) return ce_fail(r->err, CE_ENOMEM, "VTK: out of memory");

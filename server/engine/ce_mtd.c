@@ -49,7 +49,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "ce_geometry.h"
 #include "ce_internal.h"
+#include "ce_point_contact.h"
 
 typedef enum { K_HALF, K_SPHERE, K_CAPSULE, K_BOX, K_CYL, K_ELL, K_PTS } cvx_kind;
 

@@ -24,7 +24,9 @@
  * the same for the whole surface. */
 #include <string.h>
 
-#include "ce_internal.h"
+#include "ce_arena.h"
+#include "ce_geometry.h"
+#include "ce_passes.h"
 
 typedef struct pslot { int32_t a, b, face; } pslot; /* face < 0: empty */
 

@@ -20,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_arena.h"
+#include "ce_geometry.h"
 #include "ce_internal.h"
+#include "ce_point_contact.h"
+#include "ce_progress.h"
 
 /* The mesh and each piece are builds of their own, reporting 0 to 1; each
  * reports into its share of the caller's callback (ce_props_reporting_into),

@@ -18,7 +18,8 @@
  * are skipped without being counted. */
 #include <math.h>
 
-#include "ce_internal.h"
+#include "ce_arena.h"
+#include "ce_passes.h"
 
 ce_errno ce_points_compute(const ce_surface *s, ce_arena *arena, ce_result *r) {
   r->npoints = 0;

@@ -20,6 +20,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "ce_point_contact.h"
+#include "ce_arena.h"
 #include "ce_internal.h"
 
 static ce_errno body_stiffness(const ce_body *b, const char *name, double *k, ce_error *err) {
@@ -61,8 +63,6 @@ double ce_point_force(const ce_body *a, const ce_body *b, ce_vec3 pt, ce_vec3 n,
 
 ce_errno ce_point_contact_compute(const ce_body *a, const ce_body *b, double stiction_tolerance,
                                   int want_patches, ce_arena *arena, ce_result *r, ce_error *err) {
-  if (a->geometry->npieces > 0 || b->geometry->npieces > 0) /* convex decomposition (ce_pieces.c) */
-    return ce_point_contact_pieces(a, b, stiction_tolerance, want_patches, arena, r, err);
   ce_errno e;
   double ka = 0, kb = 0;
   if ((e = body_stiffness(a, "A", &ka, err)) != CE_OK) return e;

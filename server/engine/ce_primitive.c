@@ -24,12 +24,17 @@
  * oriented by the sign of their determinant after construction, so every
  * generator only has to produce a conforming partition. */
 #include "ce_primitive.h"
+#include "ce_geometry.h"
+#include "ce_internal.h"
+#include "ce_limits.h"
+#include "ce_progress.h"
+#include "ce_validate.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXEL CE_PRIMITIVE_MAX_ELEMENTS
+#define MAXEL CE_LIMIT_PRIMITIVE_ELEMENTS
 
 void ce_rawmesh_free(ce_rawmesh *m) {
   if (!m) return;
@@ -457,18 +462,6 @@ static ce_errno capsule_mesh(double R, double L, double h, int compliant, double
 
 /* ---- validation and dispatch ---------------------------------------------- */
 
-static ce_errno check_dim(const char *shape, const char *field, double x, ce_error *err) {
-  if (isfinite(x) && x > 0) return CE_OK;
-  return ce_fail(err, CE_EINVAL, "%s %s must be finite and > 0 (got %g)", shape, field, x);
-}
-
-ce_errno ce_check_length(const char *shape, const char *field, double x, ce_error *err) {
-  ce_errno e = check_dim(shape, field, x, err);
-  if (e || ce_length_in_range(x)) return e;
-  return ce_fail(err, CE_EINVAL, "%s %s %g m is outside the range of primitive dimensions [%g, %g] m", shape,
-                 field, x, CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH);
-}
-
 /* The shape's n dimensions (named) within a factor `limit` of each other. */
 static ce_errno check_aspect(const char *shape, const char *const *names, const double *d, int n, double limit,
                              ce_error *err) {
@@ -486,9 +479,9 @@ static ce_errno check_aspect(const char *shape, const char *const *names, const 
 
 static const char *const radius_length[2] = {"radius", "length"};
 
-/* The hint, taken as at most CE_PRIMITIVE_COARSEST_HINT times the shape's
+/* The hint, taken as at most CE_LIMIT_COARSEST_HINT times the shape's
  * largest dimension. */
-static double coarsest(double hint, double largest) { return fmin(hint, CE_PRIMITIVE_COARSEST_HINT * largest); }
+static double coarsest(double hint, double largest) { return fmin(hint, CE_LIMIT_COARSEST_HINT * largest); }
 
 static const char *shape_name(ce_shape_type t) {
   switch (t) {
@@ -511,8 +504,8 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
                    (int)compliance);
   const char *nm = shape_name(shape->type);
   ce_errno e;
-  if ((e = check_dim(nm, "resolution hint", hint, err))) return e;
-  if (compliance == CE_COMPLIANT && (e = check_dim(nm, "modulus", E, err))) return e;
+  if ((e = ce_check_dim(nm, "resolution hint", hint, err))) return e;
+  if (compliance == CE_COMPLIANT && (e = ce_check_dim(nm, "modulus", E, err))) return e;
   int compliant = compliance == CE_COMPLIANT;
   switch (shape->type) {
     case CE_SHAPE_SPHERE: {
@@ -527,7 +520,7 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
         return e;
       static const char *const axes[3] = {"semi-axis a", "semi-axis b", "semi-axis c"};
       const double d[3] = {shape->size.x, shape->size.y, shape->size.z};
-      if ((e = check_aspect(nm, axes, d, 3, CE_ELLIPSOID_MAX_ASPECT, err))) return e;
+      if ((e = check_aspect(nm, axes, d, 3, CE_LIMIT_ELLIPSOID_ASPECT, err))) return e;
       double mx = fmax(shape->size.x, fmax(shape->size.y, shape->size.z));
       return ellipsoid_mesh(shape->size, coarsest(hint, mx) / mx, compliant, E, "ellipsoid", m, err);
     }
@@ -538,7 +531,7 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
         return e;
       static const char *const sides[3] = {"size.x", "size.y", "size.z"};
       const double d[3] = {shape->size.x, shape->size.y, shape->size.z};
-      if ((e = check_aspect(nm, sides, d, 3, CE_PRIMITIVE_MAX_ASPECT, err))) return e;
+      if ((e = check_aspect(nm, sides, d, 3, CE_LIMIT_PRIMITIVE_ASPECT, err))) return e;
       double hs[3] = {0.5 * shape->size.x, 0.5 * shape->size.y, 0.5 * shape->size.z};
       hint = coarsest(hint, fmax(shape->size.x, fmax(shape->size.y, shape->size.z)));
       /* The compliant box's field is exact at any resolution; the hint
@@ -551,7 +544,7 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       if ((e = ce_check_length(nm, "radius", shape->radius, err)) ||
           (e = ce_check_length(nm, "length", shape->length, err)) ||
           (e = check_aspect(nm, radius_length, (const double[2]){shape->radius, shape->length}, 2,
-                                CE_PRIMITIVE_MAX_ASPECT, err)))
+                                CE_LIMIT_PRIMITIVE_ASPECT, err)))
         return e;
       double R = shape->radius, L = shape->length;
       hint = coarsest(hint, fmax(R, L));
@@ -584,7 +577,7 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
       if ((e = ce_check_length(nm, "radius", shape->radius, err)) ||
           (e = ce_check_length(nm, "length", shape->length, err)) ||
           (e = check_aspect(nm, radius_length, (const double[2]){shape->radius, shape->length}, 2,
-                                CE_PRIMITIVE_MAX_ASPECT, err)))
+                                CE_LIMIT_PRIMITIVE_ASPECT, err)))
         return e;
       return capsule_mesh(shape->radius, shape->length, coarsest(hint, fmax(shape->radius, shape->length)), compliant,
                           E, m, err);

@@ -9,38 +9,8 @@
 
 #include "ce_internal.h"
 
-/* Largest element count (tets, or triangles of a rigid mesh) a primitive may
- * produce; a finer hint fails with CE_ELIMIT before any big allocation. */
-#define CE_PRIMITIVE_MAX_ELEMENTS 2000000
-
-/* The range of a primitive's dimensions (radius, length, sizes, semi-axes,
- * a compliant half space's slab thickness), in metres: a nanometre to a million kilometres. Far outside it the cubes
- * and products of lengths in a mesh's volumes and fields leave double
- * precision (a sphere of radius 1e-110 or 1e200 has tets of zero or
- * infinite volume), so such a shape fails with CE_EINVAL naming the
- * dimension rather than an element of a mesh the caller never made. */
-#define CE_PRIMITIVE_MIN_LENGTH 1e-9
-#define CE_PRIMITIVE_MAX_LENGTH 1e9
-
-/* Whether x lies in that range (NaN does not). */
-static inline int ce_length_in_range(double x) { return x >= CE_PRIMITIVE_MIN_LENGTH && x <= CE_PRIMITIVE_MAX_LENGTH; }
-
-/* CE_OK, or CE_EINVAL naming "<shape> <field>": not finite and > 0, or
- * outside the range. */
-ce_errno ce_check_length(const char *shape, const char *field, double x, ce_error *err);
-
-/* The largest ratio between two dimensions of one primitive (box sides,
- * cylinder or capsule radius and length, ellipsoid semi-axes): beyond it the
- * elements are too thin to tell from flat. Boxes, cylinders and capsules
- * first fail at 1e12; an ellipsoid, whose tets are an icosphere's stretched
- * along its axes, at 1e6. */
-#define CE_PRIMITIVE_MAX_ASPECT 1e9
-#define CE_ELLIPSOID_MAX_ASPECT 1e4
-
-/* A hint above this many times a primitive's largest dimension gives the
- * same (coarsest) mesh as this one, and is taken as this one, so that hint
- * over size cannot overflow (a hint of 1e300 once gave NaN vertices). */
-#define CE_PRIMITIVE_COARSEST_HINT 1e3
+/* The limits on primitives (elements, lengths, aspect ratios, the coarsest
+ * hint) are in ce_limits.h. */
 
 /* A malloc'd mesh. Compliant: v, p (per vertex, Pa), tet (positively
  * oriented). Rigid: v, tri (counter-clockwise seen from outside); p = NULL. */

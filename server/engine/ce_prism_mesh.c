@@ -17,12 +17,13 @@
  * All arrays are malloc'd; tets are oriented by the sign of their
  * determinant after construction (ce_prim_orient_tets). */
 #include "ce_primitive.h"
+#include "ce_limits.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXEL CE_PRIMITIVE_MAX_ELEMENTS
+#define MAXEL CE_LIMIT_PRIMITIVE_ELEMENTS
 
 /* ---- medial-axis mesh builder ---------------------------------------------- */
 

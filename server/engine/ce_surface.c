@@ -25,7 +25,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "ce_internal.h"
+#include "ce_surface.h"
+#include "ce_arena.h"
 
 ce_errno ce_builder_init(ce_builder *b, ce_arena *arena) {
   memset(b, 0, sizeof *b);

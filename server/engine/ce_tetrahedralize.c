@@ -29,35 +29,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce_closed_surface.h"
+#include "ce_geometry.h"
 #include "ce_internal.h"
+#include "ce_limits.h"
+#include "ce_predicates.h"
+#include "ce_validate.h"
 
 #define WARP_NEAR 0.3 /* inside vertices closer than WARP_NEAR * a are warped */
 
 void ce_surface_build_options_default(ce_surface_build_options *o) {
   memset(o, 0, sizeof *o);
   o->field = CE_FIELD_LAPLACE;
-}
-
-/* ---- closest point on a triangle (Ericson, Real-Time Collision Detection 5.1.5) */
-ce_vec3 ce_closest_point_triangle(ce_vec3 p, ce_vec3 a, ce_vec3 b, ce_vec3 c) {
-  ce_vec3 ab = ce_sub(b, a), ac = ce_sub(c, a), ap = ce_sub(p, a);
-  double d1 = ce_dot(ab, ap), d2 = ce_dot(ac, ap);
-  if (d1 <= 0 && d2 <= 0) return a;
-  ce_vec3 bp = ce_sub(p, b);
-  double d3 = ce_dot(ab, bp), d4 = ce_dot(ac, bp);
-  if (d3 >= 0 && d4 <= d3) return b;
-  double vc = d1 * d4 - d3 * d2;
-  if (vc <= 0 && d1 >= 0 && d3 <= 0) return ce_axpy(a, d1 / (d1 - d3), ab);
-  ce_vec3 cp = ce_sub(p, c);
-  double d5 = ce_dot(ab, cp), d6 = ce_dot(ac, cp);
-  if (d6 >= 0 && d5 <= d6) return c;
-  double vb = d5 * d2 - d1 * d6;
-  if (vb <= 0 && d2 >= 0 && d6 <= 0) return ce_axpy(a, d2 / (d2 - d6), ac);
-  double va = d3 * d6 - d5 * d4;
-  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0)
-    return ce_axpy(b, (d4 - d3) / ((d4 - d3) + (d5 - d6)), ce_sub(c, b));
-  double den = 1.0 / (va + vb + vc);
-  return ce_add(a, ce_add(ce_scale(ab, vb * den), ce_scale(ac, vc * den)));
 }
 
 /* ---- dihedral angles -------------------------------------------------------- */
@@ -740,9 +723,9 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   if (!vertices || !tris || nv < 4 || nf < 4)
     return ce_fail(err, CE_EINVAL, "tetrahedralise: needs >= 4 vertices and >= 4 triangles (got %d, %d)", (int)nv,
                    (int)nf);
-  if (nv > (1 << 26) || nf > (1 << 26))
+  if (nv > CE_LIMIT_TETRAHEDRALIZE_INPUT || nf > CE_LIMIT_TETRAHEDRALIZE_INPUT)
     return ce_fail(err, CE_ELIMIT, "tetrahedralise: %d vertices / %d triangles exceed the limit %d", (int)nv, (int)nf,
-                   1 << 26);
+                   CE_LIMIT_TETRAHEDRALIZE_INPUT);
   double a = opt->edge_length;
   if (!(a > 0) || !isfinite(a))
     return ce_fail(err, CE_EINVAL, "tetrahedralise: edge length %g must be finite and > 0", a);
@@ -755,7 +738,7 @@ ce_errno ce_tetrahedralize_surface(const double *vertices, int32_t nv, const int
   b.nf_in = nf;
   b.opt = opt;
   b.a = a;
-  b.max_tets = opt->max_tets > 0 ? opt->max_tets : 4000000;
+  b.max_tets = opt->max_tets > 0 ? opt->max_tets : CE_LIMIT_SURFACE_TETS;
   b.err = err;
   /* each stage fills what the next one reads; tb_free releases it all */
   static ce_errno (*const stages[])(tet_build *) = {

@@ -4,16 +4,17 @@
  * mesh and a rigid triangle mesh):
  *  - ce_pairset: the visited set of element pairs, open addressing on the
  *    pair key in the query's arena (the inline lookups are in
- *    ce_internal.h);
+ *    ce_walk.h);
  *  - ce_elemcache: per-query data of N's elements (placed triangles),
- *    made once per element (the inline lookup is in ce_internal.h);
- *  - ce_triangles_meet: whether two triangles meet (the seed test: where a
- *    boundary triangle of M meets a triangle of N, the surface starts);
+ *    made once per element (the inline lookup is in ce_walk.h);
  *  - ce_vcache: shared surface vertices, found by the mesh features a
- *    point lies on (the inline lookup is in ce_internal.h). */
+ *    point lies on (the inline lookup is in ce_walk.h). */
 #include <math.h>
 
-#include "ce_internal.h"
+#include "ce_walk.h"
+#include "ce_arena.h"
+#include "ce_bvh.h"
+#include "ce_geometry.h"
 
 ce_errno ce_pairset_init(ce_arena *a, ce_pairset *s, int64_t want) {
   int64_t cap = 1024;
@@ -81,79 +82,6 @@ ce_errno ce_elemcache_reserve(ce_arena *a, ce_elemcache *c, int64_t map_want, in
 
 ce_errno ce_elemcache_grow(ce_arena *a, ce_elemcache *c) {
   return c->bits < 30 ? elemcache_rehash(a, c, c->bits + 1) : CE_ELIMIT;
-}
-
-/* The interval that a triangle (vertices projected on a line: p[k]; signed
- * distances to the other triangle's plane: d[k], not all zero and not all
- * of one strict sign) cuts from the line where the two planes cross. */
-static void meet_interval(const double p[3], const double d[3], double *lo, double *hi) {
-  /* The usual case first: one vertex strictly on one side, two strictly
-   * on the other; the interval runs between the crossings of its two
-   * edges. */
-  for (int k = 0; k < 3; k++) {
-    int l = k == 2 ? 0 : k + 1, m = l == 2 ? 0 : l + 1;
-    if (d[l] * d[m] > 0 && d[k] * d[l] < 0) {
-      double x = p[k] + (p[l] - p[k]) * (d[k] / (d[k] - d[l]));
-      double y = p[k] + (p[m] - p[k]) * (d[k] / (d[k] - d[m]));
-      *lo = x < y ? x : y;
-      *hi = x < y ? y : x;
-      return;
-    }
-  }
-  double a = INFINITY, b = -INFINITY;
-  for (int k = 0; k < 3; k++) {
-    int l = k == 2 ? 0 : k + 1;
-    if (d[k] == 0) {
-      a = fmin(a, p[k]);
-      b = fmax(b, p[k]);
-    }
-    if ((d[k] < 0 && d[l] > 0) || (d[k] > 0 && d[l] < 0)) {
-      double x = p[k] + (p[l] - p[k]) * (d[k] / (d[k] - d[l]));
-      a = fmin(a, x);
-      b = fmax(b, x);
-    }
-  }
-  *lo = a;
-  *hi = b;
-}
-
-/* The second half of Moller's test, for triangles that each straddle (or
- * touch) the other's plane: na, nb are their normals (any length, not
- * zero unless degenerate), dx[k] the signed distance of x[k] to y's plane
- * and dy[k] of y[k] to x's plane, both scaled alike per triangle (only
- * their signs and ratios matter). Their intervals on the line where the
- * planes cross must overlap, with a margin tol (a length) that only lets
- * more through. Coplanar or degenerate triangles are let through. */
-int ce_triangles_meet_planes(const ce_vec3 x[3], ce_vec3 na, const double dx[3], const ce_vec3 y[3], ce_vec3 nb,
-                             const double dy[3], double tol) {
-  ce_vec3 D = ce_cross(na, nb);
-  double dd = ce_norm2(D), nn = ce_norm2(na) * ce_norm2(nb);
-  if (!(dd > 1e-20 * nn)) return 1;
-  if ((dx[0] == 0 && dx[1] == 0 && dx[2] == 0) || (dy[0] == 0 && dy[1] == 0 && dy[2] == 0)) return 1;
-  double px[3], py[3], alo, ahi, blo, bhi;
-  for (int k = 0; k < 3; k++) {
-    px[k] = ce_dot(D, x[k]);
-    py[k] = ce_dot(D, y[k]);
-  }
-  meet_interval(px, dx, &alo, &ahi);
-  meet_interval(py, dy, &blo, &bhi);
-  double margin = 1e-9 * (fabs(alo) + fabs(ahi) + fabs(blo) + fabs(bhi)) + tol * sqrt(dd);
-  return ahi >= blo - margin && bhi >= alo - margin;
-}
-
-/* Moller's test: each triangle straddles the other's plane and their
- * intervals on the line where the planes cross overlap, with a margin
- * (tol, a length) that only lets more through. Coplanar or degenerate
- * triangles are let through. */
-int ce_triangles_meet(const ce_vec3 x[3], const ce_vec3 y[3], double tol) {
-  ce_vec3 na = ce_cross(ce_sub(x[1], x[0]), ce_sub(x[2], x[0]));
-  double dy[3], dx[3];
-  for (int k = 0; k < 3; k++) dy[k] = ce_dot(na, ce_sub(y[k], x[0]));
-  if ((dy[0] > 0 && dy[1] > 0 && dy[2] > 0) || (dy[0] < 0 && dy[1] < 0 && dy[2] < 0)) return 0;
-  ce_vec3 nb = ce_cross(ce_sub(y[1], y[0]), ce_sub(y[2], y[0]));
-  for (int k = 0; k < 3; k++) dx[k] = ce_dot(nb, ce_sub(x[k], y[0]));
-  if ((dx[0] > 0 && dx[1] > 0 && dx[2] > 0) || (dx[0] < 0 && dx[1] < 0 && dx[2] < 0)) return 0;
-  return ce_triangles_meet_planes(x, na, dx, y, nb, dy, tol);
 }
 
 int ce_tets_contain(const ce_geometry *g, ce_vec3 x, double eps, ce_arena *a, ce_buf *near, ce_errno *e) {

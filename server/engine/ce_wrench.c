@@ -40,7 +40,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "ce_internal.h"
+#include "ce_passes.h"
+#include "ce_surface.h"
 
 /* Integration state. Points are handled relative to the moment point C
  * (r = x - C). The relative velocity field is that of a rigid motion,

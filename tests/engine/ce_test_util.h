@@ -2,7 +2,23 @@
 #ifndef CE_TEST_UTIL_H
 #define CE_TEST_UTIL_H
 
+/* The unit tests reach into every subsystem of the engine. */
+#include "ce_arena.h"
+#include "ce_bvh.h"
+#include "ce_geometry.h"
 #include "ce_internal.h"
+#include "ce_intersect.h"
+#include "ce_jacobian.h"
+#include "ce_limits.h"
+#include "ce_mesh.h"
+#include "ce_passes.h"
+#include "ce_point_contact.h"
+#include "ce_predicates.h"
+#include "ce_progress.h"
+#include "ce_surface.h"
+#include "ce_terrain.h"
+#include "ce_validate.h"
+#include "ce_walk.h"
 
 /* |a - b| <= tol * max(|a|, |b|, floor) */
 int ce_test_close(double a, double b, double rtol, double floor);

@@ -563,7 +563,7 @@ Test(primitive, bad_dimensions_name_the_field) {
   cr_assert_eq(try_mesh(s, CE_COMPLIANT, 0.01, &err), CE_EINVAL);
 }
 
-/* Dimensions far outside [CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH],
+/* Dimensions far outside [CE_LIMIT_MIN_LENGTH, CE_LIMIT_MAX_LENGTH],
  * or too far from each other, would fail on a tet of zero or NaN volume;
  * they are refused with an error naming the dimensions. The limits
  * themselves build, compliant and rigid. */
@@ -598,7 +598,7 @@ Test(primitive, dimensions_outside_the_range_name_it) {
     cr_assert_eq(e, CE_OK, "shape %d at its aspect limit: %s", i / 2, err.message);
     ce_rawmesh_free(&m);
   }
-  const double ends[2] = {CE_PRIMITIVE_MIN_LENGTH, CE_PRIMITIVE_MAX_LENGTH};
+  const double ends[2] = {CE_LIMIT_MIN_LENGTH, CE_LIMIT_MAX_LENGTH};
   for (int k = 0; k < 2; k++) {
     const double d = ends[k];
     const ce_shape shapes[5] = {shape_sphere(d), shape_box(d, d, d), shape_rl(CE_SHAPE_CYLINDER, d, d),

@@ -1,0 +1,72 @@
+/* ce_geometry.h — a geometry's internals: the built meshes, their
+ * hierarchies and the finishing steps every kind of geometry goes through
+ * (ce_geometry.c, ce_hull.c). */
+#ifndef CE_GEOMETRY_H
+#define CE_GEOMETRY_H
+
+#include "ce_bvh.h"
+#include "ce_mesh.h"
+#include "ce_progress.h"
+
+struct ce_geometry {
+  ce_shape_type shape;
+  ce_compliance compliance;
+  int is_halfspace;
+  double modulus;          /* compliant: E; rigid: INFINITY */
+  double slab_thickness;   /* compliant half space */
+  ce_material material;
+  ce_tetmesh tet;          /* compliant meshes (nt > 0) */
+  ce_trimesh tri;          /* rigid meshes (nf > 0) */
+  ce_bvh bvh;              /* over tets (compliant) or triangles (rigid) */
+  double volume;
+  double scale;            /* largest |vertex| in the geometry frame (>0) */
+  int convex;              /* meshes: 1 when the mesh bounds a convex body
+                            * (checked once at build, ce_geometry.c) */
+  size_t bytes;
+  struct ce_heightfield *hf; /* CE_SHAPE_HEIGHTFIELD only (ce_heightfield.c) */
+  /* The primitive's analytic parameters (type, radius, length, size) as
+   * given to ce_geometry_from_shape (points = NULL, npoints kept); type 0
+   * for meshes and geometries built otherwise. The point-contact model
+   * (ce_mtd.c) uses them for exact shapes instead of the tessellation. */
+  ce_shape shape_params;
+  /* Optional convex decomposition of a rigid mesh (ce_pieces.c): npieces
+   * rigid CE_SHAPE_CONVEX geometries in this geometry's frame, owned (freed
+   * by ce_geometry_free). The point-contact model uses them instead of the
+   * mesh's hull. */
+  struct ce_geometry **pieces;
+  int32_t npieces;
+};
+
+/* Take ownership of malloc'd arrays (v, tets, p) and finish a compliant
+ * geometry: validate (finite, positive volumes, field >= 0), compute per-tet
+ * gradients/offsets/ranges, adjacency, BVH. On failure frees the arrays.
+ * prog: these steps' share of the build's progress (ce_buildprog_of(props)
+ * when they are the whole build; NULL: no reports). */
+ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props,
+                                    const ce_buildprog *prog, ce_vec3 *v, int32_t nv,
+                                    int32_t (*tets)[4], int32_t nt, double *p,
+                                    ce_geometry **out, ce_error *err);
+/* Same for rigid triangle meshes (arrays malloc'd, ownership taken). */
+ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props,
+                                    const ce_buildprog *prog, ce_vec3 *v, int32_t nv,
+                                    int32_t (*tris)[3], int32_t nf, int require_closed,
+                                    ce_geometry **out, ce_error *err);
+
+/* The linear function taking value p[i] at x[i] (i = 0..3) on a tet of
+ * nonzero volume: returns its gradient and sets *offset so that
+ * p(x) = grad . x + offset (ce_geometry.c). */
+ce_vec3 ce_tet_linear_field(const ce_vec3 x[4], const double p[4], double *offset);
+/* The face planes of a positively oriented tet in ce_tetmesh.fplane's
+ * layout (outward unit normals; a zero-area face gets a zero normal). */
+void ce_tet_face_planes(const ce_vec3 x[4], double fplane[4][4]);
+
+/* A half space (rigid, or compliant with a slab thickness) (ce_geometry.c). */
+ce_errno ce_build_halfspace(const ce_props *props, ce_geometry **out,
+                            ce_error *err);
+/* A convex point set: compliant = hull tetrahedralised from the centroid
+ * (field E at the centroid, 0 on the hull); rigid = hull triangles
+ * (ce_hull.c). */
+ce_errno ce_build_convex(const ce_shape *shape, const ce_props *props,
+                         ce_geometry **out, ce_error *err);
+
+#endif /* CE_GEOMETRY_H */

@@ -1,0 +1,45 @@
+/* ce_passes.h — the passes over a built contact surface: wrenches,
+ * per-face points, patches and strain energy (ce_wrench.c, ce_point.c,
+ * ce_patch.c, ce_energy.c). */
+#ifndef CE_PASSES_H
+#define CE_PASSES_H
+
+#include "ce_surface.h"
+
+/* Per-face quantities the wrench pass leaves for the patch pass. */
+typedef struct ce_face_forces {
+  double *fn;        /* per face: integral of the normal traction, N */
+  ce_vec3 *fn_x;     /* per face: integral of (normal traction * x), N m */
+} ce_face_forces;
+
+/* Integrate tractions over the surface (ce_wrench.c). Fills the result's
+ * wrenches, area, centroid; fills *ff (arena) for the patch pass. pm (may
+ * be NULL, or hold NULL arrays): the surface's pressure moments from
+ * ce_builder_finish, used instead of integrating again wherever a face's
+ * tractions are its pressure times constants (no relative rotation, or
+ * d = mu = 0). */
+ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a,
+                           const ce_body *b, const ce_material *combined,
+                           double stiction_tolerance,
+                           const ce_face_moments *pm, ce_arena *arena,
+                           ce_result *r, ce_face_forces *ff);
+/* Per-face point contacts (ce_point.c). */
+ce_errno ce_points_compute(const ce_surface *s, ce_arena *arena, ce_result *r);
+/* Patches and equivalent contact points (ce_patch.c). */
+ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga,
+                            const ce_geometry *gb, const ce_face_forces *ff,
+                            ce_arena *arena, ce_result *r);
+
+/* Strain energy of a hydroelastic pair (ce_energy.c), M and N as for the
+ * intersectors (X_MN places N in M's frame): fills r->strain_energy,
+ * r->total.strain_energy and r->energy, and with want_patches each patch's
+ * strain_energy (after ce_patches_compute, from r->surface's patch and
+ * element arrays). */
+ce_errno ce_energy_compute(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN, int m_is_a,
+                           int want_patches, ce_arena *arena, ce_result *r);
+/* The corners of face polygon ids[0..m) as the wrench pass integrates it
+ * (collinear vertices dropped; ce_wrench.c): their ids in out (room for 64)
+ * and their count, or -1 when every vertex is a corner. */
+int32_t ce_wrench_corners(const ce_vec3 *v, const int32_t *ids, int32_t m, int32_t *out);
+
+#endif /* CE_PASSES_H */
