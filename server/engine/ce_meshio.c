@@ -13,8 +13,8 @@
  *
  * This file picks the format, welds surfaces and frees; each format is
  * parsed in its own file (ce_meshio_obj.c, ce_meshio_stl.c, ce_meshio_vtk.c,
- * ce_meshio_msh.c) over the reader in ce_meshio.h. */
-#include "ce_meshio.h"
+ * ce_meshio_msh.c) over the reader in ce_meshio_reader.h. */
+#include "ce_meshio_reader.h"
 
 static void out_clear(ce_mesh_data *m) { memset(m, 0, sizeof *m); }
 

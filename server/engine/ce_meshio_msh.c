@@ -1,6 +1,6 @@
 /* ce_meshio_msh.c — Gmsh MSH 2.2 and 4.1, ASCII and binary: nodes and
  * tets (element type 4); elements of other types are counted as skipped. */
-#include "ce_meshio.h"
+#include "ce_meshio_reader.h"
 
 typedef struct idmap {
   int64_t id;

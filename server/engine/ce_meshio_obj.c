@@ -1,6 +1,6 @@
 /* ce_meshio_obj.c — Wavefront OBJ surfaces (v and f lines; polygons fanned
  * into triangles; negative indices count back from the last vertex). */
-#include "ce_meshio.h"
+#include "ce_meshio_reader.h"
 
 static ce_errno obj_index(rd *r, const char *t, int64_t nv, int32_t *out) {
   char *end;

@@ -1,6 +1,6 @@
 /* ce_meshio_stl.c — STL surfaces, binary (little-endian, 50 bytes a
  * triangle) and ASCII (solid / facet / outer loop / vertex). */
-#include "ce_meshio.h"
+#include "ce_meshio_reader.h"
 
 static float rd_f32le(const unsigned char *p) {
   uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;

@@ -1,7 +1,7 @@
 /* ce_meshio_vtk.c — VTK legacy unstructured grids: ASCII and big-endian
  * BINARY; 4.2 count-prefixed cell lists or 5.1 OFFSETS/CONNECTIVITY; the
  * tets (cell type 10) are kept, other cells counted as skipped. */
-#include "ce_meshio.h"
+#include "ce_meshio_reader.h"
 
 static uint32_t be32(const unsigned char *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];

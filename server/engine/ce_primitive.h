@@ -8,21 +8,10 @@
 #define CE_PRIMITIVE_H
 
 #include "ce_internal.h"
+#include "ce_rawmesh.h"
 
 /* The limits on primitives (elements, lengths, aspect ratios, the coarsest
  * hint) are in ce_limits.h. */
-
-/* A malloc'd mesh. Compliant: v, p (per vertex, Pa), tet (positively
- * oriented). Rigid: v, tri (counter-clockwise seen from outside); p = NULL. */
-typedef struct ce_rawmesh {
-  int32_t nv, nt, nf;
-  ce_vec3 *v;
-  double *p;
-  int32_t (*tet)[4];
-  int32_t (*tri)[3];
-} ce_rawmesh;
-
-void ce_rawmesh_free(ce_rawmesh *m);
 
 /* Generate the mesh of a sphere, box, cylinder, capsule or ellipsoid:
  * compliance CE_COMPLIANT gives a tet mesh with pressure (modulus E),
@@ -36,33 +25,6 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance,
  * max(0, ceil(log2(1.0515 r / h))); returns a large value (> 30) for
  * hints so small that the mesh could not be built. */
 int ce_icosphere_level(double r, double h);
-
-/* ---- shared by the generators (ce_primitive.c, ce_prism_mesh.c) ---------- */
-
-/* Six times the signed volume of the tet (a, b, c, d). */
-static inline double ce_prim_det3(ce_vec3 a, ce_vec3 b, ce_vec3 c, ce_vec3 d) {
-  return ce_dot(ce_sub(b, a), ce_cross(ce_sub(c, a), ce_sub(d, a)));
-}
-
-/* A 64-bit mixing function (MurmurHash3's finaliser) for hash tables. */
-static inline uint64_t ce_prim_mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-/* Make every tet positively oriented (swap two vertices if needed). */
-void ce_prim_orient_tets(const ce_vec3 *v, int32_t (*t)[4], int32_t nt);
-
-/* Turn the triangles of a convex rigid primitive outward, away from the
- * nearest point of the medial segment z in [-l, l] (l = 0: the origin). */
-void ce_prim_orient_tris_outward(const ce_vec3 *v, int32_t (*f)[3], int32_t nf, double l);
-
-/* CE_ENOMEM: "<what>: out of memory". */
-ce_errno ce_prim_oom(ce_error *err, const char *what);
 
 /* ---- box and cylinder (ce_prism_mesh.c) ------------------------------------ */
 

@@ -1,10 +1,10 @@
-/* ce_meshio.h — the reader shared by the mesh file parsers (internal to
+/* ce_meshio_reader.h — the reader shared by the mesh file parsers (internal to
  * ce_meshio*.c): a cursor over the bytes that counts lines, tokens, numbers
  * and counts checked against the bytes that remain, errors that name the
  * format and the line, and growable arrays. ce_mesh_parse (ce_meshio.c)
  * picks the format and welds; each format has its own file. */
-#ifndef CE_MESHIO_H
-#define CE_MESHIO_H
+#ifndef CE_MESHIO_READER_H
+#define CE_MESHIO_READER_H
 
 #include <math.h>
 #include <stdarg.h>
@@ -169,4 +169,4 @@ ce_errno ce_mesh_parse_stl_ascii(rd *r, ce_mesh_data *m);
 ce_errno ce_mesh_parse_vtk(rd *r, ce_mesh_data *m);
 ce_errno ce_mesh_parse_msh(rd *r, ce_mesh_data *m);
 
-#endif /* CE_MESHIO_H */
+#endif /* CE_MESHIO_READER_H */
