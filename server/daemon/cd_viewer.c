@@ -276,7 +276,7 @@ static int request_encode(cd_viewers *v, cd_pub_snap *s) {
   cd_pool *codec = v->srv->codec;
   enc_job *e = codec ? calloc(1, sizeof *e) : NULL;
   if (!e) {
-    if (snap_encode(s, &s->json, &s->json_len)) s->json = NULL;
+    if (snap_encode(s, &s->json, &s->json_len)) CD_WARN("viewer update dropped: out of memory", "scene=%s", s->scene);
     return 0;
   }
   e->job.run = enc_run;
