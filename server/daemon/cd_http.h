@@ -7,7 +7,9 @@
  * (cd_http_stream_start): the deadline stops, the connection stays open
  * until the client goes or the server stops, and at most one buffer is
  * being written at a time (cd_http_send refuses a second), so a client
- * that stops reading holds one buffer, never a queue. */
+ * that stops reading holds one buffer, never a queue; its socket's kernel
+ * send buffer is viewer_send_buffer_bytes, so that such a client's writes
+ * stop completing after a few updates. */
 #ifndef CD_HTTP_H
 #define CD_HTTP_H
 

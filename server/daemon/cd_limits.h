@@ -32,7 +32,8 @@
  * max_metrics_connections connections of a 4 KiB request buffer each, for at
  * most metrics_timeout_ms (an event stream, once its request is read, for as
  * long as its viewer stays, at most max_viewers of them, each holding one
- * update being written and no queue); published scenes hold one result
+ * update being written, a kernel send buffer of viewer_send_buffer_bytes
+ * and no queue); published scenes hold one result
  * each, at most max_published_scenes of them. */
 #ifndef CD_LIMITS_H
 #define CD_LIMITS_H
@@ -135,7 +136,11 @@
   XX(output_memory_bytes, 0, 0, "bytes",                                                   \
      "reply bytes queued on all connections together; past it the connections holding "    \
      "the most are closed first (clients that read hold next to none); 0 = an eighth of "  \
-     "the machine's memory, at least 64 MiB")
+     "the machine's memory, at least 64 MiB")                                              \
+  XX(viewer_send_buffer_bytes, 65536, 4096, "bytes",                                       \
+     "kernel send buffer of a viewer's event stream (SO_SNDBUF; the kernel doubles it): "  \
+     "a viewer that stops reading stops being sent updates once it is full, instead of "   \
+     "when the kernel's own buffer, up to megabytes, is")
 
 typedef struct cd_limits {
 #define CD_XX_FIELD(field, def, min, unit, desc) uint64_t field;

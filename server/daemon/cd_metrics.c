@@ -3,6 +3,7 @@
  * goes to the viewer (cd_viewer.c). */
 #include "cd_metrics.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,6 +206,14 @@ int cd_http_stream_start(mconn *c, void (*on_sent)(void *), void (*on_close)(voi
     return -1;
   }
   memcpy(buf, head, sizeof head);
+  /* A viewer that stops reading must stall its stream at once: with the
+   * kernel's autotuned buffer (up to megabytes) the loop would go on
+   * encoding and writing updates nobody reads for seconds. */
+  uint64_t sndbuf = c->m->srv->cfg.limits.viewer_send_buffer_bytes;
+  int sb = sndbuf > INT_MAX / 2 ? INT_MAX / 2 : (int)sndbuf;
+  if (uv_send_buffer_size((uv_handle_t *)&c->h, &sb) != 0)
+    CD_DEBUG("event stream: cannot set its send buffer", "viewer_send_buffer_bytes=%llu",
+             (unsigned long long)sndbuf);
   uv_timer_stop(&c->deadline);
   c->streaming = 1;
   /* read on only to see the client go; what it sends is dropped */

@@ -71,7 +71,7 @@ typedef struct cd_pub_snap {
   cd_pub_body *bodies;
   int64_t npairs;
   cd_pub_pair **pairs;    /* a pair may be NULL (out of memory copying it) */
-  char *json;             /* encoded once, on the HTTP loop (cd_viewer.c) */
+  char *json;             /* encoded once, on the codec thread (cd_viewer.c) */
   size_t json_len;
 } cd_pub_snap;
 

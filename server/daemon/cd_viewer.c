@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cd_log.h"
+#include "cd_pool.h"
 #include "cd_publish.h"
 #include "cd_server.h"
 
@@ -40,6 +41,7 @@ struct viewer {
   char scene[CD_PUB_NAME_MAX + 1];
   uint64_t sent_version;
   uint64_t last_send_ns;
+  cd_pub_snap *ready; /* encoded for it since its last update, not yet sent (a reference), or NULL */
   viewer *prev, *next;
 };
 
@@ -49,6 +51,8 @@ struct cd_viewers {
   uv_timer_t tick;      /* while viewers wait for their rate: every interval */
   int waiting;          /* a viewer has a newer version its rate holds back */
   int handles_open;
+  int stopped;          /* cd_viewer_stop: freed once its handles and encoding are done */
+  cd_pub_snap *encoding; /* being encoded on the codec thread (a reference), or NULL */
   viewer *list;
   uint64_t n;
   uint64_t interval_ns;
@@ -167,9 +171,9 @@ static void encode_pair(jbuf *j, const cd_pub_pair *p) {
   jput(j, "]}");
 }
 
-/* The snapshot's JSON (one line), encoded once and kept with it. */
-static int snap_json(cd_pub_snap *s) {
-  if (s->json) return 0;
+/* The snapshot's JSON (one line) into *out (malloc'd); 0, or -1 when out
+ * of memory. Reads only the snapshot (immutable): any thread. */
+static int snap_encode(const cd_pub_snap *s, char **out, size_t *out_len) {
   jbuf j = {0};
   jput(&j, "{\"scene\":\"%s\",\"version\":%llu,\"time\":%.6f,\"bodies\":[", s->scene,
        (unsigned long long)s->version, s->wall_s);
@@ -192,12 +196,19 @@ static int snap_json(cd_pub_snap *s) {
     free(j.b);
     return -1;
   }
-  s->json = j.b;
-  s->json_len = j.n;
+  *out = j.b;
+  *out_len = j.n;
   return 0;
 }
 
 /* ---- event streams --------------------------------------------------------- */
+
+/* A snapshot's update is encoded once, on the server's codec thread, and
+ * shared by every viewer of its scene: the HTTP loop (loop 0, which also
+ * serves query connections) only copies the encoded bytes into each
+ * viewer's write. One snapshot is encoded at a time; s->json is written
+ * only by that job (or, with no codec thread, on this loop), so the loop
+ * reads it only when s is not v->encoding. */
 
 static void pump(viewer *w);
 
@@ -215,6 +226,85 @@ static void on_tick(uv_timer_t *t) {
   v->waiting = 0;
   pump_all(v);
   if (!v->waiting) uv_timer_stop(t); /* nothing held back: the next publication restarts it */
+}
+
+typedef struct enc_job {
+  cd_job job;
+  cd_viewers *v;
+  cd_pub_snap *s;
+  int rc;
+} enc_job;
+
+static void enc_run(cd_job *job, cd_worker *wk) {
+  (void)wk;
+  enc_job *e = (enc_job *)job;
+  e->rc = snap_encode(e->s, &e->s->json, &e->s->json_len);
+}
+
+static void viewers_free_if_done(cd_viewers *v) {
+  if (v->stopped && v->handles_open == 0 && !v->encoding) free(v);
+}
+
+/* The encoded snapshot goes to the viewers of its scene that are not
+ * writing (the others ask for the latest when their write completes). */
+static void enc_done(cd_job *job) {
+  enc_job *e = (enc_job *)job;
+  cd_viewers *v = e->v;
+  cd_pub_snap *s = e->s;
+  int rc = e->rc;
+  free(e);
+  v->encoding = NULL;
+  if (!v->stopped) {
+    if (rc) CD_WARN("viewer update dropped: out of memory encoding it", "scene=%s", s->scene);
+    for (viewer *w = v->list; w && !rc; w = w->next) {
+      if (strcmp(w->scene, s->scene) != 0 || cd_http_busy(w->c) || s->version == w->sent_version) continue;
+      cd_pub_snap_unref(w->ready);
+      cd_pub_snap_ref(s);
+      w->ready = s;
+    }
+  }
+  cd_pub_snap_unref(s);
+  if (v->stopped) viewers_free_if_done(v);
+  else pump_all(v);
+}
+
+/* Have s encoded: on the codec thread (1: it is, or another snapshot is,
+ * being encoded: enc_done pumps again), or here when there is none (0:
+ * s->json is set, or encoding failed and s->json is NULL). */
+static int request_encode(cd_viewers *v, cd_pub_snap *s) {
+  if (v->encoding) return 1;
+  cd_pool *codec = v->srv->codec;
+  enc_job *e = codec ? calloc(1, sizeof *e) : NULL;
+  if (!e) {
+    if (snap_encode(s, &s->json, &s->json_len)) CD_WARN("viewer update dropped: out of memory", "scene=%s", s->scene);
+    return 0;
+  }
+  e->job.run = enc_run;
+  e->job.done = enc_done;
+  e->v = v;
+  cd_pub_snap_ref(s);
+  e->s = s;
+  v->encoding = s;
+  cd_pool_submit(codec, NULL, &e->job);
+  return 1;
+}
+
+/* What w is sent next: the update encoded for it, or the scene's latest if
+ * that is encoded; NULL (an encoding started) if neither. Takes over s. */
+static cd_pub_snap *next_update(viewer *w, cd_pub_snap *s) {
+  cd_viewers *v = w->v;
+  if (w->ready) {
+    cd_pub_snap *r = w->ready;
+    w->ready = NULL;
+    if (r->version != w->sent_version) {
+      cd_pub_snap_unref(s);
+      return r;
+    }
+    cd_pub_snap_unref(r);
+  }
+  if (s != v->encoding && (s->json || request_encode(v, s) == 0) && s->json) return s;
+  cd_pub_snap_unref(s);
+  return NULL;
 }
 
 /* Send w the scene's latest version if it is newer than what it has, it
@@ -237,10 +327,11 @@ static void pump(viewer *w) {
     }
     return;
   }
+  if (!(s = next_update(w, s))) return;
   static const char pre[] = "event: scene\ndata: ";
-  char *buf = NULL;
+  char *buf = malloc(sizeof pre + s->json_len + 2);
   size_t len = 0;
-  if (snap_json(s) == 0 && (buf = malloc(sizeof pre + s->json_len + 2))) {
+  if (buf) {
     memcpy(buf, pre, sizeof pre - 1);
     memcpy(buf + sizeof pre - 1, s->json, s->json_len);
     len = sizeof pre - 1 + s->json_len;
@@ -268,6 +359,7 @@ static void viewer_closed(void *arg) {
   if (w->next) w->next->prev = w->prev;
   v->n--;
   if (!v->list) uv_timer_stop(&v->tick);
+  cd_pub_snap_unref(w->ready);
   free(w);
 }
 
@@ -448,9 +540,12 @@ static int route_api(cd_viewers *v, cd_http_conn *c, const char *path) {
       return 1;
     }
     cd_pub_snap *s = cd_publish_get(v->srv->publish, nm);
+    char *b = NULL;
+    size_t n = 0;
     if (!s) cd_http_respond(c, 404, "text/plain", NULL, "no such scene\n", 14);
-    else if (snap_json(s)) cd_http_respond(c, 503, "text/plain", NULL, "out of memory\n", 14);
-    else cd_http_respond(c, 200, "application/json", NULL, s->json, s->json_len);
+    else if (s != v->encoding && s->json) cd_http_respond(c, 200, "application/json", NULL, s->json, s->json_len);
+    else if (snap_encode(s, &b, &n)) cd_http_respond(c, 503, "text/plain", NULL, "out of memory\n", 14);
+    else cd_http_respond_owned(c, 200, "application/json", b, n); /* a one-off request: not kept */
     cd_pub_snap_unref(s);
     return 1;
   }
@@ -511,11 +606,13 @@ const char *cd_viewer_assets_dir(const cd_viewers *v) { return v->dir[0] ? v->di
 
 static void on_handle_closed(uv_handle_t *h) {
   cd_viewers *v = h->data;
-  if (--v->handles_open == 0) free(v);
+  v->handles_open--;
+  viewers_free_if_done(v);
 }
 
 void cd_viewer_stop(cd_viewers *v) {
   if (!v) return;
+  v->stopped = 1; /* an encoding still running frees it in its done() */
   cd_publish_set_notify(v->srv->publish, NULL, NULL);
   uv_close((uv_handle_t *)&v->published, on_handle_closed);
   uv_close((uv_handle_t *)&v->tick, on_handle_closed);

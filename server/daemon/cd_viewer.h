@@ -2,7 +2,10 @@
  * the published scenes (/v1/scenes, /v1/scenes/<name>), their updates as
  * server-sent events (/v1/scenes/<name>/events) and geometry boundary
  * meshes (/v1/geometry/<id>/surface). HTTP loop only, except the hook that
- * cd_publish calls after a publication (uv_async_send, any thread).
+ * cd_publish calls after a publication (uv_async_send, any thread) and the
+ * encoding of updates, which runs on the server's codec thread, once per
+ * snapshot for all the viewers of its scene (the HTTP loop also serves
+ * query connections).
  *
  * Each event stream holds at most one update being written and remembers
  * only the version it last sent: when its write completes (and at most

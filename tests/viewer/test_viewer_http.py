@@ -4,6 +4,7 @@ while its other endpoints are unchanged; a viewer that stops reading its
 event stream while a stream runs at 1 kHz neither grows the daemon's memory
 nor slows the stream (both measured and printed)."""
 import json
+import math
 import os
 import re
 import shutil
@@ -133,11 +134,24 @@ class NoAssets(unittest.TestCase):
                 self.assertEqual(d.stop()[0], 0)
 
 
+def p99(lat):
+    """The 99th percentile as contactctl computes it (nearest rank)."""
+    t = sorted(lat)
+    return t[max(0, math.ceil(0.99 * len(t)) - 1)]
+
+
 class StalledViewer(unittest.TestCase):
     """A raw socket asks for the event stream and never reads, for 10 s,
     while a stream publishing to that scene runs at 1 kHz: the daemon's RSS
     stays within 10% and the stream's round-trip p99 within 1.5x of the same
-    run without the viewer."""
+    run without the viewer.
+
+    On a shared machine a 10 s window's p99 moves with whatever else runs,
+    so the runs with and without the viewer are interleaved (without, with,
+    with, without: a drift over the test weighs on both alike) after the
+    same warm-up, and each side's p99 is taken over all its round trips."""
+
+    ORDER = (False, True, True, False)  # with a stalled viewer?
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="viewer-stall-")
@@ -145,6 +159,7 @@ class StalledViewer(unittest.TestCase):
         # as in a release build and RSS measures what is held)
         os.environ["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=16"
         self.d = vf.Daemon()
+        self.viewer_seen, self.rss_base = False, 0
 
     def tearDown(self):
         code, log = self.d.stop()
@@ -152,6 +167,7 @@ class StalledViewer(unittest.TestCase):
         self.assertEqual(code, 0, log[-3000:])
 
     def run_stream(self, scene, seconds):
+        """Stream for `seconds` at 1 kHz: (round trips in ms, contactctl's p99, peak RSS)."""
         out = os.path.join(self.tmp, "stream.txt")
         peak = [0]
         with open(out, "w") as f:
@@ -163,11 +179,13 @@ class StalledViewer(unittest.TestCase):
             _, err = p.communicate()
         self.assertEqual(p.returncode, 0, err)
         with open(out) as f:
-            last = f.read().strip().splitlines()[-1]
-        m = re.search(r"(\d+) results.*p99 ([0-9.]+) ms", last)
-        self.assertIsNotNone(m, last)
-        self.assertEqual(int(m.group(1)), 1000 * seconds, last)
-        return float(m.group(2)), max(peak[0], self.d.rss_kib())
+            lines = f.read().strip().splitlines()
+        m = re.search(r"(\d+) results.*p99 ([0-9.]+) ms", lines[-1])
+        self.assertIsNotNone(m, lines[-1])
+        self.assertEqual(int(m.group(1)), 1000 * seconds, lines[-1])
+        lat = [float(x) for x in re.findall(r"\| rtt ([0-9.]+) ms", "\n".join(lines))]
+        self.assertEqual(len(lat), 1000 * seconds, "a round trip per result")
+        return lat, float(m.group(2)), max(peak[0], self.d.rss_kib())
 
     def stalled_viewer(self):
         s = socket.socket()
@@ -176,24 +194,39 @@ class StalledViewer(unittest.TestCase):
         s.sendall(b"GET /v1/scenes/stall/events HTTP/1.0\r\n\r\n")
         return s
 
+    def measure(self, scene):
+        """One round of ORDER: each side's round-trip p99 and peak RSS (without
+        a viewer: of the runs before the test's first stalled viewer, as
+        memory a viewer took would still be held after it)."""
+        lat, rss_b = {False: [], True: []}, 0
+        for stalled in self.ORDER:
+            self.viewer_seen = self.viewer_seen or stalled
+            v = self.stalled_viewer() if stalled else None
+            try:
+                l, p, r = self.run_stream(scene, 10)
+                if v:  # the viewer is still connected, and was sent at least the start of an update
+                    head = v.recv(4096, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+                    self.assertIn(b"text/event-stream", head)
+            finally:
+                if v:
+                    v.close()
+            print("  10 s %s: p99 %.3f ms, RSS %d KiB" % ("with a stalled viewer" if stalled else "without a viewer",
+                                                          p, r), flush=True)
+            lat[stalled] += l
+            if stalled:
+                rss_b = max(rss_b, r)
+            elif not self.viewer_seen:
+                self.rss_base = max(self.rss_base, r)
+        return p99(lat[False]), self.rss_base, p99(lat[True]), rss_b
+
     def test_stalled_viewer_costs_nothing(self):
-        # 2x in the release build; under the sanitizers (several times the
-        # loop's cost per operation) 3x (tests/viewer/CMakeLists.txt)
-        bound = 3.0 if os.environ.get("CONTACTD_TEST_SANITIZED") else 2.0
+        bound = 1.5  # in every build (docs/viewer.md has what it measured)
         scene, _ = publish_ball(self.d, self.tmp, "stall")
         self.run_stream(scene, 3)  # warm up: allocator high-water marks, caches
         for attempt in range(3):
-            p99_a, rss_a = self.run_stream(scene, 10)
-            v = self.stalled_viewer()
-            try:
-                p99_b, rss_b = self.run_stream(scene, 10)
-                # the viewer is still connected, and was sent at least the start of an update
-                head = v.recv(4096, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-                self.assertIn(b"text/event-stream", head)
-            finally:
-                v.close()
-            print("1 kHz stream, 10 s, published: without a viewer p99 %.3f ms, RSS %d KiB; with a stalled "
-                  "viewer p99 %.3f ms (%.2fx), RSS %d KiB (%+.1f%%)" %
+            p99_a, rss_a, p99_b, rss_b = self.measure(scene)
+            print("1 kHz stream, 2 x 10 s each, published: without a viewer p99 %.3f ms, RSS %d KiB (before any viewer); with a "
+                  "stalled viewer p99 %.3f ms (%.2fx), RSS %d KiB (%+.1f%%)" %
                   (p99_a, rss_a, p99_b, p99_b / p99_a, rss_b, 100.0 * (rss_b - rss_a) / rss_a), flush=True)
             self.assertLessEqual(rss_b, 1.10 * rss_a)
             if p99_b <= bound * p99_a:
