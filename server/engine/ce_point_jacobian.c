@@ -1,0 +1,416 @@
+/* ce_point_jacobian.c — the wrench Jacobians of compliant point contact
+ * (convention in ce.h, "wrench Jacobians"; the model in
+ * ce_point_contact.c, the closest features in ce_mtd.c).
+ *
+ * Forward-mode dual numbers (ce_dual.h) with all 24 partials (the poses
+ * and the velocities of A and B) re-evaluate what the engine computed: the
+ * minimum translational distance from the same closest features (depth x,
+ * normal n, witnesses wa, wb), the force point P = (wa + wb)/2 and the
+ * force law fn = k x (1 + d xdot)+ with xdot = -(v_A(P) - v_B(P)) . n and
+ * the regularised Coulomb friction -mu (2/pi) atan(|vt|/vs) fn vt/|vt|.
+ * Every combinatorial choice of the MTD (the separating axis of two boxes,
+ * the clamped ends of two segments, the face of a box nearest to a sphere's
+ * centre inside it, a flat support feature and its centre) is taken from
+ * the values, so the result is the one-sided derivative of the current
+ * features: where a perturbation switches them (a box edge that becomes
+ * the separating axis instead of a face, a sphere's centre that leaves a
+ * box's face region), the derivative of the features in use now.
+ *
+ * A pose column moves a body as R <- exp([dth]x) R, p <- p + dp, so a
+ * shape-frame column c of R gets the partial dth x c and the origin dp.
+ * The 24 partials give all four matrices directly (no identities needed;
+ * the tests check that they hold).
+ *
+ * Covered: every pair whose MTD is analytic — anything against a half
+ * space, spheres and capsules with each other, sphere and box, box and box
+ * — and convex pieces against a half space. Pairs that go through GJK/EPA
+ * (cylinders, ellipsoids and meshes against anything but a half space)
+ * and point contact with terrain are unavailable: their normal is a
+ * minimiser found by iteration, whose derivative needs the curvature of
+ * the support functions. */
+#define CE_DUAL_N 24
+#include <math.h>
+#include <string.h>
+
+#include "ce_dual.h"
+#include "ce_mtd.h"
+
+enum { SLOT_POSE_A = 0, SLOT_POSE_B = 6, SLOT_VEL_A = 12, SLOT_VEL_B = 18 };
+
+/* A pose in duals: the columns of R and the origin. */
+typedef struct jpose {
+  jv c[3];
+  jv p;
+} jpose;
+
+/* The minimum translational distance in duals (ce_mtd). */
+typedef struct jmtd {
+  int overlap;
+  jd depth;
+  jv n, wa, wb;
+} jmtd;
+
+static jd jd_neg(jd a) { return jd_scale(a, -1.0); }
+static jd jd_abs(jd a) { return a.v < 0 ? jd_neg(a) : a; }
+static jd jd_clamp01(jd a) { return a.v < 0 ? jd_c(0) : a.v > 1 ? jd_c(1) : a; }
+static jv jv_neg(jv a) { return jv_scalec(a, -1.0); }
+static jd jv_norm(jv a) { return jd_sqrt(jv_dot(a, a)); }
+static jv jv_div(jv a, jd s) {
+  jv r = {jd_div(a.x, s), jd_div(a.y, s), jd_div(a.z, s)};
+  return r;
+}
+static jv jv_axpy(jv a, jd s, jv b) { return jv_add(a, jv_scale(b, s)); }
+
+static jpose seed_pose(const ce_pose *X, int slot) {
+  jpose P;
+  for (int i = 0; i < 3; i++) {
+    const ce_vec3 ci = ce_v3(X->R.m[0][i], X->R.m[1][i], X->R.m[2][i]);
+    P.c[i] = jv_c(ci);
+    for (int j = 0; j < 3; j++) {
+      const ce_vec3 dc = ce_cross(ce_v3(j == 0, j == 1, j == 2), ci);
+      P.c[i].x.d[slot + j] = dc.x;
+      P.c[i].y.d[slot + j] = dc.y;
+      P.c[i].z.d[slot + j] = dc.z;
+    }
+  }
+  P.p = jv_c(X->p);
+  P.p.x.d[slot + 3] = 1;
+  P.p.y.d[slot + 4] = 1;
+  P.p.z.d[slot + 5] = 1;
+  return P;
+}
+
+static jv seed_vec(ce_vec3 v, int slot) {
+  jv r = jv_c(v);
+  r.x.d[slot] = 1;
+  r.y.d[slot + 1] = 1;
+  r.z.d[slot + 2] = 1;
+  return r;
+}
+
+static jv jp_rotate(const jpose *X, jv x) {
+  return jv_add(jv_add(jv_scale(X->c[0], x.x), jv_scale(X->c[1], x.y)), jv_scale(X->c[2], x.z));
+}
+static jv jp_apply(const jpose *X, jv x) { return jv_add(jp_rotate(X, x), X->p); }
+static jv jp_applyc(const jpose *X, ce_vec3 x) {
+  return jv_add(jv_axpyc(jv_axpyc(jv_scalec(X->c[0], x.x), x.y, X->c[1]), x.z, X->c[2]), X->p);
+}
+/* R^T d */
+static jv jp_trotate(const jpose *X, jv d) {
+  jv r = {jv_dot(X->c[0], d), jv_dot(X->c[1], d), jv_dot(X->c[2], d)};
+  return r;
+}
+
+/* ce_cvx_support_local in duals: the same feature, differentiated where
+ * the support point moves with the direction (round shapes). */
+static jv support_local(const ce_cvx *c, jv d, int centre) {
+  const ce_vec3 dv = jv_val(d);
+  const double dn = ce_norm(dv), eps = 1e-9 * (dn > 0 ? dn : 1);
+  const double zoff = (centre && fabs(dv.z) <= eps) ? 0 : (dv.z < 0 ? -c->hl : c->hl);
+  switch (c->kind) {
+    case CE_CVX_SPHERE:
+    case CE_CVX_CAPSULE: {
+      if (!(dn > 0)) return jv_c(ce_v3(0, 0, zoff));
+      jv p = jv_scale(d, jd_div(jd_c(c->r), jv_norm(d)));
+      p.z = jd_addc(p.z, c->kind == CE_CVX_CAPSULE ? zoff : 0);
+      return p;
+    }
+    case CE_CVX_CYL: {
+      const double rxy = hypot(dv.x, dv.y);
+      jv p = jv_c(ce_v3(0, 0, zoff));
+      if (rxy > eps || (!centre && rxy > 0)) {
+        const jd s = jd_div(jd_c(c->r), jd_sqrt(jd_add(jd_mul(d.x, d.x), jd_mul(d.y, d.y))));
+        p.x = jd_mul(d.x, s);
+        p.y = jd_mul(d.y, s);
+      }
+      return p;
+    }
+    case CE_CVX_ELL: {
+      const jv a2d = {jd_scale(d.x, c->h.x * c->h.x), jd_scale(d.y, c->h.y * c->h.y), jd_scale(d.z, c->h.z * c->h.z)};
+      const jd q = jd_sqrt(jv_dot(a2d, d));
+      return q.v > 0 ? jv_div(a2d, q) : jv_c(ce_v3(0, 0, 0));
+    }
+    default: /* box, mesh: a vertex or the centre of a flat feature, fixed in the body */
+      return jv_c(ce_cvx_support_local(c, dv, centre));
+  }
+}
+
+static jv support_world(const ce_cvx *c, const jpose *X, jv d, int centre) {
+  return jp_apply(X, support_local(c, jp_trotate(X, d), centre));
+}
+
+static void set_from_a(jmtd *o, jv wa, jv n, jd depth) {
+  o->overlap = depth.v > 0;
+  o->depth = depth;
+  o->n = n;
+  o->wa = wa;
+  o->wb = jv_axpy(wa, depth, n);
+}
+static void set_from_b(jmtd *o, jv wb, jv n, jd depth) { set_from_a(o, jv_axpy(wb, jd_neg(depth), n), n, depth); }
+
+/* A against half space B. */
+static void mtd_halfspace(const ce_cvx *a, const jpose *Xa, const jpose *Xb, jmtd *o) {
+  const jv n = Xb->c[2];
+  const jv s = support_world(a, Xa, jv_neg(n), 1);
+  set_from_a(o, s, n, jd_neg(jv_dot(n, jv_sub(s, Xb->p))));
+}
+
+/* Closest points of two segments, with ce_mtd.c's branches. */
+static void segment_closest(jv p0, jv p1, jv q0, jv q1, jv *cp, jv *cq) {
+  const jv d1 = jv_sub(p1, p0), d2 = jv_sub(q1, q0), r = jv_sub(p0, q0);
+  const jd a = jv_dot(d1, d1), e = jv_dot(d2, d2), f = jv_dot(d2, r);
+  jd s = jd_c(0), t = jd_c(0);
+  const double tiny = 1e-300;
+  if (a.v <= tiny && e.v <= tiny) {
+  } else if (a.v <= tiny) {
+    t = jd_clamp01(jd_div(f, e));
+  } else {
+    const jd c = jv_dot(d1, r);
+    if (e.v <= tiny) {
+      s = jd_clamp01(jd_neg(jd_div(c, a)));
+    } else {
+      const jd b = jv_dot(d1, d2), den = jd_sub(jd_mul(a, e), jd_mul(b, b));
+      if (den.v > 1e-14 * a.v * e.v) s = jd_clamp01(jd_div(jd_sub(jd_mul(b, f), jd_mul(c, e)), den));
+      t = jd_div(jd_add(jd_mul(b, s), f), e);
+      if (t.v < 0) {
+        t = jd_c(0);
+        s = jd_clamp01(jd_neg(jd_div(c, a)));
+      } else if (t.v > 1) {
+        t = jd_c(1);
+        s = jd_clamp01(jd_div(jd_sub(b, c), a));
+      }
+    }
+  }
+  *cp = jv_axpy(p0, s, d1);
+  *cq = jv_axpy(q0, t, d2);
+}
+
+/* Sphere/capsule A against sphere/capsule B; 0 when the normal is
+ * degenerate (coincident centres, crossing axes). */
+static int mtd_segments(const ce_cvx *a, const jpose *Xa, const ce_cvx *b, const jpose *Xb, jmtd *o) {
+  jv pa, pb;
+  segment_closest(jp_applyc(Xa, ce_v3(0, 0, -a->hl)), jp_applyc(Xa, ce_v3(0, 0, a->hl)),
+                  jp_applyc(Xb, ce_v3(0, 0, -b->hl)), jp_applyc(Xb, ce_v3(0, 0, b->hl)), &pa, &pb);
+  const jv d = jv_sub(pa, pb);
+  const jd dist = jv_norm(d);
+  if (!(dist.v > 1e-12 * (a->scale + b->scale))) return 0;
+  const jv n = jv_div(d, dist);
+  set_from_a(o, jv_axpy(pa, jd_c(-a->r), n), n, jd_sub(jd_c(a->r + b->r), dist));
+  return 1;
+}
+
+/* Sphere A against box B. */
+static void mtd_sphere_box(const ce_cvx *a, const jpose *Xa, const ce_cvx *b, const jpose *Xb, jmtd *o) {
+  const jv c = jp_trotate(Xb, jv_sub(Xa->p, Xb->p));
+  const double h[3] = {b->h.x, b->h.y, b->h.z};
+  jd cc[3] = {c.x, c.y, c.z}, q[3];
+  for (int i = 0; i < 3; i++) q[i] = cc[i].v < -h[i] ? jd_c(-h[i]) : cc[i].v > h[i] ? jd_c(h[i]) : cc[i];
+  const jv qv = {q[0], q[1], q[2]}, d = jv_sub(c, qv);
+  const jd dist = jv_norm(d);
+  if (dist.v > 0) {
+    set_from_b(o, jp_apply(Xb, qv), jp_rotate(Xb, jv_div(d, dist)), jd_sub(jd_c(a->r), dist));
+    return;
+  }
+  /* centre inside: the nearest face (ties: x before y before z) */
+  jd gap[3];
+  for (int k = 0; k < 3; k++) gap[k] = jd_sub(jd_c(h[k]), jd_abs(cc[k]));
+  int i = 0;
+  for (int k = 1; k < 3; k++)
+    if (gap[k].v < gap[i].v) i = k;
+  const double s = cc[i].v < 0 ? -1.0 : 1.0;
+  jd nl[3] = {jd_c(0), jd_c(0), jd_c(0)};
+  nl[i] = jd_c(s);
+  cc[i] = jd_c(s * h[i]);
+  const jv nv = {nl[0], nl[1], nl[2]}, f = {cc[0], cc[1], cc[2]};
+  set_from_b(o, jp_apply(Xb, f), jp_rotate(Xb, nv), jd_addc(gap[i], a->r));
+}
+
+/* Box A against box B: the separating axis chosen as ce_mtd.c chooses it
+ * (on the values), its overlap and witnesses in duals. */
+static void mtd_box_box(const ce_cvx *a, const jpose *Xa, const ce_cvx *b, const jpose *Xb, jmtd *o) {
+  const double ha[3] = {a->h.x, a->h.y, a->h.z}, hb[3] = {b->h.x, b->h.y, b->h.z};
+  const jv cc = jv_sub(Xa->p, Xb->p);
+  double best = INFINITY;
+  int best_k = -1;
+  jd best_depth = jd_c(0);
+  jv best_n = jv_c(ce_v3(0, 0, 1));
+  const double bias = 1e-9 * (a->scale + b->scale);
+  for (int k = 0; k < 15; k++) {
+    jv u;
+    if (k < 3) u = Xa->c[k];
+    else if (k < 6) u = Xb->c[k - 3];
+    else {
+      u = jv_cross(Xa->c[(k - 6) / 3], Xb->c[(k - 6) % 3]);
+      const jd l = jv_norm(u);
+      if (l.v < 1e-9) continue;
+      u = jv_div(u, l);
+    }
+    jd ra = jd_c(0), rb = jd_c(0);
+    for (int i = 0; i < 3; i++) {
+      ra = jd_axpy(ra, ha[i], jd_abs(jv_dot(u, Xa->c[i])));
+      rb = jd_axpy(rb, hb[i], jd_abs(jv_dot(u, Xb->c[i])));
+    }
+    const jd s = jv_dot(cc, u), overlap = jd_sub(jd_add(ra, rb), jd_abs(s));
+    if (overlap.v <= 0) {
+      o->overlap = 0;
+      return;
+    }
+    const double score = overlap.v + (k >= 6 ? bias : 0);
+    int take = score < best - bias;
+    if (!take && score < best + bias && k < 6 && best_k >= 0 && best_k < 6) {
+      const double *hk = k < 3 ? ha : hb, *hbk = best_k < 3 ? ha : hb;
+      const int i = k % 3, j = best_k % 3;
+      take = hk[(i + 1) % 3] * hk[(i + 2) % 3] > hbk[(j + 1) % 3] * hbk[(j + 2) % 3] * (1 + 1e-9);
+    } else if (!take && score < best) {
+      take = 1;
+    }
+    if (take) {
+      best = score;
+      best_k = k;
+      best_depth = overlap;
+      const ce_vec3 uv = jv_val(u);
+      const double sv = s.v;
+      if (sv < 0 || (sv == 0 && (uv.z < 0 || (uv.z == 0 && (uv.x < 0 || (uv.x == 0 && uv.y < 0)))))) u = jv_neg(u);
+      best_n = u;
+    }
+  }
+  const jv n = best_n;
+  if (best_k < 3) {
+    set_from_b(o, support_world(b, Xb, n, 1), n, best_depth);
+  } else if (best_k < 6) {
+    set_from_a(o, support_world(a, Xa, jv_neg(n), 1), n, best_depth);
+  } else {
+    const int i = (best_k - 6) / 3, j = (best_k - 6) % 3;
+    const jv ma = support_world(a, Xa, jv_neg(n), 1), mb = support_world(b, Xb, n, 1);
+    jv pa, pb;
+    segment_closest(jv_axpyc(ma, -ha[i], Xa->c[i]), jv_axpyc(ma, ha[i], Xa->c[i]), jv_axpyc(mb, -hb[j], Xb->c[j]),
+                    jv_axpyc(mb, hb[j], Xb->c[j]), &pa, &pb);
+    o->overlap = 1;
+    o->depth = best_depth;
+    o->n = n;
+    o->wa = pa;
+    o->wb = pb;
+  }
+}
+
+static int is_round(const ce_cvx *c) { return c->kind == CE_CVX_SPHERE || c->kind == CE_CVX_CAPSULE; }
+
+/* ce_mtd.c's analytic pairs, (a, b) in that order: 1 done, 0 not an
+ * analytic pair, -1 a degenerate normal. */
+static int mtd_analytic(const ce_cvx *a, const jpose *Xa, const ce_cvx *b, const jpose *Xb, jmtd *o) {
+  if (b->kind == CE_CVX_HALF) {
+    mtd_halfspace(a, Xa, Xb, o);
+    return 1;
+  }
+  if (is_round(a) && is_round(b)) return mtd_segments(a, Xa, b, Xb, o) ? 1 : -1;
+  if (a->kind == CE_CVX_SPHERE && b->kind == CE_CVX_BOX) {
+    mtd_sphere_box(a, Xa, b, Xb, o);
+    return 1;
+  }
+  if (a->kind == CE_CVX_BOX && b->kind == CE_CVX_BOX) {
+    mtd_box_box(a, Xa, b, Xb, o);
+    return 1;
+  }
+  return 0;
+}
+
+/* The MTD of geometries ga, gb in duals, as ce_mtd_compute finds it. */
+static const char *mtd(const ce_geometry *ga, const jpose *Xa, const ce_geometry *gb, const jpose *Xb,
+                       const ce_pose *xa, const ce_pose *xb, jmtd *o) {
+  ce_cvx a, b;
+  int hull;
+  ce_cvx_make(ga, xa, &a, &hull);
+  ce_cvx_make(gb, xb, &b, &hull);
+  memset(o, 0, sizeof *o);
+  int k = mtd_analytic(&a, Xa, &b, Xb, o);
+  if (k == 0 && (k = mtd_analytic(&b, Xb, &a, Xa, o)) == 1 && o->overlap) {
+    const jv t = o->wa;
+    o->wa = o->wb;
+    o->wb = t;
+    o->n = jv_neg(o->n);
+  }
+  if (k == 0)
+    return "wrench Jacobians of point contact need an analytic closest-feature pair (spheres, capsules, boxes, "
+           "or anything against a half space); this pair's comes from GJK/EPA";
+  if (k < 0) return "the point-contact normal is degenerate here (coincident centres or crossing axes)";
+  return NULL;
+}
+
+/* atan(s)/s as a function of q = s^2 (ce_atan_over_x), smooth through 0. */
+static jd atan_over_x_of_sq(jd q) {
+  const double s = sqrt(q.v), g = ce_atan_over_x(s);
+  const double dg = s < 1e-3 ? -1.0 / 3.0 + 0.4 * q.v : (1.0 / (1.0 + q.v) - g) / (2.0 * q.v);
+  return jd_chain(q, g, dg);
+}
+
+typedef struct jlaw {
+  double k, d, mu, vs;
+  jpose Xa, Xb;
+  jv wa, va, wb, vb; /* spatial velocities */
+} jlaw;
+
+/* The force law of ce_point_force at the MTD m: the wrench on A about A's
+ * origin (torque, force) added to tau, f. */
+static void add_force(const jlaw *L, const jmtd *m, jv *tau, jv *f) {
+  const jv P = jv_scalec(jv_add(m->wa, m->wb), 0.5);
+  const jv vA = jv_add(L->va, jv_cross(L->wa, jv_sub(P, L->Xa.p)));
+  const jv vB = jv_add(L->vb, jv_cross(L->wb, jv_sub(P, L->Xb.p)));
+  const jv v = jv_sub(vA, vB);
+  const jd vn = jv_dot(v, m->n);
+  const jd hc = jd_addc(jd_scale(vn, -L->d), 1.0);
+  if (!(hc.v > 0)) return; /* fn = 0, ft = 0 */
+  const jd fn = jd_mul(jd_scale(m->depth, L->k), hc);
+  jv F = jv_scale(m->n, fn);
+  if (L->mu > 0 && fn.v > 0) {
+    const jv vt = jv_axpy(v, jd_neg(vn), m->n);
+    const jd g = atan_over_x_of_sq(jd_scale(jv_dot(vt, vt), 1.0 / (L->vs * L->vs)));
+    F = jv_add(F, jv_scale(vt, jd_scale(jd_mul(g, fn), -L->mu * (2.0 / M_PI) / L->vs)));
+  }
+  *f = jv_add(*f, F);
+  *tau = jv_add(*tau, jv_cross(jv_sub(P, L->Xa.p), F));
+}
+
+ce_errno ce_point_jacobian(const ce_body *a, const ce_body *b, double vs, ce_arena *arena, ce_result *r) {
+  jlaw L;
+  L.k = r->point.stiffness;
+  L.d = r->point.dissipation;
+  L.mu = r->combined_material.friction;
+  L.vs = vs > 0 ? vs : 1e-4;
+  L.Xa = seed_pose(&a->X_WB, SLOT_POSE_A);
+  L.Xb = seed_pose(&b->X_WB, SLOT_POSE_B);
+  L.wa = seed_vec(a->V_WB.w, SLOT_VEL_A);
+  L.va = seed_vec(a->V_WB.v, SLOT_VEL_A + 3);
+  L.wb = seed_vec(b->V_WB.w, SLOT_VEL_B);
+  L.vb = seed_vec(b->V_WB.v, SLOT_VEL_B + 3);
+  const ce_geometry *ga = a->geometry, *gb = b->geometry;
+  const int32_t na = ga->npieces > 0 ? ga->npieces : 1, nb = gb->npieces > 0 ? gb->npieces : 1;
+  jv tau = jv_c(ce_v3(0, 0, 0)), f = tau;
+  /* convex pieces (ce_pieces.c): every penetrating piece pair, summed */
+  for (int32_t i = 0; i < na; i++)
+    for (int32_t j = 0; j < nb; j++) {
+      jmtd m;
+      const char *why = mtd(ga->npieces > 0 ? ga->pieces[i] : ga, &L.Xa, gb->npieces > 0 ? gb->pieces[j] : gb,
+                            &L.Xb, &a->X_WB, &b->X_WB, &m);
+      if (why) {
+        r->jacobian_status = CE_JACOBIAN_UNAVAILABLE;
+        r->jacobian = NULL;
+        r->jacobian_note = why;
+        return CE_OK;
+      }
+      if (m.overlap) add_force(&L, &m, &tau, &f);
+    }
+  ce_jacobian *J = ce_arena_calloc(arena, 1, sizeof *J);
+  if (!J) return CE_ENOMEM;
+  const jd row[6] = {tau.x, tau.y, tau.z, f.x, f.y, f.z};
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++) {
+      J->d_pose_a[6 * i + j] = row[i].d[SLOT_POSE_A + j];
+      J->d_pose_b[6 * i + j] = row[i].d[SLOT_POSE_B + j];
+      J->d_velocity_a[6 * i + j] = row[i].d[SLOT_VEL_A + j];
+      J->d_velocity_b[6 * i + j] = row[i].d[SLOT_VEL_B + j];
+    }
+  r->jacobian = J;
+  r->jacobian_status = CE_JACOBIAN_OK;
+  r->jacobian_note = NULL;
+  return CE_OK;
+}
