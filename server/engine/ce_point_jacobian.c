@@ -28,7 +28,7 @@
  * and point contact with terrain are unavailable: their normal is a
  * minimiser found by iteration, whose derivative needs the curvature of
  * the support functions. */
-#define CE_DUAL_N 24
+#define CE_DUAL_N 25 /* the 24 of the four matrices and a capsule's u (terrain) */
 #include <math.h>
 #include <string.h>
 
@@ -349,25 +349,195 @@ typedef struct jlaw {
   jv wa, va, wb, vb; /* spatial velocities */
 } jlaw;
 
-/* The force law of ce_point_force at the MTD m: the wrench on A about A's
- * origin (torque, force) added to tau, f. */
-static void add_force(const jlaw *L, const jmtd *m, jv *tau, jv *f) {
-  const jv P = jv_scalec(jv_add(m->wa, m->wb), 0.5);
+/* The force law of ce_point_force at point P with normal n (out of B into
+ * A) and kx = stiffness times depth: the wrench on A about A's origin
+ * (torque, force) added to tau, f. */
+static void add_force(const jlaw *L, jv P, jv n, jd kx, jv *tau, jv *f) {
   const jv vA = jv_add(L->va, jv_cross(L->wa, jv_sub(P, L->Xa.p)));
   const jv vB = jv_add(L->vb, jv_cross(L->wb, jv_sub(P, L->Xb.p)));
   const jv v = jv_sub(vA, vB);
-  const jd vn = jv_dot(v, m->n);
+  const jd vn = jv_dot(v, n);
   const jd hc = jd_addc(jd_scale(vn, -L->d), 1.0);
   if (!(hc.v > 0)) return; /* fn = 0, ft = 0 */
-  const jd fn = jd_mul(jd_scale(m->depth, L->k), hc);
-  jv F = jv_scale(m->n, fn);
+  const jd fn = jd_mul(kx, hc);
+  jv F = jv_scale(n, fn);
   if (L->mu > 0 && fn.v > 0) {
-    const jv vt = jv_axpy(v, jd_neg(vn), m->n);
+    const jv vt = jv_axpy(v, jd_neg(vn), n);
     const jd g = atan_over_x_of_sq(jd_scale(jv_dot(vt, vt), 1.0 / (L->vs * L->vs)));
     F = jv_add(F, jv_scale(vt, jd_scale(jd_mul(g, fn), -L->mu * (2.0 / M_PI) / L->vs)));
   }
   *f = jv_add(*f, F);
   *tau = jv_add(*tau, jv_cross(jv_sub(P, L->Xa.p), F));
+}
+
+/* ---- terrain (ce_terrain_point_contact) --------------------------------------
+ *
+ * A feature (centre c, radius rho, terrain frame) touches the surface z =
+ * F(x, y) at its closest point (x, y), where Newton's gradient
+ * g = (x - c.x + e F_x, y - c.y + e F_y), e = F - c.z, vanishes. Implicit
+ * differentiation: H d(x, y) = (dc.x + F_x dc.z, dc.y + F_y dc.z) with H
+ * Newton's Hessian (1 + F_x^2 + e F_xx, F_x F_y + e F_xy; ., 1 + F_y^2 +
+ * e F_yy); the point, the normal (-F_x, -F_y, 1)/|.| and the signed
+ * distance (c - p) . n follow with the patch's second derivatives. A
+ * capsule's contact point e0 + u (e1 - e0) minimises the distance along the
+ * segment, so an interior u moves with the pose as n(u) . (e1 - e0) = 0
+ * implies: one extra partial (slot U) carries d/du, and
+ * du = -(d g)/(dg/du). Contacts at the terrain's edge (a wall or the rim)
+ * are not differentiated (unavailable). */
+
+enum { SLOT_U = 24 };
+
+/* The closest point of c (duals, terrain frame) with depth x = rho - the
+ * signed distance, the surface point ps and the normal n; 0 when c does
+ * not touch, -1 at the terrain's edge. */
+static int terrain_closest(const ce_heightfield *h, jv c, double rho, jd *x, jv *ps, jv *n) {
+  ce_hf_closest cp;
+  if (!ce_heightfield_closest(h, jv_val(c), rho, &cp) || !(rho - cp.distance > 0)) return 0;
+  const ce_hf_jet J = cp.jet;
+  const ce_vec3 jn = ce_hf_jet_normal(&J);
+  double ax, ay, bx, by;
+  ce_heightfield_domain(h, &ax, &ay, &bx, &by);
+  const ce_vec3 cv = jv_val(c);
+  if (!(cp.point.z == J.z && cp.normal.x == jn.x && cp.normal.y == jn.y && cp.normal.z == jn.z && cv.x > ax &&
+        cv.x < bx && cv.y > ay && cv.y < by && cp.point.x > ax && cp.point.x < bx && cp.point.y > ay &&
+        cp.point.y < by))
+    return -1;
+  const double e = J.z - cv.z;
+  const double hxx = 1 + J.zx * J.zx + e * J.zxx, hxy = J.zx * J.zy + e * J.zxy, hyy = 1 + J.zy * J.zy + e * J.zyy;
+  const double det = hxx * hyy - hxy * hxy;
+  if (!(det > 0)) return -1;
+  const jd rx = jd_axpy(c.x, J.zx, c.z), ry = jd_axpy(c.y, J.zy, c.z);
+  jd px = jd_c(cp.point.x), py = jd_c(cp.point.y);
+  px.d = (hyy * rx.d - hxy * ry.d) / det;
+  py.d = (hxx * ry.d - hxy * rx.d) / det;
+  jd F = jd_c(J.z), Fx = jd_c(J.zx), Fy = jd_c(J.zy);
+  F.d = J.zx * px.d + J.zy * py.d;
+  Fx.d = J.zxx * px.d + J.zxy * py.d;
+  Fy.d = J.zxy * px.d + J.zyy * py.d;
+  const jv up = {jd_neg(Fx), jd_neg(Fy), jd_c(1)};
+  *n = jv_div(up, jv_norm(up));
+  const jv p = {px, py, F};
+  *ps = p;
+  *x = jd_sub(jd_c(rho), jv_dot(jv_sub(c, p), *n));
+  return 1;
+}
+
+/* Feature c (terrain frame) in contact: depth x, force point and normal in
+ * the world (normal out of B into A). */
+typedef struct jtc {
+  jd x;
+  jv P, n;
+} jtc;
+
+/* A capsule's contact centre: its medial segment at the u of the engine's
+ * search (recovered from the result: the centre lies rho from P's witness
+ * along the normal), moving with the pose when u is interior. */
+static jv capsule_centre(const ce_heightfield *h, jv e0, jv e1, double rho, double u) {
+  const jv ax = jv_sub(e1, e0);
+  jd uu = jd_c(u);
+  if (!(u > 1e-9 && u < 1 - 1e-9)) return jv_axpy(e0, uu, ax);
+  uu.d[SLOT_U] = 1;
+  jd x;
+  jv ps, n;
+  if (terrain_closest(h, jv_axpy(e0, uu, ax), rho, &x, &ps, &n) != 1) return jv_axpy(e0, jd_c(u), ax);
+  const jd g = jv_dot(n, ax);
+  const double gu = g.d[SLOT_U];
+  uu = jd_c(u);
+  if (gu != 0) uu.d = -g.d / gu;
+  uu.d[SLOT_U] = 0;
+  return jv_axpy(e0, uu, ax);
+}
+
+/* The features of P as ce_terrain_point_contact takes them: feature i's
+ * centre (world, duals) and radius; 0 past the last. */
+static int terrain_feature(const ce_geometry *gp, const jpose *XP, int32_t i, jv *c, double *rho) {
+  const ce_shape *sp = &gp->shape_params;
+  *rho = 0;
+  if (sp->type == CE_SHAPE_BOX) {
+    if (i >= 8) return 0;
+    *c = jp_applyc(XP, ce_v3((i & 1 ? 0.5 : -0.5) * sp->size.x, (i & 2 ? 0.5 : -0.5) * sp->size.y,
+                             (i & 4 ? 0.5 : -0.5) * sp->size.z));
+    return 1;
+  }
+  if (gp->tri.nf > 0) {
+    if (i >= gp->tri.nv) return 0;
+    *c = jp_applyc(XP, gp->tri.v[i]);
+    return 1;
+  }
+  if (i >= gp->tet.nv) return 0;
+  *c = jp_applyc(XP, gp->tet.v[i]);
+  return gp->tet.p && gp->tet.p[i] != 0 ? -1 : 1; /* -1: not a surface vertex, skipped */
+}
+
+/* The wrench of P on terrain T by ce_terrain_point_contact's law in duals:
+ * contact i carries stiffness k x_i / sum_j x_j. NULL or why not. */
+static const char *terrain_wrench(const ce_body *a, const ce_body *b, const jlaw *L, const ce_result *r, jv *tau,
+                                  jv *f) {
+  const int t_is_a = a->geometry->hf != NULL;
+  const ce_body *T = t_is_a ? a : b, *P = t_is_a ? b : a;
+  const jpose *XT = t_is_a ? &L->Xa : &L->Xb, *XP = t_is_a ? &L->Xb : &L->Xa;
+  const ce_geometry *gp = P->geometry;
+  const ce_heightfield *h = ce_geometry_heightfield(T->geometry);
+  const ce_shape *sp = &gp->shape_params;
+  const double sgn = t_is_a ? -1.0 : 1.0;
+  const char *edge = "wrench Jacobians of point contact with terrain are not implemented at the terrain's edge";
+  int round = sp->type == CE_SHAPE_SPHERE || sp->type == CE_SHAPE_CAPSULE;
+  jv c0 = XP->p;
+  if (sp->type == CE_SHAPE_CAPSULE) {
+    const jv e0 = jp_applyc(XP, ce_v3(0, 0, -0.5 * sp->length)), e1 = jp_applyc(XP, ce_v3(0, 0, 0.5 * sp->length));
+    /* the engine's u: the centre lies radius from P's witness, against the normal's push on P */
+    const ce_vec3 wp = t_is_a ? r->point.witness_b : r->point.witness_a;
+    const ce_vec3 cw = ce_axpy(wp, sgn * sp->radius, r->point.normal);
+    const ce_vec3 ev0 = jv_val(e0), ax = ce_sub(jv_val(e1), ev0);
+    const double u = ce_clamp01(ce_dot(ce_sub(cw, ev0), ax) / ce_dot(ax, ax));
+    c0 = capsule_centre(h, jp_trotate(XT, jv_sub(e0, XT->p)), jp_trotate(XT, jv_sub(e1, XT->p)), sp->radius, u);
+    c0 = jp_apply(XT, c0); /* back to the world, as the features below */
+  }
+  jd sum = jd_c(0);
+  for (int pass = 0; pass < 2; pass++)
+    for (int32_t i = 0;; i++) {
+      jv cw;
+      double rho = sp->radius;
+      if (round) {
+        if (i > 0) break;
+        cw = c0;
+      } else {
+        const int k = terrain_feature(gp, XP, i, &cw, &rho);
+        if (k == 0) break;
+        if (k < 0) continue;
+      }
+      jd x;
+      jv ps, n;
+      const int t = terrain_closest(h, jp_trotate(XT, jv_sub(cw, XT->p)), rho, &x, &ps, &n);
+      if (t < 0) return edge;
+      if (t == 0) continue;
+      if (pass == 0) {
+        sum = jd_add(sum, x);
+        continue;
+      }
+      const jv pt = jv_axpy(ps, jd_scale(x, -0.5), n);
+      add_force(L, jp_apply(XT, pt), jv_scalec(jp_rotate(XT, n), sgn), jd_div(jd_scale(jd_mul(x, x), L->k), sum),
+                tau, f);
+    }
+  return NULL;
+}
+
+/* The four matrices from the partials of the wrench (tau, f). */
+static ce_errno fill(const jv *tau, const jv *f, ce_arena *arena, ce_result *r) {
+  ce_jacobian *J = ce_arena_calloc(arena, 1, sizeof *J);
+  if (!J) return CE_ENOMEM;
+  const jd row[6] = {tau->x, tau->y, tau->z, f->x, f->y, f->z};
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++) {
+      J->d_pose_a[6 * i + j] = row[i].d[SLOT_POSE_A + j];
+      J->d_pose_b[6 * i + j] = row[i].d[SLOT_POSE_B + j];
+      J->d_velocity_a[6 * i + j] = row[i].d[SLOT_VEL_A + j];
+      J->d_velocity_b[6 * i + j] = row[i].d[SLOT_VEL_B + j];
+    }
+  r->jacobian = J;
+  r->jacobian_status = CE_JACOBIAN_OK;
+  r->jacobian_note = NULL;
+  return CE_OK;
 }
 
 ce_errno ce_point_jacobian(const ce_body *a, const ce_body *b, double vs, ce_arena *arena, ce_result *r) {
@@ -383,8 +553,18 @@ ce_errno ce_point_jacobian(const ce_body *a, const ce_body *b, double vs, ce_are
   L.wb = seed_vec(b->V_WB.w, SLOT_VEL_B);
   L.vb = seed_vec(b->V_WB.v, SLOT_VEL_B + 3);
   const ce_geometry *ga = a->geometry, *gb = b->geometry;
-  const int32_t na = ga->npieces > 0 ? ga->npieces : 1, nb = gb->npieces > 0 ? gb->npieces : 1;
   jv tau = jv_c(ce_v3(0, 0, 0)), f = tau;
+  if (ga->hf || gb->hf) {
+    const char *why = terrain_wrench(a, b, &L, r, &tau, &f);
+    if (why) {
+      r->jacobian_status = CE_JACOBIAN_UNAVAILABLE;
+      r->jacobian = NULL;
+      r->jacobian_note = why;
+      return CE_OK;
+    }
+    return fill(&tau, &f, arena, r);
+  }
+  const int32_t na = ga->npieces > 0 ? ga->npieces : 1, nb = gb->npieces > 0 ? gb->npieces : 1;
   /* convex pieces (ce_pieces.c): every penetrating piece pair, summed */
   for (int32_t i = 0; i < na; i++)
     for (int32_t j = 0; j < nb; j++) {
@@ -397,20 +577,7 @@ ce_errno ce_point_jacobian(const ce_body *a, const ce_body *b, double vs, ce_are
         r->jacobian_note = why;
         return CE_OK;
       }
-      if (m.overlap) add_force(&L, &m, &tau, &f);
+      if (m.overlap) add_force(&L, jv_scalec(jv_add(m.wa, m.wb), 0.5), m.n, jd_scale(m.depth, L.k), &tau, &f);
     }
-  ce_jacobian *J = ce_arena_calloc(arena, 1, sizeof *J);
-  if (!J) return CE_ENOMEM;
-  const jd row[6] = {tau.x, tau.y, tau.z, f.x, f.y, f.z};
-  for (int i = 0; i < 6; i++)
-    for (int j = 0; j < 6; j++) {
-      J->d_pose_a[6 * i + j] = row[i].d[SLOT_POSE_A + j];
-      J->d_pose_b[6 * i + j] = row[i].d[SLOT_POSE_B + j];
-      J->d_velocity_a[6 * i + j] = row[i].d[SLOT_VEL_A + j];
-      J->d_velocity_b[6 * i + j] = row[i].d[SLOT_VEL_B + j];
-    }
-  r->jacobian = J;
-  r->jacobian_status = CE_JACOBIAN_OK;
-  r->jacobian_note = NULL;
-  return CE_OK;
+  return fill(&tau, &f, arena, r);
 }

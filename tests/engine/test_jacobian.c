@@ -744,8 +744,11 @@ static void run_point_case(const pcase *c, uint64_t seed) {
 
 static void run_point(const char *name, ce_shape_type ta, ce_compliance ca, ce_shape_type tb, ce_compliance cb,
                       ce_contact_model model, void (*pose)(uint64_t *, ce_pose *, ce_pose *), uint64_t seed) {
-  pcase c = {name, ta == CE_SHAPE_HALFSPACE ? halfspace(ca) : shape(ta, ca, 0.05),
-             tb == CE_SHAPE_HALFSPACE ? halfspace(cb) : shape(tb, cb, 0.05), model, pose};
+  pcase c = {name, ta == CE_SHAPE_HALFSPACE ? halfspace(ca) : ta == CE_SHAPE_HEIGHTFIELD ? wavy_terrain()
+                                                                                    : shape(ta, ca, 0.05),
+             tb == CE_SHAPE_HALFSPACE ? halfspace(cb) : tb == CE_SHAPE_HEIGHTFIELD ? wavy_terrain()
+                                                                                    : shape(tb, cb, 0.05),
+             model, pose};
   run_point_case(&c, seed);
   ce_geometry_free(c.ga);
   ce_geometry_free(c.gb);
@@ -784,4 +787,14 @@ Test(jacobian, point_on_halfspace) {
 /* the point model asked for compliant bodies (hydroelastic pairs otherwise) */
 Test(jacobian, point_model_compliant) {
   run_point("model-point", CE_SHAPE_SPHERE, CE_COMPLIANT, CE_SHAPE_BOX, CE_COMPLIANT, CE_MODEL_POINT, pose_pair, 110);
+}
+/* rigid bodies on terrain: a sphere, a capsule (its contact point slides
+ * along its axis), a box's corners (several contacts, weighted) */
+Test(jacobian, point_on_terrain) {
+  run_point("sphere-terrain", CE_SHAPE_SPHERE, CE_RIGID, CE_SHAPE_HEIGHTFIELD, CE_RIGID,
+            CE_MODEL_HYDROELASTIC_WITH_FALLBACK, pose_on_terrain, 111);
+  run_point("capsule-terrain", CE_SHAPE_CAPSULE, CE_RIGID, CE_SHAPE_HEIGHTFIELD, CE_RIGID,
+            CE_MODEL_HYDROELASTIC_WITH_FALLBACK, pose_on_terrain, 112);
+  run_point("terrain-box", CE_SHAPE_HEIGHTFIELD, CE_RIGID, CE_SHAPE_BOX, CE_RIGID,
+            CE_MODEL_HYDROELASTIC_WITH_FALLBACK, pose_terrain_first, 113);
 }
