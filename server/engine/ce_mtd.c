@@ -539,6 +539,7 @@ static ce_errno mtd_gjk(const cvx *a, const cvx *b, ce_mtd *o) {
     }
   }
   set_from_a(o, support_world(a, ce_neg(n), 1), n, f); /* f >= MTD >= EPA depth */
+  ce_mtd_polish(a, b, o); /* exact where the closest features fix the normal */
   return CE_OK;
 }
 

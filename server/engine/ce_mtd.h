@@ -37,6 +37,14 @@ void ce_cvx_make(const ce_geometry *g, const ce_pose *X, ce_cvx *c, int *hull);
  * its centre instead of one of its corners. */
 ce_vec3 ce_cvx_support_local(const ce_cvx *c, ce_vec3 d, int centre);
 
+/* The closest features of a GJK/EPA answer o (ce_point_jacobian.c): its
+ * normal made exact where the polish stopped short (a face's normal, two
+ * edges' cross product, Newton on the stationarity of the projection
+ * overlap for round shapes, steps below 1e-4 rad that keep the
+ * features), depth and
+ * witnesses from it. o unchanged when the features do not fix the normal. */
+void ce_mtd_polish(const ce_cvx *a, const ce_cvx *b, ce_mtd *o);
+
 /* The four wrench Jacobians of a point-contact result r of bodies a, b
  * (ce_point_contact_compute; vs the stiction tolerance in use): fills
  * r->jacobian_status, r->jacobian and, when unavailable, r->jacobian_note.

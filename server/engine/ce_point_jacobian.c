@@ -28,7 +28,7 @@
  * and point contact with terrain are unavailable: their normal is a
  * minimiser found by iteration, whose derivative needs the curvature of
  * the support functions. */
-#define CE_DUAL_N 25 /* the 24 of the four matrices and a capsule's u (terrain) */
+#define CE_DUAL_N 26 /* the 24 of the four matrices and two auxiliary ones (slots 24, 25) */
 #include <math.h>
 #include <string.h>
 
@@ -314,6 +314,205 @@ static int mtd_analytic(const ce_cvx *a, const jpose *Xa, const ce_cvx *b, const
   return 0;
 }
 
+/* ---- GJK/EPA pairs ------------------------------------------------------------
+ *
+ * ce_mtd.c finds the normal n as the minimiser over unit n of the
+ * projection overlap f(n) = h_B(n) + h_A(-n) (h the support value) and
+ * takes the witness on A as A's support point along -n. The minimiser is
+ * fixed by the closest features:
+ *  - flat directions: a support feature that is a face or an edge (box,
+ *    mesh, a cylinder's cap or side line, a capsule's side line) holds n
+ *    perpendicular to its edges, which turn with their body;
+ *  - the remaining directions of n (two minus the flat ones) make f
+ *    stationary on the unit sphere: the tangential part of its gradient
+ *    s_B(n) - s_A(-n) vanishes along each free tangent, and implicit
+ *    differentiation through the
+ *    round shapes' support points (their curvature) gives how n moves.
+ * Two auxiliary partials (slots 24, 25) carry d/dphi of the free tangent
+ * coordinates of n; solving the 2x2 (or 1x1) system eliminates them. */
+
+enum { SLOT_PHI = 24 };
+
+/* The flat directions (shape frame, up to 2) of c's support feature along
+ * local direction d, with a tolerance above the polish's accuracy. */
+static int flat_dirs(const ce_cvx *c, ce_vec3 d, ce_vec3 out[2]) {
+  const double dn = ce_norm(d), tol = 1e-6 * dn;
+  int k = 0;
+  switch (c->kind) {
+    case CE_CVX_CAPSULE:
+      if (fabs(d.z) <= tol) out[k++] = ce_v3(0, 0, 1);
+      return k;
+    case CE_CVX_CYL:
+      if (hypot(d.x, d.y) <= tol) {
+        out[k++] = ce_v3(1, 0, 0);
+        out[k++] = ce_v3(0, 1, 0);
+      } else if (fabs(d.z) <= tol) {
+        out[k++] = ce_v3(0, 0, 1);
+      }
+      return k;
+    case CE_CVX_BOX:
+      if (fabs(d.x) <= tol) out[k++] = ce_v3(1, 0, 0);
+      if (fabs(d.y) <= tol) out[k++] = ce_v3(0, 1, 0);
+      if (fabs(d.z) <= tol && k < 2) out[k++] = ce_v3(0, 0, 1);
+      return k;
+    case CE_CVX_PTS: {
+      double bv = -INFINITY;
+      for (int32_t i = 0; i < c->nv; i++) bv = fmax(bv, ce_dot(c->v[i], d));
+      const double vt = 1e-6 * c->scale * dn;
+      int32_t i0 = -1;
+      ce_vec3 e1 = ce_v3(0, 0, 0), e2 = e1;
+      double l1 = 0, l2 = 0;
+      for (int32_t i = 0; i < c->nv; i++) {
+        if (!(ce_dot(c->v[i], d) >= bv - vt)) continue;
+        if (i0 < 0) {
+          i0 = i;
+          continue;
+        }
+        const ce_vec3 e = ce_sub(c->v[i], c->v[i0]);
+        if (ce_norm2(e) > l1) {
+          l1 = ce_norm2(e);
+          e1 = e;
+        }
+      }
+      if (!(l1 > 1e-12 * c->scale * c->scale)) return 0;
+      out[k++] = e1;
+      for (int32_t i = 0; i < c->nv; i++) {
+        if (!(ce_dot(c->v[i], d) >= bv - vt)) continue;
+        const ce_vec3 e = ce_cross(e1, ce_sub(c->v[i], c->v[i0]));
+        if (ce_norm2(e) > l2) {
+          l2 = ce_norm2(e);
+          e2 = ce_sub(c->v[i], c->v[i0]);
+        }
+      }
+      if (l2 > 1e-6 * l1 * l1) out[k++] = e2;
+      return k;
+    }
+    default:
+      return 0;
+  }
+}
+
+/* A unit vector perpendicular to unit u. */
+static ce_vec3 any_perpendicular(ce_vec3 u) {
+  const ce_vec3 x = fabs(u.x) < 0.6 ? ce_v3(1, 0, 0) : ce_v3(0, 1, 0);
+  return ce_normalize(ce_axpy(x, -ce_dot(x, u), u));
+}
+
+/* The MTD of a GJK/EPA pair from its normal n0 (value): NULL or why not. */
+static const char *mtd_gjk(const ce_cvx *a, const jpose *Xa, const ce_cvx *b, const jpose *Xb, ce_vec3 n0, jmtd *o) {
+  ce_vec3 fa[2], fb[2];
+  const int ka = flat_dirs(a, ce_mat3_tmul_vec(&a->X.R, ce_neg(n0)), fa);
+  const int kb = flat_dirs(b, ce_mat3_tmul_vec(&b->X.R, n0), fb);
+  jv e[4];
+  int k = 0;
+  /* a face fixes n by itself (B's first when both are faces: the one-sided
+   * choice of parallel faces) */
+  if (kb == 2) {
+    e[k++] = jp_rotate(Xb, jv_c(fb[0]));
+    e[k++] = jp_rotate(Xb, jv_c(fb[1]));
+  } else {
+    for (int i = 0; i < ka && k < 2; i++) e[k++] = jp_rotate(Xa, jv_c(fa[i]));
+    for (int i = 0; i < kb && k < 2; i++) e[k++] = jp_rotate(Xb, jv_c(fb[i]));
+  }
+  jv n;
+  if (k == 2) {
+    n = jv_cross(e[0], e[1]);
+    n = jv_div(n, jv_norm(n));
+    if (ce_dot(jv_val(n), n0) < 0) n = jv_neg(n);
+  } else {
+    /* n = normalize(m + sum phi_j t_j), m = n0 off the flat direction */
+    jv m = jv_c(n0), t[2];
+    if (k == 1) {
+      const jv u = jv_div(e[0], jv_norm(e[0]));
+      m = jv_axpy(m, jd_neg(jv_dot(m, u)), u);
+      m = jv_div(m, jv_norm(m));
+      t[0] = jv_cross(u, m);
+    } else {
+      t[0] = jv_c(any_perpendicular(n0));
+      t[1] = jv_c(ce_cross(n0, jv_val(t[0])));
+    }
+    const int nf = 2 - k;
+    /* Newton on the stationarity (ce_mtd.c's polish stops 1e-9 to 1e-6
+     * short of it): the derivative is the exact minimiser's */
+    jd g[2];
+    double G[2][2], det = 0;
+    jv q = m;
+    for (int it = 0; it < 4; it++) {
+      q = m;
+      for (int j = 0; j < nf; j++) {
+        jd phi = jd_c(0);
+        phi.d[SLOT_PHI + j] = 1;
+        q = jv_axpy(q, phi, t[j]);
+      }
+      q = jv_div(q, jv_norm(q));
+      const jv gap = jv_sub(support_world(b, Xb, q, 1), support_world(a, Xa, jv_neg(q), 1));
+      for (int i = 0; i < nf; i++) {
+        g[i] = jd_sub(jv_dot(t[i], gap), jd_mul(jv_dot(gap, q), jv_dot(t[i], q))); /* tangential to q */
+        for (int j = 0; j < nf; j++) G[i][j] = g[i].d[SLOT_PHI + j];
+      }
+      det = nf == 2 ? G[0][0] * G[1][1] - G[0][1] * G[1][0] : G[0][0];
+      if (!(fabs(det) > 1e-12 * (nf == 2 ? fabs(G[0][0] * G[1][1]) + fabs(G[0][1] * G[1][0]) : fabs(G[0][0])) &&
+            det != 0))
+        return "the point-contact normal is not fixed by the closest features here (no curvature)";
+      if (it == 3) break;
+      double step[2] = {-g[0].v / G[0][0], 0};
+      if (nf == 2) {
+        step[0] = -(G[1][1] * g[0].v - G[0][1] * g[1].v) / det;
+        step[1] = -(G[0][0] * g[1].v - G[1][0] * g[0].v) / det;
+      }
+      if (!(fabs(step[0]) + fabs(step[1]) < 1e-4)) break; /* only polish */
+      jv m2 = m;
+      for (int j = 0; j < nf; j++) m2 = jv_axpyc(m2, step[j], t[j]);
+      m2 = jv_div(m2, jv_norm(m2));
+      /* never leave the features */
+      ce_vec3 f2[2];
+      const ce_vec3 nv = jv_val(m2);
+      if (flat_dirs(a, ce_mat3_tmul_vec(&a->X.R, ce_neg(nv)), f2) != ka ||
+          flat_dirs(b, ce_mat3_tmul_vec(&b->X.R, nv), f2) != kb)
+        break;
+      m = m2;
+      if (k == 1) t[0] = jv_cross(jv_div(e[0], jv_norm(e[0])), m);
+      else {
+        t[0] = jv_c(any_perpendicular(jv_val(m)));
+        t[1] = jv_c(ce_cross(jv_val(m), jv_val(t[0])));
+        m = jv_c(jv_val(m));
+      }
+    }
+    /* dphi = -G^-1 dg */
+    jd phi[2];
+    if (nf == 1) {
+      phi[0] = jd_c(0);
+      phi[0].d = -g[0].d / G[0][0];
+    } else {
+      phi[0] = jd_c(0);
+      phi[1] = jd_c(0);
+      phi[0].d = -(G[1][1] * g[0].d - G[0][1] * g[1].d) / det;
+      phi[1].d = -(G[0][0] * g[1].d - G[1][0] * g[0].d) / det;
+    }
+    n = m;
+    for (int j = 0; j < nf; j++) {
+      phi[j].d[SLOT_PHI] = 0;
+      phi[j].d[SLOT_PHI + 1] = 0;
+      n = jv_axpy(n, phi[j], t[j]);
+    }
+    n = jv_div(n, jv_norm(n));
+  }
+  const jv wa = support_world(a, Xa, jv_neg(n), 1);
+  set_from_a(o, wa, n, jv_dot(n, jv_sub(support_world(b, Xb, n, 1), wa)));
+  return NULL;
+}
+
+void ce_mtd_polish(const ce_cvx *a, const ce_cvx *b, ce_mtd *o) {
+  if (!o->overlap) return;
+  const jpose Xa = seed_pose(&a->X, SLOT_POSE_A), Xb = seed_pose(&b->X, SLOT_POSE_B);
+  jmtd m;
+  if (mtd_gjk(a, &Xa, b, &Xb, o->normal, &m) || !m.overlap) return;
+  o->depth = m.depth.v;
+  o->normal = jv_val(m.n);
+  o->witness_a = jv_val(m.wa);
+  o->witness_b = jv_val(m.wb);
+}
+
 /* The MTD of geometries ga, gb in duals, as ce_mtd_compute finds it. */
 static const char *mtd(const ce_geometry *ga, const jpose *Xa, const ce_geometry *gb, const jpose *Xb,
                        const ce_pose *xa, const ce_pose *xb, jmtd *o) {
@@ -329,9 +528,13 @@ static const char *mtd(const ce_geometry *ga, const jpose *Xa, const ce_geometry
     o->wb = t;
     o->n = jv_neg(o->n);
   }
-  if (k == 0)
-    return "wrench Jacobians of point contact need an analytic closest-feature pair (spheres, capsules, boxes, "
-           "or anything against a half space); this pair's comes from GJK/EPA";
+  if (k == 0) {
+    ce_mtd m;
+    ce_error err;
+    if (ce_mtd_compute(ga, xa, gb, xb, &m, &err) != CE_OK) return "the point contact's GJK/EPA failed";
+    if (!m.overlap) return NULL;
+    return mtd_gjk(&a, Xa, &b, Xb, m.normal, o);
+  }
   if (k < 0) return "the point-contact normal is degenerate here (coincident centres or crossing axes)";
   return NULL;
 }
