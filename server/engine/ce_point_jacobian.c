@@ -21,13 +21,15 @@
  * The 24 partials give all four matrices directly (no identities needed;
  * the tests check that they hold).
  *
- * Covered: every pair whose MTD is analytic — anything against a half
- * space, spheres and capsules with each other, sphere and box, box and box
- * — and convex pieces against a half space. Pairs that go through GJK/EPA
- * (cylinders, ellipsoids and meshes against anything but a half space)
- * and point contact with terrain are unavailable: their normal is a
- * minimiser found by iteration, whose derivative needs the curvature of
- * the support functions. */
+ * Covered: every point-contact pair. The analytic MTD pairs (anything
+ * against a half space, spheres and capsules with each other, sphere and
+ * box, box and box) are re-evaluated as ce_mtd.c evaluates them; GJK/EPA
+ * pairs from the closest features of their normal (see "GJK/EPA pairs"
+ * below); convex pieces per penetrating piece pair, summed; terrain per
+ * feature (see "terrain" below). Unavailable, with a note: a degenerate
+ * normal (coincident sphere centres, crossing capsule axes), a normal that
+ * the features and curvatures do not fix, and contacts at the terrain's
+ * edge. */
 #define CE_DUAL_N 26 /* the 24 of the four matrices and two auxiliary ones (slots 24, 25) */
 #include <math.h>
 #include <string.h>

@@ -832,3 +832,54 @@ Test(jacobian, point_gjk) {
   run_point("sphere-hull", CE_SHAPE_SPHERE, CE_RIGID, CE_SHAPE_CONVEX, CE_RIGID, m, pose_pair, 127);
   run_point("cyl-cyl", CE_SHAPE_CYLINDER, CE_RIGID, CE_SHAPE_CYLINDER, CE_RIGID, m, pose_pair, 128);
 }
+
+/* A rigid L-shaped block (unit thickness) with its convex decomposition:
+ * [0,2]x[0,1]x[0,1] and [0,1]x[1,2]x[0,1] (ce_geometry_from_trimesh_pieces). */
+static ce_geometry *lblock_pieces(void) {
+  static const double out[6][2] = {{0, 0}, {2, 0}, {2, 1}, {1, 1}, {1, 2}, {0, 2}};
+  static const int fan[4][3] = {{3, 4, 5}, {3, 5, 0}, {3, 0, 1}, {3, 1, 2}};
+  static const double box[2][2][3] = {{{0, 0, 0}, {2, 1, 1}}, {{0, 1, 0}, {1, 2, 1}}};
+  double v[36], pts[48];
+  int32_t t[20][3], nt = 0;
+  for (int i = 0; i < 6; i++)
+    for (int k = 0; k < 2; k++) {
+      v[3 * (6 * k + i)] = out[i][0];
+      v[3 * (6 * k + i) + 1] = out[i][1];
+      v[3 * (6 * k + i) + 2] = k;
+    }
+  for (int f = 0; f < 4; f++) {
+    t[nt][0] = 6 + fan[f][0], t[nt][1] = 6 + fan[f][1], t[nt][2] = 6 + fan[f][2], nt++;
+    t[nt][0] = fan[f][0], t[nt][1] = fan[f][2], t[nt][2] = fan[f][1], nt++;
+  }
+  for (int i = 0; i < 6; i++) {
+    const int j = (i + 1) % 6;
+    t[nt][0] = i, t[nt][1] = j, t[nt][2] = 6 + j, nt++;
+    t[nt][0] = i, t[nt][1] = 6 + j, t[nt][2] = 6 + i, nt++;
+  }
+  for (int p = 0; p < 2; p++)
+    for (int c = 0; c < 8; c++)
+      for (int a = 0; a < 3; a++) pts[3 * (8 * p + c) + a] = box[p][(c >> a) & 1][a];
+  static const int32_t npts[2] = {8, 8};
+  ce_props pr = ce_test_props(CE_RIGID, 0, 0.5);
+  ce_geometry *g = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_trimesh_pieces(v, 12, &t[0][0], nt, 1, pts, npts, 2, &pr, &g, &err), CE_OK, "%s",
+               err.message);
+  return g;
+}
+
+/* a sphere (radius 0.1) in the L's notch, touching both pieces */
+static void pose_notch(uint64_t *rng, ce_pose *xa, ce_pose *xb) {
+  *xb = ce_pose_identity();
+  *xa = ce_pose_from_quat(ce_test_rand_quat(rng), ce_v3(1.05 + 0.03 * ce_test_rand(rng),
+                                                        1.05 + 0.03 * ce_test_rand(rng), 0.5));
+}
+
+/* convex pieces: every penetrating piece pair's contact, summed */
+Test(jacobian, point_convex_pieces) {
+  pcase c = {"sphere-pieces", shape(CE_SHAPE_SPHERE, CE_RIGID, 0.05), lblock_pieces(),
+             CE_MODEL_HYDROELASTIC_WITH_FALLBACK, pose_notch};
+  run_point_case(&c, 131);
+  ce_geometry_free(c.ga);
+  ce_geometry_free(c.gb);
+}
