@@ -517,7 +517,7 @@ void ce_mtd_polish(const ce_cvx *a, const ce_cvx *b, ce_mtd *o) {
 
 /* The MTD of geometries ga, gb in duals, as ce_mtd_compute finds it. */
 static const char *mtd(const ce_geometry *ga, const jpose *Xa, const ce_geometry *gb, const jpose *Xb,
-                       const ce_pose *xa, const ce_pose *xb, jmtd *o) {
+                       const ce_pose *xa, const ce_pose *xb, const ce_vec3 *normal, jmtd *o) {
   ce_cvx a, b;
   int hull;
   ce_cvx_make(ga, xa, &a, &hull);
@@ -530,6 +530,7 @@ static const char *mtd(const ce_geometry *ga, const jpose *Xa, const ce_geometry
     o->wb = t;
     o->n = jv_neg(o->n);
   }
+  if (k == 0 && normal) return mtd_gjk(&a, Xa, &b, Xb, *normal, o); /* the result's (GJK/EPA again otherwise) */
   if (k == 0) {
     ce_mtd m;
     ce_error err;
@@ -775,7 +776,7 @@ ce_errno ce_point_jacobian(const ce_body *a, const ce_body *b, double vs, ce_are
     for (int32_t j = 0; j < nb; j++) {
       jmtd m;
       const char *why = mtd(ga->npieces > 0 ? ga->pieces[i] : ga, &L.Xa, gb->npieces > 0 ? gb->pieces[j] : gb,
-                            &L.Xb, &a->X_WB, &b->X_WB, &m);
+                            &L.Xb, &a->X_WB, &b->X_WB, na * nb == 1 ? &r->point.normal : NULL, &m);
       if (why) {
         r->jacobian_status = CE_JACOBIAN_UNAVAILABLE;
         r->jacobian = NULL;
