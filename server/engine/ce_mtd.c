@@ -29,8 +29,12 @@
  *    by Debian, and works on support functions, so curved shapes
  *    (cylinder, ellipsoid, capsule against a box or hull) stay exact. Its
  *    EPA tolerance is set relative to the shapes' size (1e-12 of it), and a
- *    gradient polish follows (mtd_gjk). Measured accuracy: flat contacts
- *    exact to rounding; a curved shape against a polytope edge or corner
+ *    gradient polish follows (mtd_gjk), finished by Newton steps on the
+ *    stationarity of the projection overlap within the closest features
+ *    (ce_mtd_polish in ce_point_jacobian.c, which differentiates the
+ *    same). Measured accuracy: flat contacts exact to rounding; smooth
+ *    minima to rounding after the Newton steps (before them 1e-9 to 1e-6
+ *    rad off); a curved shape against a polytope edge or corner
  *    (where the minimum sits in a kink of the projection overlap) to about
  *    5e-7 of the shapes' size after a valley search along the kink
  *    (test gjk_matches_closed_form_random: worst 1.5e-7 m on 0.3 m shapes).
