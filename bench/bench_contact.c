@@ -28,7 +28,10 @@
  * per output polygon. Single thread; asserts nothing.
  *
  * Usage: bench_contact [runs [hint [case]]]   (default 300 runs, every hint
- * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr-e, cr, cr-m or jac). For profiling one case, e.g.
+ * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr-e, cr, cr-m, jac or jac-pt, the
+ * last the point-contact model's Jacobians of rigid primitives: spheres
+ * and boxes (analytic MTD), ellipsoids and a cylinder on a box (GJK/EPA),
+ * B moving). For profiling one case, e.g.
  *   valgrind --tool=callgrind --toggle-collect=ce_contact \
  *       bench_contact 10 0.0066 cc */
 #define _POSIX_C_SOURCE 199309L
@@ -300,6 +303,41 @@ static void run_jacobian(const char *name, double hint, const ce_geometry *ga, c
          r.jacobian ? r.jacobian->d_pose_a[21] : kzz);
 }
 
+/* A rigid primitive of size about 0.2 m for the point-contact cases. */
+static ce_geometry *rigid_shape(ce_shape_type type) {
+  ce_shape s;
+  memset(&s, 0, sizeof s);
+  s.type = type;
+  s.radius = 0.1;
+  s.length = 0.1;
+  s.size = type == CE_SHAPE_ELLIPSOID ? ce_v3(0.1, 0.09, 0.08) : ce_v3(0.2, 0.18, 0.16);
+  ce_props pr;
+  memset(&pr, 0, sizeof pr);
+  pr.compliance = CE_RIGID;
+  pr.hint = 0.05;
+  ce_geometry *g = NULL;
+  ce_error err;
+  return ce_geometry_from_shape(&s, &pr, &g, &err) == CE_OK ? g : NULL;
+}
+
+/* Point contact with and without Jacobians (B sliding, approaching and
+ * spinning), per pair kind. */
+static void run_point_jacobians(int runs, ce_arena *arena, double *t, double *tc) {
+  static const struct {
+    const char *name;
+    ce_shape_type a, b;
+  } cases[] = {{"pt-ss", CE_SHAPE_SPHERE, CE_SHAPE_SPHERE},
+               {"pt-bb", CE_SHAPE_BOX, CE_SHAPE_BOX},
+               {"pt-ee", CE_SHAPE_ELLIPSOID, CE_SHAPE_ELLIPSOID},
+               {"pt-cb", CE_SHAPE_CYLINDER, CE_SHAPE_BOX}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ce_geometry *ga = rigid_shape(cases[i].a), *gb = rigid_shape(cases[i].b);
+    if (ga && gb) run_jacobian(cases[i].name, 0, ga, gb, 1, runs, arena, t, tc);
+    ce_geometry_free(ga);
+    ce_geometry_free(gb);
+  }
+}
+
 /* The intersection alone: BVH traversal + polygons into a builder. */
 static void run_intersect(double hint, const ce_geometry *ga, const ce_geometry *gb, int runs, ce_arena *arena,
                           double *t) {
@@ -354,8 +392,10 @@ int main(int argc, char **argv) {
   int do_g = !only || !strcmp(only, "cc-g"), do_crm = !only || !strcmp(only, "cr-m");
   int do_e = !only || !strcmp(only, "cc-e"), do_re = !only || !strcmp(only, "cr-e");
   int do_j = !only || !strcmp(only, "jac");
+  if (only && !strcmp(only, "jac-pt")) nh = 0;
   ce_arena *arena = ce_arena_create(1 << 20);
   double *t = malloc(sizeof(double) * (size_t)runs), *tc = malloc(sizeof(double) * (size_t)runs);
+  if (!only || !strcmp(only, "jac-pt")) run_point_jacobians(runs, arena, t, tc);
   printf("bench_contact: spheres R = 0.1 m, centres 0.18 m apart, %d timed runs per case\n", runs);
   for (size_t h = 0; h < nh; h++) {
     /* one build of each kind timed (CPU): the geometry a client registers */

@@ -461,10 +461,13 @@ typedef enum {
  * normal stiffness entry d_pose_a[6 * 5 + 5] (d fz / d pz of A) is
  * -dfz/dx = -2 pi E x (1 - x/R) (a tessellated sphere: the derivative of
  * its own fz(x), close to this), and d_pose_b[6 * 5 + 5] is its negative.
- * Available for every hydroelastic pair in the polygon representation (all
- * zero when the bodies are apart); unavailable, with jacobian_note saying
- * why, for the point-contact model, the triangle representation and a
- * surface with a corner on fewer than two independent element planes. */
+ * Available for every hydroelastic pair in the polygon representation and
+ * for the point-contact model (the MTD's closest features and the force
+ * law differentiated; ce_point_jacobian.c), all zero when the bodies are
+ * apart; unavailable, with jacobian_note saying why, for the triangle
+ * representation, a surface with a corner on fewer than two independent
+ * element planes, and a point contact whose normal is degenerate or lies at
+ * a terrain's edge. */
 typedef struct ce_jacobian {
   double d_pose_a[36], d_pose_b[36];
   double d_velocity_a[36], d_velocity_b[36];

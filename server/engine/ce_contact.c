@@ -28,6 +28,7 @@
 #include "ce_point_contact.h"
 #include "ce_surface.h"
 #include "ce_terrain.h"
+#include "ce_mtd.h"
 
 void ce_options_default(ce_options *o) {
   memset(o, 0, sizeof *o);
@@ -237,6 +238,11 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt, c
   ce_errno e = contact(a, b, opt, arena, r, err);
   if (e != CE_OK) return e;
   energy_status(opt, r);
+  if (opt && opt->want_jacobian && r->jacobian_status == CE_JACOBIAN_NOT_REQUESTED && r->status == CE_CONTACT_POINT) {
+    const double vs = opt->stiction_tolerance > 0 ? opt->stiction_tolerance : 1e-4;
+    if (ce_point_jacobian(a, b, vs, arena, r) != CE_OK)
+      return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");
+  }
   if (opt && opt->want_jacobian && r->jacobian_status == CE_JACOBIAN_NOT_REQUESTED) {
     if (r->status == CE_CONTACT_NONE) { /* apart: the wrench is zero nearby */
       r->jacobian = ce_arena_calloc(arena, 1, sizeof *r->jacobian);
@@ -245,7 +251,7 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt, c
     } else {
       r->jacobian_status = CE_JACOBIAN_UNAVAILABLE;
       r->jacobian_note = r->status == CE_CONTACT_POINT
-                             ? "wrench Jacobians are not implemented for the point-contact model"
+                             ? "wrench Jacobians are not implemented for this point contact"
                              : "the pair has no contact model";
     }
   }

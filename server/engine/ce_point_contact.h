@@ -1,31 +1,12 @@
-/* ce_point_contact.h — the compliant point-contact model: minimum translational
- * distance, force law, convex pieces (ce_mtd.c, ce_point_contact.c,
- * ce_pieces.c). */
+/* ce_point_contact.h — the compliant point-contact model: force law and
+ * convex pieces (ce_point_contact.c, ce_pieces.c), over the minimum
+ * translational distance of ce_mtd.h. */
 #ifndef CE_POINT_CONTACT_H
 #define CE_POINT_CONTACT_H
 
 #include "ce_internal.h"
+#include "ce_mtd.h"
 
-/* Minimum translational distance between two convex shapes in the world.
- * overlap = 0: the shapes do not overlap (depth 0, other fields zero).
- * Otherwise depth > 0, normal unit out of B into A, witness_b = witness_a +
- * depth * normal, hull_a/hull_b = 1 when a non-convex mesh was replaced by
- * the convex hull of its vertices. */
-typedef struct ce_mtd {
-  int overlap;
-  double depth;
-  ce_vec3 normal, witness_a, witness_b;
-  int hull_a, hull_b;
-} ce_mtd;
-
-/* CE_EUNSUPPORTED for two half spaces; CE_ENOMEM if GJK/EPA runs out of
- * memory. */
-ce_errno ce_mtd_compute(const ce_geometry *ga, const ce_pose *X_WA,
-                        const ce_geometry *gb, const ce_pose *X_WB,
-                        ce_mtd *out, ce_error *err);
-/* The default point stiffness of a geometry, N/m (see ce_material in ce.h);
- * INFINITY for half spaces. */
-double ce_point_stiffness_default(const ce_geometry *g);
 /* The volume of a geometry for the default stiffness: analytic for
  * primitives, the mesh's volume otherwise (scale^3 when unknown). */
 double ce_point_volume(const ce_geometry *g);

@@ -2,7 +2,8 @@
  * want_jacobian, PairResult.jacobian) against the real contactd: a
  * compliant sphere pressed into a rigid half space, in protobuf (the normal
  * stiffness against central differences of the served force and against
- * the sphere's closed form), in JSON, and on a stream. */
+ * the sphere's closed form), in JSON, on a stream, and under the
+ * point-contact model (fn = k x: d fz / d pz = -k). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,15 +30,20 @@ TestSuite(jacobian_wire, .init = up, .fini = down, .timeout = 120);
 #define R 0.1
 #define E 1e6
 
-/* The pair (sphere at height z, plane) with or without Jacobians. */
-static Env *query(const char *sphere, const char *plane, double z, int jac, uint64_t id) {
+/* The pair (sphere at height z, plane) with or without Jacobians, under
+ * the query's default model or the point-contact model. */
+static Env *query_model(const char *sphere, const char *plane, double z, int jac, uint64_t id, int point) {
   tc_pair_query q;
   tc_pair_query_init(&q, id, sphere, z, plane, 0, CONTACTD__V1__DETAIL__DETAIL_WRENCH);
   q.options.want_jacobian = jac;
+  if (point) q.options.contact_model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT;
   Env *r = tc_call(fd, &q.env, 30000);
   cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "a contact reply");
   cr_assert_eq(r->contact_reply->n_results, 1);
   return r;
+}
+static Env *query(const char *sphere, const char *plane, double z, int jac, uint64_t id) {
+  return query_model(sphere, plane, z, jac, id, 0);
 }
 
 Test(jacobian_wire, normal_stiffness_of_a_sphere_on_a_plane) {
@@ -116,6 +122,30 @@ Test(jacobian_wire, streams_accept_the_option) {
   cr_assert(j && j->n_d_pose_a == 36, "the stream's results carry Jacobians");
   cr_expect_lt(j->d_pose_a[35], 0.0, "raising the sphere unloads it");
   contactd__v1__envelope__free_unpacked(r, NULL);
+  free(s);
+  free(p);
+}
+
+Test(jacobian_wire, point_contact_stiffness) {
+  char *s = tc_register_sphere(fd, 1, R, E, 0.05), *p = tc_register_halfspace(fd, 2, 0, 0);
+  cr_assert(s && p);
+  const double z = 0.095, h = 1e-6;
+  Env *r = query_model(s, p, z, 1, 3, 1);
+  const Contactd__V1__PairResult *pr = r->contact_reply->results[0];
+  cr_assert_eq(pr->model, CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT);
+  cr_assert(pr->jacobian && pr->jacobian->n_d_pose_a == 36, "the point contact's Jacobian: %s",
+            pr->jacobian && pr->jacobian->unavailable ? pr->jacobian->unavailable : "none");
+  const double kz = pr->jacobian->d_pose_a[35];
+  Env *rp = query_model(s, p, z + h, 0, 4, 1), *rm = query_model(s, p, z - h, 0, 5, 1);
+  const double fd_kz =
+      (rp->contact_reply->results[0]->wrench_a->force->z - rm->contact_reply->results[0]->wrench_a->force->z) /
+      (2 * h);
+  cr_expect(kz < 0 && fabs(kz - fd_kz) <= 1e-6 * fabs(fd_kz), "d fz / d pz %.9g vs central differences %.9g", kz,
+            fd_kz);
+  cr_expect(fabs(pr->jacobian->d_pose_b[35] + kz) <= 1e-9 * fabs(kz), "B's pose: the opposite");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  contactd__v1__envelope__free_unpacked(rp, NULL);
+  contactd__v1__envelope__free_unpacked(rm, NULL);
   free(s);
   free(p);
 }
