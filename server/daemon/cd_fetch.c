@@ -16,7 +16,8 @@
 #include <string.h>
 
 #include "cd_geomspec.h"
-#include "cd_handlers.h"
+#include "cd_conn.h"
+#include "cd_loop.h"
 #include "cd_log.h"
 #include "cd_server.h"
 #include "cd_store.h"
@@ -131,7 +132,10 @@ static void finish(fetch_req *f) {
   }
   if (r) {
     r->store_checked = 1;
-    cd_handle(r); /* the geometry found is pinned here: it cannot be evicted in between */
+    /* handled as if it had just arrived: through the protocol's entry, which
+     * sees store_checked and does not send it here again. The geometry
+     * found is pinned here: it cannot be evicted in between. */
+    r->conn->srv->proto->request(r);
   }
   for (size_t i = 0; i < f->npinned; i++) cd_cache_unpin(f->pinned[i]);
   free(f->pinned);
@@ -350,7 +354,7 @@ int cd_fetch_intercept(cd_req *r) {
   if (!f) return 0;
   f->r = r;
   f->pending = 1;
-  uv_loop_t *loop = r->conn->h.tcp.loop; /* (the union's handles share their uv_handle_t fields) */
+  uv_loop_t *loop = r->conn->loop->uv;
   const char *prev = NULL;
   for (size_t i = 0; i < nb + nids; i++) {
     const char *id = i < nb ? b[i]->geometry_id : ids[i - nb];

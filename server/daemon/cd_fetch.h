@@ -10,7 +10,7 @@
  * not found answer NOT_FOUND as before. When the store failed for an id a
  * query or stream needs, the request gets NOT_FOUND saying the store is
  * unavailable and to register the geometry again (within
- * store_timeout_ms). Replies keep their request order (cd_conn's slots).
+ * store_timeout_ms). Replies keep their request order (the reply ring).
  * Loop thread, like the cache. */
 #ifndef CD_FETCH_H
 #define CD_FETCH_H
@@ -27,7 +27,8 @@ void cd_fetch_destroy(cd_fetch *f);
 uint64_t cd_fetch_loads(cd_fetch *f);
 
 /* Take r when it names geometry the store may hold (1: r is handled
- * later, through cd_handle), else 0 (handle it now). */
+ * later, through the server's protocol entry, cd_proto.h), else 0
+ * (handle it now). */
 int cd_fetch_intercept(cd_req *r);
 
 #endif

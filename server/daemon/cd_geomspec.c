@@ -114,7 +114,10 @@ static int check_array(size_t n, size_t k, uint64_t limit, const char *field, co
   return 0;
 }
 
-int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
+/* The checks of RegisterGeometry, stage by stage; each returns 0 or the
+ * failure's code (with *st naming the field), and the first failure wins.
+ * Stage 1: the properties every shape has. */
+static int check_props(const R *r, cd_status *st) {
   if (r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE__NOT_SET)
     return cd_status_set(st, CD_INVALID, "registerGeometry.shape",
                          "no shape (set one of sphere, box, cylinder, capsule, ellipsoid, halfSpace, convex, "
@@ -123,7 +126,7 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
       r->compliance != CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT)
     return cd_status_set(st, CD_INVALID, "registerGeometry.compliance",
                          "must be COMPLIANCE_RIGID or COMPLIANCE_COMPLIANT (got %d)", (int)r->compliance);
-  int compliant = r->compliance == CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  const int compliant = r->compliance == CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
   /* a subnormal modulus (5e-324 Pa) underflows everything derived from it,
    * the default point stiffness first */
   if (compliant && !(pos(r->modulus) && isnormal(r->modulus)))
@@ -143,6 +146,11 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
   if (r->point_stiffness && !pos(r->point_stiffness->value))
     return cd_status_set(st, CD_INVALID, "registerGeometry.pointStiffness", "must be finite and > 0 (got %g)",
                          r->point_stiffness->value);
+  return 0;
+}
+
+/* Stage 2a: the primitives' dimensions. */
+static int check_primitive(const R *r, cd_status *st) {
   const char *f = shape_field(r);
   char fld[160];
   switch (r->shape_case) {
@@ -181,6 +189,14 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
                              r->ellipsoid->b, r->ellipsoid->c);
       break;
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HALF_SPACE: break;
+    default: break;
+  }
+  return 0;
+}
+
+/* Stage 2b: explicit meshes and mesh files: array shapes and sizes. */
+static int check_mesh(const R *r, const cd_limits *l, int compliant, cd_status *st) {
+  switch (r->shape_case) {
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CONVEX: {
       int rc = check_array(r->convex->n_points, 3, l->max_mesh_elements, "registerGeometry.convex.points",
                            "points", st);
@@ -237,33 +253,41 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
         return cd_status_set(st, CD_INVALID, "registerGeometry.meshFile.format", "unknown format %d",
                              (int)r->mesh_file->format);
       break;
-    case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD: {
-      const Contactd__V1__HeightField *h = r->height_field;
-      if (compliant)
-        return cd_status_set(st, CD_INVALID, "registerGeometry.compliance",
-                             "a heightField is rigid (compliant bodies touch it hydroelastically)");
-      if (h->nx < 4 || h->ny < 4)
-        return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.nx",
-                             "needs at least 4 x 4 samples (got %d x %d)", (int)h->nx, (int)h->ny);
-      if ((uint64_t)h->nx * (uint64_t)h->ny != (uint64_t)h->n_heights)
-        return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.heights",
-                             "has %zu values for nx * ny = %d x %d", h->n_heights, (int)h->nx, (int)h->ny);
-      if (!pos(h->dx) || !pos(h->dy))
-        return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.dx",
-                             "spacings must be finite and > 0 (got dx %g, dy %g)", h->dx, h->dy);
-      if (h->origin && !(isfinite(h->origin->x) && isfinite(h->origin->y) && isfinite(h->origin->z)))
-        return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.origin", "must be finite");
-      if (h->continuity < 0 || h->continuity > CONTACTD__V1__CONTINUITY__CONTINUITY_C2)
-        return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.continuity",
-                             "must be CONTINUITY_C1 or CONTINUITY_C2 (got %d)", (int)h->continuity);
-      for (size_t i = 0; i < h->n_heights; i++)
-        if (!isfinite(h->heights[i]))
-          return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.heights",
-                               "height %zu (i %zu, j %zu) is not finite", i, i % (size_t)h->nx, i / (size_t)h->nx);
-      break;
-    }
     default: break;
   }
+  return 0;
+}
+
+/* Stage 2c: a height field's grid. */
+static int check_height_field(const R *r, int compliant, cd_status *st) {
+  const Contactd__V1__HeightField *h = r->height_field;
+  if (compliant)
+    return cd_status_set(st, CD_INVALID, "registerGeometry.compliance",
+                         "a heightField is rigid (compliant bodies touch it hydroelastically)");
+  if (h->nx < 4 || h->ny < 4)
+    return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.nx",
+                         "needs at least 4 x 4 samples (got %d x %d)", (int)h->nx, (int)h->ny);
+  if ((uint64_t)h->nx * (uint64_t)h->ny != (uint64_t)h->n_heights)
+    return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.heights",
+                         "has %zu values for nx * ny = %d x %d", h->n_heights, (int)h->nx, (int)h->ny);
+  if (!pos(h->dx) || !pos(h->dy))
+    return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.dx",
+                         "spacings must be finite and > 0 (got dx %g, dy %g)", h->dx, h->dy);
+  if (h->origin && !(isfinite(h->origin->x) && isfinite(h->origin->y) && isfinite(h->origin->z)))
+    return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.origin", "must be finite");
+  if (h->continuity < 0 || h->continuity > CONTACTD__V1__CONTINUITY__CONTINUITY_C2)
+    return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.continuity",
+                         "must be CONTINUITY_C1 or CONTINUITY_C2 (got %d)", (int)h->continuity);
+  for (size_t i = 0; i < h->n_heights; i++)
+    if (!isfinite(h->heights[i]))
+      return cd_status_set(st, CD_INVALID, "registerGeometry.heightField.heights",
+                           "height %zu (i %zu, j %zu) is not finite", i, i % (size_t)h->nx, i / (size_t)h->nx);
+  return 0;
+}
+
+/* Stage 3: the options that depend on the shape: surface meshing, vertex
+ * pressure, and the resolution of meshed primitives. */
+static int check_options(const R *r, const cd_limits *l, int compliant, cd_status *st) {
   if (r->surface) {
     const Contactd__V1__SurfaceOptions *o = r->surface;
     if (!(isfinite(o->edge_length) && o->edge_length >= 0))
@@ -307,6 +331,17 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
                            r->resolution_hint, radius, cells, (unsigned long long)l->max_mesh_elements);
   }
   return 0;
+}
+
+int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
+  int rc = check_props(r, st);
+  if (rc) return rc;
+  const int compliant = r->compliance == CONTACTD__V1__COMPLIANCE__COMPLIANCE_COMPLIANT;
+  rc = r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD ? check_height_field(r, compliant, st)
+                                                                           : check_primitive(r, st);
+  if (!rc) rc = check_mesh(r, l, compliant, st);
+  if (!rc) rc = check_options(r, l, compliant, st);
+  return rc;
 }
 
 static void hash_doubles(cd_sha256 *h, const double *v, size_t n) {

@@ -1,4 +1,6 @@
-/* cd_handlers.c — answering each request kind. */
+/* cd_handlers.c — answering hello, register / has / release geometry,
+ * contact queries and stats (streams: cd_stream.c; which handler answers
+ * which request: cd_dispatch.c). */
 #include "cd_handlers.h"
 
 #include <math.h>
@@ -6,48 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cd_conn.h"
 #include "cd_fetch.h"
 #include "cd_geomspec.h"
 #include "cd_log.h"
 #include "cd_query.h"
 #include "cd_server.h"
+#include "cd_session.h"
 #include "cd_store.h"
-#include "cd_stream.h"
 #include "cd_version.h"
 
 typedef Contactd__V1__Envelope Envelope;
-
-/* ---- requests ------------------------------------------------------------ */
-
-cd_req *cd_req_new(cd_conn *c, uint64_t seq, uint64_t t0_ns) {
-  cd_req *r = calloc(1, sizeof *r);
-  if (!r) return NULL;
-  r->conn = c;
-  r->seq = seq;
-  r->t0_ns = t0_ns;
-  cd_budget_init(&r->budget, c->srv->cfg.limits.decode_budget_bytes);
-  cd_conn_ref(c);
-  return r;
-}
-
-void cd_req_free(cd_req *r) {
-  if (!r) return;
-  cd_conn_input_released(r->conn->srv, r->charged);
-  cd_budget_destroy(&r->budget);
-  cd_conn_unref(r->conn);
-  free(r);
-}
-
-void cd_req_fail(cd_req *r, const cd_status *st) {
-  cd_conn_reply_error(r->conn, r->seq, r->request_id, st);
-  cd_req_free(r);
-}
-
-void cd_req_reply(cd_req *r, Envelope *env) {
-  env->request_id = r->request_id;
-  cd_conn_reply(r->conn, r->seq, env);
-  cd_req_free(r);
-}
 
 static void fail(cd_req *r, int code, const char *field, const char *fmt, const char *arg) {
   cd_status st;
@@ -57,7 +28,7 @@ static void fail(cd_req *r, int code, const char *field, const char *fmt, const 
 
 /* ---- hello ---------------------------------------------------------------- */
 
-static void on_hello(cd_req *r) {
+void cd_on_hello(cd_req *r) {
   const Contactd__V1__Hello *h = r->env->hello;
   const cd_limits *l = &r->conn->srv->cfg.limits;
   if (h->protocol_version > CD_PROTOCOL_VERSION) {
@@ -244,7 +215,7 @@ static int on_build_progress(void *user, double fraction, const char *stage) {
 static void reply_registered(cd_req *r, cd_cache_entry *e, int already) {
   /* The session must hold the geometry before the client is told it may
    * use it: without the reference the cache could evict it. */
-  if (!cd_conn_gone(r->conn) && cd_conn_hold_geometry(r->conn, e) != 0) {
+  if (!cd_conn_gone(r->conn) && cd_session_hold_geometry(r->conn, e) != 0) {
     fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory holding the geometry for this session");
     return;
   }
@@ -433,7 +404,7 @@ static void reg_finish_build(reg_job *j, cd_req *r) {
                     j->st.message);
 }
 
-static void on_register(cd_req *r) {
+void cd_on_register(cd_req *r) {
   reg_job *j = calloc(1, sizeof *j);
   if (!j) {
     fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
@@ -447,7 +418,7 @@ static void on_register(cd_req *r) {
 
 /* ---- has / release ---------------------------------------------------- */
 
-static void on_has(cd_req *r) {
+void cd_on_has(cd_req *r) {
   const Contactd__V1__HasGeometry *h = r->env->has_geometry;
   char **missing = cd_budget_calloc(&r->budget, h->n_geometry_ids ? h->n_geometry_ids : 1, sizeof(char *));
   if (!missing) {
@@ -471,7 +442,7 @@ static void on_has(cd_req *r) {
   cd_req_reply(r, &env);
 }
 
-static void on_release(cd_req *r) {
+void cd_on_release(cd_req *r) {
   const Contactd__V1__ReleaseGeometry *h = r->env->release_geometry;
   size_t n = h->n_geometry_ids ? h->n_geometry_ids : 1;
   char **rel = cd_budget_calloc(&r->budget, n, sizeof(char *));
@@ -483,7 +454,7 @@ static void on_release(cd_req *r) {
   size_t nr = 0, nu = 0;
   for (size_t i = 0; i < h->n_geometry_ids; i++) {
     cd_cache_entry *e = cd_cache_find(r->conn->srv->cache, h->geometry_ids[i]);
-    if (e && cd_conn_release_geometry(r->conn, e)) rel[nr++] = h->geometry_ids[i];
+    if (e && cd_session_release_geometry(r->conn, e)) rel[nr++] = h->geometry_ids[i];
     else unk[nu++] = h->geometry_ids[i];
   }
   Contactd__V1__ReleaseReply rr = CONTACTD__V1__RELEASE_REPLY__INIT;
@@ -520,7 +491,7 @@ static void query_done(cd_query *q) {
   cd_req_free(r);
 }
 
-static void on_query(cd_req *r) {
+void cd_on_query(cd_req *r) {
   cd_server *s = r->conn->srv;
   const Contactd__V1__ContactQuery *m = r->env->contact_query;
   cd_status st;
@@ -554,7 +525,7 @@ static void on_query(cd_req *r) {
 
 /* ---- stats ---------------------------------------------------------------- */
 
-static void on_stats(cd_req *r) {
+void cd_on_stats(cd_req *r) {
   cd_server *s = r->conn->srv;
   cd_cache_stats cs;
   cd_cache_get_stats(s->cache, &cs);
@@ -602,61 +573,4 @@ static void on_stats(cd_req *r) {
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY;
   env.stats_reply = &sr;
   cd_req_reply(r, &env);
-}
-
-/* ---- dispatch ------------------------------------------------------------- */
-
-static const char *reply_name(int c) {
-  switch (c) {
-    case CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY: return "helloReply";
-    case CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY: return "registerReply";
-    case CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS: return "registerProgress";
-    case CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY_REPLY: return "hasGeometryReply";
-    case CONTACTD__V1__ENVELOPE__MSG_RELEASE_REPLY: return "releaseReply";
-    case CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY: return "contactReply";
-    case CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM_REPLY: return "openStreamReply";
-    case CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT: return "streamResult";
-    case CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM_REPLY: return "closeStreamReply";
-    case CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY: return "statsReply";
-    case CONTACTD__V1__ENVELOPE__MSG_ERROR: return "error";
-    default: return NULL;
-  }
-}
-
-void cd_handle(cd_req *r) {
-  if (r->conn->srv->draining) {
-    fail(r, CD_UNAVAILABLE, "", "%s", "the server is shutting down");
-    return;
-  }
-  if (cd_fetch_intercept(r)) return; /* ids to look up in the store first */
-  Envelope *e = r->env;
-  switch (e->msg_case) {
-    case CONTACTD__V1__ENVELOPE__MSG_HELLO: on_hello(r); return;
-    case CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY: on_register(r); return;
-    case CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY: on_has(r); return;
-    case CONTACTD__V1__ENVELOPE__MSG_RELEASE_GEOMETRY: on_release(r); return;
-    case CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY: on_query(r); return;
-    case CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM: cd_stream_open(r); return;
-    case CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE: cd_stream_update(r); return;
-    case CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM: cd_stream_close(r); return;
-    case CONTACTD__V1__ENVELOPE__MSG_STATS: on_stats(r); return;
-    case CONTACTD__V1__ENVELOPE__MSG__NOT_SET: {
-      cd_status st;
-      if (e->base.n_unknown_fields)
-        cd_status_set(&st, CD_INVALID, "msg",
-                      "the envelope carries no request this server knows (unknown field number %u)",
-                      e->base.unknown_fields[0].tag);
-      else
-        cd_status_set(&st, CD_INVALID, "msg", "the envelope carries no request");
-      cd_req_fail(r, &st);
-      return;
-    }
-    default: {
-      const char *n = reply_name((int)e->msg_case);
-      cd_status st;
-      cd_status_set(&st, CD_INVALID, n ? n : "msg", "%s is a reply, not a request", n ? n : "this message");
-      cd_req_fail(r, &st);
-      return;
-    }
-  }
 }

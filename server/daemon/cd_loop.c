@@ -25,7 +25,6 @@
 void __sanitizer_syscall_pre_impl_close(long fd);
 #endif
 
-#include "cd_conn.h"
 #include "cd_log.h"
 #include "cd_pool.h"
 #include "cd_server.h"
@@ -45,40 +44,6 @@ void cd_loop_fd_closed(int fd) {
 void cd_loop_set_current(cd_loop *l) {
   tls_loop = l;
   cd_sink_set_current(l ? l->sink : NULL);
-}
-
-/* An accepted descriptor on its way to its loop. */
-typedef struct adopt_task {
-  cd_task task;
-  cd_loop *loop;
-  uv_os_sock_t fd;
-  int is_tcp;
-} adopt_task;
-
-static void run_adopt(cd_task *t) {
-  adopt_task *a = (adopt_task *)t;
-  cd_loop *l = a->loop;
-  if (cd_conn_adopt(l, a->fd, a->is_tcp) != 0) {
-    CD_WARN("connection refused: out of memory for its state", "listener=%s loop=%d", a->is_tcp ? "tcp" : "unix",
-            l->index);
-    close(a->fd);
-    cd_server_conn_failed(l->srv, l);
-  }
-  free(a);
-}
-
-int cd_loop_adopt(cd_loop *l, uv_os_sock_t fd, int is_tcp) {
-  adopt_task *a = malloc(sizeof *a);
-  if (!a) return -1;
-  a->task.run = run_adopt;
-  a->loop = l;
-  a->fd = fd;
-  a->is_tcp = is_tcp;
-  if (cd_loop_post(l, &a->task) != 0) {
-    free(a);
-    return -1;
-  }
-  return 0;
 }
 
 static void on_wake(uv_async_t *h) {

@@ -3,14 +3,15 @@
  *
  * Loop 0 runs on the main thread: it holds the listeners, the signal
  * handlers, the shutdown timer and the metrics endpoint, accepts every
- * connection and hands each accepted descriptor to a loop (cd_loop_adopt).
+ * connection and hands each accepted descriptor to a loop (cd_conn_adopt).
  * A loop talks to another only through its inbox: a list of tasks
  * (cd_task) that its own thread runs after an uv_async_send.
  *
  * The loops run in parallel; there is no lock over a whole loop. Who owns
  * what:
- *  - A connection (cd_conn), its session (geometry references, streams),
- *    its requests, reply ring, write queue and timers belong to its loop's
+ *  - A connection (cd_conn: its state and flags, input, reply ring, write
+ *    queue and timers), its session (cd_session: geometry references,
+ *    streams) and its requests belong to its loop's
  *    thread: only that thread touches them, without a lock. Exceptions:
  *    `refs` and `cancelled` are atomic (a build's worker and the build's
  *    loop hold and drop references to the connections waiting for it, and
@@ -77,7 +78,7 @@ typedef struct cd_loop {
    * (cd_outmem.c); this loop reads it without */
   cd_conn *conns;
   pthread_mutex_t conns_mu;
-  /* request_memory_bytes on this loop (cd_conn.c): the idle handle that
+  /* request_memory_bytes on this loop (cd_input.c): the idle handle that
    * lets waiting connections in, and the slow-sender sweep */
   uv_idle_t mem_pump;
   uv_timer_t mem_sweep;
@@ -112,8 +113,6 @@ int cd_loop_start(cd_loop *l);
  * task must stay valid until it runs. Returns -1 when l no longer runs
  * tasks (then t is not run). */
 int cd_loop_post(cd_loop *l, cd_task *t);
-/* Give an accepted descriptor to l (any thread). -1: l cannot take it. */
-int cd_loop_adopt(cd_loop *l, uv_os_sock_t fd, int is_tcp);
 /* On l's thread: close its own handles (wake, pump, sweep, sink) so that
  * its loop runs out. */
 void cd_loop_close(cd_loop *l);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cd_config.h"
+#include "cd_dispatch.h"
 #include "cd_log.h"
 #include "cd_server.h"
 
@@ -23,7 +24,7 @@ int main(int argc, char **argv) {
   uv_loop_t loop;
   uv_loop_init(&loop);
   cd_server srv;
-  int ok = cd_server_init(&srv, &loop, &cfg) == 0;
+  int ok = cd_server_init(&srv, &loop, &cfg, &cd_protocol) == 0;
   if (!ok) cd_server_shutdown(&srv, "startup failed");
   uv_run(&loop, UV_RUN_DEFAULT);
   cd_server_free(&srv);

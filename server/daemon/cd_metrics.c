@@ -1,6 +1,9 @@
 /* cd_metrics.c — the HTTP port: listener, connection cap, deadline and
- * request parsing; Prometheus endpoint and health probes; every other path
- * goes to the viewer (cd_viewer.c). */
+ * request parsing; Prometheus endpoint (its text: cd_metrics_text.c) and
+ * health probes; every other path goes to the viewer (cd_viewer.c).
+ * Calls both ways with cd_viewer.c, by design: this file is the HTTP
+ * server, which routes a request to the viewer (cd_viewer_route), and the
+ * viewer answers through the server's response functions (cd_http.h). */
 #include "cd_metrics.h"
 
 #include <limits.h>
@@ -270,7 +273,7 @@ static void handle(mconn *c) {
       mclose(c);
       return;
     }
-    size_t n = cd_server_render_metrics(s, buf, cap);
+    size_t n = cd_metrics_render(s, buf, cap);
     respond(c, 200, "text/plain; version=0.0.4", buf, n);
     free(buf);
   } else if (strcmp(path, "/healthz") == 0) {

@@ -20,4 +20,8 @@ cd_metrics *cd_metrics_start(cd_server *s, const char *host, int port, int *boun
 /* Stop listening and close open metric connections. */
 void cd_metrics_stop(cd_metrics *m);
 
+/* Prometheus text exposition of the server state into buf; returns length
+ * (cd_metrics_text.c). */
+size_t cd_metrics_render(cd_server *s, char *buf, size_t cap);
+
 #endif

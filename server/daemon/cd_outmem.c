@@ -12,11 +12,16 @@
  * writes are cancelled.
  *
  * Threads (the rules of cd_loop.h): the totals are atomic. A connection's
- * out_bytes and out_closing belong to its loop; other loops see its queued
+ * out_bytes and CD_CF_OUT_CLOSING belong to its loop; other loops see its queued
  * bytes through out_pub, and find connections through each loop's list
  * under that loop's conns_mu. A connection on another loop is never closed
  * from here: cut_state claims it once (compare-and-swap), its bytes count
- * in output_cut_pending, and a task closes it on its own loop. */
+ * in output_cut_pending, and a task closes it on its own loop.
+ *
+ * Calls both ways with cd_conn.c, by design: cutting a connection is
+ * closing it (cd_conn_close, with a reference held meanwhile), and a
+ * connection that closes for any other reason tells this file that its
+ * queued bytes are on their way out (cd_outmem_closing). */
 #include "cd_outmem.h"
 
 #include <stddef.h>
@@ -38,21 +43,21 @@ uint64_t cd_outmem_default(void) {
 
 void cd_outmem_queued(cd_server *s, cd_conn *c, uint64_t n) {
   atomic_fetch_add(&s->output_bytes, n);
-  if (c->out_closing) atomic_fetch_add(&s->output_cutting, n);
+  if (c->flags & CD_CF_OUT_CLOSING) atomic_fetch_add(&s->output_cutting, n);
   atomic_store_explicit(&c->out_pub, c->out_bytes, memory_order_relaxed);
 }
 
 void cd_outmem_done(cd_server *s, cd_conn *c, uint64_t n) {
   atomic_fetch_sub(&s->output_bytes, n);
-  if (c->out_closing) atomic_fetch_sub(&s->output_cutting, n);
+  if (c->flags & CD_CF_OUT_CLOSING) atomic_fetch_sub(&s->output_cutting, n);
   atomic_store_explicit(&c->out_pub, c->out_bytes, memory_order_relaxed);
 }
 
 void cd_outmem_closing(cd_server *s, cd_conn *c) {
   const uint64_t claimed = atomic_exchange(&c->cut_state, CUT_CLOSING);
   if (claimed && claimed != CUT_CLOSING) atomic_fetch_sub(&s->output_cut_pending, claimed - 1);
-  if (c->out_closing) return;
-  c->out_closing = 1;
+  if (c->flags & CD_CF_OUT_CLOSING) return;
+  c->flags |= CD_CF_OUT_CLOSING;
   atomic_fetch_add(&s->output_cutting, c->out_bytes);
 }
 
@@ -63,7 +68,7 @@ static void cut_now(cd_conn *c) {
           "conn=%llu peer=%s queued_bytes=%llu output_bytes=%llu output_memory_bytes=%llu", (unsigned long long)c->id,
           cd_log_quote(q, sizeof q, c->peer), (unsigned long long)c->out_bytes,
           (unsigned long long)atomic_load(&c->srv->output_bytes), (unsigned long long)c->srv->output_budget);
-  if (!c->closing) cd_conn_close(c, "output_memory_bytes: the connection holding the most unread replies is cut");
+  if (!cd_conn_gone(c)) cd_conn_close(c, "output_memory_bytes: the connection holding the most unread replies is cut");
 }
 
 static void run_cut(cd_task *t) {

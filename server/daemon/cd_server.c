@@ -49,7 +49,7 @@ static void on_conn(uv_stream_t *ls, int status, int is_tcp) {
   }
   cd_loop *l = cd_server_pick_loop(s);
   atomic_fetch_add(&l->load, 1); /* before the hand-off: its loop may close it at once */
-  if (!tmp || cd_loop_adopt(l, fd, is_tcp) != 0) {
+  if (!tmp || cd_conn_adopt(l, fd, is_tcp) != 0) {
     atomic_fetch_sub(&l->load, 1);
     CD_WARN("connection refused: out of memory for its state", "listener=%s", is_tcp ? "tcp" : "unix");
     if (fd >= 0) close(fd);
@@ -148,12 +148,7 @@ static void maybe_finish_all(cd_server *s) {
 
 static void run_grace_over(cd_task *t) {
   cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, grace_task));
-  /* cd_conn_close does not unlink (on_handle_closed does, later), so walk the
-   * list with a saved next pointer and close every connection still open. */
-  for (cd_conn *c = l->conns, *next; c; c = next) {
-    next = c->next;
-    if (!c->closing) cd_conn_close(c, "shutdown grace period over");
-  }
+  cd_conn_close_all(l, "shutdown grace period over");
 }
 
 static void on_drain_timeout(uv_timer_t *t) {
@@ -185,23 +180,11 @@ static void trim_after_burst(cd_server *s) {
   malloc_trim(0);
 }
 
-void cd_server_conn_closed(cd_server *s, cd_conn *c) {
-  cd_loop *l = c->loop;
-  pthread_mutex_lock(&l->conns_mu);
-  if (c->prev) c->prev->next = c->next;
-  else if (l->conns == c) l->conns = c->next;
-  if (c->next) c->next->prev = c->prev;
-  c->prev = c->next = NULL;
-  pthread_mutex_unlock(&l->conns_mu);
-  s->stats.connections--;
-  l->connections--;
-  l->load--;
-  trim_after_burst(s);
-  maybe_finish_all(s);
-}
-
-void cd_server_conn_failed(cd_server *s, cd_loop *l) {
-  l->load--;
+/* The transport's report that a connection has ended (was_open: it had
+ * been open and counted) or was handed to a loop and never opened; the
+ * connection is already unlinked and uncounted. */
+static void conn_ended(cd_server *s, int was_open) {
+  if (was_open) trim_after_burst(s);
   maybe_finish_all(s);
 }
 
@@ -209,10 +192,7 @@ void cd_server_check_drained(cd_server *s) { maybe_finish_all(s); }
 
 static void run_drain(cd_task *t) {
   cd_loop *l = (cd_loop *)((char *)t - offsetof(cd_loop, drain_task));
-  for (cd_conn *c = l->conns, *n; c; c = n) {
-    n = c->next;
-    cd_conn_drain(c);
-  }
+  cd_conn_drain_all(l);
   maybe_finish_all(l->srv);
 }
 
@@ -327,27 +307,29 @@ static int init_loops(cd_server *s, uv_loop_t *loop) {
   return 0;
 }
 
-static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg);
+static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, const cd_proto *proto);
 
 /* SIGTERM and SIGINT reach the main thread only: every thread started here
  * (workers, loops) inherits a mask that blocks them. Otherwise a repeated
  * signal after the main thread blocked them for a clean exit (finish) would
  * take another thread's default, fatal action. */
-int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
+int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, const cd_proto *proto) {
   sigset_t block, old;
   sigemptyset(&block);
   sigaddset(&block, SIGTERM);
   sigaddset(&block, SIGINT);
   pthread_sigmask(SIG_BLOCK, &block, &old);
-  int rc = server_init(s, loop, cfg);
+  int rc = server_init(s, loop, cfg, proto);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
 }
 
-static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg) {
+static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, const cd_proto *proto) {
   memset(s, 0, sizeof *s);
   s->loop = loop;
   s->cfg = *cfg;
+  s->proto = proto;
+  s->conn_ended = conn_ended;
   cd_stats_init(&s->stats);
   pthread_mutex_init(&s->mem_mu, NULL);
   cd_json_global_init();
@@ -456,115 +438,4 @@ size_t cd_server_loop_stats(cd_server *s, cd_budget *b, Contactd__V1__LoopStats 
   }
   *out = lp;
   return (size_t)s->nloops;
-}
-
-/* ---- metrics ------------------------------------------------------------ */
-
-typedef struct out {
-  char *b;
-  size_t n, cap;
-} out;
-
-__attribute__((format(printf, 2, 3))) static void put(out *o, const char *fmt, ...) {
-  if (o->n >= o->cap) return;
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(o->b + o->n, o->cap - o->n, fmt, ap);
-  va_end(ap);
-  if (k > 0) o->n = o->n + (size_t)k < o->cap ? o->n + (size_t)k : o->cap - 1;
-}
-
-static void metric(out *o, const char *name, const char *type, const char *help, double v) {
-  put(o, "# HELP contactd_%s %s\n# TYPE contactd_%s %s\ncontactd_%s %.17g\n", name, help, name, type, name, v);
-}
-
-static void render_loops(out *o, cd_server *s) {
-  put(o, "# HELP contactd_loop_connections open client connections on each event loop\n"
-         "# TYPE contactd_loop_connections gauge\n");
-  for (int i = 0; i < s->nloops; i++)
-    put(o, "contactd_loop_connections{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].connections);
-  put(o, "# HELP contactd_loop_connections_total connections each event loop has taken\n"
-         "# TYPE contactd_loop_connections_total counter\n");
-  for (int i = 0; i < s->nloops; i++)
-    put(o, "contactd_loop_connections_total{loop=\"%d\"} %llu\n", i,
-        (unsigned long long)s->loops[i].connections_total);
-  put(o, "# HELP contactd_loop_requests_total requests received on each event loop\n"
-         "# TYPE contactd_loop_requests_total counter\n");
-  for (int i = 0; i < s->nloops; i++)
-    put(o, "contactd_loop_requests_total{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].requests);
-}
-
-
-size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap) {
-  out o = {buf, 0, cap};
-  cd_cache_stats cs;
-  cd_cache_get_stats(s->cache, &cs);
-  const cd_stats *st = &s->stats;
-  metric(&o, "up", "gauge", "1 while serving, 0 while shutting down", s->draining ? 0 : 1);
-  metric(&o, "uptime_seconds", "gauge", "seconds since start", (double)(cd_now_ns() - st->start_ns) * 1e-9);
-  metric(&o, "connections", "gauge", "open client connections", (double)st->connections);
-  metric(&o, "connections_total", "counter", "connections accepted", (double)st->connections_total);
-  metric(&o, "connections_rejected_total", "counter", "connections refused over max_connections",
-         (double)st->connections_rejected);
-  metric(&o, "io_threads", "gauge", "event loops serving connections", (double)s->nloops);
-  render_loops(&o, s);
-  put(&o, "# HELP contactd_disconnects_total connections closed by the server\n"
-          "# TYPE contactd_disconnects_total counter\n"
-          "contactd_disconnects_total{reason=\"slow_reader\"} %llu\n"
-          "contactd_disconnects_total{reason=\"idle\"} %llu\n"
-          "contactd_disconnects_total{reason=\"framing\"} %llu\n"
-          "contactd_disconnects_total{reason=\"slow_sender\"} %llu\n"
-          "contactd_disconnects_total{reason=\"output_memory\"} %llu\n",
-      (unsigned long long)st->disconnects_slow_reader, (unsigned long long)st->disconnects_idle,
-      (unsigned long long)st->disconnects_framing, (unsigned long long)st->disconnects_slow_sender,
-      (unsigned long long)st->disconnects_output_memory);
-  metric(&o, "requests_total", "counter", "requests received", (double)st->requests);
-  metric(&o, "errors_total", "counter", "requests answered with an Error", (double)st->errors);
-  metric(&o, "pairs_total", "counter", "body pairs computed", (double)st->pairs);
-  metric(&o, "replies_over_limit_total", "counter",
-         "requests failed because their reply would pass max_reply_bytes or reply_memory_bytes",
-         (double)st->replies_over_limit);
-  metric(&o, "reply_bytes", "gauge", "converted results held by the replies being built (reply_memory_bytes)",
-         (double)atomic_load_explicit(&s->reply_bytes, memory_order_relaxed));
-  metric(&o, "output_bytes", "gauge", "reply bytes queued on all connections (output_memory_bytes)",
-         (double)s->output_bytes);
-  metric(&o, "request_bytes", "gauge",
-         "frames being received and decoded requests not yet answered (request_memory_bytes)",
-         (double)s->request_bytes);
-  metric(&o, "request_bytes_peak", "gauge", "highest request_bytes since the start", (double)s->request_bytes_peak);
-  metric(&o, "input_waits_total", "counter", "times a connection's next frame waited for request_memory_bytes",
-         (double)st->input_waits);
-  metric(&o, "decoded_off_loop_total", "counter",
-         "request bodies large enough to be decoded on the codec thread, not the loop",
-         (double)st->decoded_off_loop);
-  metric(&o, "encoded_off_loop_total", "counter", "replies large enough to be encoded on the codec thread",
-         (double)st->encoded_off_loop);
-  metric(&o, "streams", "gauge", "open streams", (double)st->streams);
-  metric(&o, "cache_entries", "gauge", "geometries in the cache", (double)cs.entries);
-  metric(&o, "cache_bytes", "gauge", "bytes held by cached geometries", (double)cs.bytes);
-  metric(&o, "cache_budget_bytes", "gauge", "cache byte budget", (double)s->cfg.limits.cache_bytes);
-  metric(&o, "cache_builds_total", "counter", "geometries built", (double)cs.builds);
-  metric(&o, "cache_hits_total", "counter", "registrations answered from the cache", (double)cs.hits);
-  metric(&o, "cache_evictions_total", "counter", "geometries evicted", (double)cs.evictions);
-  cd_server_render_store_metrics(s, buf, cap, &o.n);
-  metric(&o, "jobs_pending", "gauge", "jobs queued or running on the workers",
-         s->pool ? (double)cd_pool_pending(s->pool) : 0);
-  put(&o, "# HELP contactd_worker_utilisation busy fraction of each worker since start\n"
-          "# TYPE contactd_worker_utilisation gauge\n");
-  for (int i = 0; s->pool && i < cd_pool_size(s->pool); i++)
-    put(&o, "contactd_worker_utilisation{worker=\"%d\"} %.6f\n", i, cd_pool_utilisation(s->pool, i));
-  put(&o, "# HELP contactd_request_latency_us request latency, receive to reply queued, microseconds\n"
-          "# TYPE contactd_request_latency_us histogram\n");
-  uint64_t cum = 0;
-  for (int i = 0; i < CD_LATENCY_BUCKETS; i++) {
-    cum += st->latency[i];
-    if (i < CD_LATENCY_BUCKETS - 1)
-      put(&o, "contactd_request_latency_us_bucket{le=\"%g\"} %llu\n", cd_latency_bounds_us[i],
-          (unsigned long long)cum);
-    else
-      put(&o, "contactd_request_latency_us_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
-  }
-  put(&o, "contactd_request_latency_us_sum %.17g\ncontactd_request_latency_us_count %llu\n", st->latency_sum_us,
-      (unsigned long long)cum);
-  return o.n;
 }

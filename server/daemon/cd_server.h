@@ -14,6 +14,7 @@
 #include "cd_config.h"
 #include "cd_loop.h"
 #include "cd_pool.h"
+#include "cd_proto.h"
 #include "cd_spare.h"
 #include "cd_stats.h"
 
@@ -28,7 +29,7 @@ typedef struct cd_server {
   int nloops;
   cd_config cfg;
   cd_pool *pool;
-  cd_pool *codec;      /* one thread decoding large requests, encoding large replies (cd_conn.c) */
+  cd_pool *codec;      /* one thread decoding large requests, encoding large replies (cd_input.c, cd_output.c) */
   cd_cache *cache;
   cd_store *store;     /* NULL = memory only (cd_store.h) */
   cd_fetch *fetch;     /* store lookups in flight (cd_fetch.h) */
@@ -46,7 +47,7 @@ typedef struct cd_server {
   /* Converted results held by the queries in progress, all connections
    * (reserved by worker threads, bounded by reply_memory_bytes). */
   atomic_size_t reply_bytes;
-  /* The input side, all connections (cd_conn.c):
+  /* The input side, all connections (cd_input.c):
    * frames admitted and being received plus decoded requests not yet
    * answered, bounded by request_memory_bytes; its high-water mark; the
    * connections whose next frame waits for room, oldest first; the idle
@@ -72,10 +73,18 @@ typedef struct cd_server {
   uint64_t output_budget;
   _Atomic uint64_t output_bytes, output_cutting, output_cut_pending;
   int exit_code;        /* loop 0 */
+  /* The protocol the connections hand their requests to (cd_proto.h). */
+  const cd_proto *proto;
+  /* Called by the transport on a connection's loop when a connection has
+   * ended (was_open: it had been opened and counted) or was handed to a
+   * loop and never opened; it is already unlinked and uncounted. The server
+   * sits above its connections: this is how they report back up. */
+  void (*conn_ended)(struct cd_server *s, int was_open);
 } cd_server;
 
-/* Bind listeners, start the pool; 0 on success (errors are logged). */
-int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg);
+/* Bind listeners, start the pool; 0 on success (errors are logged). Each
+ * connection's requests go to proto. */
+int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, const cd_proto *proto);
 /* Stop accepting, let in-flight work finish and replies flush, then close
  * everything (the loop then runs out of handles). Idempotent. */
 void cd_server_shutdown(cd_server *s, const char *reason);
@@ -85,12 +94,6 @@ void cd_server_free(cd_server *s);
 
 /* The loop a new connection goes to: the one with the fewest (loop 0). */
 cd_loop *cd_server_pick_loop(cd_server *s);
-/* Called by cd_conn when a connection is gone (on its loop); may finish a
- * shutdown. */
-void cd_server_conn_closed(cd_server *s, cd_conn *c);
-/* On loop l: a connection handed to l ended before it was ever open (no
- * memory, a failed open, a shutdown first); may finish a shutdown. */
-void cd_server_conn_failed(cd_server *s, cd_loop *l);
 /* While draining: finish once no connection is open or on its way. */
 void cd_server_check_drained(cd_server *s);
 
@@ -100,9 +103,8 @@ struct cd_budget;
 struct Contactd__V1__LoopStats;
 size_t cd_server_loop_stats(cd_server *s, struct cd_budget *b, struct Contactd__V1__LoopStats ***out);
 
-/* Prometheus text exposition of the server state into buf; returns length. */
-size_t cd_server_render_metrics(cd_server *s, char *buf, size_t cap);
-/* The store's part of it, appended at buf + *n (cd_store_metrics.c). */
+/* The store's part of the /metrics text (cd_metrics_text.c), appended at
+ * buf + *n (cd_store_metrics.c). */
 void cd_server_render_store_metrics(cd_server *s, char *buf, size_t cap, size_t *n);
 
 #endif

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cd_broadphase.h"
+#include "cd_conn.h"
+#include "cd_qcheck.h"
 #include "cd_server.h"
 
 typedef Contactd__V1__Envelope Envelope;
@@ -20,14 +22,14 @@ static void stream_free(cd_stream *s) {
 }
 
 static void unlink_stream(cd_stream *s) {
-  cd_stream **pp = &s->conn->streams;
+  cd_stream **pp = &s->conn->session.streams;
   while (*pp && *pp != s) pp = &(*pp)->next;
   if (*pp) *pp = s->next;
   s->conn->srv->stats.streams--;
 }
 
 static cd_stream *find(cd_conn *c, uint64_t id) {
-  for (cd_stream *s = c->streams; s; s = s->next)
+  for (cd_stream *s = c->session.streams; s; s = s->next)
     if (s->id == id) return s;
   return NULL;
 }
@@ -44,7 +46,7 @@ void cd_stream_open(cd_req *r) {
   const Contactd__V1__OpenStream *m = r->env->open_stream;
   cd_status st;
   uint64_t open = 0;
-  for (cd_stream *s = c->streams; s; s = s->next) open++;
+  for (cd_stream *s = c->session.streams; s; s = s->next) open++;
   if (srv->cfg.limits.max_streams_per_conn == 0) {
     fail(r, CD_EXHAUSTED, "openStream", "streams are off on this server (max_streams_per_conn %llu)",
          (unsigned long long)srv->cfg.limits.max_streams_per_conn);
@@ -110,10 +112,10 @@ void cd_stream_open(cd_req *r) {
     return;
   }
   s->latest_only = m->mode == CONTACTD__V1__STREAM_MODE__STREAM_MODE_LATEST_ONLY;
-  s->id = c->next_stream_id++;
+  s->id = ++c->session.last_stream_id;
   s->open_request_id = r->request_id;
-  s->next = c->streams;
-  c->streams = s;
+  s->next = c->session.streams;
+  c->session.streams = s;
   srv->stats.streams++;
   Contactd__V1__OpenStreamReply rep = CONTACTD__V1__OPEN_STREAM_REPLY__INIT;
   rep.stream_id = s->id;
@@ -234,7 +236,7 @@ void cd_stream_update(cd_req *r) {
   const Contactd__V1__StreamUpdate *m = r->env->stream_update;
   cd_stream *s = find(c, m->stream_id);
   if (!s) {
-    if (m->stream_id > 0 && m->stream_id < c->next_stream_id)
+    if (m->stream_id > 0 && m->stream_id <= c->session.last_stream_id)
       fail(r, CD_PRECONDITION, "streamUpdate.streamId", "stream %llu is closed", (unsigned long long)m->stream_id);
     else
       fail(r, CD_NOT_FOUND, "streamUpdate.streamId", "stream %llu was never opened on this connection",
@@ -314,7 +316,7 @@ void cd_stream_close(cd_req *r) {
   uint64_t id = r->env->close_stream->stream_id;
   cd_stream *s = find(c, id);
   if (!s) {
-    if (id > 0 && id < c->next_stream_id)
+    if (id > 0 && id <= c->session.last_stream_id)
       fail(r, CD_PRECONDITION, "closeStream.streamId", "stream %llu is already closed", (unsigned long long)id);
     else
       fail(r, CD_NOT_FOUND, "closeStream.streamId", "stream %llu was never opened on this connection",
@@ -345,8 +347,8 @@ void cd_stream_close(cd_req *r) {
 }
 
 void cd_stream_close_all(cd_conn *c) {
-  while (c->streams) {
-    cd_stream *s = c->streams;
+  while (c->session.streams) {
+    cd_stream *s = c->session.streams;
     unlink_stream(s);
     s->closed = 1;
     s->has_next = 0;

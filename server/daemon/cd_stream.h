@@ -6,7 +6,7 @@
 #ifndef CD_STREAM_H
 #define CD_STREAM_H
 
-#include "cd_handlers.h"
+#include "cd_proto.h"
 #include "cd_query.h"
 
 struct cd_stream {

@@ -14,6 +14,7 @@
 #include "cd_broadphase.h"
 #include "cd_cache.h"
 #include "cd_config.h"
+#include "cd_fmt.h"
 #include "cd_geomspec.h"
 #include "cd_hash.h"
 #include "cd_log.h"

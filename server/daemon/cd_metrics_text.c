@@ -1,0 +1,117 @@
+/* cd_metrics_text.c — the Prometheus text exposition of the server's
+ * state for GET /metrics: totals, per-loop figures, the store's part
+ * (cd_store_metrics.c), worker utilisation and the latency histogram. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "cd_metrics.h"
+#include "cd_server.h"
+
+typedef struct out {
+  char *b;
+  size_t n, cap;
+} out;
+
+__attribute__((format(printf, 2, 3))) static void put(out *o, const char *fmt, ...) {
+  if (o->n >= o->cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(o->b + o->n, o->cap - o->n, fmt, ap);
+  va_end(ap);
+  if (k > 0) o->n = o->n + (size_t)k < o->cap ? o->n + (size_t)k : o->cap - 1;
+}
+
+static void metric(out *o, const char *name, const char *type, const char *help, double v) {
+  put(o, "# HELP contactd_%s %s\n# TYPE contactd_%s %s\ncontactd_%s %.17g\n", name, help, name, type, name, v);
+}
+
+static void render_loops(out *o, cd_server *s) {
+  put(o, "# HELP contactd_loop_connections open client connections on each event loop\n"
+         "# TYPE contactd_loop_connections gauge\n");
+  for (int i = 0; i < s->nloops; i++)
+    put(o, "contactd_loop_connections{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].connections);
+  put(o, "# HELP contactd_loop_connections_total connections each event loop has taken\n"
+         "# TYPE contactd_loop_connections_total counter\n");
+  for (int i = 0; i < s->nloops; i++)
+    put(o, "contactd_loop_connections_total{loop=\"%d\"} %llu\n", i,
+        (unsigned long long)s->loops[i].connections_total);
+  put(o, "# HELP contactd_loop_requests_total requests received on each event loop\n"
+         "# TYPE contactd_loop_requests_total counter\n");
+  for (int i = 0; i < s->nloops; i++)
+    put(o, "contactd_loop_requests_total{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].requests);
+}
+
+
+size_t cd_metrics_render(cd_server *s, char *buf, size_t cap) {
+  out o = {buf, 0, cap};
+  cd_cache_stats cs;
+  cd_cache_get_stats(s->cache, &cs);
+  const cd_stats *st = &s->stats;
+  metric(&o, "up", "gauge", "1 while serving, 0 while shutting down", s->draining ? 0 : 1);
+  metric(&o, "uptime_seconds", "gauge", "seconds since start", (double)(cd_now_ns() - st->start_ns) * 1e-9);
+  metric(&o, "connections", "gauge", "open client connections", (double)st->connections);
+  metric(&o, "connections_total", "counter", "connections accepted", (double)st->connections_total);
+  metric(&o, "connections_rejected_total", "counter", "connections refused over max_connections",
+         (double)st->connections_rejected);
+  metric(&o, "io_threads", "gauge", "event loops serving connections", (double)s->nloops);
+  render_loops(&o, s);
+  put(&o, "# HELP contactd_disconnects_total connections closed by the server\n"
+          "# TYPE contactd_disconnects_total counter\n"
+          "contactd_disconnects_total{reason=\"slow_reader\"} %llu\n"
+          "contactd_disconnects_total{reason=\"idle\"} %llu\n"
+          "contactd_disconnects_total{reason=\"framing\"} %llu\n"
+          "contactd_disconnects_total{reason=\"slow_sender\"} %llu\n"
+          "contactd_disconnects_total{reason=\"output_memory\"} %llu\n",
+      (unsigned long long)st->disconnects_slow_reader, (unsigned long long)st->disconnects_idle,
+      (unsigned long long)st->disconnects_framing, (unsigned long long)st->disconnects_slow_sender,
+      (unsigned long long)st->disconnects_output_memory);
+  metric(&o, "requests_total", "counter", "requests received", (double)st->requests);
+  metric(&o, "errors_total", "counter", "requests answered with an Error", (double)st->errors);
+  metric(&o, "pairs_total", "counter", "body pairs computed", (double)st->pairs);
+  metric(&o, "replies_over_limit_total", "counter",
+         "requests failed because their reply would pass max_reply_bytes or reply_memory_bytes",
+         (double)st->replies_over_limit);
+  metric(&o, "reply_bytes", "gauge", "converted results held by the replies being built (reply_memory_bytes)",
+         (double)atomic_load_explicit(&s->reply_bytes, memory_order_relaxed));
+  metric(&o, "output_bytes", "gauge", "reply bytes queued on all connections (output_memory_bytes)",
+         (double)s->output_bytes);
+  metric(&o, "request_bytes", "gauge",
+         "frames being received and decoded requests not yet answered (request_memory_bytes)",
+         (double)s->request_bytes);
+  metric(&o, "request_bytes_peak", "gauge", "highest request_bytes since the start", (double)s->request_bytes_peak);
+  metric(&o, "input_waits_total", "counter", "times a connection's next frame waited for request_memory_bytes",
+         (double)st->input_waits);
+  metric(&o, "decoded_off_loop_total", "counter",
+         "request bodies large enough to be decoded on the codec thread, not the loop",
+         (double)st->decoded_off_loop);
+  metric(&o, "encoded_off_loop_total", "counter", "replies large enough to be encoded on the codec thread",
+         (double)st->encoded_off_loop);
+  metric(&o, "streams", "gauge", "open streams", (double)st->streams);
+  metric(&o, "cache_entries", "gauge", "geometries in the cache", (double)cs.entries);
+  metric(&o, "cache_bytes", "gauge", "bytes held by cached geometries", (double)cs.bytes);
+  metric(&o, "cache_budget_bytes", "gauge", "cache byte budget", (double)s->cfg.limits.cache_bytes);
+  metric(&o, "cache_builds_total", "counter", "geometries built", (double)cs.builds);
+  metric(&o, "cache_hits_total", "counter", "registrations answered from the cache", (double)cs.hits);
+  metric(&o, "cache_evictions_total", "counter", "geometries evicted", (double)cs.evictions);
+  cd_server_render_store_metrics(s, buf, cap, &o.n);
+  metric(&o, "jobs_pending", "gauge", "jobs queued or running on the workers",
+         s->pool ? (double)cd_pool_pending(s->pool) : 0);
+  put(&o, "# HELP contactd_worker_utilisation busy fraction of each worker since start\n"
+          "# TYPE contactd_worker_utilisation gauge\n");
+  for (int i = 0; s->pool && i < cd_pool_size(s->pool); i++)
+    put(&o, "contactd_worker_utilisation{worker=\"%d\"} %.6f\n", i, cd_pool_utilisation(s->pool, i));
+  put(&o, "# HELP contactd_request_latency_us request latency, receive to reply queued, microseconds\n"
+          "# TYPE contactd_request_latency_us histogram\n");
+  uint64_t cum = 0;
+  for (int i = 0; i < CD_LATENCY_BUCKETS; i++) {
+    cum += st->latency[i];
+    if (i < CD_LATENCY_BUCKETS - 1)
+      put(&o, "contactd_request_latency_us_bucket{le=\"%g\"} %llu\n", cd_latency_bounds_us[i],
+          (unsigned long long)cum);
+    else
+      put(&o, "contactd_request_latency_us_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+  }
+  put(&o, "contactd_request_latency_us_sum %.17g\ncontactd_request_latency_us_count %llu\n", st->latency_sum_us,
+      (unsigned long long)cum);
+  return o.n;
+}

@@ -1,0 +1,91 @@
+/* cd_proto.h — the seam between the daemon's two layers.
+ *
+ * Transport (cd_conn.c, cd_input.c, cd_output.c; cd_server.c and cd_loop.c
+ * above them): sockets, reading, framing (protobuf delimited or JSON lines),
+ * request memory admission, decoding, the reply ring that keeps replies in
+ * request order, encoding, the write queue, timeouts and closing.
+ * Protocol (cd_dispatch.c, cd_handlers.c, cd_stream.c, cd_session.c and the
+ * query files): what each request means and what answers it.
+ *
+ * They meet here and nowhere else:
+ *  - transport -> protocol: cd_proto, a table of two functions the server
+ *    is given at start-up. The transport calls `request` with each decoded
+ *    request and `closed` when a connection goes; it never calls a protocol
+ *    function by name.
+ *  - protocol -> transport: the reply functions below (and cd_conn_ref /
+ *    cd_conn_unref / cd_conn_gone in cd_conn.h for work that outlives the
+ *    call). The protocol reads a connection's identity (srv, loop, id, peer,
+ *    cancelled, jobs) and owns its session, but never its handles, ring or
+ *    buffers.
+ * Every function here runs on the loop that owns the connection. */
+#ifndef CD_PROTO_H
+#define CD_PROTO_H
+
+#include <stdint.h>
+
+#include "cd_budget.h"
+#include "cd_status.h"
+#include "contactd.pb-c.h"
+
+typedef struct cd_conn cd_conn;
+typedef struct cd_cache_entry cd_cache_entry;
+typedef struct cd_stream cd_stream;
+
+/* One decoded request, as it crosses the seam. Made by the transport
+ * (cd_input.c), owned by the protocol from `request` until it answers with
+ * cd_req_reply / cd_req_fail or lets go with cd_req_free. */
+typedef struct cd_req {
+  cd_conn *conn;       /* referenced while the request lives */
+  uint64_t seq;        /* reply slot */
+  uint64_t request_id;
+  uint64_t t0_ns;
+  cd_budget budget;    /* holds the decoded envelope */
+  uint64_t charged;    /* of it, counted in request_memory_bytes until freed */
+  Contactd__V1__Envelope *env;
+  int store_checked;   /* its ids were looked up in the store (cd_fetch.c) */
+} cd_req;
+
+/* A connection's protocol state (cd_session.c): the geometry it holds and
+ * its streams. Embedded in cd_conn, zeroed at accept; the transport never
+ * reads it. */
+typedef struct cd_session {
+  cd_cache_entry **geoms;
+  size_t ngeoms, geoms_cap;
+  cd_stream *streams;
+  uint64_t last_stream_id; /* ids are handed out in order from 1 */
+} cd_session;
+
+/* transport -> protocol */
+typedef struct cd_proto {
+  void (*request)(cd_req *r); /* answer r (a decoding error is answered by the transport) */
+  void (*closed)(cd_conn *c); /* c is closing: drop its session */
+} cd_proto;
+
+/* protocol -> transport: answer a request. */
+/* Answer r with env (its request_id set here) / with an error, and free r. */
+void cd_req_reply(cd_req *r, Contactd__V1__Envelope *env);
+void cd_req_fail(cd_req *r, const cd_status *st);
+/* Let r go without answering (its slot is answered some other way). */
+void cd_req_free(cd_req *r);
+
+/* Fill reply slot seq of c with env (encoded now) / an error / nothing. */
+void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env);
+void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st);
+/* The error of a stream's computation: also names the stream and the
+ * update's sequence number (request_id is the OpenStream's). */
+void cd_conn_reply_stream_error(cd_conn *c, uint64_t seq, uint64_t request_id, uint64_t stream_id,
+                                uint64_t sequence, const cd_status *st);
+void cd_conn_skip(cd_conn *c, uint64_t seq);
+/* A reply that may be large: size_hint (bytes of its converted results) of
+ * CD_ENCODE_OFF_LOOP_BYTES or more has it encoded on the codec thread.
+ * env and all it points to stay valid until release(arg) runs on the loop:
+ * at once when the reply is encoded here, else once it is encoded. */
+void cd_conn_reply_large(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, uint64_t size_hint,
+                         void (*release)(void *arg), void *arg);
+/* An intermediate message (RegisterProgress) for the request in slot seq:
+ * written at once when every earlier reply has been written (seq is the
+ * oldest in flight), else dropped — progress is advisory and never
+ * reorders replies. */
+void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env);
+
+#endif

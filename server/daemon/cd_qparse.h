@@ -1,0 +1,65 @@
+/* cd_qparse.h — a contact query's input as the daemon runs it: bodies
+ * resolved to pinned cache entries with checked poses, pairs (explicit or
+ * from the broad phase), options (cd_qparse.c). */
+#ifndef CD_QPARSE_H
+#define CD_QPARSE_H
+
+#include <stdint.h>
+
+#include "cd_cache.h"
+#include "cd_publish.h"
+#include "cd_status.h"
+#include "ce.h"
+
+typedef struct cd_server cd_server;
+
+typedef struct cd_qbody {
+  uint32_t id;            /* client body id */
+  cd_cache_entry *entry;  /* pinned by whoever owns the array */
+  ce_body body;
+  uint32_t group, mask;   /* collision filter (all ones when absent) */
+} cd_qbody;
+
+typedef struct cd_qpair {
+  int32_t a, b;  /* indices into the bodies */
+  int32_t model; /* 0 = the query's contact model, else ce_contact_model + 1 */
+} cd_qpair;
+
+typedef struct cd_qopts {
+  ce_options ce;
+  char publish[CD_PUB_NAME_MAX + 1]; /* QueryOptions.publish; "" = not published */
+} cd_qopts;
+
+/* Parse and check bodies (field: "contactQuery.bodies"): unique ids,
+ * registered READY geometry (NOT_FOUND otherwise), finite poses, the
+ * quaternion rule, finite velocities, valid material overrides. Pins each
+ * body's entry (undo with cd_qbodies_unpin). */
+int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char *field, cd_qbody **out,
+                     cd_status *st);
+void cd_qbodies_unpin(cd_qbody *b, int32_t n);
+/* Body id -> index in b via a sorted copy (n log n to build, log n per
+ * lookup), so lookups on untrusted counts never go quadratic. */
+typedef struct {
+  uint32_t id;
+  int32_t i;
+} cd_qindex_ent;
+typedef struct {
+  cd_qindex_ent *e;
+  int32_t n;
+} cd_qindex;
+/* 0, or -1 when out of memory (x is then empty and safe to free). */
+int cd_qindex_build(cd_qindex *x, const cd_qbody *b, int32_t nb);
+/* Index of body id, or -1. */
+int32_t cd_qindex_find(const cd_qindex *x, uint32_t id);
+void cd_qindex_free(cd_qindex *x);
+
+/* Options (field: "contactQuery.options"). */
+int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qopts *out, cd_status *st);
+
+/* Explicit pairs by body id → index pairs (checked); or, when all is
+ * non-NULL, the broad phase. */
+int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs, size_t npairs,
+                      const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qpair **out,
+                      int64_t *nout, cd_status *st);
+
+#endif
