@@ -29,9 +29,10 @@
  * The flags (CD_CF_*) say what it is doing within its state: reading,
  * decoding off the loop, holding admitted request memory, and so on.
  *
- * Calls both ways with cd_input.c, by design: the socket's bytes go to the
+ * Two-way with cd_input.c: the socket's bytes go to the
  * input, and an input that cannot go on fails the connection or stops its
- * reading. Calls both ways with cd_outmem.c (see there). */
+ * reading. Two-way with cd_outmem.c: cutting a connection is
+ * closing it, and a closing connection returns its queued bytes there. */
 #include "cd_conn.h"
 
 #include <assert.h>

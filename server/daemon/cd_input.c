@@ -5,11 +5,11 @@
  * decoded request to the protocol (cd_proto.h). On the owning loop's
  * thread; the ownership rules are cd_loop.h's.
  *
- * Calls both ways with cd_conn.c (the socket's bytes come from there, and
- * the input fails the connection or stops its reading) and with
- * cd_output.c (each frame reserves its reply slot there and errors are
- * answered through it; written replies free in-flight room, which resumes
- * the input held back here): backpressure runs in both directions. */
+ * Two-way with cd_conn.c: the socket's bytes come from there, and the
+ * input fails the connection or stops its reading.
+ * Two-way with cd_output.c: each frame reserves its reply slot there and
+ * errors are answered through it; written replies free in-flight room,
+ * which resumes the input held back here. Backpressure runs both ways. */
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* cd_metrics.c — the HTTP port: listener, connection cap, deadline and
  * request parsing; Prometheus endpoint (its text: cd_metrics_text.c) and
  * health probes; every other path goes to the viewer (cd_viewer.c).
- * Calls both ways with cd_viewer.c, by design: this file is the HTTP
+ * Two-way with cd_viewer.c: this file is the HTTP
  * server, which routes a request to the viewer (cd_viewer_route), and the
  * viewer answers through the server's response functions (cd_http.h). */
 #include "cd_metrics.h"

@@ -18,7 +18,7 @@
  * from here: cut_state claims it once (compare-and-swap), its bytes count
  * in output_cut_pending, and a task closes it on its own loop.
  *
- * Calls both ways with cd_conn.c, by design: cutting a connection is
+ * Two-way with cd_conn.c: cutting a connection is
  * closing it (cd_conn_close, with a reference held meanwhile), and a
  * connection that closes for any other reason tells this file that its
  * queued bytes are on their way out (cd_outmem_closing). */

@@ -5,7 +5,7 @@
  * protocol answers through (cd_proto.h). On the owning loop's thread
  * (encode_env, also on the codec thread, touches only its arguments).
  *
- * Calls both ways with cd_input.c, by design: each frame reserves its slot
+ * Two-way with cd_input.c: each frame reserves its slot
  * here, and a flush that frees in-flight room resumes the input held back
  * there (cd_input_resume); a request answered here gives its memory back
  * there (cd_req_free). */

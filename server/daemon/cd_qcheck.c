@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "cd_limits.h"
-#include "ce_math.h"
 
 static int finite3(const Contactd__V1__Vec3 *v) {
   return !v || (isfinite(v->x) && isfinite(v->y) && isfinite(v->z));

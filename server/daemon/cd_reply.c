@@ -6,7 +6,6 @@
 
 #include <string.h>
 
-#include "ce_math.h"
 
 /* Every conversion allocation goes through cd_budget_alloc, which rounds up
  * to 16 bytes and takes at least 16; cd_reply_estimate adds the same sizes,

@@ -1,5 +1,5 @@
 /* cd_viewer.c — the viewer's routes and event streams (see cd_viewer.h).
- * Calls both ways with cd_metrics.c, by design: that file is the HTTP
+ * Two-way with cd_metrics.c: that file is the HTTP
  * server, which routes requests here (cd_viewer_route); the answers go back
  * through its response functions (cd_http.h). */
 #include "cd_viewer.h"
