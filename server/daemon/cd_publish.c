@@ -24,7 +24,7 @@ int cd_pub_name_ok(const char *name) {
 void cd_pub_engine_options(ce_options *o) {
   o->want_surface = 1;
   o->want_patches = 1;
-  o->want_points = 1;
+  o->want_face_contacts = 1;
 }
 
 static void v3(double out[3], ce_vec3 v) {
@@ -101,14 +101,14 @@ cd_pub_pair *cd_pub_pair_new(uint32_t a, uint32_t b, const ce_result *r, const v
       p->patches[i].faces = r->patches[i].faces;
     }
   }
-  if (r->npoints > 0) {
-    if (!(p->points = calloc((size_t)r->npoints, sizeof *p->points))) goto fail;
-    p->npoints = r->npoints;
-    for (int32_t i = 0; i < r->npoints; i++) {
-      v3(p->points[i].x, r->points[i].position);
-      v3(p->points[i].n, r->points[i].normal);
-      p->points[i].pressure = r->points[i].pressure;
-      p->points[i].area = r->points[i].area;
+  if (r->nface_contacts > 0) {
+    if (!(p->points = calloc((size_t)r->nface_contacts, sizeof *p->points))) goto fail;
+    p->npoints = r->nface_contacts;
+    for (int32_t i = 0; i < r->nface_contacts; i++) {
+      v3(p->points[i].x, r->face_contacts[i].position);
+      v3(p->points[i].n, r->face_contacts[i].normal);
+      p->points[i].pressure = r->face_contacts[i].pressure;
+      p->points[i].area = r->face_contacts[i].area;
     }
   }
   return p;

@@ -158,7 +158,7 @@ int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qo
       snprintf(f, sizeof f, "%s.detail", field);
       return cd_status_set(st, CD_INVALID, f, "unknown detail %d", (int)o->detail);
   }
-  out->ce.want_points = o->point_contacts ? 1 : 0;
+  out->ce.want_face_contacts = o->point_contacts ? 1 : 0;
   out->ce.want_jacobian = o->want_jacobian ? 1 : 0;
   if (!isfinite(o->stiction_tolerance)) {
     snprintf(f, sizeof f, "%s.stictionTolerance", field);

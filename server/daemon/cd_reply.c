@@ -75,7 +75,7 @@ static void *adup(cd_budget *a, const void *src, size_t bytes) {
 
 static int want_surface(const ce_result *r, const ce_options *o) { return o->want_surface && r->surface.nf > 0; }
 static int want_patches(const ce_result *r, const ce_options *o) { return o->want_patches && r->npatches > 0; }
-static int want_points(const ce_result *r, const ce_options *o) { return o->want_points && r->npoints > 0; }
+static int want_face_contacts(const ce_result *r, const ce_options *o) { return o->want_face_contacts && r->nface_contacts > 0; }
 static int has_penetration(const ce_result *r) { return r->model == CE_MODEL_POINT && r->status == CE_CONTACT_POINT; }
 
 static int want_jacobian(const ce_result *r, const ce_options *o) {
@@ -149,9 +149,9 @@ size_t cd_reply_estimate(const ce_result *r, const ce_options *o) {
          CD_RA((nf + 1) * sizeof(int32_t)) + CD_RA(nfv * sizeof(int32_t)) + 2 * CD_RA(nf * 3 * sizeof(double)) +
          2 * CD_RA(nf * sizeof(double)) + (s->patch ? CD_RA(nf * sizeof(int32_t)) : 0);
   }
-  if (want_points(r, o))
-    n += CD_RA((size_t)r->npoints * sizeof(void *)) +
-         (size_t)r->npoints * (CD_RA(sizeof(Contactd__V1__PointContact)) + 2 * v3);
+  if (want_face_contacts(r, o))
+    n += CD_RA((size_t)r->nface_contacts * sizeof(void *)) +
+         (size_t)r->nface_contacts * (CD_RA(sizeof(Contactd__V1__PointContact)) + 2 * v3);
   return n;
 }
 
@@ -203,12 +203,12 @@ Contactd__V1__PairResult *cd_reply_convert(cd_budget *a, const ce_options *o, ui
   }
   if (want_surface(r, o) && !(m->surface = surface(a, &r->surface))) return NULL;
   if (want_jacobian(r, o) && !(m->jacobian = jacobian(a, r))) return NULL;
-  if (want_points(r, o)) {
-    m->point_contacts = cd_budget_alloc(a, (size_t)r->npoints * sizeof *m->point_contacts);
+  if (want_face_contacts(r, o)) {
+    m->point_contacts = cd_budget_alloc(a, (size_t)r->nface_contacts * sizeof *m->point_contacts);
     if (!m->point_contacts) return NULL;
-    m->n_point_contacts = (size_t)r->npoints;
-    for (int32_t i = 0; i < r->npoints; i++) {
-      const ce_point_contact *p = &r->points[i];
+    m->n_point_contacts = (size_t)r->nface_contacts;
+    for (int32_t i = 0; i < r->nface_contacts; i++) {
+      const ce_face_contact *p = &r->face_contacts[i];
       Contactd__V1__PointContact *pc = NEW(a, Contactd__V1__PointContact, CONTACTD__V1__POINT_CONTACT__INIT);
       if (!pc) return NULL;
       pc->face = p->face;
@@ -223,7 +223,7 @@ Contactd__V1__PairResult *cd_reply_convert(cd_budget *a, const ce_options *o, ui
       m->point_contacts[i] = pc;
     }
   }
-  m->points_excluded = r->points_excluded;
+  m->points_excluded = r->face_contacts_excluded;
   m->candidate_pairs = r->candidate_pairs;
   m->polygons = r->polygons;
   m->faces_dropped = r->faces_dropped;

@@ -317,7 +317,7 @@ typedef struct ce_options {
   ce_representation representation;
   int want_surface; /* fill result.surface */
   int want_patches; /* fill result.patches (equivalent contact points) */
-  int want_points;  /* fill result.points (per-face point contacts) */
+  int want_face_contacts; /* fill result.face_contacts (one point contact per face) */
   double stiction_tolerance; /* v_s, m/s; <= 0 means the default 1e-4 */
   ce_contact_model model;    /* default (0): hydroelastic with fallback */
   /* Fill result.strain_energy, result.energy and each patch's strain_energy
@@ -367,7 +367,7 @@ typedef struct ce_patch {
 } ce_patch;
 
 /* Per-face point-contact approximation (Masterjohn et al. 2022, section IV). */
-typedef struct ce_point_contact {
+typedef struct ce_face_contact {
   int32_t face;
   ce_vec3 position; /* face centroid */
   ce_vec3 normal;   /* out of B into A */
@@ -376,7 +376,7 @@ typedef struct ce_point_contact {
   double g;         /* effective gradient gA gB/(gA+gB), Pa/m */
   double stiffness; /* k = g A, N/m */
   double phi0;      /* -p0/g, m (a signed distance, negative in contact) */
-} ce_point_contact;
+} ce_face_contact;
 
 typedef enum {
   CE_CONTACT_NONE = 0,        /* no overlap */
@@ -489,9 +489,9 @@ typedef struct ce_result {
   ce_patch total;        /* the whole surface as one patch */
   int32_t npatches;
   ce_patch *patches;
-  int32_t npoints;
-  ce_point_contact *points;
-  int32_t points_excluded; /* faces with gA <= 0 or gB <= 0 */
+  int32_t nface_contacts;
+  ce_face_contact *face_contacts;
+  int32_t face_contacts_excluded; /* faces with gA <= 0 or gB <= 0 */
   ce_surface surface;      /* filled when want_surface (nf = 0 otherwise) */
   /* counters */
   int64_t candidate_pairs; /* leaf element pairs from the BVH traversal */

@@ -200,7 +200,7 @@ static ce_errno contact(const ce_body *a, const ce_body *b, const ce_options *op
   ce_face_forces ff = {NULL, NULL};
   if ((e = ce_wrench_compute(&r->surface, a, b, &r->combined_material, vs, &pm, arena, r, &ff)) != CE_OK) goto fail;
   if (opt->want_jacobian && (e = jacobian(kind, m_is_a, a, b, opt, vs, arena, r)) != CE_OK) goto fail;
-  if (opt->want_points && (e = ce_points_compute(&r->surface, arena, r)) != CE_OK) goto fail;
+  if (opt->want_face_contacts && (e = ce_face_contacts_compute(&r->surface, arena, r)) != CE_OK) goto fail;
   if (opt->want_patches && (e = ce_patches_compute(&r->surface, ga, gb, &ff, arena, r)) != CE_OK) goto fail;
   if (opt->want_energy &&
       (e = ce_energy_compute(M->geometry, N->geometry, &X_MN, m_is_a, opt->want_patches, arena, r)) != CE_OK)

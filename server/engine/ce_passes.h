@@ -1,5 +1,5 @@
 /* ce_passes.h — the passes over a built contact surface: wrenches,
- * per-face points, patches and strain energy (ce_wrench.c, ce_point.c,
+ * per-face points, patches and strain energy (ce_wrench.c, ce_face_contact.c,
  * ce_patch.c, ce_energy.c). */
 #ifndef CE_PASSES_H
 #define CE_PASSES_H
@@ -23,8 +23,8 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a,
                            double stiction_tolerance,
                            const ce_face_moments *pm, ce_arena *arena,
                            ce_result *r, ce_face_forces *ff);
-/* Per-face point contacts (ce_point.c). */
-ce_errno ce_points_compute(const ce_surface *s, ce_arena *arena, ce_result *r);
+/* Per-face point contacts (ce_face_contact.c). */
+ce_errno ce_face_contacts_compute(const ce_surface *s, ce_arena *arena, ce_result *r);
 /* Patches and equivalent contact points (ce_patch.c). */
 ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga,
                             const ce_geometry *gb, const ce_face_forces *ff,

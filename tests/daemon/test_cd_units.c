@@ -586,7 +586,7 @@ Test(reply, estimate_matches_what_conversion_allocates) {
   int32_t patch_of[2] = {0, 1};
   ce_patch patches[2];
   memset(patches, 0, sizeof patches);
-  ce_point_contact pts[3];
+  ce_face_contact pts[3];
   memset(pts, 0, sizeof pts);
   ce_result r;
   memset(&r, 0, sizeof r);
@@ -597,14 +597,14 @@ Test(reply, estimate_matches_what_conversion_allocates) {
                            .centroid_pressure = cp, .patch = patch_of};
   r.npatches = 2;
   r.patches = patches;
-  r.npoints = 3;
-  r.points = pts;
+  r.nface_contacts = 3;
+  r.face_contacts = pts;
   for (int mask = 0; mask < 16; mask++) {
     ce_options o;
     ce_options_default(&o);
     o.want_surface = mask & 1;
     o.want_patches = (mask >> 1) & 1;
-    o.want_points = (mask >> 2) & 1;
+    o.want_face_contacts = (mask >> 2) & 1;
     r.model = mask & 8 ? CE_MODEL_POINT : CE_MODEL_HYDROELASTIC;
     r.status = mask & 8 ? CE_CONTACT_POINT : CE_CONTACT_SURFACE;
     cd_budget b;

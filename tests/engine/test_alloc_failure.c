@@ -285,7 +285,7 @@ static long every_query_failure(const char *name, const ce_geometry *ga, ce_vec3
   ce_body B = ce_test_body(gb, ce_quat_identity(), ce_v3(0, 0, 0));
   ce_options o;
   ce_options_default(&o);
-  o.want_surface = o.want_patches = o.want_points = 1;
+  o.want_surface = o.want_patches = o.want_face_contacts = 1;
   ce_result r;
   ce_error err;
   ce_arena *ar = ce_arena_create(4096);

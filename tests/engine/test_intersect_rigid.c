@@ -680,7 +680,7 @@ Test(intersect_rigid, arena_exhaustion_is_reported, .init = setup, .fini = teard
   const ce_geometry *others[3] = {h, hc, sq};
   ce_options o;
   ce_options_default(&o);
-  o.want_patches = o.want_surface = o.want_points = 1;
+  o.want_patches = o.want_surface = o.want_face_contacts = 1;
   for (int k = 0; k < 3; k++) {
     ce_body other = ce_test_body(others[k], ce_quat_identity(), ce_v3(0, 0, 0));
     int ok = 0, nomem = 0;

@@ -732,7 +732,7 @@ Test(physics, point_contacts_reproduce_the_force) {
   ce_geometry *hs = halfspace(CE_RIGID, 0, 0);
   ce_options o;
   ce_options_default(&o);
-  o.want_points = 1;
+  o.want_face_contacts = 1;
   o.want_surface = 1;
   const ce_geometry *others[2] = {hs, sp2};
   uint64_t st = 8;
@@ -742,10 +742,10 @@ Test(physics, point_contacts_reproduce_the_force) {
     ce_result r;
     contact(&A, &B, &o, ar, &r);
     cr_assert_eq(r.status, CE_CONTACT_SURFACE);
-    cr_assert_eq(r.npoints + r.points_excluded, r.surface.nf, "every face is a point or excluded");
+    cr_assert_eq(r.nface_contacts + r.face_contacts_excluded, r.surface.nf, "every face is a point or excluded");
     ce_vec3 F = ce_v3(0, 0, 0);
-    for (int i = 0; i < r.npoints; i++) {
-      const ce_point_contact *q = &r.points[i];
+    for (int i = 0; i < r.nface_contacts; i++) {
+      const ce_face_contact *q = &r.face_contacts[i];
       cr_assert(q->g > 0 && q->stiffness > 0 && q->phi0 <= 0);
       cr_assert(fabs(q->stiffness - q->g * q->area) <= 1e-12 * q->stiffness);
       int f = q->face;
@@ -759,13 +759,13 @@ Test(physics, point_contacts_reproduce_the_force) {
       F = ce_axpy(F, q->stiffness * -q->phi0, q->normal);
     }
     double Fh = ce_norm(r.wrench_a.force);
-    if (r.points_excluded == 0)
+    if (r.face_contacts_excluded == 0)
       cr_assert(ce_norm(ce_sub(F, r.wrench_a.force)) <= 1e-9 * Fh, "pair %d: points %.12g vs surface %.12g", k,
                 ce_norm(F), Fh);
     else /* excluded faces carry their share of the force; the rest agrees in size */
       cr_assert(ce_norm(ce_sub(F, r.wrench_a.force)) <= 0.1 * Fh);
-    cr_log_info("points pair %d: %d points, %d excluded, |F| points %.6g surface %.6g", k, r.npoints,
-                r.points_excluded, ce_norm(F), Fh);
+    cr_log_info("points pair %d: %d points, %d excluded, |F| points %.6g surface %.6g", k, r.nface_contacts,
+                r.face_contacts_excluded, ce_norm(F), Fh);
     ce_arena_reset(ar);
   }
   ce_geometry_free(sp);

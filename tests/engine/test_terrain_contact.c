@@ -77,7 +77,7 @@ static ce_result query(const ce_geometry *ga, ce_vec3 pa, const ce_geometry *gb,
   ce_options opt;
   ce_options_default(&opt);
   opt.want_patches = patches;
-  opt.want_points = patches;
+  opt.want_face_contacts = patches;
   ce_result r;
   ce_error err;
   ce_arena_reset(arena);

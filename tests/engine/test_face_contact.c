@@ -1,4 +1,4 @@
-/* test_point.c — per-face point contacts (Masterjohn et al. 2022, §IV) on hand-built
+/* test_face_contact.c — per-face point contacts (Masterjohn et al. 2022, §IV) on hand-built
  * surfaces: the series combination of the gradients, exclusion of faces
  * whose compliant side's gradient does not point into it, k and phi0. */
 #include <criterion/criterion.h>
@@ -43,10 +43,10 @@ Test(point, series_gradient_stiffness_and_distance) {
   ce_arena *ar = ce_arena_create(4096);
   ce_result r;
   memset(&r, 0, sizeof r);
-  cr_assert_eq(ce_points_compute(&p.s, ar, &r), CE_OK);
-  cr_assert_eq(r.npoints, 1);
-  cr_assert_eq(r.points_excluded, 0);
-  const ce_point_contact *q = &r.points[0];
+  cr_assert_eq(ce_face_contacts_compute(&p.s, ar, &r), CE_OK);
+  cr_assert_eq(r.nface_contacts, 1);
+  cr_assert_eq(r.face_contacts_excluded, 0);
+  const ce_face_contact *q = &r.face_contacts[0];
   double g = 2e6 * 3e6 / 5e6; /* 1.2e6 */
   cr_assert_eq(q->face, 0);
   cr_assert(fabs(q->g - g) < 1e-9 * g, "g %.17g", q->g);
@@ -75,11 +75,11 @@ Test(point, rigid_side_uses_the_other_gradient) {
     ce_arena *ar = ce_arena_create(4096);
     ce_result r;
     memset(&r, 0, sizeof r);
-    cr_assert_eq(ce_points_compute(&p.s, ar, &r), CE_OK);
-    cr_assert_eq(r.npoints, 1);
-    cr_assert(fabs(r.points[0].g - 4e5) < 1e-9 * 4e5);
-    cr_assert(fabs(r.points[0].stiffness - 400) < 1e-9 * 400);
-    cr_assert(fabs(r.points[0].phi0 + 5e3 / 4e5) < 1e-15);
+    cr_assert_eq(ce_face_contacts_compute(&p.s, ar, &r), CE_OK);
+    cr_assert_eq(r.nface_contacts, 1);
+    cr_assert(fabs(r.face_contacts[0].g - 4e5) < 1e-9 * 4e5);
+    cr_assert(fabs(r.face_contacts[0].stiffness - 400) < 1e-9 * 400);
+    cr_assert(fabs(r.face_contacts[0].phi0 + 5e3 / 4e5) < 1e-15);
     ce_arena_destroy(ar);
   }
 }
@@ -104,14 +104,14 @@ Test(point, exclusion_counting) {
   ce_arena *ar = ce_arena_create(4096);
   ce_result r;
   memset(&r, 0, sizeof r);
-  cr_assert_eq(ce_points_compute(&p.s, ar, &r), CE_OK);
-  cr_assert_eq(r.points_excluded, 3);
-  cr_assert_eq(r.npoints, 2);
-  cr_assert_eq(r.points[0].face, 0);
-  cr_assert_eq(r.points[1].face, 5);
-  cr_assert(fabs(r.points[1].g - 5e5) < 1e-9 * 5e5);
-  cr_assert(fabs(r.points[1].stiffness - 5e5 * 6e-4) < 1e-9 * 300);
-  cr_assert(fabs(r.points[1].phi0 + 600 / 5e5) < 1e-15);
+  cr_assert_eq(ce_face_contacts_compute(&p.s, ar, &r), CE_OK);
+  cr_assert_eq(r.face_contacts_excluded, 3);
+  cr_assert_eq(r.nface_contacts, 2);
+  cr_assert_eq(r.face_contacts[0].face, 0);
+  cr_assert_eq(r.face_contacts[1].face, 5);
+  cr_assert(fabs(r.face_contacts[1].g - 5e5) < 1e-9 * 5e5);
+  cr_assert(fabs(r.face_contacts[1].stiffness - 5e5 * 6e-4) < 1e-9 * 300);
+  cr_assert(fabs(r.face_contacts[1].phi0 + 600 / 5e5) < 1e-15);
   ce_arena_destroy(ar);
 }
 
@@ -121,9 +121,9 @@ Test(point, empty_surface) {
   ce_arena *ar = ce_arena_create(4096);
   ce_result r;
   memset(&r, 0, sizeof r);
-  r.npoints = 7;
-  cr_assert_eq(ce_points_compute(&p.s, ar, &r), CE_OK);
-  cr_assert_eq(r.npoints, 0);
-  cr_assert_eq(r.points_excluded, 0);
+  r.nface_contacts = 7;
+  cr_assert_eq(ce_face_contacts_compute(&p.s, ar, &r), CE_OK);
+  cr_assert_eq(r.nface_contacts, 0);
+  cr_assert_eq(r.face_contacts_excluded, 0);
   ce_arena_destroy(ar);
 }

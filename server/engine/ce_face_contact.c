@@ -1,4 +1,4 @@
-/* ce_point.c — one compliant point contact per contact-surface face, the
+/* ce_face_contact.c — one compliant point contact per contact-surface face, the
  * velocity-level approximation of Masterjohn et al. 2022 (§IV).
  *
  * For face f with area A, centroid c, normal n (out of B into A) and
@@ -14,20 +14,20 @@
  * vanishes at the signed distance phi0 = -p0/g (negative in contact).
  * Faces where a compliant side's g <= 0 (the field does not increase into
  * that body along the normal) have no such spring: they are excluded and
- * counted in r->points_excluded. Faces of zero area carry no stiffness and
+ * counted in r->face_contacts_excluded. Faces of zero area carry no stiffness and
  * are skipped without being counted. */
 #include <math.h>
 
 #include "ce_arena.h"
 #include "ce_passes.h"
 
-ce_errno ce_points_compute(const ce_surface *s, ce_arena *arena, ce_result *r) {
-  r->npoints = 0;
-  r->points = NULL;
-  r->points_excluded = 0;
+ce_errno ce_face_contacts_compute(const ce_surface *s, ce_arena *arena, ce_result *r) {
+  r->nface_contacts = 0;
+  r->face_contacts = NULL;
+  r->face_contacts_excluded = 0;
   int32_t nf = s ? s->nf : 0;
   if (nf <= 0) return CE_OK;
-  ce_point_contact *pts = ce_arena_calloc(arena, (size_t)nf, sizeof *pts);
+  ce_face_contact *pts = ce_arena_calloc(arena, (size_t)nf, sizeof *pts);
   if (!pts) return CE_ENOMEM;
   int32_t np = 0, excluded = 0;
   for (int32_t f = 0; f < nf; f++) {
@@ -51,7 +51,7 @@ ce_errno ce_points_compute(const ce_surface *s, ce_arena *arena, ce_result *r) {
     }
     double A = s->area[f];
     if (!(A > 0)) continue;
-    ce_point_contact *pc = &pts[np++];
+    ce_face_contact *pc = &pts[np++];
     pc->face = f;
     pc->position = s->centroid[f];
     pc->normal = n;
@@ -61,8 +61,8 @@ ce_errno ce_points_compute(const ce_surface *s, ce_arena *arena, ce_result *r) {
     pc->stiffness = g * A;
     pc->phi0 = -pc->pressure / g;
   }
-  r->points = pts;
-  r->npoints = np;
-  r->points_excluded = excluded;
+  r->face_contacts = pts;
+  r->nface_contacts = np;
+  r->face_contacts_excluded = excluded;
   return CE_OK;
 }
