@@ -512,15 +512,13 @@ Test(store, redis_stopped_and_killed, .timeout = 240) {
   double base = p99_ms(fa, s, p);
   kill(rd.pid, SIGSTOP);
   expect_unavailable(fa, s, 0.3);
-  /* A stopped store would slow every round; the machine's own hiccups (a
-   * p99 of 200 is the second slowest) hit one round: up to 3 rounds. */
-  double stopped = 1e9;
-  for (int round = 0; round < 3 && stopped > 2 * base + 2.0; round++) {
-    double r = p99_ms(fa, s, p);
-    printf("query p99 on geometry in memory: %.3f ms with the store up, %.3f ms with it stopped\n", base, r);
-    if (r < stopped) stopped = r;
-  }
-  cr_expect(stopped <= 2 * base + 2.0, "p99 %.3f ms with Redis stopped vs %.3f ms", stopped, base);
+  /* Geometry in memory must not wait on the store: a query that did would
+   * take the store's 300 ms timeout. The bound is half of that, so the
+   * machine's own load (sanitizers, parallel tests) cannot fail it while a
+   * query blocked on Redis always would; the cost itself is printed. */
+  double stopped = p99_ms(fa, s, p);
+  printf("query p99 on geometry in memory: %.3f ms with the store up, %.3f ms with it stopped\n", base, stopped);
+  cr_expect(stopped < 150.0, "p99 %.3f ms with Redis stopped (store timeout 300 ms) vs %.3f ms up", stopped, base);
   char *n1 = tc_register_sphere(fa, 3, 0.45, 1e6, 0.2);
   cr_expect(n1, "registration works while the store is stopped");
   expect_unavailable(fb, s, 0.3);
