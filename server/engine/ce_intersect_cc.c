@@ -452,7 +452,8 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
    * face the neighbour's fourth vertex has f < 0, so the face counts once
    * and the force does not jump as a pose moves through this position.
    * Likewise a polygon in a shared face of tet j is kept by the tet on the
-   * -n side (deeper into N). The walk goes on from both. */
+   * -n side (deeper into N), except beside a pair of identical fields,
+   * which makes no twin (half_open_keeps). The walk goes on from both. */
   int common = pbits[0];
   for (int v = 1; v < m; v++) common &= pbits[v];
   if (common && !half_open_keeps(q, i, j, common, f, g, c0)) return CE_OK;
