@@ -407,9 +407,12 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
      * point is anywhere on the edge, at an end only where t says so */
     A[v].bits = slice_faces[mask][v];
     if (near) {
-      const int na = near >> a & 1, nb = near >> bb & 1;
-      if (na && nb) A[v].bits |= (t == 0 ? faces_with(a) : 0) | (t == 1 ? faces_with(bb) : 0);
-      else A[v].bits |= (na ? faces_with(a) : 0) | (nb ? faces_with(bb) : 0);
+      int na = near >> a & 1, nb = near >> bb & 1;
+      if (na & nb) {
+        na = t == 0;
+        nb = t == 1;
+      }
+      A[v].bits |= (na ? faces_with(a) : 0) | (nb ? faces_with(bb) : 0);
     }
   }
   /* Outside one face of tet j entirely: no intersection. */
