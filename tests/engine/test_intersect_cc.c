@@ -689,17 +689,19 @@ Test(intersect_cc, pieces_wholly_inside_are_found) {
 typedef struct box_eval {
   double fz, az;
   int32_t nf;
+  ce_vec3 f; /* the force on A, world frame */
 } box_eval;
 
-static box_eval box_pair_eval(const ce_geometry *ga, const ce_geometry *gb, ce_vec3 pa, ce_arena *arena) {
+/* A (pose xa) against B (pose xb), at rest: fz, the area projected along
+ * z (the faces' areas times their normals' z) and the force. */
+static box_eval pair_eval(const ce_geometry *ga, const ce_geometry *gb, ce_pose xa, ce_pose xb, ce_arena *arena) {
   ce_body a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
   a.geometry = ga;
   b.geometry = gb;
-  a.X_WB = ce_pose_identity();
-  b.X_WB = ce_pose_identity();
-  a.X_WB.p = pa;
+  a.X_WB = xa;
+  b.X_WB = xb;
   ce_options o;
   ce_options_default(&o);
   o.want_surface = 1;
@@ -707,9 +709,15 @@ static box_eval box_pair_eval(const ce_geometry *ga, const ce_geometry *gb, ce_v
   ce_error err;
   ce_arena_reset(arena);
   cr_assert_eq(ce_contact(&a, &b, &o, arena, &r, &err), CE_OK, "%s", err.message);
-  box_eval e = {r.wrench_a.force.z, 0, r.surface.nf};
+  box_eval e = {r.wrench_a.force.z, 0, r.surface.nf, r.wrench_a.force};
   for (int32_t f = 0; f < r.surface.nf; f++) e.az += r.surface.area[f] * r.surface.normal[f].z;
   return e;
+}
+
+static box_eval box_pair_eval(const ce_geometry *ga, const ce_geometry *gb, ce_vec3 pa, ce_arena *arena) {
+  ce_pose xa = ce_pose_identity();
+  xa.p = pa;
+  return pair_eval(ga, gb, xa, ce_pose_identity(), arena);
 }
 
 Test(intersect_cc, aligned_boxes_force_is_continuous) {
@@ -774,4 +782,42 @@ Test(intersect_cc, aligned_boxes_force_is_continuous) {
           "vs footprint overlap worst %.2e, fz vs closed form worst %.2e\n",
           poses, worst_f, worst_a, worst_area, worst_fz);
   ce_arena_destroy(arena);
+}
+
+/* Flush sides in other guises: boxes turned together by a generic
+ * rotation (the sides coincide only to rounding), and two equal
+ * cylinders (n-gon prisms) stacked on one axis. Moving A by 1e-9 m
+ * changes the force along the common axis by about 1e-9 relative; the
+ * turned boxes keep the unturned force, and stacked cylinders, symmetric
+ * about their axis, feel no sideways force. */
+Test(intersect_cc, flush_sides_turned_and_cylinders) {
+  ce_geometry *bx = prim(CE_SHAPE_BOX, 0.1, ce_v3(0.2, 0.18, 0.16), 0.05);
+  ce_geometry *cy = prim(CE_SHAPE_CYLINDER, 0.08, ce_v3(0, 0, 0), 0.05);
+  ce_arena *arena = ce_arena_create(1 << 22);
+  const double sd = (0.16 - 0.13) / 2, box_fz = 1e6 / 0.08 * (0.2 * 0.18 * sd - 0.38 * sd * sd + 4 * sd * sd * sd / 3);
+  for (int c = 0; c < 4; c++) {
+    const ce_geometry *g = c < 2 ? bx : cy;
+    const ce_quat qr = c & 1 ? ce_quat_from_axis_angle(ce_normalize(ce_v3(0.3, -0.5, 0.8)), 0.7)
+                             : ce_quat_from_axis_angle(ce_v3(0, 0, 1), 0);
+    const ce_mat3 R = ce_quat_to_mat3(qr);
+    const ce_vec3 axis = ce_mat3_mul_vec(&R, ce_v3(0, 0, 1));
+    const ce_pose xb = ce_pose_from_quat(qr, ce_v3(0.01, 0.02, 0.03));
+    const ce_pose xa = ce_pose_from_quat(qr, ce_axpy(xb.p, c < 2 ? 0.13 : 0.08, axis));
+    const box_eval e0 = pair_eval(g, g, xa, xb, arena);
+    const double fn = ce_dot(e0.f, axis), side = ce_norm(ce_sub(e0.f, ce_scale(axis, fn)));
+    double worst = 0;
+    for (int k = 0; k < 6; k++) {
+      ce_pose x1 = xa;
+      (&x1.p.x)[k / 2] += k & 1 ? 1e-9 : -1e-9;
+      worst = fmax(worst, fabs(ce_dot(pair_eval(g, g, x1, xb, arena).f, axis) - fn) / fn);
+    }
+    fprintf(stderr, "flush %s%s: normal force %.10g N, sideways %.2g N, moved 1e-9 m: worst %.2e relative\n",
+            c < 2 ? "boxes" : "cylinders", c & 1 ? " turned" : "", fn, side, worst);
+    cr_expect(worst <= 1e-6, "case %d: the normal force jumps by %.3g when A moves 1e-9 m", c, worst);
+    if (c < 2) cr_expect(fabs(fn - box_fz) <= 1e-9 * box_fz, "case %d: normal force %.12g, closed form %.12g", c, fn, box_fz);
+    else cr_expect(side <= 1e-9 * fn, "case %d: sideways force %.3g N on stacked cylinders", c, side);
+  }
+  ce_arena_destroy(arena);
+  ce_geometry_free(bx);
+  ce_geometry_free(cy);
 }
