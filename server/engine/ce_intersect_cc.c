@@ -254,10 +254,41 @@ typedef struct cvert {
   int bits;
 } cvert;
 
+/* Two linear fields g . x + c of a pair of tets, in one frame: parallel
+ * when their gradients ga, gb differ by rounding only (gg = |ga - gb|^2),
+ * and then equal everywhere when also their offsets do (ta, tb: the
+ * fields' largest values in the tets, for the scale). */
+static inline int fields_parallel(ce_vec3 ga, ce_vec3 gb, double gg) {
+  return !(gg > 1e-24 * (ce_norm2(ga) + ce_norm2(gb)));
+}
+static inline int offsets_equal(double ca, double cb, double ta, double tb) {
+  return fabs(ca - cb) <= 1e-9 * (fabs(ca) + fabs(cb) + ta + tb);
+}
+
+/* Whether tet i of M and tet j of N have the same pressure field. */
+static int pair_identical(const cc_query *q, int32_t i, int32_t j) {
+  const ce_vec3 gM = q->TM->grad[i], gN = ce_mat3_mul_vec(&q->R, q->TN->grad[j]);
+  const double cN = q->TN->offset[j] - ce_dot(gN, q->t);
+  return fields_parallel(gM, gN, ce_norm2(ce_sub(gM, gN))) &&
+         offsets_equal(q->TM->offset[i], cN, q->TM->prange[i][1], q->TN->prange[j][1]);
+}
+
 /* The half-open rule for a polygon of pair (i, j) lying in the faces
  * `common` (M's in bits 0-3, N's in 4-7; see eval_pair): f holds the
  * plane function g . x + c0 at tet i's vertices. A face without a
- * neighbour, or any face when the mesh has no adjacency, keeps it. */
+ * neighbour, or any face when the mesh has no adjacency, keeps it.
+ *
+ * Where the neighbour across the face pairs with the other tet into
+ * identical fields (flush sides: both pressures are the distance to one
+ * common face, so their equal set is a volume that makes no polygon), the
+ * polygon has no twin, and whether the surface runs there is settled by a
+ * fixed symbolic perturbation: M's pressure lowered by an infinitesimal
+ * constant, p_M - eps. An identical pair then holds no surface, and a
+ * polygon in a shared face moves off it to the side where
+ * f = p_M - p_N > 0, so it belongs to the tet whose fourth vertex has
+ * f > 0, of M or of N. For M's faces this is the rule for every face; for
+ * N's faces with a twin, the tet on the -n side keeps it (either side
+ * would do there; the side is the established one). */
 static int half_open_keeps(const cc_query *q, int32_t i, int32_t j, int common, const double f[4], ce_vec3 g,
                            double c0) {
   const ce_tetmesh *TM = q->TM, *TN = q->TN;
@@ -268,9 +299,11 @@ static int half_open_keeps(const cc_query *q, int32_t i, int32_t j, int common, 
   }
   if (bn && TN->adj && !(bn & (bn - 1))) {
     const int l = __builtin_ctz((unsigned)bn);
-    if (TN->adj[j][l] >= 0) {
+    const int32_t o = TN->adj[j][l];
+    if (o >= 0) {
       const ce_vec3 x = ce_add(ce_mat3_mul_vec(&q->R, TN->v[TN->tet[j][l]]), q->t);
-      if (!(ce_dot(g, x) + c0 < 0)) return 0;
+      const double fx = ce_dot(g, x) + c0;
+      if (pair_identical(q, i, o) ? !(fx > 0) : !(fx < 0)) return 0;
     }
   }
   return 1;
@@ -332,12 +365,11 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
   const ce_vec3 g = ce_sub(gM, gN);
   const double c0 = cM - cN;
   const double gg = ce_norm2(g);
-  if (!(gg > 1e-24 * (ce_norm2(gM) + ce_norm2(gN)))) {
+  if (fields_parallel(gM, gN, gg)) {
     /* Parallel fields: no plane. Identical fields (equal everywhere in the
      * pair) make the equal-pressure set a volume, which the surface walk
      * cannot cross; it hands such a query to the all-candidates path. */
-    double mag = fabs(cM) + fabs(cN) + TM->prange[i][1] + q->TN->prange[j][1];
-    if (fabs(c0) <= 1e-9 * mag) q->identical = 1;
+    if (offsets_equal(cM, cN, TM->prange[i][1], q->TN->prange[j][1])) q->identical = 1;
     return CE_OK;
   }
   const double gl = sqrt(gg), tol_f = q->tol * gl;
@@ -370,9 +402,18 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
     int out = v4_gt(&A[v].s, tol);
     out_all &= out;
     out_any |= out;
-    /* the two faces holding edge (a, b), and all three of a vertex on the plane */
+    /* the two faces holding edge (a, b), and all three of a vertex on the
+     * plane; where both ends are on it (the edge lies in the plane) the
+     * point is anywhere on the edge, at an end only where t says so */
     A[v].bits = slice_faces[mask][v];
-    if (near) A[v].bits |= ((near >> a & 1) ? faces_with(a) : 0) | ((near >> bb & 1) ? faces_with(bb) : 0);
+    if (near) {
+      int na = near >> a & 1, nb = near >> bb & 1;
+      if (na & nb) {
+        na = t == 0;
+        nb = t == 1;
+      }
+      A[v].bits |= (na ? faces_with(a) : 0) | (nb ? faces_with(bb) : 0);
+    }
   }
   /* Outside one face of tet j entirely: no intersection. */
   if (out_all) return CE_OK;
@@ -414,7 +455,8 @@ static ce_errno eval_pair(cc_query *q, int32_t i, int32_t j, pair_hit *h) {
    * face the neighbour's fourth vertex has f < 0, so the face counts once
    * and the force does not jump as a pose moves through this position.
    * Likewise a polygon in a shared face of tet j is kept by the tet on the
-   * -n side (deeper into N). The walk goes on from both. */
+   * -n side (deeper into N), except beside a pair of identical fields,
+   * which makes no twin (half_open_keeps). The walk goes on from both. */
   int common = pbits[0];
   for (int v = 1; v < m; v++) common &= pbits[v];
   if (common && !half_open_keeps(q, i, j, common, f, g, c0)) return CE_OK;
