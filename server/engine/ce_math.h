@@ -117,4 +117,14 @@ static inline double ce_atan_over_x(double s) {
   return atan(s) / s;
 }
 
+/* A 64-bit mixing function (MurmurHash3's finaliser) for hash tables. */
+static inline uint64_t ce_mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
 #endif /* CE_MATH_H */

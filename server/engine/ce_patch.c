@@ -36,13 +36,7 @@ typedef struct pmap {
 } pmap;
 
 static uint64_t phash(int32_t a, int32_t b) {
-  uint64_t h = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
-  h ^= h >> 33;
-  h *= 0xFF51AFD7ED558CCDULL;
-  h ^= h >> 33;
-  h *= 0xC4CEB9FE1A85EC53ULL;
-  h ^= h >> 33;
-  return h;
+  return ce_mix64(((uint64_t)(uint32_t)a << 32) | (uint32_t)b);
 }
 
 static pslot *pmap_find(const pmap *m, int32_t a, int32_t b) {

@@ -93,7 +93,7 @@ static ce_errno icosphere(int level, ce_vec3 **pv, int32_t *pnv,
         int32_t a = f[i][k], b = f[i][(k + 1) % 3];
         int64_t lo = a < b ? a : b, hi = a < b ? b : a;
         int64_t key = lo * (int64_t)nv_final + hi;
-        uint64_t s = ce_prim_mix64((uint64_t)key) & (uint64_t)(em.cap - 1);
+        uint64_t s = ce_mix64((uint64_t)key) & (uint64_t)(em.cap - 1);
         while (em.key[s] != -1 && em.key[s] != key) s = (s + 1) & (uint64_t)(em.cap - 1);
         if (em.key[s] == -1) {
           em.key[s] = key;

@@ -65,7 +65,7 @@ static uint64_t vbits(double d) {
 }
 
 static uint64_t vhash(ce_vec3 x) {
-  return ce_prim_mix64(vbits(x.x) ^ ce_prim_mix64(vbits(x.y) ^ ce_prim_mix64(vbits(x.z))));
+  return ce_mix64(vbits(x.x) ^ ce_mix64(vbits(x.y) ^ ce_mix64(vbits(x.z))));
 }
 
 static int mmb_rehash(mmb *b, int32_t cap) {

@@ -1,6 +1,6 @@
 /* ce_rawmesh.h — a primitive's raw mesh before it becomes a geometry, and
  * the helpers every mesh generator shares (ce_rawmesh.c): orientation,
- * hashing, the out-of-memory error. A leaf: it calls only ce_math and
+ * the out-of-memory error. A leaf: it calls only ce_math and
  * ce_fail, so the generators (ce_primitive.c, ce_prism_mesh.c) can all use
  * it without calling each other back. */
 #ifndef CE_RAWMESH_H
@@ -23,16 +23,6 @@ void ce_rawmesh_free(ce_rawmesh *m);
 /* Six times the signed volume of the tet (a, b, c, d). */
 static inline double ce_prim_det3(ce_vec3 a, ce_vec3 b, ce_vec3 c, ce_vec3 d) {
   return ce_dot(ce_sub(b, a), ce_cross(ce_sub(c, a), ce_sub(d, a)));
-}
-
-/* A 64-bit mixing function (MurmurHash3's finaliser) for hash tables. */
-static inline uint64_t ce_prim_mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
 }
 
 /* Make every tet positively oriented (swap two vertices if needed). */
