@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -226,6 +227,15 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
     }
   }
   return p;
+}
+
+void cd_pool_name(cd_pool *p, const char *prefix) {
+  for (int i = 0; i < p->n; i++) {
+    char name[16];
+    if (p->n == 1) snprintf(name, sizeof name, "%s", prefix);
+    else snprintf(name, sizeof name, "%s-%d", prefix, i);
+    pthread_setname_np(p->slots[i].thread, name);
+  }
 }
 
 void cd_pool_limit_heavy(cd_pool *p, int k) { p->heavy_max = k < 1 ? 1 : k; }

@@ -96,6 +96,10 @@ int cd_pool_cancelled(cd_pool *p);
 /* Jobs submitted that have not finished running. */
 uint64_t cd_pool_pending(const cd_pool *p);
 int cd_pool_size(const cd_pool *p);
+/* Name the pool's threads "<prefix>-<i>" (or "<prefix>" for a pool of
+ * one), as top, ps -L and /proc/PID/task/TID/comm show them; 15 characters
+ * at most. Any thread; a failure leaves the inherited name. */
+void cd_pool_name(cd_pool *p, const char *prefix);
 /* Busy fraction of worker i since the pool started. */
 double cd_pool_utilisation(cd_pool *p, int i);
 /* Stop the workers after the queue drains, join them; with a sink of its
