@@ -18,6 +18,7 @@
  * connection, paid once per connection, not per request. */
 #include "cd_loop.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #if defined(__SANITIZE_THREAD__)
@@ -96,6 +97,9 @@ int cd_loop_init(cd_loop *l, cd_server *s, int index, uv_loop_t *uv) {
 
 static void loop_main(void *arg) {
   cd_loop *l = arg;
+  char name[16]; /* loop 0 runs on the main thread, which keeps the process's name */
+  snprintf(name, sizeof name, "cd-loop-%d", l->index);
+  pthread_setname_np(pthread_self(), name);
   cd_loop_set_current(l);
   uv_run(l->uv, UV_RUN_DEFAULT);
 }

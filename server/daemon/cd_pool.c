@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -24,6 +25,7 @@ struct cd_sink {
   pthread_mutex_t mu;
   cd_job *head, *tail; /* finished jobs, FIFO */
   uint64_t pending;   /* submitted here, done() not run yet; loop thread only */
+  atomic_int_fast64_t folded; /* jobs folded (cd_pool_fold_done): taken off pending by drain() */
   uint64_t poll_ns;   /* the last submit's pool's polling window */
   uint64_t submit_ns; /* the last submit, while polling */
   int open_handles;   /* while closing */
@@ -48,6 +50,8 @@ struct cd_pool {
 /* The calling thread's sink: a loop's, or on a worker the sink of the job it
  * runs (so that a job's posts complete where the job does). */
 static _Thread_local cd_sink *tls_sink;
+/* Set by cd_pool_fold_done during the job running on this worker. */
+static _Thread_local int tls_folded;
 
 void cd_sink_set_current(cd_sink *s) { tls_sink = s; }
 
@@ -114,13 +118,14 @@ static void *worker_main(void *arg) {
     uint64_t t0 = now_ns();
     ce_arena_reset(s->w.arena);
     tls_sink = job->sink;
-    job->run(job, &s->w);
+    tls_folded = 0;
+    job->run(job, &s->w); /* a folded job may be freed by now: not read again */
     tls_sink = NULL;
     ce_arena_reset(s->w.arena);
     atomic_fetch_add(&s->busy_ns, now_ns() - t0);
     atomic_fetch_sub_explicit(&p->running, 1, memory_order_relaxed);
 
-    done_push(job);
+    if (!tls_folded) done_push(job);
     if (heavy) { /* a heavy job that waited for this one may start */
       pthread_mutex_lock(&p->mu);
       p->heavy_running--;
@@ -138,6 +143,12 @@ static void drain(cd_sink *s) {
     cd_job *j = s->head;
     s->head = s->tail = NULL;
     pthread_mutex_unlock(&s->mu);
+    /* Folded jobs are counted before the job that carries their completion
+     * is pushed, so they are off pending by the time its done() runs. A job
+     * folded and then unfolded (it carries its group) may be taken off here
+     * and put back by the next drain, before its own done(): pending is one
+     * short meanwhile, never below zero (that job is still counted). */
+    s->pending -= (uint64_t)atomic_exchange_explicit(&s->folded, 0, memory_order_acquire);
     if (!j) return;
     while (j) {
       cd_job *next = j->next;
@@ -228,6 +239,15 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
   return p;
 }
 
+void cd_pool_name(cd_pool *p, const char *prefix) {
+  for (int i = 0; i < p->n; i++) {
+    char name[16];
+    if (p->n == 1) snprintf(name, sizeof name, "%s", prefix);
+    else snprintf(name, sizeof name, "%s-%d", prefix, i);
+    pthread_setname_np(p->slots[i].thread, name);
+  }
+}
+
 void cd_pool_limit_heavy(cd_pool *p, int k) { p->heavy_max = k < 1 ? 1 : k; }
 
 void cd_pool_poll_results(cd_pool *p, uint64_t us) { p->poll_ns = us * 1000; }
@@ -269,6 +289,16 @@ void cd_pool_post(cd_pool *p, cd_job *job) {
   job->run = NULL;
   job->sink = sink_of(p);
   done_push(job);
+}
+
+void cd_pool_fold_done(void) {
+  tls_folded = 1;
+  atomic_fetch_add_explicit(&tls_sink->folded, 1, memory_order_release);
+}
+
+void cd_pool_unfold_done(void) {
+  tls_folded = 0;
+  atomic_fetch_sub_explicit(&tls_sink->folded, 1, memory_order_release);
 }
 
 void cd_pool_cancel(cd_pool *p) { atomic_store_explicit(&p->cancelled, 1, memory_order_relaxed); }

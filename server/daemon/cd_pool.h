@@ -87,6 +87,16 @@ void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job);
  * jobs that finish after it; run is set to NULL and never called. Not
  * counted by cd_pool_pending. */
 void cd_pool_post(cd_pool *p, cd_job *job);
+/* Folding, for a group of jobs that completes as one (a query's jobs):
+ * inside run(), on a worker, cd_pool_fold_done says this job has no done();
+ * its completion is carried by the group's last job, which calls
+ * cd_pool_unfold_done to be completed after all (its done() runs on the
+ * loop and sees the whole group finished). The loop is then woken once
+ * per group instead of once per job. Fold before the group's count goes
+ * down: a folded job may be freed as soon as the group's done() has run,
+ * and the pool does not touch it after run() returns. */
+void cd_pool_fold_done(void);
+void cd_pool_unfold_done(void);
 /* Shutdown: ask long jobs (geometry builds) to stop early. Sets a flag that
  * jobs poll with cd_pool_cancelled() at their cancellation points; queued
  * jobs still run (and see the flag at once). Any thread; also set by
@@ -96,6 +106,10 @@ int cd_pool_cancelled(cd_pool *p);
 /* Jobs submitted that have not finished running. */
 uint64_t cd_pool_pending(const cd_pool *p);
 int cd_pool_size(const cd_pool *p);
+/* Name the pool's threads "<prefix>-<i>" (or "<prefix>" for a pool of
+ * one), as top, ps -L and /proc/PID/task/TID/comm show them; 15 characters
+ * at most. Any thread; a failure leaves the inherited name. */
+void cd_pool_name(cd_pool *p, const char *prefix);
 /* Busy fraction of worker i since the pool started. */
 double cd_pool_utilisation(cd_pool *p, int i);
 /* Stop the workers after the queue drains, join them; with a sink of its

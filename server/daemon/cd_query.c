@@ -47,8 +47,7 @@ static int reserve_reply(cd_query *q, size_t need, size_t *held) {
   return 0;
 }
 
-static void qjob_run(cd_job *job, cd_worker *w) {
-  cd_qjob *j = (cd_qjob *)job;
+static void qjob_pairs(cd_qjob *j, cd_worker *w) {
   cd_query *q = j->q;
   /* The reservation bounds what the results use; the chunks themselves are
    * unbudgeted (0) so a pair's structs never fail half-way once reserved. */
@@ -117,6 +116,19 @@ static void qjob_run(cd_job *job, cd_worker *w) {
   }
 }
 
+/* Only the query's last job to finish reaches the loop (qjob_done); the
+ * others fold their completion into it, so the loop is woken once per
+ * query, not once per job. */
+static void qjob_run(cd_job *job, cd_worker *w) {
+  cd_qjob *j = (cd_qjob *)job;
+  qjob_pairs(j, w);
+  cd_query *q = j->q;
+  /* folded before the count goes down: once it reaches zero the query (this
+   * job with it) may be freed at any moment */
+  cd_pool_fold_done();
+  if (atomic_fetch_sub_explicit(&q->jobs_left, 1, memory_order_acq_rel) == 1) cd_pool_unfold_done();
+}
+
 /* A finished published query becomes its scene's latest snapshot. */
 static void publish(cd_query *q) {
   cd_pub_snap *snap = cd_pub_snap_new(q->opt.publish, q->nbodies, q->npairs, q->pub);
@@ -136,20 +148,21 @@ static void publish(cd_query *q) {
   cd_publish_put(q->srv->publish, snap);
 }
 
+/* On the loop, for the query's last job only: every job has finished. */
 static void qjob_done(cd_job *job) {
-  cd_qjob *j = (cd_qjob *)job;
-  cd_query *q = j->q;
-  if (j->err_pair >= 0 && (q->err_pair < 0 || j->err_pair < q->err_pair)) {
-    q->err = j->err;
-    q->err_pair = j->err_pair;
+  cd_query *q = ((cd_qjob *)job)->q;
+  for (int64_t k = 0; k < q->njobs; k++) { /* the first failure: the lowest pair index */
+    const cd_qjob *j = &q->jobs[k];
+    if (j->err_pair >= 0 && (q->err_pair < 0 || j->err_pair < q->err_pair)) {
+      q->err = j->err;
+      q->err_pair = j->err_pair;
+    }
   }
-  if (--q->jobs_left == 0) {
-    q->wall_us = (cd_now_ns() - q->t0_ns) / 1000;
-    q->srv->stats.pairs += (uint64_t)q->npairs;
-    if (atomic_load_explicit(&q->reply_over, memory_order_relaxed)) q->srv->stats.replies_over_limit++;
-    if (q->pub && q->err_pair < 0) publish(q);
-    q->done(q);
-  }
+  q->wall_us = (cd_now_ns() - q->t0_ns) / 1000;
+  q->srv->stats.pairs += (uint64_t)q->npairs;
+  if (atomic_load_explicit(&q->reply_over, memory_order_relaxed)) q->srv->stats.replies_over_limit++;
+  if (q->pub && q->err_pair < 0) publish(q);
+  q->done(q);
 }
 
 void cd_query_run(cd_query *q) {
@@ -172,7 +185,7 @@ void cd_query_run(cd_query *q) {
     q->done(q);
     return;
   }
-  q->jobs_left = q->njobs;
+  atomic_store_explicit(&q->jobs_left, q->njobs, memory_order_relaxed);
   for (int64_t k = 0; k < q->njobs; k++) {
     cd_qjob *j = &q->jobs[k];
     j->job.run = qjob_run;

@@ -30,7 +30,8 @@ struct cd_query {
   cd_qopts opt;
   Contactd__V1__PairResult **results; /* npairs, filled by the jobs */
   struct cd_qjob *jobs;
-  int64_t njobs, jobs_left;
+  int64_t njobs;
+  atomic_int_fast64_t jobs_left; /* counted down by the jobs on the workers: the last one completes the query */
   cd_status err;      /* first failure (lowest pair index) */
   int64_t err_pair;   /* -1 = none */
   uint64_t t0_ns, wall_us;

@@ -357,6 +357,8 @@ static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, cons
     CD_ERROR("out of memory at startup", NULL);
     return -1;
   }
+  cd_pool_name(s->pool, "cd-worker");
+  cd_pool_name(s->codec, "cd-codec");
   cd_cache_set_exec(s->cache, cache_current, cache_post);
   char serr[512] = "";
   int sfail = 0;

@@ -505,6 +505,9 @@ cd_store *cd_store_create(const char *uri, const char *password_file, const cd_l
   s->threads = calloc(l->store_threads, sizeof *s->threads);
   for (uint64_t i = 0; s->threads && i < l->store_threads; i++) {
     if (pthread_create(&s->threads[i], NULL, store_thread, s)) break;
+    char name[16];
+    snprintf(name, sizeof name, "cd-store-%u", (unsigned)(i % 1000));
+    pthread_setname_np(s->threads[i], name);
     s->nthreads++;
   }
   if (s->nthreads == 0) {

@@ -5,6 +5,7 @@
  * the worker pool's result polling. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -687,4 +688,70 @@ Test(pool, the_loop_polls_for_a_result_only_within_the_window) {
   idle = idle_ms_around_job(0, 40, &after);
   cr_expect_gt(idle, 25, "no polling, yet only %.1f of 40 ms idle", idle);
   cr_expect_gt(after, 20, "no polling, yet only %.1f of 30 ms idle", after);
+}
+
+/* Folding: a group of jobs whose last one carries the group's completion.
+ * Every job folds before counting down; the one that brings the count to
+ * zero unfolds, so done() runs once, after every job ran. The pool's count
+ * of pending jobs must come back to zero: with a long polling window the
+ * loop then blocks again (idle) instead of polling on. */
+typedef struct fold_group {
+  atomic_int left, ran, done_calls, all_ran_at_done;
+} fold_group;
+
+typedef struct fold_job {
+  cd_job job;
+  fold_group *g;
+} fold_job;
+
+static void fold_run(cd_job *j, cd_worker *w) {
+  (void)w;
+  fold_group *g = ((fold_job *)j)->g;
+  atomic_fetch_add(&g->ran, 1);
+  cd_pool_fold_done();
+  if (atomic_fetch_sub(&g->left, 1) == 1) cd_pool_unfold_done();
+}
+
+static void fold_done(cd_job *j) {
+  fold_group *g = ((fold_job *)j)->g;
+  atomic_fetch_add(&g->done_calls, 1);
+  atomic_store(&g->all_ran_at_done, atomic_load(&g->ran));
+}
+
+Test(pool, a_folded_group_completes_once_after_all_its_jobs) {
+  enum { GROUPS = 20, N = 64 };
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  uv_loop_configure(&loop, UV_METRICS_IDLE_TIME);
+  cd_pool *p = cd_pool_create(&loop, 3, 1 << 20);
+  cd_pool_poll_results(p, 10000000); /* 10 s: only a count back at zero stops the polling */
+  static fold_group g[GROUPS];
+  static fold_job jobs[GROUPS][N];
+  for (int k = 0; k < GROUPS; k++) {
+    atomic_store(&g[k].left, N);
+    for (int i = 0; i < N; i++) {
+      jobs[k][i] = (fold_job){.job = {.run = fold_run, .done = fold_done}, .g = &g[k]};
+      cd_pool_submit(p, NULL, &jobs[k][i].job);
+    }
+  }
+  for (int k = 0; k < GROUPS; k++)
+    while (!atomic_load(&g[k].done_calls)) uv_run(&loop, UV_RUN_ONCE);
+  uint64_t idle0 = uv_metrics_idle_time(&loop);
+  uv_timer_t t;
+  int fired = 0;
+  uv_timer_init(&loop, &t);
+  t.data = &fired;
+  uv_timer_start(&t, timer_fired, 30, 0);
+  while (!fired) uv_run(&loop, UV_RUN_ONCE);
+  double idle_ms = (double)(uv_metrics_idle_time(&loop) - idle0) * 1e-6;
+  for (int k = 0; k < GROUPS; k++) {
+    cr_expect_eq(atomic_load(&g[k].done_calls), 1, "group %d: done() ran %d times", k, atomic_load(&g[k].done_calls));
+    cr_expect_eq(atomic_load(&g[k].all_ran_at_done), N, "group %d: done() ran after %d of %d jobs", k,
+                 atomic_load(&g[k].all_ran_at_done), N);
+  }
+  cr_expect_gt(idle_ms, 20, "every group completed, yet the loop polled on (%.1f of 30 ms idle)", idle_ms);
+  uv_close((uv_handle_t *)&t, NULL);
+  cd_pool_destroy(p);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  cr_assert_eq(uv_loop_close(&loop), 0);
 }
