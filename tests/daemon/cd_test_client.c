@@ -288,6 +288,26 @@ uint64_t tc_open_stream(int fd, Contactd__V1__OpenStream *os, uint64_t request_i
   return id;
 }
 
+uint64_t tc_open_pair_stream(int fd, const char *ga, double za, const char *gb, double zb,
+                             Contactd__V1__QueryOptions *o, int mode, uint64_t request_id, int timeout_ms) {
+  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
+  Contactd__V1__Pose p1, p2;
+  Contactd__V1__Vec3 v1, v2;
+  tc_body(&b1, &p1, &v1, 1, ga, 0, 0, za);
+  tc_body(&b2, &p2, &v2, 2, gb, 0, 0, zb);
+  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
+  pr.a = 1;
+  pr.b = 2;
+  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
+  os.n_bodies = 2;
+  os.bodies = bodies;
+  os.n_pairs = 1;
+  os.pairs = prs;
+  os.options = o;
+  os.mode = (Contactd__V1__StreamMode)mode;
+  return tc_open_stream(fd, &os, request_id, timeout_ms);
+}
+
 const char *tc_limits_file(const char *path, const char *limits) {
   /* one file per test process: ctest runs a test program with one and
    * with four event loops at once, and each writes its own configs */

@@ -64,6 +64,11 @@ char *tc_register_halfspace(int fd, uint64_t request_id, int compliant, double m
 /* Open a stream → its id (ids start at 1), 0 when the reply is not an
  * OpenStreamReply echoing request_id (printed to stderr). */
 uint64_t tc_open_stream(int fd, Contactd__V1__OpenStream *os, uint64_t request_id, int timeout_ms);
+/* Open a stream of two bodies, 1 (geometry ga at (0, 0, za)) and 2 (gb at
+ * (0, 0, zb)), and their pair, with options o (may be NULL) and mode (0:
+ * the default) → its id, as tc_open_stream. */
+uint64_t tc_open_pair_stream(int fd, const char *ga, double za, const char *gb, double zb,
+                             Contactd__V1__QueryOptions *o, int mode, uint64_t request_id, int timeout_ms);
 /* Send one StreamUpdate (sequence seq) that moves body body_id of stream sid
  * to (0, 0, z), unturned; 0 when sent. */
 int tc_send_stream_update_z(int fd, uint64_t request_id, uint64_t sid, uint64_t seq, uint32_t body_id, double z);

@@ -82,23 +82,9 @@ Test(daemon_energy, json_and_streams_accept_the_option) {
   close(j);
 
   /* a stream opened with the option answers every update with the energy */
-  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
-  Contactd__V1__Pose p1, p2;
-  Contactd__V1__Vec3 v1, v2;
-  tc_body(&b1, &p1, &v1, 1, s, 0, 0, R - d);
-  tc_body(&b2, &p2, &v2, 2, p, 0, 0, 0);
-  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
-  pr.a = 1;
-  pr.b = 2;
   Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
   o.want_energy = 1;
-  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
-  os.n_bodies = 2;
-  os.bodies = bodies;
-  os.n_pairs = 1;
-  os.pairs = prs;
-  os.options = &o;
-  uint64_t sid = tc_open_stream(fd, &os, 6, 5000);
+  uint64_t sid = tc_open_pair_stream(fd, s, R - d, p, 0, &o, 0, 6, 5000);
   cr_assert_neq(sid, 0);
   cr_assert_eq(tc_send_stream_update_z(fd, 7, sid, 1, 1, R - d), 0);
   Env *r = tc_recv(fd, 30000);

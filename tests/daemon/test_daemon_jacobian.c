@@ -96,23 +96,9 @@ Test(jacobian_wire, normal_stiffness_of_a_sphere_on_a_plane) {
 Test(jacobian_wire, streams_accept_the_option) {
   char *s = tc_register_sphere(fd, 1, R, E, 0.05), *p = tc_register_halfspace(fd, 2, 0, 0);
   cr_assert(s && p);
-  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
-  Contactd__V1__Pose p1, p2;
-  Contactd__V1__Vec3 v1, v2;
-  tc_body(&b1, &p1, &v1, 1, s, 0, 0, 0.09);
-  tc_body(&b2, &p2, &v2, 2, p, 0, 0, 0);
-  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
-  pr.a = 1;
-  pr.b = 2;
   Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
   o.want_jacobian = 1;
-  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
-  os.n_bodies = 2;
-  os.bodies = bodies;
-  os.n_pairs = 1;
-  os.pairs = prs;
-  os.options = &o;
-  uint64_t sid = tc_open_stream(fd, &os, 10, 10000);
+  uint64_t sid = tc_open_pair_stream(fd, s, 0.09, p, 0, &o, 0, 10, 10000);
   cr_assert_neq(sid, 0, "the stream opens");
   cr_assert_eq(tc_send_stream_update_z(fd, 11, sid, 1, 1, 0.085), 0);
   Env *r = tc_recv(fd, 30000);

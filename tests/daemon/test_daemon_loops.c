@@ -108,21 +108,8 @@ Test(loops, stream_and_large_registration_on_different_loops_progress_together, 
   long_build(&reg, &rg, &el);
   cr_assert_eq(tc_send(b, &reg), 0);
 
-  Contactd__V1__Body b1, b2, *bodies[2] = {&b1, &b2};
-  Contactd__V1__Pose p1, p2;
-  Contactd__V1__Vec3 v1, v2;
-  tc_body(&b1, &p1, &v1, 1, sphere, 0, 0, 0.095);
-  tc_body(&b2, &p2, &v2, 2, plane, 0, 0, 0);
-  Contactd__V1__Pair pr = CONTACTD__V1__PAIR__INIT, *prs[1] = {&pr};
-  pr.a = 1;
-  pr.b = 2;
-  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
-  os.n_bodies = 2;
-  os.bodies = bodies;
-  os.n_pairs = 1;
-  os.pairs = prs;
-  os.mode = CONTACTD__V1__STREAM_MODE__STREAM_MODE_QUEUE_ALL;
-  uint64_t sid = tc_open_stream(a, &os, 3, 10000);
+  uint64_t sid = tc_open_pair_stream(a, sphere, 0.095, plane, 0, NULL, CONTACTD__V1__STREAM_MODE__STREAM_MODE_QUEUE_ALL, 3,
+                                     10000);
   cr_assert_neq(sid, 0, "the stream opens");
 
   /* 100 updates, each answered, while the registration builds */
