@@ -12,6 +12,7 @@
 #include "cd_limits.h"
 #include "cd_qparse.h"
 #include "cd_reply.h"
+#include "cd_splice.h"
 #include "cd_status.h"
 
 typedef struct cd_conn cd_conn;
@@ -28,7 +29,14 @@ struct cd_query {
   int64_t npairs;
   uint64_t candidate_pairs;
   cd_qopts opt;
-  Contactd__V1__PairResult **results; /* npairs, filled by the jobs */
+  Contactd__V1__PairResult **results; /* npairs, filled by the jobs (unless packed: see below) */
+  /* Nonzero for a protobuf reply: each job, on its worker, packs its
+   * results as records of this field of the reply message (cd_splice.h)
+   * into parts[its index] and lets the messages go (results[i] = NULL); the
+   * reply is then the concatenation. 0: results are kept as messages and
+   * the whole reply is encoded later (JSON). */
+  uint32_t pack_field;
+  cd_splice_part *parts; /* njobs when pack_field */
   struct cd_qjob *jobs;
   int64_t njobs;
   atomic_int_fast64_t jobs_left; /* counted down by the jobs on the workers: the last one completes the query */
@@ -64,8 +72,8 @@ typedef struct cd_query_reply {
  * caller sets the message and its case); NULL when out of memory. */
 cd_query_reply *cd_query_reply_new(cd_query *q, uint64_t request_id);
 /* Send x->env as the reply of slot seq on c (cd_conn_reply_large: encoded
- * off the loop when q's results are large); x and its query are freed once
- * the reply is encoded. */
+ * off the loop when q's results are large; cd_conn_reply_spliced when the
+ * jobs packed them); x and its query are freed once the reply is encoded. */
 void cd_query_reply_send(cd_query_reply *x, cd_conn *c, uint64_t seq);
 /* Run q on the pool (q->done runs on the loop when finished). */
 void cd_query_run(cd_query *q);

@@ -207,6 +207,8 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
   q->done = sq_done;
   q->cancelled = &s->conn->cancelled;
   q->jobq = &s->conn->jobs;
+  if (s->conn->wire == CD_WIRE_PROTO) /* the workers pack the results */
+    q->pack_field = cd_splice_field(&contactd__v1__stream_result__descriptor, "results");
   int rc;
   if (s->all_pairs) {
     rc = cd_broadphase(q->bodies, q->nbodies, s->margin, s->exclude, s->nexclude,
