@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cd_budget.h"
+#include "cd_json.h"
 #include "cd_test_client.h"
 
 typedef Contactd__V1__Envelope Env;
@@ -1353,4 +1355,125 @@ Test(daemon_api, results_are_bit_identical_whatever_the_worker_count) {
     free(other);
   }
   free(one);
+}
+
+/* A protobuf reply is packed in pieces: each job packs its pairs on its
+ * worker and the rest of the message is packed around them. Over the wire,
+ * a scene of touching balls (every pair from the broad phase, three pairs a
+ * job so the last job is short; patches and energy) and a stream over it:
+ * each frame is the one packing the whole decoded message gives, byte for
+ * byte, and its results are those of the same query over JSON (encoded
+ * whole from the messages), timings aside. */
+#define SPL_BALLS 40
+static void spl_zero_times(Contactd__V1__PairResult **r, size_t n) {
+  for (size_t i = 0; i < n; i++) r[i]->compute_time_us = 0;
+}
+
+static void spl_expect_canonical(const uint8_t *raw, size_t n, const Env *e, const char *what) {
+  size_t m = contactd__v1__envelope__get_packed_size(e);
+  uint8_t *re = malloc(m ? m : 1);
+  cr_assert(re);
+  contactd__v1__envelope__pack(e, re);
+  cr_expect(m == n && memcmp(raw, re, n) == 0, "%s: %zu bytes on the wire, %zu packed whole", what, n, m);
+  free(re);
+}
+
+Test(daemon_api, replies_packed_on_the_workers_are_whole_messages, .timeout = 120) {
+  const char *path = tc_limits_file("/tmp/contactd-test-splice.json", "\"pairs_per_job\": 3");
+  const char *extra[] = {"--config", path, "--workers", "2", NULL};
+  tc_start(&D, extra);
+  int fd = tc_connect_tcp(D.port), fj = tc_connect_tcp(D.port);
+  char *ball = tc_register_sphere(fd, 1, 0.05, 2e5, 0.02);
+  cr_assert(ball);
+  Contactd__V1__Body b[SPL_BALLS], *bodies[SPL_BALLS];
+  Contactd__V1__Pose pose[SPL_BALLS];
+  Contactd__V1__Vec3 pos[SPL_BALLS];
+  for (int k = 0; k < SPL_BALLS; k++) { /* 9 cm apart: each ball presses into its neighbours */
+    tc_body(&b[k], &pose[k], &pos[k], (uint32_t)k + 1, ball, 0.09 * (k % 5), 0.09 * (k / 5 % 4), 0.09 * (k / 20));
+    bodies[k] = &b[k];
+  }
+  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.detail = CONTACTD__V1__DETAIL__DETAIL_PATCHES;
+  o.want_energy = 1;
+  Contactd__V1__ContactQuery cq = CONTACTD__V1__CONTACT_QUERY__INIT;
+  cq.n_bodies = SPL_BALLS;
+  cq.bodies = bodies;
+  cq.all_pairs = &ap;
+  cq.options = &o;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 300;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &cq;
+  cr_assert_eq(tc_send(fd, &e), 0);
+  size_t n;
+  uint8_t *raw = tc_recv_frame(fd, 60000, &n);
+  cr_assert(raw);
+  Env *r = contactd__v1__envelope__unpack(NULL, n, raw);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY && r->request_id == 300);
+  spl_expect_canonical(raw, n, r, "the scene's reply");
+  Contactd__V1__ContactReply *cr = r->contact_reply;
+  cr_assert_gt(cr->n_results, 60, "%zu pairs", cr->n_results);
+  cr_expect_eq(cr->n_results, cr->candidate_pairs);
+  for (size_t i = 0; i < cr->n_results; i++) {
+    const Contactd__V1__PairResult *p = cr->results[i];
+    cr_expect(p->a != p->b && p->a >= 1 && p->a <= SPL_BALLS && p->b >= 1 && p->b <= SPL_BALLS, "pair %zu", i);
+    cr_expect_eq(p->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE, "pair %zu touches", i);
+    cr_expect_eq(p->wrench_a->force->x, -p->wrench_b->force->x, "pair %zu: opposite forces", i);
+    cr_expect_eq(p->n_patches, 1, "pair %zu: one patch", i);
+  }
+
+  /* the same query over JSON */
+  cd_budget jb;
+  cd_budget_init(&jb, 0);
+  cd_wire_error we;
+  size_t jl;
+  char *line = cd_json_encode(&e.base, &jb, &jl, &we);
+  cr_assert(line);
+  cr_assert_eq(tc_send_line(fj, line), 0);
+  char *lj = tc_recv_line(fj, 60000);
+  cr_assert(lj);
+  Env *rj = (Env *)cd_json_decode(&contactd__v1__envelope__descriptor, lj, strlen(lj), &jb, &we);
+  cr_assert(rj && rj->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "%s", we.message);
+  cr_assert_eq(rj->contact_reply->n_results, cr->n_results);
+  cr->compute_time_us = rj->contact_reply->compute_time_us = 0;
+  spl_zero_times(cr->results, cr->n_results);
+  spl_zero_times(rj->contact_reply->results, rj->contact_reply->n_results);
+  size_t np = contactd__v1__contact_reply__get_packed_size(cr);
+  size_t nj = contactd__v1__contact_reply__get_packed_size(rj->contact_reply);
+  uint8_t *bp = malloc(np), *bj = malloc(nj);
+  contactd__v1__contact_reply__pack(cr, bp);
+  contactd__v1__contact_reply__pack(rj->contact_reply, bj);
+  cr_expect(np == nj && memcmp(bp, bj, np) == 0, "protobuf and JSON give the same results (%zu and %zu bytes)", np,
+            nj);
+  free(bp);
+  free(bj);
+  free(lj);
+  cd_budget_destroy(&jb);
+
+  /* a stream over the scene: a StreamResult packed in pieces */
+  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
+  os.n_bodies = SPL_BALLS;
+  os.bodies = bodies;
+  os.all_pairs = &ap;
+  os.options = &o;
+  uint64_t sid = tc_open_stream(fd, &os, 301, 30000);
+  cr_assert_gt(sid, 0);
+  cr_assert_eq(tc_send_stream_update_z(fd, 302, sid, 7, 1, 0.005), 0);
+  free(raw);
+  raw = tc_recv_frame(fd, 60000, &n);
+  cr_assert(raw);
+  Env *rs = contactd__v1__envelope__unpack(NULL, n, raw);
+  cr_assert(rs && rs->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT);
+  spl_expect_canonical(raw, n, rs, "the stream's result");
+  cr_expect_eq(rs->stream_result->sequence, 7);
+  cr_expect_eq(rs->stream_result->stream_id, sid);
+  cr_expect_eq(rs->stream_result->n_results, cr->n_results);
+  contactd__v1__envelope__free_unpacked(rs, NULL);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(raw);
+  free(ball);
+  close(fd);
+  close(fj);
+  cr_expect_eq(tc_stop(&D), 0);
 }
