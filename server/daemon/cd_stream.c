@@ -263,21 +263,19 @@ void cd_stream_update(cd_req *r) {
   if (!poses || !vels || !idx) rc = cd_status_set(&st, CD_EXHAUSTED, "streamUpdate", "out of memory");
   for (size_t i = 0; !rc && i < m->n_bodies; i++) {
     const Contactd__V1__BodyState *b = m->bodies[i];
-    char f[128], what[48];
-    snprintf(what, sizeof what, "body %u", b->body_id);
+    const cd_qwhere w = {"streamUpdate.bodies", i, b->body_id, NULL};
     idx[i] = cd_qindex_find(&s->index, b->body_id);
     if (idx[i] < 0) {
-      snprintf(f, sizeof f, "streamUpdate.bodies[%zu].bodyId", i);
+      char f[128];
+      cd_qwhere_field(&w, "bodyId", f, sizeof f);
       rc = cd_status_set(&st, CD_INVALID, f, "body %u is not in stream %llu", b->body_id,
                          (unsigned long long)s->id);
       break;
     }
-    snprintf(f, sizeof f, "streamUpdate.bodies[%zu].pose", i);
     poses[i] = s->bodies[idx[i]].body.X_WB;
-    if (b->pose && (rc = cd_pose_from_msg(b->pose, &poses[i], f, what, &st))) break;
-    snprintf(f, sizeof f, "streamUpdate.bodies[%zu].velocity", i);
+    if (b->pose && (rc = cd_pose_from_msg(b->pose, &poses[i], &w, &st))) break;
     vels[i] = s->bodies[idx[i]].body.V_WB;
-    if (b->velocity && (rc = cd_velocity_from_msg(b->velocity, &vels[i], f, what, &st))) break;
+    if (b->velocity && (rc = cd_velocity_from_msg(b->velocity, &vels[i], &w, &st))) break;
   }
   if (!rc)
     for (size_t i = 0; i < m->n_bodies; i++) {

@@ -177,6 +177,12 @@ def requests(ids):
     bad.bodies[1].velocity.linear.x = float("inf")
     out.append(("infinite velocity", [env(502, "contact_query", bad)]))
     bad = pair(0.045)
+    bad.bodies[0].material.friction = -1
+    out.append(("bad material", [env(505, "contact_query", bad)]))
+    bad = pair(0.045)
+    bad.bodies[0].pose.position.y = float("nan")
+    out.append(("position not finite", [env(506, "contact_query", bad)]))
+    bad = pair(0.045)
     bad.bodies[1].body_id = 7
     out.append(("duplicate body", [env(503, "contact_query", bad)]))
     bad = pair(0.045)
@@ -193,6 +199,13 @@ def requests(ids):
     u = pb.StreamUpdate(stream_id=1, sequence=4)
     u.bodies.add(body_id=1, pose=pb.Pose(orientation=pb.Quat(w=2)))
     ups.append(env(604, "stream_update", u))
+    u = pb.StreamUpdate(stream_id=1, sequence=5)
+    u.bodies.add(body_id=2, velocity=pb.SpatialVelocity(angular=pb.Vec3(y=float("inf"))))
+    ups.append(env(606, "stream_update", u))
+    u = pb.StreamUpdate(stream_id=1, sequence=6)
+    u.bodies.add(body_id=2)
+    u.bodies.add(body_id=4000)
+    ups.append(env(607, "stream_update", u))
     out.append(("stream updates", ups))
     out.append(("close stream", [env(605, "close_stream", pb.CloseStream(stream_id=1))]))
     return out
