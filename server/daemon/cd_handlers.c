@@ -516,7 +516,7 @@ void cd_on_query(cd_req *r) {
   }
   q->nbodies = (int32_t)m->n_bodies;
   if (cd_qpairs_resolve(q->bodies, q->nbodies, m->pairs, m->n_pairs, m->all_pairs, "contactQuery",
-                        s->cfg.limits.max_pairs_per_query, &q->pairs, &q->npairs, &st)) {
+                        s->cfg.limits.max_pairs_per_query, &q->plan, &q->pairs, &q->npairs, &st)) {
     cd_query_free(q);
     cd_req_fail(r, &st);
     return;

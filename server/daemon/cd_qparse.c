@@ -180,9 +180,19 @@ int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qo
   return 0;
 }
 
+int cd_qplan_run(const cd_qplan *p, const cd_qbody *b, int32_t nb, cd_qpair **out, int64_t *nout, cd_status *st) {
+  return cd_broadphase(b, nb, p->margin, p->exclude, p->nexclude, p->max_pairs, p->field, out, nout, st);
+}
+
+void cd_qplan_free(cd_qplan *p) {
+  free(p->exclude);
+  p->exclude = NULL;
+  p->on = 0;
+}
+
 int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs, size_t npairs,
-                      const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qpair **out,
-                      int64_t *nout, cd_status *st) {
+                      const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qplan *later,
+                      cd_qpair **out, int64_t *nout, cd_status *st) {
   char f[192];
   *out = NULL;
   *nout = 0;
@@ -213,8 +223,13 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
       ex[i] = (cd_qpair){ia, ib, 0};
     }
     cd_qindex_free(&m);
-    snprintf(f, sizeof f, "%s.allPairs", field);
-    int rc = cd_broadphase(b, nb, all->margin, ex, all->n_exclude, max_pairs, f, out, nout, st);
+    cd_qplan plan = {1, all->margin, ex, all->n_exclude, max_pairs, ""};
+    snprintf(plan.field, sizeof plan.field, "%s.allPairs", field);
+    if (later && nb >= CD_BROADPHASE_OFF_LOOP_BODIES) {
+      *later = plan;
+      return 0;
+    }
+    int rc = cd_qplan_run(&plan, b, nb, out, nout, st);
     free(ex);
     return rc;
   }

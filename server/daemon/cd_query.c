@@ -4,6 +4,7 @@
  * reply handed to the transport once every job is done. */
 #include "cd_query.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,10 +218,9 @@ static void qjob_done(cd_job *job) {
   q->done(q);
 }
 
-void cd_query_run(cd_query *q) {
+/* The query's pairs split into jobs and submitted (loop thread). */
+static void schedule(cd_query *q) {
   uint64_t per = q->srv->cfg.limits.pairs_per_job;
-  q->t0_ns = cd_now_ns();
-  q->err_pair = -1;
   q->njobs = q->npairs ? (q->npairs + (int64_t)per - 1) / (int64_t)per : 0;
   q->results = calloc(q->npairs ? (size_t)q->npairs : 1, sizeof *q->results);
   q->jobs = calloc(q->njobs ? (size_t)q->njobs : 1, sizeof *q->jobs);
@@ -249,6 +249,36 @@ void cd_query_run(cd_query *q) {
     j->err_pair = -1;
     cd_pool_submit(q->srv->pool, q->jobq, &j->job);
   }
+}
+
+static cd_query *of_plan(cd_job *job) { return (cd_query *)((char *)job - offsetof(cd_query, plan_job)); }
+
+static void plan_run(cd_job *job, cd_worker *w) {
+  (void)w;
+  cd_query *q = of_plan(job);
+  if (cd_qplan_run(&q->plan, q->bodies, q->nbodies, &q->pairs, &q->npairs, &q->err)) q->err_pair = 0;
+}
+
+static void plan_done(cd_job *job) {
+  cd_query *q = of_plan(job);
+  if (q->err_pair >= 0) {
+    q->done(q);
+    return;
+  }
+  q->candidate_pairs = (uint64_t)q->npairs;
+  schedule(q);
+}
+
+void cd_query_run(cd_query *q) {
+  q->t0_ns = cd_now_ns();
+  q->err_pair = -1;
+  if (!q->plan.on) {
+    schedule(q);
+    return;
+  }
+  q->plan_job.run = plan_run;
+  q->plan_job.done = plan_done;
+  cd_pool_submit(q->srv->pool, q->jobq, &q->plan_job);
 }
 
 cd_query_reply *cd_query_reply_new(cd_query *q, uint64_t request_id) {
@@ -302,6 +332,7 @@ void cd_query_free(cd_query *q) {
   if (q->pub)
     for (int64_t i = 0; i < q->npairs; i++) cd_pub_pair_free(q->pub[i]);
   free(q->pub);
+  cd_qplan_free(&q->plan);
   if (q->owns_pins) cd_qbodies_unpin(q->bodies, q->nbodies);
   free(q->bodies);
   free(q->pairs);

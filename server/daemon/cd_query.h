@@ -10,6 +10,7 @@
 
 #include "cd_budget.h"
 #include "cd_limits.h"
+#include "cd_pool.h"
 #include "cd_qparse.h"
 #include "cd_reply.h"
 #include "cd_splice.h"
@@ -27,6 +28,10 @@ struct cd_query {
   int owns_pins;    /* unpin the bodies' entries on free */
   cd_qpair *pairs;  /* owned */
   int64_t npairs;
+  /* plan.on: pairs come from the broad phase, which cd_query_run runs on a
+   * worker first (plan_job) and then splits its pairs into jobs */
+  cd_qplan plan;
+  cd_job plan_job;
   uint64_t candidate_pairs;
   cd_qopts opt;
   Contactd__V1__PairResult **results; /* npairs, filled by the jobs (unless packed: see below) */
@@ -75,7 +80,8 @@ cd_query_reply *cd_query_reply_new(cd_query *q, uint64_t request_id);
  * off the loop when q's results are large; cd_conn_reply_spliced when the
  * jobs packed them); x and its query are freed once the reply is encoded. */
 void cd_query_reply_send(cd_query_reply *x, cd_conn *c, uint64_t seq);
-/* Run q on the pool (q->done runs on the loop when finished). */
+/* Run q on the pool (q->done runs on the loop when finished; a failed
+ * broad phase finishes it with err_pair 0). */
 void cd_query_run(cd_query *q);
 void cd_query_free(cd_query *q);
 

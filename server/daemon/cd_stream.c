@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cd_broadphase.h"
 #include "cd_conn.h"
 #include "cd_qcheck.h"
 #include "cd_server.h"
@@ -87,7 +86,7 @@ void cd_stream_open(cd_req *r) {
     cd_qpair *tmp;
     int64_t nt;
     if (cd_qpairs_resolve(s->bodies, s->nbodies, NULL, 0, m->all_pairs, "openStream",
-                          srv->cfg.limits.max_pairs_per_query, &tmp, &nt, &st)) {
+                          srv->cfg.limits.max_pairs_per_query, NULL, &tmp, &nt, &st)) {
       stream_free(s);
       cd_req_fail(r, &st);
       return;
@@ -106,7 +105,7 @@ void cd_stream_open(cd_req *r) {
       s->exclude[i] = (cd_qpair){cd_qindex_find(&s->index, m->all_pairs->exclude[i]->a),
                                  cd_qindex_find(&s->index, m->all_pairs->exclude[i]->b), 0};
   } else if (cd_qpairs_resolve(s->bodies, s->nbodies, m->pairs, m->n_pairs, NULL, "openStream",
-                               srv->cfg.limits.max_pairs_per_query, &s->pairs, &s->npairs, &st)) {
+                               srv->cfg.limits.max_pairs_per_query, NULL, &s->pairs, &s->npairs, &st)) {
     stream_free(s);
     cd_req_fail(r, &st);
     return;
@@ -211,8 +210,17 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
     q->pack_field = cd_splice_field(&contactd__v1__stream_result__descriptor, "results");
   int rc;
   if (s->all_pairs) {
-    rc = cd_broadphase(q->bodies, q->nbodies, s->margin, s->exclude, s->nexclude,
-                       srv->cfg.limits.max_pairs_per_query, "streamUpdate", &q->pairs, &q->npairs, &st);
+    cd_qplan plan = {1, s->margin, NULL, s->nexclude, srv->cfg.limits.max_pairs_per_query, "streamUpdate"};
+    if (s->nbodies >= CD_BROADPHASE_OFF_LOOP_BODIES) { /* on a worker (cd_query_run) */
+      rc = 0;
+      q->plan = plan;
+      q->plan.exclude = malloc((s->nexclude ? s->nexclude : 1) * sizeof *s->exclude);
+      if (!q->plan.exclude) rc = cd_status_set(&st, CD_EXHAUSTED, "streamUpdate", "out of memory");
+      else memcpy(q->plan.exclude, s->exclude, s->nexclude * sizeof *s->exclude);
+    } else {
+      plan.exclude = s->exclude;
+      rc = cd_qplan_run(&plan, q->bodies, q->nbodies, &q->pairs, &q->npairs, &st);
+    }
   } else {
     rc = 0;
     q->pairs = malloc((size_t)(s->npairs ? s->npairs : 1) * sizeof *q->pairs);
