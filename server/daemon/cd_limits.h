@@ -98,7 +98,8 @@
   XX(result_poll_us, 100, 0, "us",                                                         \
      "after handing a job to a worker the loop polls for its result this long (yielding "  \
      "its core) before it sleeps, so a small query's reply need not wait for a sleeping "  \
-     "core to wake; costs at most this much loop CPU per job (0 = sleep at once)")          \
+     "core to wake; costs at most this much loop CPU per job (0 = sleep at once); a "      \
+     "query of several jobs is not polled for")                                            \
   XX(max_metrics_connections, 16, 0, "connections",                                        \
      "open connections to the metrics port (0 = no limit)")                                \
   XX(metrics_timeout_ms, 10000, 0, "ms",                                                   \

@@ -247,6 +247,9 @@ static void schedule(cd_query *q) {
     j->first = k * (int64_t)per;
     j->count = q->npairs - j->first < (int64_t)per ? q->npairs - j->first : (int64_t)per;
     j->err_pair = -1;
+    /* Polling (result_poll_us) pays for a small query's one job; a query
+     * of several takes longer than the window, and the loop sleeps. */
+    j->job.no_poll = q->njobs > 1;
     cd_pool_submit(q->srv->pool, q->jobq, &j->job);
   }
 }
@@ -278,6 +281,7 @@ void cd_query_run(cd_query *q) {
   }
   q->plan_job.run = plan_run;
   q->plan_job.done = plan_done;
+  q->plan_job.no_poll = 1; /* jobs follow it: no reply is near */
   cd_pool_submit(q->srv->pool, q->jobq, &q->plan_job);
 }
 
