@@ -18,7 +18,7 @@ typedef struct cd_qjob {
   cd_query *q;
   int64_t first, count;
   cd_budget out; /* wire messages of this job's results */
-  size_t reserved; /* of the reply budgets, for them */
+  size_t reserved; /* bytes of the reply budgets reserved for them */
   cd_status err;
   int64_t err_pair;
 } cd_qjob;

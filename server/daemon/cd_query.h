@@ -1,7 +1,8 @@
 /* cd_query.h — a contact query as the daemon schedules it: its parsed
  * input (cd_qparse.h) split across the workers in jobs of a few pairs, the
  * per-pair results converted to wire messages on the worker (cd_reply.h)
- * within the reply budgets, and the reply handed to the transport. */
+ * within the reply budgets, and packed there for a protobuf reply
+ * (cd_splice.h), and the reply handed to the transport. */
 #ifndef CD_QUERY_H
 #define CD_QUERY_H
 
