@@ -506,6 +506,8 @@ void cd_on_query(cd_req *r) {
   q->done = query_done;
   q->cancelled = &r->conn->cancelled;
   q->jobq = &r->conn->jobs;
+  if (r->conn->wire == CD_WIRE_PROTO) /* the workers pack the results */
+    q->pack_field = cd_splice_field(&contactd__v1__contact_reply__descriptor, "results");
   if (cd_qopts_parse(m->options, "contactQuery.options", &q->opt, &st) ||
       cd_qbodies_parse(s, m->bodies, m->n_bodies, "contactQuery.bodies", &q->bodies, &st)) {
     cd_query_free(q);
@@ -514,7 +516,7 @@ void cd_on_query(cd_req *r) {
   }
   q->nbodies = (int32_t)m->n_bodies;
   if (cd_qpairs_resolve(q->bodies, q->nbodies, m->pairs, m->n_pairs, m->all_pairs, "contactQuery",
-                        s->cfg.limits.max_pairs_per_query, &q->pairs, &q->npairs, &st)) {
+                        s->cfg.limits.max_pairs_per_query, &q->plan, &q->pairs, &q->npairs, &st)) {
     cd_query_free(q);
     cd_req_fail(r, &st);
     return;

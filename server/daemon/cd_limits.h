@@ -98,7 +98,8 @@
   XX(result_poll_us, 100, 0, "us",                                                         \
      "after handing a job to a worker the loop polls for its result this long (yielding "  \
      "its core) before it sleeps, so a small query's reply need not wait for a sleeping "  \
-     "core to wake; costs at most this much loop CPU per job (0 = sleep at once)")          \
+     "core to wake; costs at most this much loop CPU per job (0 = sleep at once); a "      \
+     "query of several jobs is not polled for")                                            \
   XX(max_metrics_connections, 16, 0, "connections",                                        \
      "open connections to the metrics port (0 = no limit)")                                \
   XX(metrics_timeout_ms, 10000, 0, "ms",                                                   \
@@ -170,6 +171,12 @@ static inline void cd_limits_default(cd_limits *l) {
  * CD_ENCODE_OFF_LOOP_BYTES are encoded there too (JSON: ~60 ms per MB). */
 #define CD_DECODE_OFF_LOOP_BYTES (UINT64_C(1) << 20)
 #define CD_ENCODE_OFF_LOOP_BYTES (UINT64_C(256) << 10)
+/* The broad phase of an all-pairs query (or stream update) with at least
+ * CD_BROADPHASE_OFF_LOOP_BODIES bodies runs on a worker, in the query's
+ * turn, before its pairs are split into jobs (500 bodies: ~0.1 ms the loop
+ * would otherwise spend per query); a smaller one runs at once on the loop,
+ * where it costs less than the hand-off. */
+#define CD_BROADPHASE_OFF_LOOP_BODIES 64
 
 #define CD_PROTOCOL_VERSION 1
 

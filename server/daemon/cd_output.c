@@ -20,6 +20,7 @@
 #include "cd_loop.h"
 #include "cd_outmem.h"
 #include "cd_server.h"
+#include "cd_splice.h"
 #include "cd_utf8.h"
 
 static const cd_limits *lim(const cd_conn *c) { return &c->srv->cfg.limits; }
@@ -153,6 +154,21 @@ typedef enum {
   ENC_FAILED,       /* the JSON encoder failed otherwise (*why): the connection closes */
 } enc_result;
 
+static enc_result frame_over(cd_status *st, size_t total, uint64_t limit) {
+  char b1[32], b2[32];
+  cd_status_set(st, CD_EXHAUSTED, "",
+                "reply would be %s (%zu bytes), over max_reply_bytes %s; ask for fewer pairs or less detail "
+                "(no surfaces or patches)",
+                cd_fmt_bytes(b1, sizeof b1, total), total, cd_fmt_bytes(b2, sizeof b2, limit));
+  return ENC_OVER;
+}
+
+static enc_result frame_nomem(cd_status *st, char why[200], int json) {
+  snprintf(why, 200, "out of memory");
+  cd_status_set(st, CD_EXHAUSTED, "", "out of memory encoding the reply%s; try again", json ? " as JSON" : "");
+  return ENC_NOMEM;
+}
+
 /* env encoded for the wire (json: a JSON line, else a delimited frame)
  * into *out_p (malloc'd). Over max_reply (0 = none) nothing large was
  * allocated: the frame size is computed first, and JSON encodes in the
@@ -164,7 +180,7 @@ static enc_result encode_env(int json, uint64_t max_reply, cd_budget *scratch, C
   uint64_t limit = is_error ? 0 : max_reply;
   char *out = NULL;
   size_t len = 0;
-  char b1[32], b2[32];
+  char b1[32];
   *out_p = NULL;
   *out_len = 0;
   int encoder_failed = 0;
@@ -198,25 +214,57 @@ static enc_result encode_env(int json, uint64_t max_reply, cd_budget *scratch, C
   } else {
     size_t body;
     size_t total = cd_frame_size(&env->base, &body);
-    if (limit && total > limit) {
-      cd_status_set(st, CD_EXHAUSTED, "",
-                    "reply would be %s (%zu bytes), over max_reply_bytes %s; ask for fewer pairs or less detail "
-                    "(no surfaces or patches)",
-                    cd_fmt_bytes(b1, sizeof b1, total), total, cd_fmt_bytes(b2, sizeof b2, limit));
-      return ENC_OVER;
-    }
+    if (limit && total > limit) return frame_over(st, total, limit);
     out = malloc(total ? total : 1);
     if (out) len = cd_frame_write(&env->base, body, (uint8_t *)out);
   }
   if (!out) {
     if (encoder_failed) return ENC_FAILED;
-    snprintf(why, 200, "out of memory");
-    if (is_error) return ENC_ERROR_NOMEM;
-    cd_status_set(st, CD_EXHAUSTED, "", "out of memory encoding the reply%s; try again", json ? " as JSON" : "");
-    return ENC_NOMEM;
+    if (is_error) {
+      snprintf(why, 200, "out of memory");
+      return ENC_ERROR_NOMEM;
+    }
+    return frame_nomem(st, why, json);
   }
   *out_p = out;
   *out_len = len;
+  return ENC_OK;
+}
+
+/* The frame of env (a reply, never an Error) from its pieces: inner (env's
+ * message) lacks its field `field`, whose records lie packed in parts, in
+ * order (cd_splice.h). The same bytes encode_env would give, and the same
+ * max_reply check before the frame is allocated. Any thread. */
+static enc_result splice_env(uint64_t max_reply, Contactd__V1__Envelope *env, const ProtobufCMessage *inner,
+                             uint32_t field, const cd_splice_part *parts, size_t nparts, char **out_p,
+                             size_t *out_len, cd_status *st, char why[200]) {
+  size_t nrec = 0;
+  for (size_t k = 0; k < nparts; k++) nrec += parts[k].n;
+  cd_splice sp;
+  *out_p = NULL;
+  *out_len = 0;
+  if (cd_splice_frame(env, inner, field, nrec, &sp)) return frame_nomem(st, why, 0);
+  if (max_reply && sp.total > max_reply) {
+    size_t total = sp.total;
+    cd_splice_free(&sp);
+    return frame_over(st, total, max_reply);
+  }
+  char *out = malloc(sp.total);
+  if (!out) {
+    cd_splice_free(&sp);
+    return frame_nomem(st, why, 0);
+  }
+  char *o = out;
+  memcpy(o, sp.head, sp.nhead);
+  o += sp.nhead;
+  for (size_t k = 0; k < nparts; k++) {
+    memcpy(o, parts[k].p, parts[k].n);
+    o += parts[k].n;
+  }
+  memcpy(o, sp.tail, sp.ntail);
+  *out_p = out;
+  *out_len = sp.total;
+  cd_splice_free(&sp);
   return ENC_OK;
 }
 
@@ -284,6 +332,10 @@ typedef struct encode_job {
   Contactd__V1__Envelope *env;
   void (*release)(void *);
   void *arg;
+  const ProtobufCMessage *inner; /* set: env is spliced (splice_env) */
+  uint32_t field;
+  const cd_splice_part *parts;
+  size_t nparts;
   int json;
   uint64_t max_reply;
   enc_result rc;
@@ -298,7 +350,11 @@ static void encode_run(cd_job *job, cd_worker *w) {
   encode_job *j = (encode_job *)job;
   cd_budget scratch;
   cd_budget_init(&scratch, 0);
-  j->rc = encode_env(j->json, j->max_reply, &scratch, j->env, &j->out, &j->len, &j->st, j->why);
+  if (j->inner)
+    j->rc = splice_env(j->max_reply, j->env, j->inner, j->field, j->parts, j->nparts, &j->out, &j->len, &j->st,
+                       j->why);
+  else
+    j->rc = encode_env(j->json, j->max_reply, &scratch, j->env, &j->out, &j->len, &j->st, j->why);
   cd_budget_destroy(&scratch);
 }
 
@@ -311,16 +367,14 @@ static void encode_done(cd_job *job) {
   cd_conn_unref(c);
 }
 
-void cd_conn_reply_large(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, uint64_t size_hint,
-                         void (*release)(void *arg), void *arg) {
+/* The codec thread's job for env (and its pieces when j->inner), or NULL
+ * when the reply is encoded here: small, no codec, or no memory. */
+static encode_job *offload(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, uint64_t size_hint,
+                           void (*release)(void *arg), void *arg) {
   cd_server *s = c->srv;
   encode_job *j = NULL;
   if (c->state != CD_CONN_CLOSED && s->codec && size_hint >= CD_ENCODE_OFF_LOOP_BYTES) j = calloc(1, sizeof *j);
-  if (!j) {
-    cd_conn_reply(c, seq, env);
-    release(arg);
-    return;
-  }
+  if (!j) return NULL;
   j->job.run = encode_run;
   j->job.done = encode_done;
   j->c = c;
@@ -332,8 +386,42 @@ void cd_conn_reply_large(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, 
   j->arg = arg;
   j->json = c->wire == CD_WIRE_JSON;
   j->max_reply = lim(c)->max_reply_bytes;
-  s->stats.encoded_off_loop++;
-  cd_pool_submit(s->codec, NULL, &j->job);
+  return j;
+}
+
+void cd_conn_reply_large(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, uint64_t size_hint,
+                         void (*release)(void *arg), void *arg) {
+  encode_job *j = offload(c, seq, env, size_hint, release, arg);
+  if (!j) {
+    cd_conn_reply(c, seq, env);
+    release(arg);
+    return;
+  }
+  c->srv->stats.encoded_off_loop++;
+  cd_pool_submit(c->srv->codec, NULL, &j->job);
+}
+
+void cd_conn_reply_spliced(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, const ProtobufCMessage *inner,
+                           uint32_t field, const cd_splice_part *parts, size_t nparts, uint64_t size_hint,
+                           void (*release)(void *arg), void *arg) {
+  encode_job *j = offload(c, seq, env, size_hint, release, arg);
+  if (!j) {
+    if (c->state != CD_CONN_CLOSED) {
+      char *out, why[200];
+      size_t len;
+      cd_status st;
+      enc_result rc = splice_env(lim(c)->max_reply_bytes, env, inner, field, parts, nparts, &out, &len, &st, why);
+      reply_encoded(c, seq, env->request_id, rc, out, len, &st, why);
+    }
+    release(arg);
+    return;
+  }
+  j->inner = inner;
+  j->field = field;
+  j->parts = parts;
+  j->nparts = nparts;
+  c->srv->stats.encoded_off_loop++;
+  cd_pool_submit(c->srv->codec, NULL, &j->job);
 }
 
 void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {

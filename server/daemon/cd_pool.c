@@ -260,7 +260,7 @@ void cd_pool_submit(cd_pool *p, cd_jobq *q, cd_job *job) {
   cd_sink *s = job->sink = sink_of(p);
   s->pending++;
   atomic_fetch_add_explicit(&p->running, 1, memory_order_relaxed);
-  if (p->poll_ns) {
+  if (p->poll_ns && !job->no_poll) {
     s->poll_ns = p->poll_ns;
     s->submit_ns = now_ns();
     uv_idle_start(&s->poller, on_poll); /* no-op when already polling */

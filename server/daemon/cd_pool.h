@@ -37,6 +37,7 @@ struct cd_job {
   void (*run)(cd_job *job, cd_worker *w); /* on a worker thread */
   void (*done)(cd_job *job);              /* on the loop thread */
   int heavy;                              /* counts against cd_pool_limit_heavy */
+  int no_poll;                            /* long: submitting it starts no polling (cd_pool_poll_results) */
   cd_job *next;                           /* pool-private */
   struct cd_sink *sink;                   /* pool-private: where done() runs */
 };
@@ -71,9 +72,10 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget);
 /* At most k heavy jobs run at once (k >= 1; default: the pool's size).
  * Before the first submit. */
 void cd_pool_limit_heavy(cd_pool *p, int k);
-/* After each submit, the loop polls for results for up to `us`
- * microseconds (or until no job is pending) instead of sleeping in the
- * kernel, yielding its core each iteration (0 = never, the default). A
+/* After each submit (of a job without no_poll), the loop polls for
+ * results for up to `us` microseconds (or until no job is pending) instead
+ * of sleeping in the kernel, yielding its core each iteration (0 = never,
+ * the default). A
  * small job's result then reaches the loop without waking a sleeping core:
  * on a VM whose idle cores halt, each wake-up of a sleeping core costs tens
  * of microseconds. The cost is loop CPU for at most `us` per submit, for a

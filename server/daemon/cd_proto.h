@@ -15,7 +15,7 @@
  *  - protocol -> transport: the reply functions below (and cd_conn_ref /
  *    cd_conn_unref / cd_conn_gone in cd_conn.h for work that outlives the
  *    call). The protocol reads a connection's identity (srv, loop, id, peer,
- *    cancelled, jobs) and owns its session, but never its handles, ring or
+ *    cancelled, jobs, wire) and owns its session, but never its handles, ring or
  *    buffers.
  * Every function here runs on the loop that owns the connection. */
 #ifndef CD_PROTO_H
@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "cd_budget.h"
+#include "cd_splice.h"
 #include "cd_status.h"
 #include "contactd.pb-c.h"
 
@@ -82,6 +83,15 @@ void cd_conn_skip(cd_conn *c, uint64_t seq);
  * at once when the reply is encoded here, else once it is encoded. */
 void cd_conn_reply_large(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, uint64_t size_hint,
                          void (*release)(void *arg), void *arg);
+/* The same for a protobuf reply whose repeated field `field` of inner
+ * (env's message, which leaves that field empty) was packed apart into
+ * parts, in order (cd_splice.h): the frame is that concatenation with the
+ * rest of env packed around it, byte for byte what packing the whole env
+ * gives, and it is held to max_reply_bytes as an encoded one is. env,
+ * inner and parts stay valid until release(arg). */
+void cd_conn_reply_spliced(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, const ProtobufCMessage *inner,
+                           uint32_t field, const cd_splice_part *parts, size_t nparts, uint64_t size_hint,
+                           void (*release)(void *arg), void *arg);
 /* An intermediate message (RegisterProgress) for the request in slot seq:
  * written at once when every earlier reply has been written (seq is the
  * oldest in flight), else dropped — progress is advisory and never

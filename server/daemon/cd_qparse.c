@@ -13,11 +13,6 @@
 #include "cd_qcheck.h"
 #include "cd_server.h"
 
-static void body_name(const Contactd__V1__Body *b, char *out, size_t n) {
-  if (b->name && b->name[0]) snprintf(out, n, "body %u (%.40s)", b->body_id, b->name);
-  else snprintf(out, n, "body %u", b->body_id);
-}
-
 void cd_qbodies_unpin(cd_qbody *b, int32_t n) {
   cd_cache *c = NULL;
   for (int32_t i = 0; i < n; i++)
@@ -78,28 +73,28 @@ int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char
   cd_cache_lock(s->cache);
   for (i = 0; i < n; i++) {
     const Contactd__V1__Body *m = in[i];
-    body_name(m, what, sizeof what);
+    const cd_qwhere w = {field, i, m->body_id, m->name};
     cd_qbody *q = &b[i];
     q->id = m->body_id;
     ids[i] = m->body_id;
-    snprintf(f, sizeof f, "%s[%zu].geometryId", field, i);
     cd_cache_entry *e = cd_cache_find(s->cache, m->geometry_id);
     if (!e || e->state != CD_ENTRY_READY) {
+      cd_qwhere_field(&w, "geometryId", f, sizeof f);
+      cd_qwhere_body(&w, what, sizeof what);
       rc = cd_status_set(st, CD_NOT_FOUND, f, "%s: geometry \"%.64s\" is %s", what, m->geometry_id,
                          e ? "still being built" : "not registered");
       break;
     }
     q->body.geometry = e->geometry;
     q->body.point_stiffness = e->point_stiffness;
-    snprintf(f, sizeof f, "%s[%zu].pose", field, i);
-    if ((rc = cd_pose_from_msg(m->pose, &q->body.X_WB, f, what, st))) break;
-    snprintf(f, sizeof f, "%s[%zu].velocity", field, i);
-    if ((rc = cd_velocity_from_msg(m->velocity, &q->body.V_WB, f, what, st))) break;
+    if ((rc = cd_pose_from_msg(m->pose, &q->body.X_WB, &w, st))) break;
+    if ((rc = cd_velocity_from_msg(m->velocity, &q->body.V_WB, &w, st))) break;
     /* The geometry's material unless overridden. */
     if (m->material) {
-      snprintf(f, sizeof f, "%s[%zu].material", field, i);
       if (!(isfinite(m->material->dissipation) && m->material->dissipation >= 0) ||
           !(isfinite(m->material->friction) && m->material->friction >= 0)) {
+        cd_qwhere_field(&w, "material", f, sizeof f);
+        cd_qwhere_body(&w, what, sizeof what);
         rc = cd_status_set(st, CD_INVALID, f, "%s: dissipation %g and friction %g must be finite and >= 0", what,
                            m->material->dissipation, m->material->friction);
         break;
@@ -185,9 +180,19 @@ int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qo
   return 0;
 }
 
+int cd_qplan_run(const cd_qplan *p, const cd_qbody *b, int32_t nb, cd_qpair **out, int64_t *nout, cd_status *st) {
+  return cd_broadphase(b, nb, p->margin, p->exclude, p->nexclude, p->max_pairs, p->field, out, nout, st);
+}
+
+void cd_qplan_free(cd_qplan *p) {
+  free(p->exclude);
+  p->exclude = NULL;
+  p->on = 0;
+}
+
 int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs, size_t npairs,
-                      const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qpair **out,
-                      int64_t *nout, cd_status *st) {
+                      const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qplan *later,
+                      cd_qpair **out, int64_t *nout, cd_status *st) {
   char f[192];
   *out = NULL;
   *nout = 0;
@@ -218,8 +223,13 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
       ex[i] = (cd_qpair){ia, ib, 0};
     }
     cd_qindex_free(&m);
-    snprintf(f, sizeof f, "%s.allPairs", field);
-    int rc = cd_broadphase(b, nb, all->margin, ex, all->n_exclude, max_pairs, f, out, nout, st);
+    cd_qplan plan = {1, all->margin, ex, all->n_exclude, max_pairs, ""};
+    snprintf(plan.field, sizeof plan.field, "%s.allPairs", field);
+    if (later && nb >= CD_BROADPHASE_OFF_LOOP_BODIES) {
+      *later = plan;
+      return 0;
+    }
+    int rc = cd_qplan_run(&plan, b, nb, out, nout, st);
     free(ex);
     return rc;
   }

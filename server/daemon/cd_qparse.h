@@ -56,10 +56,26 @@ void cd_qindex_free(cd_qindex *x);
 /* Options (field: "contactQuery.options"). */
 int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qopts *out, cd_status *st);
 
+/* An all-pairs query's broad phase with its checked input, to run later:
+ * cd_qplan_run touches only its arguments and the bodies' pinned entries,
+ * so it may run on a worker. */
+typedef struct cd_qplan {
+  int on;
+  double margin;
+  cd_qpair *exclude; /* malloc'd: nexclude pairs never to report */
+  size_t nexclude;
+  uint64_t max_pairs;
+  char field[64]; /* what its errors name ("contactQuery.allPairs") */
+} cd_qplan;
+int cd_qplan_run(const cd_qplan *p, const cd_qbody *b, int32_t nb, cd_qpair **out, int64_t *nout, cd_status *st);
+void cd_qplan_free(cd_qplan *p);
+
 /* Explicit pairs by body id → index pairs (checked); or, when all is
- * non-NULL, the broad phase. */
+ * non-NULL, the broad phase: run now, or, when `later` is non-NULL and
+ * there are CD_BROADPHASE_OFF_LOOP_BODIES bodies or more, only checked and
+ * left in *later (later->on set, *out NULL). */
 int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs, size_t npairs,
-                      const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qpair **out,
-                      int64_t *nout, cd_status *st);
+                      const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qplan *later,
+                      cd_qpair **out, int64_t *nout, cd_status *st);
 
 #endif

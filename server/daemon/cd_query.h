@@ -1,7 +1,8 @@
 /* cd_query.h — a contact query as the daemon schedules it: its parsed
  * input (cd_qparse.h) split across the workers in jobs of a few pairs, the
  * per-pair results converted to wire messages on the worker (cd_reply.h)
- * within the reply budgets, and the reply handed to the transport. */
+ * within the reply budgets, and packed there for a protobuf reply
+ * (cd_splice.h), and the reply handed to the transport. */
 #ifndef CD_QUERY_H
 #define CD_QUERY_H
 
@@ -10,8 +11,10 @@
 
 #include "cd_budget.h"
 #include "cd_limits.h"
+#include "cd_pool.h"
 #include "cd_qparse.h"
 #include "cd_reply.h"
+#include "cd_splice.h"
 #include "cd_status.h"
 
 typedef struct cd_conn cd_conn;
@@ -26,9 +29,20 @@ struct cd_query {
   int owns_pins;    /* unpin the bodies' entries on free */
   cd_qpair *pairs;  /* owned */
   int64_t npairs;
+  /* plan.on: pairs come from the broad phase, which cd_query_run runs on a
+   * worker first (plan_job) and then splits its pairs into jobs */
+  cd_qplan plan;
+  cd_job plan_job;
   uint64_t candidate_pairs;
   cd_qopts opt;
-  Contactd__V1__PairResult **results; /* npairs, filled by the jobs */
+  Contactd__V1__PairResult **results; /* npairs, filled by the jobs (unless packed: see below) */
+  /* Nonzero for a protobuf reply: each job, on its worker, packs its
+   * results as records of this field of the reply message (cd_splice.h)
+   * into parts[its index] and lets the messages go (results[i] = NULL); the
+   * reply is then the concatenation. 0: results are kept as messages and
+   * the whole reply is encoded later (JSON). */
+  uint32_t pack_field;
+  cd_splice_part *parts; /* njobs when pack_field */
   struct cd_qjob *jobs;
   int64_t njobs;
   atomic_int_fast64_t jobs_left; /* counted down by the jobs on the workers: the last one completes the query */
@@ -64,10 +78,11 @@ typedef struct cd_query_reply {
  * caller sets the message and its case); NULL when out of memory. */
 cd_query_reply *cd_query_reply_new(cd_query *q, uint64_t request_id);
 /* Send x->env as the reply of slot seq on c (cd_conn_reply_large: encoded
- * off the loop when q's results are large); x and its query are freed once
- * the reply is encoded. */
+ * off the loop when q's results are large; cd_conn_reply_spliced when the
+ * jobs packed them); x and its query are freed once the reply is encoded. */
 void cd_query_reply_send(cd_query_reply *x, cd_conn *c, uint64_t seq);
-/* Run q on the pool (q->done runs on the loop when finished). */
+/* Run q on the pool (q->done runs on the loop when finished; a failed
+ * broad phase finishes it with err_pair 0). */
 void cd_query_run(cd_query *q);
 void cd_query_free(cd_query *q);
 

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cd_broadphase.h"
 #include "cd_conn.h"
 #include "cd_qcheck.h"
 #include "cd_server.h"
@@ -87,7 +86,7 @@ void cd_stream_open(cd_req *r) {
     cd_qpair *tmp;
     int64_t nt;
     if (cd_qpairs_resolve(s->bodies, s->nbodies, NULL, 0, m->all_pairs, "openStream",
-                          srv->cfg.limits.max_pairs_per_query, &tmp, &nt, &st)) {
+                          srv->cfg.limits.max_pairs_per_query, NULL, &tmp, &nt, &st)) {
       stream_free(s);
       cd_req_fail(r, &st);
       return;
@@ -106,7 +105,7 @@ void cd_stream_open(cd_req *r) {
       s->exclude[i] = (cd_qpair){cd_qindex_find(&s->index, m->all_pairs->exclude[i]->a),
                                  cd_qindex_find(&s->index, m->all_pairs->exclude[i]->b), 0};
   } else if (cd_qpairs_resolve(s->bodies, s->nbodies, m->pairs, m->n_pairs, NULL, "openStream",
-                               srv->cfg.limits.max_pairs_per_query, &s->pairs, &s->npairs, &st)) {
+                               srv->cfg.limits.max_pairs_per_query, NULL, &s->pairs, &s->npairs, &st)) {
     stream_free(s);
     cd_req_fail(r, &st);
     return;
@@ -207,10 +206,21 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
   q->done = sq_done;
   q->cancelled = &s->conn->cancelled;
   q->jobq = &s->conn->jobs;
+  if (s->conn->wire == CD_WIRE_PROTO) /* the workers pack the results */
+    q->pack_field = cd_splice_field(&contactd__v1__stream_result__descriptor, "results");
   int rc;
   if (s->all_pairs) {
-    rc = cd_broadphase(q->bodies, q->nbodies, s->margin, s->exclude, s->nexclude,
-                       srv->cfg.limits.max_pairs_per_query, "streamUpdate", &q->pairs, &q->npairs, &st);
+    cd_qplan plan = {1, s->margin, NULL, s->nexclude, srv->cfg.limits.max_pairs_per_query, "streamUpdate"};
+    if (s->nbodies >= CD_BROADPHASE_OFF_LOOP_BODIES) { /* on a worker (cd_query_run) */
+      rc = 0;
+      q->plan = plan;
+      q->plan.exclude = malloc((s->nexclude ? s->nexclude : 1) * sizeof *s->exclude);
+      if (!q->plan.exclude) rc = cd_status_set(&st, CD_EXHAUSTED, "streamUpdate", "out of memory");
+      else memcpy(q->plan.exclude, s->exclude, s->nexclude * sizeof *s->exclude);
+    } else {
+      plan.exclude = s->exclude;
+      rc = cd_qplan_run(&plan, q->bodies, q->nbodies, &q->pairs, &q->npairs, &st);
+    }
   } else {
     rc = 0;
     q->pairs = malloc((size_t)(s->npairs ? s->npairs : 1) * sizeof *q->pairs);
@@ -261,21 +271,19 @@ void cd_stream_update(cd_req *r) {
   if (!poses || !vels || !idx) rc = cd_status_set(&st, CD_EXHAUSTED, "streamUpdate", "out of memory");
   for (size_t i = 0; !rc && i < m->n_bodies; i++) {
     const Contactd__V1__BodyState *b = m->bodies[i];
-    char f[128], what[48];
-    snprintf(what, sizeof what, "body %u", b->body_id);
+    const cd_qwhere w = {"streamUpdate.bodies", i, b->body_id, NULL};
     idx[i] = cd_qindex_find(&s->index, b->body_id);
     if (idx[i] < 0) {
-      snprintf(f, sizeof f, "streamUpdate.bodies[%zu].bodyId", i);
+      char f[128];
+      cd_qwhere_field(&w, "bodyId", f, sizeof f);
       rc = cd_status_set(&st, CD_INVALID, f, "body %u is not in stream %llu", b->body_id,
                          (unsigned long long)s->id);
       break;
     }
-    snprintf(f, sizeof f, "streamUpdate.bodies[%zu].pose", i);
     poses[i] = s->bodies[idx[i]].body.X_WB;
-    if (b->pose && (rc = cd_pose_from_msg(b->pose, &poses[i], f, what, &st))) break;
-    snprintf(f, sizeof f, "streamUpdate.bodies[%zu].velocity", i);
+    if (b->pose && (rc = cd_pose_from_msg(b->pose, &poses[i], &w, &st))) break;
     vels[i] = s->bodies[idx[i]].body.V_WB;
-    if (b->velocity && (rc = cd_velocity_from_msg(b->velocity, &vels[i], f, what, &st))) break;
+    if (b->velocity && (rc = cd_velocity_from_msg(b->velocity, &vels[i], &w, &st))) break;
   }
   if (!rc)
     for (size_t i = 0; i < m->n_bodies; i++) {

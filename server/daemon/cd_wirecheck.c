@@ -89,7 +89,11 @@ static unsigned wire_type_of(const ProtobufCFieldDescriptor *f) {
 /* One message's encoding p[0..n). mode 0: check strings (w->why gets the
  * message); mode 1: diagnose the first malformation. -1 when found. */
 static int walk_message(walk *w, const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t n, int mode) {
-  size_t seen[WALK_MAX_FIELDS] = {0}, at = 0;
+  /* seen[i]: elements of repeated field i so far, valid where bit i of
+   * used is set (a message has few fields set: not zeroing all 64 spares a
+   * 512-byte memset per message walked, thousands per scene query) */
+  size_t seen[WALK_MAX_FIELDS], at = 0;
+  uint64_t used = 0;
   while (at < n) {
     const size_t key_at = at;
     uint64_t key, len;
@@ -101,6 +105,10 @@ static int walk_message(walk *w, const ProtobufCMessageDescriptor *d, const uint
     long index = -1;
     if (f && f->label == PROTOBUF_C_LABEL_REPEATED) {
       const size_t i = (size_t)(f - d->fields);
+      if (i < WALK_MAX_FIELDS && !(used >> i & 1)) {
+        used |= UINT64_C(1) << i;
+        seen[i] = 0;
+      }
       index = i < WALK_MAX_FIELDS ? (long)seen[i]++ : -1;
     }
     const size_t back = f ? push(w, f->name, index) : w->depth;

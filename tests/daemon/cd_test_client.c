@@ -132,7 +132,7 @@ static int read_full(int fd, void *buf, size_t n, long deadline) {
   return 0;
 }
 
-Contactd__V1__Envelope *tc_recv(int fd, int timeout_ms) {
+uint8_t *tc_recv_frame(int fd, int timeout_ms, size_t *n) {
   long deadline = now_ms() + timeout_ms;
   uint64_t len = 0;
   int shift = 0;
@@ -149,6 +149,14 @@ Contactd__V1__Envelope *tc_recv(int fd, int timeout_ms) {
     free(buf);
     return NULL;
   }
+  *n = (size_t)len;
+  return buf;
+}
+
+Contactd__V1__Envelope *tc_recv(int fd, int timeout_ms) {
+  size_t len;
+  uint8_t *buf = tc_recv_frame(fd, timeout_ms, &len);
+  if (!buf) return NULL;
   Contactd__V1__Envelope *e = contactd__v1__envelope__unpack(NULL, len, buf);
   free(buf);
   return e;

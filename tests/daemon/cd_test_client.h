@@ -42,6 +42,8 @@ int tc_send_raw(int fd, const void *data, size_t n);
 int tc_send_burst(int fd, const Contactd__V1__Envelope *env, int n);
 /* NULL on EOF, error or timeout (ms). Free with contactd__v1__envelope__free_unpacked. */
 Contactd__V1__Envelope *tc_recv(int fd, int timeout_ms);
+/* The next frame's body as it came (malloc'd, *n bytes); NULL as tc_recv. */
+uint8_t *tc_recv_frame(int fd, int timeout_ms, size_t *n);
 /* 1 if the peer closed the connection within timeout_ms (reads and drops data). */
 int tc_wait_closed(int fd, int timeout_ms);
 

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cd_budget.h"
+#include "cd_json.h"
 #include "cd_test_client.h"
 
 typedef Contactd__V1__Envelope Env;
@@ -1353,4 +1355,246 @@ Test(daemon_api, results_are_bit_identical_whatever_the_worker_count) {
     free(other);
   }
   free(one);
+}
+
+/* A protobuf reply is packed in pieces: each job packs its pairs on its
+ * worker and the rest of the message is packed around them. Over the wire,
+ * a scene of touching balls (every pair from the broad phase, three pairs a
+ * job so the last job is short; patches and energy) and a stream over it:
+ * each frame is the one packing the whole decoded message gives, byte for
+ * byte, and its results are those of the same query over JSON (encoded
+ * whole from the messages), timings aside. */
+#define SPL_BALLS 40
+static void spl_zero_times(Contactd__V1__PairResult **r, size_t n) {
+  for (size_t i = 0; i < n; i++) r[i]->compute_time_us = 0;
+}
+
+static void spl_expect_canonical(const uint8_t *raw, size_t n, const Env *e, const char *what) {
+  size_t m = contactd__v1__envelope__get_packed_size(e);
+  uint8_t *re = malloc(m ? m : 1);
+  cr_assert(re);
+  contactd__v1__envelope__pack(e, re);
+  cr_expect(m == n && memcmp(raw, re, n) == 0, "%s: %zu bytes on the wire, %zu packed whole", what, n, m);
+  free(re);
+}
+
+Test(daemon_api, replies_packed_on_the_workers_are_whole_messages, .timeout = 120) {
+  const char *path = tc_limits_file("/tmp/contactd-test-splice.json", "\"pairs_per_job\": 3");
+  const char *extra[] = {"--config", path, "--workers", "2", NULL};
+  tc_start(&D, extra);
+  int fd = tc_connect_tcp(D.port), fj = tc_connect_tcp(D.port);
+  char *ball = tc_register_sphere(fd, 1, 0.05, 2e5, 0.02);
+  cr_assert(ball);
+  Contactd__V1__Body b[SPL_BALLS], *bodies[SPL_BALLS];
+  Contactd__V1__Pose pose[SPL_BALLS];
+  Contactd__V1__Vec3 pos[SPL_BALLS];
+  for (int k = 0; k < SPL_BALLS; k++) { /* 9 cm apart: each ball presses into its neighbours */
+    tc_body(&b[k], &pose[k], &pos[k], (uint32_t)k + 1, ball, 0.09 * (k % 5), 0.09 * (k / 5 % 4), 0.09 * (k / 20));
+    bodies[k] = &b[k];
+  }
+  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.detail = CONTACTD__V1__DETAIL__DETAIL_PATCHES;
+  o.want_energy = 1;
+  Contactd__V1__ContactQuery cq = CONTACTD__V1__CONTACT_QUERY__INIT;
+  cq.n_bodies = SPL_BALLS;
+  cq.bodies = bodies;
+  cq.all_pairs = &ap;
+  cq.options = &o;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 300;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &cq;
+  cr_assert_eq(tc_send(fd, &e), 0);
+  size_t n;
+  uint8_t *raw = tc_recv_frame(fd, 60000, &n);
+  cr_assert(raw);
+  Env *r = contactd__v1__envelope__unpack(NULL, n, raw);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY && r->request_id == 300);
+  spl_expect_canonical(raw, n, r, "the scene's reply");
+  Contactd__V1__ContactReply *cr = r->contact_reply;
+  cr_assert_gt(cr->n_results, 60, "%zu pairs", cr->n_results);
+  cr_expect_eq(cr->n_results, cr->candidate_pairs);
+  for (size_t i = 0; i < cr->n_results; i++) {
+    const Contactd__V1__PairResult *p = cr->results[i];
+    cr_expect(p->a != p->b && p->a >= 1 && p->a <= SPL_BALLS && p->b >= 1 && p->b <= SPL_BALLS, "pair %zu", i);
+    cr_expect_eq(p->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE, "pair %zu touches", i);
+    cr_expect_eq(p->wrench_a->force->x, -p->wrench_b->force->x, "pair %zu: opposite forces", i);
+    cr_expect_eq(p->n_patches, 1, "pair %zu: one patch", i);
+  }
+
+  /* the same query over JSON */
+  cd_budget jb;
+  cd_budget_init(&jb, 0);
+  cd_wire_error we;
+  size_t jl;
+  char *line = cd_json_encode(&e.base, &jb, &jl, &we);
+  cr_assert(line);
+  cr_assert_eq(tc_send_line(fj, line), 0);
+  char *lj = tc_recv_line(fj, 60000);
+  cr_assert(lj);
+  Env *rj = (Env *)cd_json_decode(&contactd__v1__envelope__descriptor, lj, strlen(lj), &jb, &we);
+  cr_assert(rj && rj->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "%s", we.message);
+  cr_assert_eq(rj->contact_reply->n_results, cr->n_results);
+  cr->compute_time_us = rj->contact_reply->compute_time_us = 0;
+  spl_zero_times(cr->results, cr->n_results);
+  spl_zero_times(rj->contact_reply->results, rj->contact_reply->n_results);
+  size_t np = contactd__v1__contact_reply__get_packed_size(cr);
+  size_t nj = contactd__v1__contact_reply__get_packed_size(rj->contact_reply);
+  uint8_t *bp = malloc(np), *bj = malloc(nj);
+  contactd__v1__contact_reply__pack(cr, bp);
+  contactd__v1__contact_reply__pack(rj->contact_reply, bj);
+  cr_expect(np == nj && memcmp(bp, bj, np) == 0, "protobuf and JSON give the same results (%zu and %zu bytes)", np,
+            nj);
+  free(bp);
+  free(bj);
+  free(lj);
+  cd_budget_destroy(&jb);
+
+  /* a stream over the scene: a StreamResult packed in pieces */
+  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
+  os.n_bodies = SPL_BALLS;
+  os.bodies = bodies;
+  os.all_pairs = &ap;
+  os.options = &o;
+  uint64_t sid = tc_open_stream(fd, &os, 301, 30000);
+  cr_assert_gt(sid, 0);
+  cr_assert_eq(tc_send_stream_update_z(fd, 302, sid, 7, 1, 0.005), 0);
+  free(raw);
+  raw = tc_recv_frame(fd, 60000, &n);
+  cr_assert(raw);
+  Env *rs = contactd__v1__envelope__unpack(NULL, n, raw);
+  cr_assert(rs && rs->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT);
+  spl_expect_canonical(raw, n, rs, "the stream's result");
+  cr_expect_eq(rs->stream_result->sequence, 7);
+  cr_expect_eq(rs->stream_result->stream_id, sid);
+  cr_expect_eq(rs->stream_result->n_results, cr->n_results);
+  contactd__v1__envelope__free_unpacked(rs, NULL);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(raw);
+  free(ball);
+  close(fd);
+  close(fj);
+  cr_expect_eq(tc_stop(&D), 0);
+}
+
+/* The broad phase of a query (or stream update) with many bodies runs on a
+ * worker before its pairs are split into jobs; a small one on the loop.
+ * Either way the same pairs come back, and one over max_pairs_per_query
+ * fails the same way, naming the same field: a query of 100 balls (on a
+ * worker) and of its first 10 (on the loop), each spread out and heaped,
+ * and a stream of the 100 whose update heaps them. */
+#define BP_BALLS 100
+static Env *bp_query(int fd, uint64_t id, Contactd__V1__Body **bodies, size_t n, Contactd__V1__AllPairs *ap) {
+  Contactd__V1__ContactQuery q = CONTACTD__V1__CONTACT_QUERY__INIT;
+  q.n_bodies = n;
+  q.bodies = bodies;
+  q.all_pairs = ap;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = id;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
+  e.contact_query = &q;
+  Env *r = tc_call(fd, &e, 60000);
+  cr_assert(r && r->request_id == id, "a reply to %llu", (unsigned long long)id);
+  return r;
+}
+
+static void bp_expect_over(Env *r, const char *field, const char *what) {
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR, "%s: an error", what);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, "%s", what);
+  cr_expect_str_eq(r->error->field, field, "%s", what);
+  cr_expect(strstr(r->error->message, "the broad phase found more than 40 candidate pairs (max_pairs_per_query)"),
+            "%s: %s", what, r->error->message);
+}
+
+Test(daemon_api, broad_phase_off_the_loop_finds_the_same_pairs_and_limits, .timeout = 120) {
+  const char *path = tc_limits_file("/tmp/contactd-test-broadphase.json", "\"max_pairs_per_query\": 40");
+  const char *extra[] = {"--config", path, NULL};
+  tc_start(&D, extra);
+  int fd = tc_connect_tcp(D.port);
+  char *ball = tc_register_sphere(fd, 1, 0.05, 2e5, 0.02);
+  cr_assert(ball);
+  Contactd__V1__Body b[BP_BALLS], *bodies[BP_BALLS];
+  Contactd__V1__Pose pose[BP_BALLS];
+  Contactd__V1__Vec3 pos[BP_BALLS];
+  /* spread out, 0.5 m apart in two rows, but each ball k = 9 (mod 10) 9 cm
+   * beside ball k - 1: 10 pairs among the 100, 1 among the first 10 */
+  for (int k = 0; k < BP_BALLS; k++) {
+    double x = 0.5 * (k / 2), y = k % 2 ? 1.0 : 0;
+    if (k % 10 == 9) x = 0.5 * ((k - 1) / 2) + 0.09, y = 0;
+    tc_body(&b[k], &pose[k], &pos[k], (uint32_t)(1000 - k), ball, x, y, 0);
+    bodies[k] = &b[k];
+  }
+  Contactd__V1__AllPairs ap = CONTACTD__V1__ALL_PAIRS__INIT;
+  const size_t sizes[2] = {BP_BALLS, 10};
+  for (int s = 0; s < 2; s++) {
+    Env *r = bp_query(fd, 10 + (uint64_t)s, bodies, sizes[s], &ap);
+    cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "%zu bodies: %s", sizes[s],
+                 r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? r->error->message : "");
+    const Contactd__V1__ContactReply *cr = r->contact_reply;
+    cr_expect_eq(cr->n_results, sizes[s] / 10, "%zu bodies: %zu pairs", sizes[s], cr->n_results);
+    cr_expect_eq(cr->candidate_pairs, cr->n_results);
+    for (size_t i = 0; i < cr->n_results; i++) { /* by ids: (991 - 10 j, 992 - 10 j), j descending */
+      cr_expect_eq(cr->results[i]->a, 991 - 10 * (cr->n_results - 1 - i), "%zu bodies, pair %zu", sizes[s], i);
+      cr_expect_eq(cr->results[i]->b, cr->results[i]->a + 1);
+      cr_expect_eq(cr->results[i]->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE);
+    }
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  /* an exclusion drops one of them */
+  Contactd__V1__Pair ex = CONTACTD__V1__PAIR__INIT, *exs[1] = {&ex};
+  ex.a = 992;
+  ex.b = 991;
+  ap.n_exclude = 1;
+  ap.exclude = exs;
+  Env *r = bp_query(fd, 12, bodies, BP_BALLS, &ap);
+  cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
+  cr_expect_eq(r->contact_reply->n_results, BP_BALLS / 10 - 1);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  ap.n_exclude = 0;
+
+  /* a stream of all of them; its update heaps them in one spot */
+  Contactd__V1__OpenStream os = CONTACTD__V1__OPEN_STREAM__INIT;
+  os.n_bodies = BP_BALLS;
+  os.bodies = bodies;
+  os.all_pairs = &ap;
+  uint64_t sid = tc_open_stream(fd, &os, 20, 30000);
+  cr_assert_gt(sid, 0);
+  Contactd__V1__Vec3 here = CONTACTD__V1__VEC3__INIT;
+  Contactd__V1__Pose at = CONTACTD__V1__POSE__INIT;
+  at.position = &here;
+  Contactd__V1__BodyState st[BP_BALLS], *stp[BP_BALLS];
+  for (int k = 0; k < BP_BALLS; k++) {
+    contactd__v1__body_state__init(&st[k]);
+    st[k].body_id = b[k].body_id;
+    st[k].pose = &at;
+    stp[k] = &st[k];
+  }
+  Contactd__V1__StreamUpdate u = CONTACTD__V1__STREAM_UPDATE__INIT;
+  u.stream_id = sid;
+  u.sequence = 1;
+  u.n_bodies = BP_BALLS;
+  u.bodies = stp;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 21;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE;
+  e.stream_update = &u;
+  cr_assert_eq(tc_send(fd, &e), 0);
+  r = tc_recv(fd, 60000);
+  cr_assert(r);
+  bp_expect_over(r, "streamUpdate", "the stream's heaped update");
+  cr_expect_eq(r->error->stream_id, sid);
+  cr_expect_eq(r->error->sequence, 1);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+
+  /* heaped: over the limit, on a worker (100 bodies) and on the loop (10) */
+  for (int k = 0; k < BP_BALLS; k++) pos[k].x = pos[k].y = pos[k].z = 0;
+  for (int s = 0; s < 2; s++) {
+    r = bp_query(fd, 30 + (uint64_t)s, bodies, sizes[s], &ap);
+    bp_expect_over(r, "contactQuery.allPairs", s ? "10 heaped bodies (45 pairs)" : "100 heaped bodies");
+    contactd__v1__envelope__free_unpacked(r, NULL);
+  }
+  free(ball);
+  close(fd);
+  cr_expect_eq(tc_stop(&D), 0);
 }
