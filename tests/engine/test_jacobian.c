@@ -385,6 +385,7 @@ Test(jacobian, mirrored_spheres) {
   check_mirrored(0.05, 1);
   check_mirrored(0.026, 1);
   check_mirrored(0.05, 0);
+  check_mirrored(0.026, 0);
 }
 
 Test(jacobian, compliant_rigid) {
