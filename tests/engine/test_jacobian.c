@@ -322,11 +322,12 @@ Test(jacobian, compliant_compliant) {
 }
 
 /* The benchmark's spheres, identical meshes mirrored across the plane
- * between them (centres 0.18 apart along x, identity rotations): every
- * polygon of the surface is a tet of A cut by the plane, which is also its
- * mirror tet of B cut by it, so each polygon edge lies on a face of both
- * meshes, and any perturbation but the approach opens slivers along the
- * edges (different faces at +-h, so run_case would skip every pose matrix).
+ * between them (centres 0.18 apart along x, identity rotations): where the
+ * mesh is mirror-symmetric a polygon is a tet of A cut by the plane and
+ * also its mirror tet of B cut by it, so its edges lie on faces of both
+ * meshes (all of them at hint 0.05), and any perturbation but the approach
+ * opens slivers along them (different faces at +-h, so run_case would skip
+ * every pose matrix).
  * The wrench is differentiable there without dissipation and friction and
  * has a kink in them otherwise; the Jacobians are its symmetric derivative
  * (docs/jacobians.md, "Topology rule"), which central differences
