@@ -28,7 +28,7 @@
 #else
 #define CE_DUAL_W 32
 #endif
-typedef double jd_vec __attribute__((vector_size(CE_DUAL_W * sizeof(double))));
+typedef double jd_vec __attribute__((vector_size(CE_DUAL_W * sizeof(double)), aligned(16)));
 
 typedef struct jd {
   double v;
