@@ -20,7 +20,9 @@
 
 /* The partials in one GCC vector (elementwise IEEE arithmetic), padded to
  * a power of two: the compiler keeps them in vector registers instead of
- * copying arrays through memory. The padding stays zero. */
+ * copying arrays through memory. The padding stays zero. Aligned to 16
+ * bytes (two doubles, what SSE2 loads), not to the vector's own size,
+ * which would pad a dual to twice its width. */
 #if CE_DUAL_N <= 8
 #define CE_DUAL_W 8
 #elif CE_DUAL_N <= 16
@@ -28,7 +30,7 @@
 #else
 #define CE_DUAL_W 32
 #endif
-typedef double jd_vec __attribute__((vector_size(CE_DUAL_W * sizeof(double))));
+typedef double jd_vec __attribute__((vector_size(CE_DUAL_W * sizeof(double)), aligned(16)));
 
 typedef struct jd {
   double v;
