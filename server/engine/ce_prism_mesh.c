@@ -250,6 +250,18 @@ static int32_t mmb_quad(mmb *b, const int32_t q[4]) {
 /* Snap a medial offset to zero when it is round-off relative to the size. */
 static double snap(double d, double size) { return d < 1e-9 * size ? 0.0 : d; }
 
+/* The axes ordered by half size, largest first (ax), the sorted half sizes
+ * a >= b >= c, and the medial rectangle's half sizes mx = a - c, my = b - c
+ * (snapped to 0 when round-off). */
+static void sort_axes(const double hs[3], int ax[3], double *a, double *b, double *c, double *mx, double *my) {
+  ax[0] = 0, ax[1] = 1, ax[2] = 2;
+  for (int i = 0; i < 3; ++i)
+    for (int j = i + 1; j < 3; ++j)
+      if (hs[ax[j]] > hs[ax[i]]) { int s = ax[i]; ax[i] = ax[j]; ax[j] = s; }
+  *a = hs[ax[0]], *b = hs[ax[1]], *c = hs[ax[2]];
+  *mx = snap(*a - *c, *a), *my = snap(*b - *c, *a);
+}
+
 typedef struct box_ctx { double h[3], E, H; } box_ctx;
 
 static double box_field(const void *ctx, ce_vec3 x) {
@@ -273,12 +285,9 @@ static int32_t box_vertex(mmb *b, const int ax[3], double X, double Y, double Z,
  * |X| <= a - c, |Y| <= b - c in Z = 0; the Z faces own frustums down to it,
  * the X and Y faces wedges up to its edges. */
 static ce_errno box_tets(const double hs[3], double E, ce_rawmesh *m, ce_error *err) {
-  int ax[3] = {0, 1, 2};
-  for (int i = 0; i < 3; ++i)
-    for (int j = i + 1; j < 3; ++j)
-      if (hs[ax[j]] > hs[ax[i]]) { int s = ax[i]; ax[i] = ax[j]; ax[j] = s; }
-  double a = hs[ax[0]], b = hs[ax[1]], c = hs[ax[2]];
-  double mx = snap(a - c, a), my = snap(b - c, a);
+  int ax[3];
+  double a, b, c, mx, my;
+  sort_axes(hs, ax, &a, &b, &c, &mx, &my);
   box_ctx ctx = {{hs[0], hs[1], hs[2]}, E, c};
   mmb B;
   memset(&B, 0, sizeof B);
@@ -344,12 +353,9 @@ static int32_t box_g(mmb *B, const int ax[3], double x, yz q) {
 
 static ce_errno box_sliced_tets(const double hs[3], double E, double h, ce_rawmesh *m,
                                 ce_error *err) {
-  int ax[3] = {0, 1, 2};
-  for (int i = 0; i < 3; ++i)
-    for (int j = i + 1; j < 3; ++j)
-      if (hs[ax[j]] > hs[ax[i]]) { int s = ax[i]; ax[i] = ax[j]; ax[j] = s; }
-  double a = hs[ax[0]], b = hs[ax[1]], c = hs[ax[2]];
-  double mx = snap(a - c, a), my = snap(b - c, a);
+  int ax[3];
+  double a, b, c, mx, my;
+  sort_axes(hs, ax, &a, &b, &c, &mx, &my);
   /* (the 1e-9 keeps a round-off excess, 15.000000000000002, from adding a slice) */
   double Jd = mx > 0 ? fmax(1.0, ceil(2.0 * mx / h - 1e-9)) : 0.0;
   double Kd = my > 0 ? fmax(1.0, ceil(2.0 * my / h - 1e-9)) : 0.0;
