@@ -648,6 +648,23 @@ static void sleep_run(cd_job *j, cd_worker *w) {
 static void sleep_done(cd_job *j) { ((sleep_job *)j)->done = 1; }
 
 static void timer_fired(uv_timer_t *t) { *(int *)t->data = 1; }
+static void timer_closed(uv_handle_t *h) { *(int *)h->data = 2; }
+
+/* The loop run for the next 30 ms (a timer): the ms of them it spent idle
+ * (blocked in the kernel) rather than polling. */
+static double idle_ms_over_30ms(uv_loop_t *loop) {
+  uint64_t idle0 = uv_metrics_idle_time(loop);
+  uv_timer_t t;
+  int state = 0;
+  uv_timer_init(loop, &t);
+  t.data = &state;
+  uv_timer_start(&t, timer_fired, 30, 0);
+  while (!state) uv_run(loop, UV_RUN_ONCE);
+  double ms = (double)(uv_metrics_idle_time(loop) - idle0) * 1e-6;
+  uv_close((uv_handle_t *)&t, timer_closed);
+  while (state != 2) uv_run(loop, UV_RUN_ONCE); /* closing: does not block */
+  return ms;
+}
 
 static double idle_ms_around_job(uint64_t poll_us, int job_ms, double *idle_after_ms) {
   uv_loop_t loop;
@@ -660,14 +677,7 @@ static double idle_ms_around_job(uint64_t poll_us, int job_ms, double *idle_afte
   cd_pool_submit(p, NULL, &j.job);
   while (!j.done) uv_run(&loop, UV_RUN_ONCE);
   uint64_t idle1 = uv_metrics_idle_time(&loop);
-  uv_timer_t t;
-  int fired = 0;
-  uv_timer_init(&loop, &t);
-  t.data = &fired;
-  uv_timer_start(&t, timer_fired, 30, 0);
-  while (!fired) uv_run(&loop, UV_RUN_ONCE);
-  *idle_after_ms = (double)(uv_metrics_idle_time(&loop) - idle1) * 1e-6;
-  uv_close((uv_handle_t *)&t, NULL);
+  *idle_after_ms = idle_ms_over_30ms(&loop);
   cd_pool_destroy(p);
   uv_run(&loop, UV_RUN_DEFAULT); /* the pool's handles close */
   cr_assert_eq(uv_loop_close(&loop), 0);
@@ -736,21 +746,13 @@ Test(pool, a_folded_group_completes_once_after_all_its_jobs) {
   }
   for (int k = 0; k < GROUPS; k++)
     while (!atomic_load(&g[k].done_calls)) uv_run(&loop, UV_RUN_ONCE);
-  uint64_t idle0 = uv_metrics_idle_time(&loop);
-  uv_timer_t t;
-  int fired = 0;
-  uv_timer_init(&loop, &t);
-  t.data = &fired;
-  uv_timer_start(&t, timer_fired, 30, 0);
-  while (!fired) uv_run(&loop, UV_RUN_ONCE);
-  double idle_ms = (double)(uv_metrics_idle_time(&loop) - idle0) * 1e-6;
+  double idle_ms = idle_ms_over_30ms(&loop);
   for (int k = 0; k < GROUPS; k++) {
     cr_expect_eq(atomic_load(&g[k].done_calls), 1, "group %d: done() ran %d times", k, atomic_load(&g[k].done_calls));
     cr_expect_eq(atomic_load(&g[k].all_ran_at_done), N, "group %d: done() ran after %d of %d jobs", k,
                  atomic_load(&g[k].all_ran_at_done), N);
   }
   cr_expect_gt(idle_ms, 20, "every group completed, yet the loop polled on (%.1f of 30 ms idle)", idle_ms);
-  uv_close((uv_handle_t *)&t, NULL);
   cd_pool_destroy(p);
   uv_run(&loop, UV_RUN_DEFAULT);
   cr_assert_eq(uv_loop_close(&loop), 0);
