@@ -20,6 +20,11 @@ Fails, naming each offender, when
                  header (server/engine/*.h) other than ce.h, unless it
                  carries the line
                      Engine header <header>: <reason>
+  tmp-path       a file under tests/ or bench/ names a fixed path in the
+                 machine's temporary directory (slash, "tmp"): tests write
+                 only under the directory made for their run ($TMPDIR,
+                 which tests/run.sh makes), so nothing an earlier run left
+                 there can make one pass
 
 A known violation is listed, with its reason, in the exceptions file
 (default tests/docs/layout_exceptions.txt) as one line
@@ -52,6 +57,12 @@ TWO_WAY_RE = re.compile(r"Two-way with (\S+?):\s+\S")
 ENGINE_HEADER_RE = re.compile(r"Engine header (\S+?\.h):\s+\S")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 CALL_RE = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+TMP_DIRS = ("tests", "bench")
+TMP_EXT = C_EXT + (".cpp", ".py", ".sh", ".mjs", ".js", ".cmake", ".txt", ".md", ".json")
+# the machine's temporary directory as a path of its own (not $TMPDIR, not
+# a directory that merely ends in those letters); spelt in two pieces so
+# that this file does not name it
+TMP_PATH_RE = re.compile(r"(?<![\w.~$/-])/" + r"tmp(?![\w.-])")
 
 
 def source_files(root, top, exts):
@@ -213,6 +224,16 @@ def strip_c_keep_includes(text):
     return re.sub(r"/\*.*?\*/|//[^\n]*", blank, text, flags=re.S)
 
 
+def tmp_paths(root):
+    out = []
+    for top in TMP_DIRS:
+        for rel in source_files(root, top, TMP_EXT):
+            for no, ln in enumerate(read(root, rel).split("\n"), 1):
+                if TMP_PATH_RE.search(ln):
+                    out.append(("tmp-path %s:%d" % (rel, no), "write under $TMPDIR, the directory made for the run"))
+    return out
+
+
 def check(root, ctags):
     """[(violation, detail)], sorted."""
     cfiles = []
@@ -223,6 +244,7 @@ def check(root, ctags):
     for top in ("server", "client"):
         allfiles += source_files(root, top, SOURCE_EXT)
     v = long_functions(funcs) + long_files(root, allfiles) + two_way(root, funcs) + engine_includes(root)
+    v += tmp_paths(root)
     return sorted(set(v))
 
 
@@ -326,6 +348,13 @@ def self_test(ctags):
         ("engine header with its reason",
          {"server/daemon/cd_main.c": '/* Engine header ce_bvh.h: test reason. */\n#include "ce_bvh.h"\n'
           + c_function("cd_main_run", 5)}, None, ""),
+        ("test naming a fixed temporary path",
+         {"tests/daemon/test_x.c": 'const char *p = "/' + 'tmp/x.json";\n'}, "tmp-path tests/daemon/test_x.c:1", ""),
+        ("benchmark script naming the temporary directory",
+         {"bench/run.sh": "set -e\nmktemp -d /" + "tmp/b-XXXXXX\n"}, "tmp-path bench/run.sh:2", ""),
+        ("test writing under $TMPDIR and mounting a tmpfs",
+         {"tests/daemon/test_y.c": 'getenv("TMPDIR"); mount("tmpfs", d, "tmpfs", 0, 0); /* a/' + 'tmp */\n',
+          "tests/run.sh": "mktemp -d -t x.XXXXXX; echo $TMPDIR/" + "tmp\n"}, None, ""),
         ("listed exception",
          {"client/cc_x.c": c_function("cc_x", MAX_FUNCTION_LINES + 1)}, None,
          "long-function client/cc_x.c cc_x -- test reason\n"),
