@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""The file maps of docs/architecture.md match the source tree.
+"""The file maps of docs/architecture.md match the source tree, and the
+file names that sources and documents mention are files of the tree.
 
     check_file_map.py --source DIR
     check_file_map.py --self-test
@@ -19,6 +20,12 @@ removed fails the test until its row is written.
 
 To map another directory, add a (heading, directory) pair to MAPS and a
 section with a table to the document; check_map() is the whole check.
+
+Named files: check_named_files() reads every text file under SCAN (build
+output and tests/docs, whose self-tests make names up, aside) for names
+of the project's files (NAME_RE: ce_*.c, cd_*.h, td_*.c, test_*.py, ...)
+and fails for each that no file of the tree has (by base name), so a
+comment or document naming a file that was renamed or split is caught.
 """
 import argparse
 import os
@@ -38,6 +45,11 @@ MAPS = [
 # Directories that hold build output or packaging by-products, never sources.
 SKIP_DIRS = re.compile(r"^(\..*|build.*|__pycache__|.*\.egg-info|node_modules)$")
 CODE_RE = re.compile(r"`([^`]+)`")
+# Where check_named_files() looks, relative to the source root.
+SCAN = ["README.md", "docs", "server", "client", "proto", "bench", "deploy", "viewer", "tests"]
+SCAN_SKIP = {os.path.join("tests", "docs")}
+NAME_RE = re.compile(r"(?<![\w.-])(?:ce|cd|cc|ctl|td|test|bench|check|gen|make|run)_[a-z0-9_]+"
+                     r"\.(?:c|h|inc|cpp|py|sh)\b")
 
 
 def expand(name):
@@ -106,6 +118,41 @@ def check_map(root, text, heading, directory, suffixes=SOURCE_SUFFIXES):
     return ["%s, section \"%s\": %s" % (DOC, heading, p) for p in problems]
 
 
+def tree_names(root):
+    """Base names of every file in the tree (build output aside)."""
+    names = set()
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if not SKIP_DIRS.match(x)]
+        names.update(files)
+    return names
+
+
+def check_named_files(root, scan=SCAN, skip=SCAN_SKIP):
+    """Problems (strings) for each mention of a project file name that no file has; [] if none."""
+    exist, problems = tree_names(root), []
+    paths = []
+    for entry in scan:
+        top = os.path.join(root, entry)
+        if os.path.isfile(top):
+            paths.append(entry)
+        for d, dirs, files in os.walk(top):
+            dirs[:] = sorted(x for x in dirs if not SKIP_DIRS.match(x)
+                             and os.path.relpath(os.path.join(d, x), root) not in skip)
+            paths += sorted(os.path.relpath(os.path.join(d, f), root) for f in files)
+    for rel in paths:
+        try:
+            with open(os.path.join(root, rel), encoding="utf-8") as f:
+                text = f.read()
+        except (UnicodeDecodeError, OSError):
+            continue  # images and other binary files
+        for n, line in enumerate(text.split("\n"), 1):
+            for name in NAME_RE.findall(line):
+                if name not in exist:
+                    problems.append("%s:%d names %s, which is no file of the tree (renamed, split or removed?)"
+                                    % (rel, n, name))
+    return problems
+
+
 def check_tree(root):
     with open(os.path.join(root, DOC), encoding="utf-8") as f:
         text = f.read()
@@ -113,11 +160,11 @@ def check_tree(root):
     for heading, directory in MAPS:
         problems += check_map(root, text, heading, directory)
         counted += len(source_files(root, directory))
-    return problems, counted
+    return problems + check_named_files(root), counted
 
 
 def self_test():
-    """The check catches a missing file, a name of no file and a name given twice."""
+    """The checks catch a missing file, a name of no file, a name given twice and a stale file name."""
     root = tempfile.mkdtemp(prefix="file-map-selftest-")
     try:
         os.makedirs(os.path.join(root, "lib", "sub"))
@@ -141,6 +188,22 @@ def self_test():
             if got != want:
                 failed += 1
                 print("FAIL self-test:\n  document:\n%s\n  want: %s\n  got:  %s" % (text, want, got))
+        with open(os.path.join(root, "lib", "b.c"), "w") as f:
+            f.write("/* b.c: see a.h and cd_gone.c; run_x.sh */\n#include \"a.h\"\n")
+        os.makedirs(os.path.join(root, "docs", "skipped"))
+        with open(os.path.join(root, "docs", "skipped", "x.md"), "w") as f:
+            f.write("ce_made_up.c\n")
+        with open(os.path.join(root, "docs", "y.md"), "w") as f:
+            f.write("`cd_a.c` and\n`lib/ce_old.h`\n")
+        for f in ("cd_a.c", "run_x.sh"):
+            open(os.path.join(root, "lib", f), "w").close()
+        cases.append(None)
+        got = check_named_files(root, ["docs", "lib"], {os.path.join("docs", "skipped")})
+        want = ["%s names %s, which is no file of the tree (renamed, split or removed?)" % w
+                for w in (("docs/y.md:2", "ce_old.h"), ("lib/b.c:1", "cd_gone.c"))]
+        if got != want:
+            failed += 1
+            print("FAIL self-test (named files):\n  want: %s\n  got:  %s" % (want, got))
         print("self-test: %d of %d cases as expected" % (len(cases) - failed, len(cases)))
         return 1 if failed else 0
     finally:
@@ -160,10 +223,10 @@ def main():
     for p in problems:
         print("FAIL " + p)
     if problems:
-        print("%d problems; edit %s (the file maps) to match the tree" % (len(problems), DOC))
+        print("%d problems; edit %s (the file maps), or the files named, to match the tree" % (len(problems), DOC))
         sys.exit(1)
-    print("%s: the file maps name each of the %d source files under %s once" % (
-        DOC, counted, ", ".join(d + "/" for _, d in MAPS)))
+    print("%s: the file maps name each of the %d source files under %s once; every file named under %s exists"
+          % (DOC, counted, ", ".join(d + "/" for _, d in MAPS), ", ".join(SCAN)))
 
 
 if __name__ == "__main__":
