@@ -13,10 +13,10 @@ file in a subdirectory is named with its path, `contactctl/ctl.h`). Every
 source file (SOURCE_SUFFIXES) under the directory, subdirectories
 included, must be named exactly once, and every name must be a file or
 directory that exists (a directory's row, `examples/scenes/`, names no
-file for it). The failure message
-lists, per section, the files missing from the map, the names of files
-that do not exist and the names given twice, so a file added, moved or
-removed fails the test until its row is written.
+file for it). The failure message lists, per section, the files missing
+from the map, the names of files that do not exist and the names given
+twice, so a file added, moved or removed fails the test until its row is
+written.
 
 To map another directory, add a (heading, directory) pair to MAPS and a
 section with a table to the document; check_map() is the whole check.
