@@ -3,7 +3,7 @@
 # Idempotent: only missing packages are installed. Needs root (or sudo).
 set -euo pipefail
 PKGS=(gcc cmake make pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler
-      libcjson-dev libcriterion-dev protobuf-compiler python3-protobuf libccd-dev
+      libcjson-dev libcriterion-dev libssl-dev openssl protobuf-compiler python3-protobuf libccd-dev
       chromium libhiredis-dev redis-server redis-tools
       clang-14 clang libclang-rt-14-dev python3-venv python3-pip python3-setuptools
       universal-ctags)

@@ -178,6 +178,14 @@ static inline void cd_limits_default(cd_limits *l) {
  * where it costs less than the hand-off. */
 #define CD_BROADPHASE_OFF_LOOP_BODIES 64
 
+/* Authentication (cd_principals.c): the principals file is read whole, at
+ * most CD_PRINCIPALS_FILE_MAX bytes, with at most CD_PRINCIPALS_MAX
+ * principals; a token longer than CD_TOKEN_MAX_BYTES is refused before it
+ * is hashed. */
+#define CD_PRINCIPALS_FILE_MAX (UINT64_C(4) << 20)
+#define CD_PRINCIPALS_MAX 65536
+#define CD_TOKEN_MAX_BYTES 4096
+
 #define CD_PROTOCOL_VERSION 1
 
 #endif /* CD_LIMITS_H */
