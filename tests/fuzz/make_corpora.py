@@ -13,6 +13,8 @@ written here; small terrain grids and convex point sets. Nothing here is
 committed: the script is run before each fuzz run. Needs contactd_client
 importable (the installed package) with its generated contactd_pb2.
 """
+import hashlib
+import json
 import math
 import os
 import random
@@ -127,6 +129,22 @@ def convex_seeds(out):
         write(out, "fuzz_convex", name + ".compliant", bytes([5]) + raw)
 
 
+def principals_seeds(out):
+    h = hashlib.sha256(b"robot-7-secret").hexdigest()
+    docs = {
+        "example": {"principals": [
+            {"name": "robot-7", "token_sha256": h, "roles": ["query"], "tenant": "lab-a"},
+            {"name": "sim-farm", "cert_subject": "CN=sim-farm", "roles": ["query", "register"], "tenant": "lab-b"},
+            {"name": "ops", "uid": 0, "roles": ["admin"], "tenant": "*"}]},
+        "gid": {"_comment": "x", "principals": [{"name": "g", "gid": 4, "roles": ["query"], "tenant": "t"}]},
+        "empty": {"principals": []},
+        "duplicate": {"principals": [{"name": "a", "uid": 1, "roles": ["query"], "tenant": "t"},
+                                     {"name": "b", "uid": 1, "roles": ["query"], "tenant": "t"}]},
+    }
+    for name, doc in docs.items():
+        write(out, "fuzz_principals", name, json.dumps(doc).encode())
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -136,6 +154,7 @@ def main():
     scene_seeds(out)
     terrain_seeds(out)
     convex_seeds(out)
+    principals_seeds(out)
 
 
 if __name__ == "__main__":

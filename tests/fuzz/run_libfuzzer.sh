@@ -7,14 +7,14 @@
 #   tests/fuzz/run_libfuzzer.sh [RUNS [TARGET...]]
 #
 # RUNS defaults to 20000 per target (the CI smoke run, well under a minute
-# in all); TARGET defaults to all six. tests/fuzz/README.md shows long runs.
+# in all); TARGET defaults to all seven. tests/fuzz/README.md shows long runs.
 # BUILD (default build-fuzz) and JOBS (default nproc) may be set.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${1:-20000}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_mesh_parse fuzz_frame fuzz_json fuzz_scene fuzz_heightfield fuzz_convex)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_mesh_parse fuzz_frame fuzz_json fuzz_scene fuzz_heightfield fuzz_convex fuzz_principals)
 build=${BUILD:-build-fuzz}
 jobs=${JOBS:-$(nproc)}
 
