@@ -27,7 +27,7 @@ from .messages import (PairResult, QueryResult, RegisterResult, StreamResult, cl
                        has_request, hello_request, open_stream_request, query_request, register_request,
                        release_request, stats_request, stream_update_request)
 from .recovery import (GeometryReregisteredEvent, ReconnectedEvent, Registrations, StreamReopenedEvent,
-                       geometry_ids, is_missing_geometry)
+                       geometry_ids, missing_geometry)
 from .transport import Backoff, Transport
 
 DEFAULT_ADDR = "127.0.0.1:7411"
@@ -69,6 +69,7 @@ class Client:
         self._streams: Dict[int, "Stream"] = {}  # stream id -> Stream open on this connection
         self._reopen: List["Stream"] = []  # streams of a broken connection, to open again
         self._t.connect()
+        self._t.handshake = self._handshake
 
     @property
     def addr(self) -> str:
@@ -152,12 +153,12 @@ class Client:
 
     def _register_again(self, env, err) -> bool:
         """After NOT_FOUND for a geometry id of env: register again the kept
-        geometry the server lacks. True when some was (send env again)."""
-        if not is_missing_geometry(err):
-            return False
+        geometry the server lacks. True when env is to be sent again (the
+        id is kept here)."""
+        gid = missing_geometry(env, err)
+        if gid not in self.registrations:
+            return False  # not registered through this client (or no longer kept)
         ids = [g for g in geometry_ids(env) if g in self.registrations]
-        if not ids:
-            return False
         missing = list(self._call_once(has_request(ids), "has_geometry_reply").missing)
         done = []
         for gid in missing:
@@ -175,7 +176,7 @@ class Client:
             done.append(gid)
         if done:
             self._emit(GeometryReregisteredEvent(self._t.address, done))
-        return bool(done)
+        return True  # also when none was missing: another client registered it meanwhile
 
     # -- requests and replies --
     def _recv(self, deadline: Optional[float]):
@@ -191,12 +192,16 @@ class Client:
         raise ContactdError(err.code or pb.UNKNOWN, err.message, err.field, remote=True, stream_id=err.stream_id,
                             sequence=err.sequence)
 
-    def _call_once(self, env, want: str):
+    def _handshake(self, deadline: float) -> None:
+        self._call_once(hello_request("contactd_client.py (reconnect)"), "hello_reply", deadline)
+
+    def _call_once(self, env, want: str, deadline: Optional[float] = None):
         rid = self._next_rid
         self._next_rid += 1
         env.request_id = rid
         self._t.send(env.SerializeToString())
-        deadline = None if self._t.timeout is None else time.monotonic() + self._t.timeout
+        if deadline is None and self._t.timeout is not None:
+            deadline = time.monotonic() + self._t.timeout
         while True:
             rep = self._recv(deadline)
             case = rep.WhichOneof("msg")
@@ -353,11 +358,14 @@ class Client:
         return s
 
     # used by Stream
-    def _stream_update(self, s: "Stream", states):
+    def _stream_update(self, s: "Stream", sequence: int, states):
         self._ready()
         if s._failed is not None:
             raise s._failed
-        env = stream_update_request(s.id, s.sequence, states)
+        if s._untold is not None:
+            ev, s._untold = s._untold, None
+            raise StreamReopened(ev)
+        env = stream_update_request(s.id, sequence, states)
         s._remember(env.stream_update)
         env.request_id = _STREAM_RID_BIT | self._next_stream_rid
         self._next_stream_rid += 1
@@ -444,9 +452,10 @@ class Stream:
         """states: {body_id: {"position": ..., "orientation": ...,
         "linear_velocity": ..., "angular_velocity": ...}}. Returns the
         sequence number used (default: previous + 1)."""
-        self.sequence = self.sequence + 1 if sequence is None else sequence
-        self.client._stream_update(self, states)
-        return self.sequence
+        seq = self.sequence + 1 if sequence is None else sequence
+        self.client._stream_update(self, seq, states)
+        self.sequence = seq  # sent (not when it raised: the caller sends it again)
+        return seq
 
     def result(self, timeout: Optional[float] = -1) -> StreamResult:
         """Next result of any stream on this connection (timeout in s; -1 =

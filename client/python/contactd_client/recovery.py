@@ -2,13 +2,15 @@
 server: the registrations it made (to register them again when a server
 answers NOT_FOUND for one of their ids), and the events it reports to the
 caller (a new connection, geometry registered again, a stream reopened)."""
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 from ._pb import pb
 
-__all__ = ["Registrations", "ReconnectedEvent", "GeometryReregisteredEvent", "StreamReopenedEvent"]
+__all__ = ["Registrations", "ReconnectedEvent", "GeometryReregisteredEvent", "StreamReopenedEvent",
+           "geometry_ids", "missing_geometry"]
 
 
 @dataclass
@@ -126,7 +128,18 @@ def geometry_ids(env) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(b.geometry_id for b in getattr(env, case).bodies))
 
 
-def is_missing_geometry(err) -> bool:
-    """Whether a server's error says that a body's geometry id is unknown."""
-    return bool(err.remote and err.code == pb.NOT_FOUND and err.field.endswith("geometryId"))
+_BODY_FIELD = re.compile(r"^(contactQuery|openStream)\.bodies\[(\d+)\]\.geometryId$")
 
+
+def missing_geometry(env, err) -> Optional[str]:
+    """The geometry id of env that a server's NOT_FOUND says is unknown
+    (its field names the body), else None."""
+    if not (err.remote and err.code == pb.NOT_FOUND):
+        return None
+    m = _BODY_FIELD.match(err.field)
+    case = env.WhichOneof("msg")
+    if not m or case not in ("contact_query", "open_stream"):
+        return None
+    bodies = getattr(env, case).bodies
+    i = int(m.group(2))
+    return bodies[i].geometry_id if i < len(bodies) else None

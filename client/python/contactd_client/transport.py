@@ -12,7 +12,7 @@ import random
 import socket
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from ._pb import pb
 from .errors import ConnectionLost, ContactdError
@@ -73,7 +73,8 @@ class Backoff:
     every address it sleeps a uniformly random time in [0, min(cap,
     initial * factor**n)] ("full jitter", so that many clients of a
     restarted server spread out), and gives up with ConnectionLost after
-    give_up_after seconds (None: never). The first round starts at once."""
+    give_up_after seconds (None: never). With several addresses the first
+    round starts at once, with the address after the one that broke."""
     initial: float = 0.05
     factor: float = 2.0
     cap: float = 2.0
@@ -116,6 +117,11 @@ class Transport:
         self.connect_timeout = connect_timeout
         self.max_frame = max_frame
         self.backoff = backoff  # None: reconnect() refuses
+        # Called by reconnect() on each new connection with a deadline: one
+        # round trip (Client: Hello) that proves the server serves it. A
+        # connection to a server going away can be accepted (its listener
+        # still open while the process ends) and reset a moment later.
+        self.handshake: Optional[Callable[[float], None]] = None
         self.index = 0           # the address in use (or tried last)
         self.generation = 0
         self.closed = False      # closed by the caller: never reconnects
@@ -166,7 +172,7 @@ class Transport:
     def reconnect(self) -> int:
         """Connect again after a break: rounds over every address, starting
         with the one after the address that broke, with Backoff's sleeps
-        between rounds. Returns the number of rounds it took; ConnectionLost
+        between rounds; a connection counts once ``handshake`` passed on it. Returns the number of rounds it took; ConnectionLost
         (retryable: a later call tries again) when Backoff gives up."""
         if self.closed:
             raise ConnectionLost("the client was closed", retryable=False, address=self.address)
@@ -175,13 +181,8 @@ class Transport:
                                  retryable=False, address=self.address)
         t0 = time.monotonic()
         start = (self.index + 1) % len(self.addresses)
-        n = 0
+        rounds, sleeps, last = 0, 0, ""
         while True:
-            try:
-                self.connect(start)
-                return n + 1
-            except ContactdError as e:
-                last = e.message
             left = None
             if self.backoff.give_up_after is not None:
                 left = self.backoff.give_up_after - (time.monotonic() - t0)
@@ -189,9 +190,24 @@ class Transport:
                     raise ConnectionLost("could not reconnect within %.3g s: %s"
                                          % (self.backoff.give_up_after, last), retryable=True,
                                          address=self.address) from None
-            d = self.backoff.delay(n)
-            time.sleep(d if left is None else min(d, left))
-            n += 1
+            if rounds or len(self.addresses) == 1:
+                # One address: the server that just went away may still hold
+                # its listener for a moment (connections it resets), and all
+                # of its clients come back at once: wait a jittered delay.
+                d = self.backoff.delay(sleeps)
+                time.sleep(d if left is None else min(d, left))
+                sleeps += 1
+            rounds += 1
+            try:
+                self.connect(start)
+                if self.handshake is not None:
+                    self.handshake(time.monotonic() + self.connect_timeout)
+                return rounds
+            except ContactdError as e:
+                if e.remote:
+                    raise  # the server answered, with an error: not a matter of connecting
+                self._drop()
+                last = e.message
 
     def close(self) -> None:
         """Close for good: no reconnect after this."""
