@@ -223,6 +223,20 @@ class ReconnectTest(unittest.TestCase):
             c2.hello()
         self.assertFalse(e.exception.retryable)
 
+    def test_reply_over_the_cap_drops_the_connection(self):
+        """A reply the client refuses leaves it out of step: the next call
+        is on a new connection."""
+        d = self.daemon()
+        c = self.client(d.tcp_addr, max_frame=300, on_event=self.events.append)
+        ball, floor = self.geometry(c)
+        with self.assertRaises(ContactdError) as e:
+            c.query([Body(1, ball, position=(0, 0, 0.045)), Body(2, floor)], pairs=[(1, 2)], detail="surface")
+        self.assertEqual(e.exception.code_name, "RESOURCE_EXHAUSTED")
+        self.assertEqual(c.generation, 1)
+        c.hello()
+        self.assertEqual(c.generation, 2)
+        self.assertEqual([type(x) for x in self.events], [ReconnectedEvent])
+
     def test_addresses(self):
         self.assertEqual(parse_addresses(" a:1, unix:/x ,b:2"), ["a:1", "unix:/x", "b:2"])
         self.assertEqual(parse_addresses(["a:1", "[::1]:7"]), ["a:1", "[::1]:7"])

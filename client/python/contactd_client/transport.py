@@ -240,7 +240,8 @@ class Transport:
             self._sock.settimeout(self.timeout)
             self._sock.sendall(encode_varint(len(body)) + body)
         except socket.timeout:
-            raise ContactdError(pb.DEADLINE_EXCEEDED, "sending timed out", remote=False) from None
+            raise self._lost("sending timed out (part of a frame may have gone: the connection is dropped)") \
+                from None
         except OSError as e:
             raise self._lost(e.strerror or str(e)) from None
 
@@ -249,12 +250,15 @@ class Transport:
         try:
             prefix = decode_varint(buf)
         except ValueError:
+            self._drop()  # out of step with the server: the next call connects again
             raise ContactdError(pb.INTERNAL, "malformed length prefix from the server", remote=False) from None
         if prefix is None:
             return None
         n, i = prefix
         if n > self.max_frame:
-            raise ContactdError(pb.RESOURCE_EXHAUSTED, "reply of %d bytes exceeds the cap" % n, remote=False)
+            self._drop()
+            raise ContactdError(pb.RESOURCE_EXHAUSTED, "reply of %d bytes exceeds the cap (the connection is "
+                                "dropped)" % n, remote=False)
         if len(buf) - i < n:
             return None
         body = bytes(buf[i:i + n])
