@@ -226,6 +226,31 @@ class ReconnectTest(unittest.TestCase):
             c2.hello()
         self.assertFalse(e.exception.retryable)
 
+    def test_silent_listener_is_passed_over(self):
+        """A listener that accepts and never answers (a hung server) fails
+        the Hello handshake within connect_timeout: the next address is
+        tried."""
+        a, b = self.daemon(), self.daemon()
+        hung = socket.socket()
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(8)  # the kernel completes connections; nothing reads them
+        self.cleanup.append(hung.close)
+        silent = "127.0.0.1:%d" % hung.getsockname()[1]
+        c = self.client([a.tcp_addr, silent, b.tcp_addr], connect_timeout=0.3, on_event=self.events.append)
+        self.assertEqual(c.addr, a.tcp_addr)
+        c.hello()
+        a.kill()
+        a.start()  # back, but the client moves on from the address that broke
+        with self.assertRaises(ConnectionLost):
+            c.hello()
+        t0 = time.monotonic()
+        c.hello()
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual(c.addr, b.tcp_addr)
+        ev = self.events[-1]
+        self.assertEqual((type(ev), ev.previous_address, ev.address, ev.rounds),
+                         (ReconnectedEvent, a.tcp_addr, b.tcp_addr, 2))
+
     def test_reply_over_the_cap_drops_the_connection(self):
         """A reply the client refuses leaves it out of step: the next call
         is on a new connection."""

@@ -172,8 +172,10 @@ class Transport:
     def reconnect(self) -> int:
         """Connect again after a break: rounds over every address, starting
         with the one after the address that broke, with Backoff's sleeps
-        between rounds; a connection counts once ``handshake`` passed on it. Returns the number of rounds it took; ConnectionLost
-        (retryable: a later call tries again) when Backoff gives up."""
+        between rounds; a connection counts once ``handshake`` passed on it
+        (when it fails, the next round starts after that address). Returns
+        the number of rounds it took; ConnectionLost (retryable: a later call
+        tries again) when Backoff gives up."""
         if self.closed:
             raise ConnectionLost("the client was closed", retryable=False, address=self.address)
         if self.backoff is None:
@@ -198,14 +200,18 @@ class Transport:
                 time.sleep(d if left is None else min(d, left))
                 sleeps += 1
             rounds += 1
+            connected = False
             try:
                 self.connect(start)
+                connected = True
                 if self.handshake is not None:
                     self.handshake(time.monotonic() + self.connect_timeout)
                 return rounds
             except ContactdError as e:
                 if e.remote:
                     raise  # the server answered, with an error: not a matter of connecting
+                if connected:  # the handshake failed: that address goes last
+                    start = (self.index + 1) % len(self.addresses)
                 self._drop()
                 last = e.message
 
