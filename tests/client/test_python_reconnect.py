@@ -17,8 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from contactd_fixture import Daemon  # noqa: E402
 
 from contactd_client import (Backoff, Body, Client, ConnectionLost, ContactdError,  # noqa: E402
-                             GeometryReregisteredEvent, ReconnectedEvent, StreamReopened, StreamReopenedEvent,
-                             parse_addresses)
+                             GeometryReregisteredEvent, ReconnectedEvent, Registrations, StreamReopened,
+                             StreamReopenedEvent, parse_addresses, register_request)
 
 R, E = 0.05, 1e5
 HEIGHTS = [0.046, 0.045, 0.044, 0.043, 0.042]
@@ -210,6 +210,37 @@ class ReconnectTest(unittest.TestCase):
             c.query(q, pairs=[(1, 2)])
         self.assertEqual(e.exception.code_name, "NOT_FOUND")
 
+    def test_mesh_registered_again_from_its_file(self):
+        """A mesh given by path is kept as the path and read again; a file
+        changed meanwhile gives another id: the NOT_FOUND says so."""
+        d = self.daemon()
+        c = self.client(d.tcp_addr, on_event=self.events.append)
+        ball = c.register_sphere(R, modulus=E, hint=R / 4)
+        obj = os.path.join(d.dir, "tet.obj")
+        with open(obj, "w") as f:
+            f.write("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+        tet = c.register_mesh(path=obj, rigid=True, format="obj")
+        self.assertLess(c.registrations.bytes, 1000, "the path is kept, not the mesh")
+        q = [Body(1, ball, position=(0.2, 0.2, -0.045)), Body(2, tet)]
+        ref = force(c.query(q, pairs=[(1, 2)]))
+        self.assertGreater(abs(ref[2]), 0)
+        d.kill()
+        d.start()
+        with self.assertRaises(ConnectionLost):
+            c.query(q, pairs=[(1, 2)])
+        self.assertEqual(force(c.query(q, pairs=[(1, 2)])), ref)
+        self.assertEqual(sorted(self.events[-1].geometry_ids), sorted([ball, tet]))
+        with open(obj, "w") as f:
+            f.write("v 0 0 0\nv 2 0 0\nv 0 2 0\nv 0 0 2\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+        d.kill()
+        d.start()
+        with self.assertRaises(ConnectionLost):
+            c.query(q, pairs=[(1, 2)])
+        with self.assertRaises(ContactdError) as e:
+            c.query(q, pairs=[(1, 2)])
+        self.assertEqual((e.exception.code_name, e.exception.field), ("NOT_FOUND", "contactQuery.bodies[1].geometryId"))
+        self.assertIn("the source changed", e.exception.message)
+
     def test_no_reconnect_and_closed(self):
         d = self.daemon()
         c = self.client(d.tcp_addr, reconnect=False)
@@ -264,6 +295,25 @@ class ReconnectTest(unittest.TestCase):
         c.hello()
         self.assertEqual(c.generation, 2)
         self.assertEqual([type(x) for x in self.events], [ReconnectedEvent])
+
+    def test_registrations_are_bounded(self):
+        """Least recently used dropped first; one over the bound not kept."""
+        envs = {k: register_request("sphere", radius=r, modulus=E, hint=r / 4)
+                for k, r in (("a", 0.01), ("b", 0.02), ("c", 0.03))}
+        size = len(envs["a"].SerializeToString())
+        kept = Registrations(max_bytes=2 * size + 1)
+        kept.add("a", envs["a"])
+        kept.add("b", envs["b"])
+        kept.touch(["a"])
+        kept.add("c", envs["c"])
+        self.assertEqual([k in kept for k in "abc"], [True, False, True])
+        self.assertEqual(kept.envelope("c"), envs["c"])
+        self.assertIsNone(kept.envelope("b"))
+        self.assertEqual(kept.bytes, 2 * size)
+        Registrations(max_bytes=size - 1).add("a", envs["a"])
+        none = Registrations(max_bytes=0)
+        none.add("a", envs["a"])
+        self.assertEqual((len(none), none.bytes), (0, 0))
 
     def test_addresses(self):
         self.assertEqual(parse_addresses(" a:1, unix:/x ,b:2"), ["a:1", "unix:/x", "b:2"])

@@ -27,7 +27,7 @@ from .messages import (PairResult, QueryResult, RegisterResult, StreamResult, cl
                        has_request, hello_request, open_stream_request, query_request, register_request,
                        release_request, stats_request, stream_update_request)
 from .recovery import (GeometryReregisteredEvent, ReconnectedEvent, Registrations, StreamReopenedEvent,
-                       geometry_ids, missing_geometry)
+                       body_field, geometry_ids, missing_geometry)
 from .transport import Backoff, Transport
 
 DEFAULT_ADDR = "127.0.0.1:7411"
@@ -172,7 +172,7 @@ class Client:
                 raise ContactdError(pb.NOT_FOUND, "geometry %s is unknown to %s, and registering it again from "
                                     "its source gave %s (the source changed)" % (gid, self._t.address,
                                                                                 rep.geometry_id),
-                                    err.field, remote=False) from err
+                                    body_field(env, gid), remote=False) from err
             done.append(gid)
         if done:
             self._emit(GeometryReregisteredEvent(self._t.address, done))

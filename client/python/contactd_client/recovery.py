@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, List, Optional, Tuple
 from ._pb import pb
 
 __all__ = ["Registrations", "ReconnectedEvent", "GeometryReregisteredEvent", "StreamReopenedEvent",
-           "geometry_ids", "missing_geometry"]
+           "geometry_ids", "missing_geometry", "body_field"]
 
 
 @dataclass
@@ -143,3 +143,14 @@ def missing_geometry(env, err) -> Optional[str]:
     bodies = getattr(env, case).bodies
     i = int(m.group(2))
     return bodies[i].geometry_id if i < len(bodies) else None
+
+
+def body_field(env, gid: str) -> str:
+    """The field path of the first body of a ContactQuery or OpenStream
+    Envelope with geometry gid, as the server names it."""
+    case = env.WhichOneof("msg")
+    name = "contactQuery" if case == "contact_query" else "openStream"
+    for i, b in enumerate(getattr(env, case).bodies):
+        if b.geometry_id == gid:
+            return "%s.bodies[%d].geometryId" % (name, i)
+    return name + ".bodies"
