@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cd_conn.h"
+#include "cd_proto.h"
 #include "cd_fmt.h"
 #include "cd_pool.h"
 #include "cd_server.h"
@@ -304,7 +304,7 @@ void cd_query_reply_send(cd_query_reply *x, cd_conn *c, uint64_t seq) {
   cd_query *q = x->q;
   uint64_t hint = atomic_load_explicit(&q->reply_bytes, memory_order_relaxed);
   if (!q->pack_field) {
-    cd_conn_reply_large(c, seq, &x->env, hint, reply_release, x);
+    cd_output_reply_large(c, seq, &x->env, hint, reply_release, x);
     return;
   }
   /* the results are in q->parts: the message goes without them */
@@ -318,7 +318,7 @@ void cd_query_reply_send(cd_query_reply *x, cd_conn *c, uint64_t seq) {
     x->msg.stream.results = NULL;
     inner = &x->msg.stream.base;
   }
-  cd_conn_reply_spliced(c, seq, &x->env, inner, q->pack_field, q->parts, (size_t)q->njobs, hint, reply_release, x);
+  cd_output_reply_spliced(c, seq, &x->env, inner, q->pack_field, q->parts, (size_t)q->njobs, hint, reply_release, x);
 }
 
 void cd_query_free(cd_query *q) {

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cd_conn.h"
+#include "cd__conn.h"
 #include "cd_fetch.h"
 #include "cd_json.h"
 #include "cd_log.h"
