@@ -99,6 +99,12 @@ uint8_t *cd_store_record_encode(const Contactd__V1__RegisterGeometry *m, size_t 
 Contactd__V1__RegisterGeometry *cd_store_record_decode(const uint8_t *data, size_t len, const char *id,
                                                        const cd_limits *l, char *why, size_t whylen);
 
+/* The store's part of the /metrics text (cd_store_metrics.c), appended to o
+ * by cd_metrics_render. */
+typedef struct cd_server cd_server;
+typedef struct cd_fmt_buf cd_fmt_buf;
+void cd_store_metrics_render(cd_server *s, cd_fmt_buf *o);
+
 /* ---- backends (cd_store_dir.c, cd_store_redis.c) ---------------------- */
 
 typedef enum { CD_BE_OK = 0, CD_BE_MISS = 1, CD_BE_EXISTS = 2, CD_BE_ERROR = -1 } cd_be_rc;
