@@ -757,3 +757,29 @@ Test(pool, a_folded_group_completes_once_after_all_its_jobs) {
   uv_run(&loop, UV_RUN_DEFAULT);
   cr_assert_eq(uv_loop_close(&loop), 0);
 }
+
+/* The /metrics text's buffer grows past its first 4 KiB without losing a
+ * byte, and a piece that would pass its cap marks it instead of being cut:
+ * it and every later piece are left out. */
+Test(fmt, growing_text_never_truncates) {
+  cd_fmt_buf o;
+  cd_fmt_buf_init(&o, 100000);
+  for (int i = 0; i < 2000; i++) cd_fmt_append(&o, "line{n=\"%d\"} %d\n", i, i);
+  cr_assert(!o.over && !o.nomem);
+  cr_assert_gt(o.n, 4096);
+  cr_assert_eq(strlen(o.b), o.n);
+  cr_assert(strstr(o.b, "line{n=\"0\"} 0\nline{n=\"1\"} 1\n") == o.b);
+  cr_assert_str_eq(o.b + o.n - strlen("line{n=\"1999\"} 1999\n"), "line{n=\"1999\"} 1999\n");
+  free(o.b);
+
+  cd_fmt_buf_init(&o, 10);
+  cd_fmt_append(&o, "%s", "0123456789"); /* exactly the cap */
+  cr_assert(!o.over);
+  cr_assert_eq(o.n, 10);
+  cd_fmt_append(&o, "%s", "x"); /* one byte over */
+  cr_assert(o.over);
+  cd_fmt_append(&o, "%s", ""); /* ignored once marked */
+  cr_assert_eq(o.n, 10);
+  cr_assert_str_eq(o.b, "0123456789");
+  free(o.b);
+}
