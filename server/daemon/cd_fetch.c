@@ -180,13 +180,13 @@ static int load_progress(void *user, double fraction, const char *stage) {
 static void load_run(cd_job *job, cd_worker *w) {
   (void)w;
   load_job *j = (load_job *)job;
-  uint64_t t0 = cd_now_ns();
+  uint64_t t0 = cd_stats_now_ns();
   int rc = cd_pool_cancelled(j->srv->pool)
                ? cd_status_set(&j->st, CD_UNAVAILABLE, "", "the server is shutting down")
                : cd_geomspec_build_progress(j->msg, &j->srv->cfg.limits, load_progress, j, &j->geom, &j->radius,
                                             &j->st);
   if (rc) j->geom = NULL;
-  j->build_us = (cd_now_ns() - t0) / 1000;
+  j->build_us = (cd_stats_now_ns() - t0) / 1000;
 }
 
 static void load_done(cd_job *job) {

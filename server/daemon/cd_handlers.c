@@ -201,7 +201,7 @@ static int on_build_progress(void *user, double fraction, const char *stage) {
   reg_job *j = user;
   if (build_cancelled(j)) return 1;
   if (!j->want_progress) return 0;
-  uint64_t now = cd_now_ns();
+  uint64_t now = cd_stats_now_ns();
   if (j->progress_ns && now - j->progress_ns < CD_PROGRESS_INTERVAL_NS) return 0;
   j->progress_ns = now;
   progress_job *p = calloc(1, sizeof *p);
@@ -281,7 +281,7 @@ static void reg_run(cd_job *job, cd_worker *w) {
     else cd_geomspec_id(m, j->id);
     return;
   }
-  uint64_t t0 = cd_now_ns();
+  uint64_t t0 = cd_stats_now_ns();
   j->want_progress = m->want_progress;
   /* a queued build whose waiters all left (or the server is stopping) does
    * not start; a running one stops at its next progress point (every build
@@ -289,7 +289,7 @@ static void reg_run(cd_job *job, cd_worker *w) {
   int rc = build_cancelled(j) ? -1
                               : cd_geomspec_build_progress(m, &j->srv->cfg.limits, on_build_progress, j,
                                                            &j->geom, &j->radius, &j->st);
-  j->build_us = (cd_now_ns() - t0) / 1000;
+  j->build_us = (cd_stats_now_ns() - t0) / 1000;
   if (rc) j->geom = NULL;
   else cd_store_put_spec(j->srv->store, j->id, m); /* queued; packed here, off the loop */
   if (rc && j->cancel == REG_CANCEL_SHUTDOWN)
@@ -511,14 +511,14 @@ void cd_handlers_query(cd_req *r) {
   q->jobq = cd_conn_jobs(r->conn);
   if (cd_conn_is_proto(r->conn)) /* the workers pack the results */
     q->pack_field = cd_splice_field(&contactd__v1__contact_reply__descriptor, "results");
-  if (cd_qopts_parse(m->options, "contactQuery.options", &q->opt, &st) ||
-      cd_qbodies_parse(s, m->bodies, m->n_bodies, "contactQuery.bodies", &q->bodies, &st)) {
+  if (cd_qparse_opts(m->options, "contactQuery.options", &q->opt, &st) ||
+      cd_qparse_bodies(s, m->bodies, m->n_bodies, "contactQuery.bodies", &q->bodies, &st)) {
     cd_query_free(q);
     cd_req_fail(r, &st);
     return;
   }
   q->nbodies = (int32_t)m->n_bodies;
-  if (cd_qpairs_resolve(q->bodies, q->nbodies, m->pairs, m->n_pairs, m->all_pairs, "contactQuery",
+  if (cd_qparse_pairs_resolve(q->bodies, q->nbodies, m->pairs, m->n_pairs, m->all_pairs, "contactQuery",
                         s->cfg.limits.max_pairs_per_query, &q->plan, &q->pairs, &q->npairs, &st)) {
     cd_query_free(q);
     cd_req_fail(r, &st);
@@ -555,8 +555,8 @@ void cd_handlers_stats(cd_req *r) {
   sr.store_verify_failures = ss.verify_failures;
   sr.store_errors = ss.errors;
   sr.store_loads = cd_fetch_loads(s->fetch);
-  sr.store_breaker = (char *)(s->store ? cd_breaker_name(ss.breaker) : "");
-  sr.uptime_s = (double)(cd_now_ns() - s->stats.start_ns) * 1e-9;
+  sr.store_breaker = (char *)(s->store ? cd_store_breaker_name(ss.breaker) : "");
+  sr.uptime_s = (double)(cd_stats_now_ns() - s->stats.start_ns) * 1e-9;
   Contactd__V1__LatencyBucket b[CD_LATENCY_BUCKETS], *bp[CD_LATENCY_BUCKETS];
   for (int i = 0; i < CD_LATENCY_BUCKETS; i++) {
     contactd__v1__latency_bucket__init(&b[i]);

@@ -45,7 +45,7 @@ static cd_req *req_new(cd_conn *c, uint64_t seq, uint64_t t0_ns) {
 /* Best effort: the request id of a frame that failed to decode. */
 static uint64_t proto_request_id(const uint8_t *p, size_t n) {
   uint64_t v = 0;
-  if (n >= 2 && p[0] == 0x08 && cd_varint_decode(p + 1, n - 1, &v) > 0) return v;
+  if (n >= 2 && p[0] == 0x08 && cd_frame_varint_decode(p + 1, n - 1, &v) > 0) return v;
   return 0;
 }
 
@@ -210,7 +210,7 @@ static int decode_off_loop(cd_conn *c, cd_req *r, const uint8_t *body, size_t le
 }
 
 static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
-  uint64_t t0 = cd_now_ns();
+  uint64_t t0 = cd_stats_now_ns();
   uint64_t seq = cd__output_reserve(c, t0);
   cd_req *r = req_new(c, seq, t0);
   if (!r) {
@@ -231,7 +231,7 @@ void cd__input_fatal(cd_conn *c, int code, const char *msg, const char *why, _At
     cd_conn_close(c, msg);
     return;
   }
-  uint64_t seq = cd__output_reserve(c, cd_now_ns());
+  uint64_t seq = cd__output_reserve(c, cd_stats_now_ns());
   cd_status st;
   cd_status_set(&st, code, "", "%s", msg);
   if (c->state == CD_CONN_PEER_DONE) c->flags |= CD_CF_NO_LINGER; /* nobody to linger for */
@@ -355,7 +355,7 @@ static uint64_t mem_need(const cd_conn *c) { return c->wire == CD_WIRE_JSON ? 1 
 static void mem_admit(cd_conn *c, uint64_t need) {
   c->frame_charge = need;
   c->flags |= CD_CF_ADMITTED;
-  c->admit_ns = cd_now_ns();
+  c->admit_ns = cd_stats_now_ns();
 }
 
 /* Take the next frame of c when it fits and nobody is queued ahead. */
@@ -531,7 +531,7 @@ static void sweep_loop(cd_loop *lp) {
     uv_timer_stop(&lp->mem_sweep);
     return;
   }
-  const uint64_t now = cd_now_ns();
+  const uint64_t now = cd_stats_now_ns();
   for (cd_conn *c = lp->conns, *next; c; c = next) {
     next = c->next;
     if (!(c->flags & CD_CF_ADMITTED) || cd__conn_failed(c) || !(c->flags & CD_CF_READING) || c->held_len) continue;
@@ -595,7 +595,7 @@ void cd__input_process(cd_conn *c, const uint8_t *data, size_t n) {
         /* The line is too long: answer once, skip to its end, keep going. */
         c->flags |= CD_CF_LINE_OVER;
         c->line_len = 0;
-        uint64_t seq = cd__output_reserve(c, cd_now_ns());
+        uint64_t seq = cd__output_reserve(c, cd_stats_now_ns());
         cd_status st;
         cd_status_set(&st, CD_EXHAUSTED, "", "JSON line longer than the limit of %llu bytes (max_frame_bytes)",
                       (unsigned long long)lim(c)->max_frame_bytes);

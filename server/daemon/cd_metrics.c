@@ -39,7 +39,7 @@ char *cd_metrics_render(cd_server *s, size_t *len, int *over) {
   cd_cache_get_stats(s->cache, &cs);
   const cd_stats *st = &s->stats;
   metric(&o, "up", "gauge", "1 while serving, 0 while shutting down", s->draining ? 0 : 1);
-  metric(&o, "uptime_seconds", "gauge", "seconds since start", (double)(cd_now_ns() - st->start_ns) * 1e-9);
+  metric(&o, "uptime_seconds", "gauge", "seconds since start", (double)(cd_stats_now_ns() - st->start_ns) * 1e-9);
   metric(&o, "connections", "gauge", "open client connections", (double)st->connections);
   metric(&o, "connections_total", "counter", "connections accepted", (double)st->connections_total);
   metric(&o, "connections_rejected_total", "counter", "connections refused over max_connections",

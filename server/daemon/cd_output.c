@@ -91,7 +91,7 @@ void cd__output_flush(cd_conn *c) {
     cd_slot *s = &c->ring[c->base_seq % c->ring_cap];
     if (s->state == CD_SLOT_WAITING) break;
     if (s->state == CD_SLOT_READY) {
-      cd_stats_latency(&c->srv->stats, (double)(cd_now_ns() - s->t0_ns) / 1000.0);
+      cd_stats_latency(&c->srv->stats, (double)(cd_stats_now_ns() - s->t0_ns) / 1000.0);
       char *d = s->data;
       s->data = NULL;
       write_out(c, d, s->len);

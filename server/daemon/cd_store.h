@@ -88,7 +88,7 @@ int cd_store_get_spec(cd_store *s, uv_loop_t *loop, const char *id, cd_store_get
 void cd_store_put_spec(cd_store *s, const char *id, const Contactd__V1__RegisterGeometry *m);
 
 void cd_store_get_stats(cd_store *s, cd_store_stats *st);
-const char *cd_breaker_name(cd_breaker_state b);
+const char *cd_store_breaker_name(cd_breaker_state b);
 
 /* Record encoding, for the backends and tests. */
 #define CD_STORE_KEY_PREFIX "contactd:v1:spec:"

@@ -11,11 +11,11 @@
 typedef Contactd__V1__Envelope Envelope;
 
 static void stream_free(cd_stream *s) {
-  cd_qbodies_unpin(s->bodies, s->nbodies);
+  cd_qparse_bodies_unpin(s->bodies, s->nbodies);
   free(s->bodies);
   free(s->pairs);
   free(s->exclude);
-  cd_qindex_free(&s->index);
+  cd_qparse_index_free(&s->index);
   cd_conn_unref(s->conn);
   free(s);
 }
@@ -67,14 +67,14 @@ void cd_stream_open(cd_req *r) {
   }
   s->conn = c;
   cd_conn_ref(c);
-  if (cd_qopts_parse(m->options, "openStream.options", &s->opt, &st) ||
-      cd_qbodies_parse(srv, m->bodies, m->n_bodies, "openStream.bodies", &s->bodies, &st)) {
+  if (cd_qparse_opts(m->options, "openStream.options", &s->opt, &st) ||
+      cd_qparse_bodies(srv, m->bodies, m->n_bodies, "openStream.bodies", &s->bodies, &st)) {
     stream_free(s);
     cd_req_fail(r, &st);
     return;
   }
   s->nbodies = (int32_t)m->n_bodies;
-  if (cd_qindex_build(&s->index, s->bodies, s->nbodies)) {
+  if (cd_qparse_index_build(&s->index, s->bodies, s->nbodies)) {
     stream_free(s);
     cd_status_set(&st, CD_EXHAUSTED, "openStream.bodies", "out of memory");
     cd_req_fail(r, &st);
@@ -85,7 +85,7 @@ void cd_stream_open(cd_req *r) {
     /* Check exclusions and margin once (the broad phase reruns per update). */
     cd_qpair *tmp;
     int64_t nt;
-    if (cd_qpairs_resolve(s->bodies, s->nbodies, NULL, 0, m->all_pairs, "openStream",
+    if (cd_qparse_pairs_resolve(s->bodies, s->nbodies, NULL, 0, m->all_pairs, "openStream",
                           srv->cfg.limits.max_pairs_per_query, NULL, &tmp, &nt, &st)) {
       stream_free(s);
       cd_req_fail(r, &st);
@@ -102,9 +102,9 @@ void cd_stream_open(cd_req *r) {
       return;
     }
     for (size_t i = 0; i < s->nexclude; i++)
-      s->exclude[i] = (cd_qpair){cd_qindex_find(&s->index, m->all_pairs->exclude[i]->a),
-                                 cd_qindex_find(&s->index, m->all_pairs->exclude[i]->b), 0};
-  } else if (cd_qpairs_resolve(s->bodies, s->nbodies, m->pairs, m->n_pairs, NULL, "openStream",
+      s->exclude[i] = (cd_qpair){cd_qparse_index_find(&s->index, m->all_pairs->exclude[i]->a),
+                                 cd_qparse_index_find(&s->index, m->all_pairs->exclude[i]->b), 0};
+  } else if (cd_qparse_pairs_resolve(s->bodies, s->nbodies, m->pairs, m->n_pairs, NULL, "openStream",
                                srv->cfg.limits.max_pairs_per_query, NULL, &s->pairs, &s->npairs, &st)) {
     stream_free(s);
     cd_req_fail(r, &st);
@@ -219,7 +219,7 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
       else memcpy(q->plan.exclude, s->exclude, s->nexclude * sizeof *s->exclude);
     } else {
       plan.exclude = s->exclude;
-      rc = cd_qplan_run(&plan, q->bodies, q->nbodies, &q->pairs, &q->npairs, &st);
+      rc = cd_qparse_plan_run(&plan, q->bodies, q->nbodies, &q->pairs, &q->npairs, &st);
     }
   } else {
     rc = 0;
@@ -272,18 +272,18 @@ void cd_stream_update(cd_req *r) {
   for (size_t i = 0; !rc && i < m->n_bodies; i++) {
     const Contactd__V1__BodyState *b = m->bodies[i];
     const cd_qwhere w = {"streamUpdate.bodies", i, b->body_id, NULL};
-    idx[i] = cd_qindex_find(&s->index, b->body_id);
+    idx[i] = cd_qparse_index_find(&s->index, b->body_id);
     if (idx[i] < 0) {
       char f[128];
-      cd_qwhere_field(&w, "bodyId", f, sizeof f);
+      cd_qcheck_where_field(&w, "bodyId", f, sizeof f);
       rc = cd_status_set(&st, CD_INVALID, f, "body %u is not in stream %llu", b->body_id,
                          (unsigned long long)s->id);
       break;
     }
     poses[i] = s->bodies[idx[i]].body.X_WB;
-    if (b->pose && (rc = cd_pose_from_msg(b->pose, &poses[i], &w, &st))) break;
+    if (b->pose && (rc = cd_qcheck_pose_from_msg(b->pose, &poses[i], &w, &st))) break;
     vels[i] = s->bodies[idx[i]].body.V_WB;
-    if (b->velocity && (rc = cd_velocity_from_msg(b->velocity, &vels[i], &w, &st))) break;
+    if (b->velocity && (rc = cd_qcheck_velocity_from_msg(b->velocity, &vels[i], &w, &st))) break;
   }
   if (!rc)
     for (size_t i = 0; i < m->n_bodies; i++) {
