@@ -20,6 +20,10 @@ Fails, naming each offender, when
                  header (server/engine/*.h) other than ce.h, unless it
                  carries the line
                      Engine header <header>: <reason>
+  name-prefix    a function of server/daemon/ that other files can call (not
+                 static, defined in a .c file) is not named after its file:
+                 cd_x.c defines cd_x or cd_x_*, or cd__x_* (an internal
+                 shared through a private header); main() aside
   private-include a file under server/ or client/ includes a private header
                  (a name with a double underscore after its prefix, like
                  cd__conn.h: a layer's internals, libuv's uv__ discipline)
@@ -51,6 +55,7 @@ C_EXT = (".c", ".h", ".inc")
 SOURCE_EXT = C_EXT + (".py",)
 SKIP_DIRS = {"build", "dist", "__pycache__", "node_modules", ".git"}
 TWO_WAY_DIRS = ("server/engine", "server/daemon")
+PREFIX_DIRS = ("server/daemon",)
 INCLUDE_CHECK_DIRS = ("server/daemon", "client")
 ENGINE_DIR = "server/engine"
 PUBLIC_ENGINE_HEADER = "ce.h"
@@ -215,6 +220,22 @@ def engine_includes(root):
     return out
 
 
+def name_prefixes(funcs):
+    out = []
+    for f in funcs:
+        d, base = os.path.split(f["path"])
+        if d not in PREFIX_DIRS or f["static"] or not base.endswith(".c") or f["name"] == "main":
+            continue
+        mod = os.path.splitext(base)[0]
+        name = f["name"]
+        if name.startswith("cd__"):
+            name = "cd_" + name[4:]
+        if name != mod and not name.startswith(mod + "_"):
+            out.append(("name-prefix %s %s" % (f["path"], f["name"]),
+                        "a function other files call is named after its file: %s_*" % mod))
+    return out
+
+
 def private_includes(root):
     files = []
     for top in ("server", "client"):
@@ -255,7 +276,7 @@ def check(root, ctags):
     for top in ("server", "client"):
         allfiles += source_files(root, top, SOURCE_EXT)
     v = long_functions(funcs) + long_files(root, allfiles) + two_way(root, funcs) + engine_includes(root)
-    v += private_includes(root)
+    v += private_includes(root) + name_prefixes(funcs)
     return sorted(set(v))
 
 
@@ -366,6 +387,14 @@ def self_test(ctags):
          "private-include server/daemon/cd_handlers.c cd__conn.h", ""),
         ("private header named in a comment only",
          {"server/daemon/cd_handlers.c": '/* not #include "cd__conn.h" */\n' + c_function("cd_handlers_run", 5)},
+         None, ""),
+        ("daemon function not named after its file",
+         {"server/daemon/cd_main.c": '#include "ce.h"\n' + c_function("cd_main_run", 5, ["ce_public"])
+          + c_function("cd_other_name", 4)},
+         "name-prefix server/daemon/cd_main.c cd_other_name", ""),
+        ("static daemon function, internal cd__ name, main()",
+         {"server/daemon/cd_main.c": '#include "ce.h"\n' + c_function("cd_main_run", 5, ["ce_public"])
+          + "static " + c_function("helper", 4) + c_function("cd__main_shared", 4) + c_function("main", 4)},
          None, ""),
         ("listed exception",
          {"client/cc_x.c": c_function("cc_x", MAX_FUNCTION_LINES + 1)}, None,
