@@ -350,7 +350,10 @@ static void reg_lookup(reg_job *j, cd_req *r) {
 static void reg_start_build(reg_job *j, cd_req *r) {
   cd_server *s = cd_conn_server(r->conn);
   const cd_register_msg *m = r->env->register_geometry;
-  if (cd_pool_cancelled(s->pool)) { /* shutting down: no new builds (see above) */
+  /* shutting down: no new builds (see above). The pool is gone once the
+   * server finishes: a registration whose checks were still queued then has
+   * its done() run as the loops close, with no pool to build on. */
+  if (!s->pool || cd_pool_cancelled(s->pool)) {
     free(j);
     fail(r, CD_UNAVAILABLE, "registerGeometry", "%s", "the server is shutting down");
     return;
