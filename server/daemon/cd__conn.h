@@ -3,19 +3,22 @@
  * connection only as an opaque handle and the accessors declared there).
  * Private to: cd_conn.c cd_input.c cd_output.c cd_req.c cd_outmem.c cd_server.c
  * (tests/docs/check_layout.py keeps every other file from including it).
- * Names declared here for use between those files start with cd__. Three
- * files hold a connection's code:
+ * What the server (cd_server.c) and cd_outmem.c do with a connection keeps
+ * cd_conn_ names (adopt, drain, close); what the connection's own files
+ * share starts with cd__. Four files hold a connection's code:
  *  - cd_conn.c: the lifecycle: accept, the state below, the idle and linger
- *    timers, reading from the socket, closing and freeing;
+ *    timers, reading from the socket, closing and freeing; the accessors the
+ *    protocol reads a connection through;
  *  - cd_input.c: input: framing (protobuf delimited, or newline-delimited
  *    JSON when the first byte is '{'), the in-flight limit, request memory
  *    admission (request_memory_bytes, slow senders), decoding on the loop or
  *    the codec thread, and the hand-off of each request to the protocol;
  *  - cd_output.c: output: the reorder ring that makes replies leave in
  *    request order even when computed out of order, encoding (on the codec
- *    thread when large), the write queue and the output-bytes limit.
+ *    thread when large), the write queue and the output-bytes limit;
+ *  - cd_req.c: a request's end (answered or let go).
  * On the owning loop's thread, without a lock (the exceptions are listed in
- * cd_loop.h). The three files call each other: they are one layer, split by
+ * cd_loop.h). The files call each other: they are one layer, split by
  * concept, over one structure. */
 #ifndef CD__CONN_H
 #define CD__CONN_H

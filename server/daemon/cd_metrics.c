@@ -12,21 +12,22 @@
 
 
 static void metric(cd_fmt_buf *o, const char *name, const char *type, const char *help, double v) {
-  cd_fmt_append(o, "# HELP contactd_%s %s\n# TYPE contactd_%s %s\ncontactd_%s %.17g\n", name, help, name, type, name, v);
+  cd_fmt_append(o, "# HELP contactd_%s %s\n# TYPE contactd_%s %s\ncontactd_%s %.17g\n", name, help, name, type, name,
+                v);
 }
 
 static void render_loops(cd_fmt_buf *o, cd_server *s) {
   cd_fmt_append(o, "# HELP contactd_loop_connections open client connections on each event loop\n"
-         "# TYPE contactd_loop_connections gauge\n");
+                "# TYPE contactd_loop_connections gauge\n");
   for (int i = 0; i < s->nloops; i++)
     cd_fmt_append(o, "contactd_loop_connections{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].connections);
   cd_fmt_append(o, "# HELP contactd_loop_connections_total connections each event loop has taken\n"
-         "# TYPE contactd_loop_connections_total counter\n");
+                "# TYPE contactd_loop_connections_total counter\n");
   for (int i = 0; i < s->nloops; i++)
     cd_fmt_append(o, "contactd_loop_connections_total{loop=\"%d\"} %llu\n", i,
-        (unsigned long long)s->loops[i].connections_total);
+                  (unsigned long long)s->loops[i].connections_total);
   cd_fmt_append(o, "# HELP contactd_loop_requests_total requests received on each event loop\n"
-         "# TYPE contactd_loop_requests_total counter\n");
+                "# TYPE contactd_loop_requests_total counter\n");
   for (int i = 0; i < s->nloops; i++)
     cd_fmt_append(o, "contactd_loop_requests_total{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].requests);
 }
@@ -47,15 +48,15 @@ char *cd_metrics_render(cd_server *s, size_t *len, int *over) {
   metric(&o, "io_threads", "gauge", "event loops serving connections", (double)s->nloops);
   render_loops(&o, s);
   cd_fmt_append(&o, "# HELP contactd_disconnects_total connections closed by the server\n"
-          "# TYPE contactd_disconnects_total counter\n"
-          "contactd_disconnects_total{reason=\"slow_reader\"} %llu\n"
-          "contactd_disconnects_total{reason=\"idle\"} %llu\n"
-          "contactd_disconnects_total{reason=\"framing\"} %llu\n"
-          "contactd_disconnects_total{reason=\"slow_sender\"} %llu\n"
-          "contactd_disconnects_total{reason=\"output_memory\"} %llu\n",
-      (unsigned long long)st->disconnects_slow_reader, (unsigned long long)st->disconnects_idle,
-      (unsigned long long)st->disconnects_framing, (unsigned long long)st->disconnects_slow_sender,
-      (unsigned long long)st->disconnects_output_memory);
+                "# TYPE contactd_disconnects_total counter\n"
+                "contactd_disconnects_total{reason=\"slow_reader\"} %llu\n"
+                "contactd_disconnects_total{reason=\"idle\"} %llu\n"
+                "contactd_disconnects_total{reason=\"framing\"} %llu\n"
+                "contactd_disconnects_total{reason=\"slow_sender\"} %llu\n"
+                "contactd_disconnects_total{reason=\"output_memory\"} %llu\n",
+                (unsigned long long)st->disconnects_slow_reader, (unsigned long long)st->disconnects_idle,
+                (unsigned long long)st->disconnects_framing, (unsigned long long)st->disconnects_slow_sender,
+                (unsigned long long)st->disconnects_output_memory);
   metric(&o, "requests_total", "counter", "requests received", (double)st->requests);
   metric(&o, "errors_total", "counter", "requests answered with an Error", (double)st->errors);
   metric(&o, "pairs_total", "counter", "body pairs computed", (double)st->pairs);
@@ -88,22 +89,23 @@ char *cd_metrics_render(cd_server *s, size_t *len, int *over) {
   metric(&o, "jobs_pending", "gauge", "jobs queued or running on the workers",
          s->pool ? (double)cd_pool_pending(s->pool) : 0);
   cd_fmt_append(&o, "# HELP contactd_worker_utilisation busy fraction of each worker since start\n"
-          "# TYPE contactd_worker_utilisation gauge\n");
+                "# TYPE contactd_worker_utilisation gauge\n");
   for (int i = 0; s->pool && i < cd_pool_size(s->pool); i++)
     cd_fmt_append(&o, "contactd_worker_utilisation{worker=\"%d\"} %.6f\n", i, cd_pool_utilisation(s->pool, i));
   cd_fmt_append(&o, "# HELP contactd_request_latency_us request latency, receive to reply queued, microseconds\n"
-          "# TYPE contactd_request_latency_us histogram\n");
+                "# TYPE contactd_request_latency_us histogram\n");
   uint64_t cum = 0;
   for (int i = 0; i < CD_LATENCY_BUCKETS; i++) {
     cum += st->latency[i];
     if (i < CD_LATENCY_BUCKETS - 1)
       cd_fmt_append(&o, "contactd_request_latency_us_bucket{le=\"%g\"} %llu\n", cd_latency_bounds_us[i],
-          (unsigned long long)cum);
+                    (unsigned long long)cum);
     else
       cd_fmt_append(&o, "contactd_request_latency_us_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
   }
-  cd_fmt_append(&o, "contactd_request_latency_us_sum %.17g\ncontactd_request_latency_us_count %llu\n", st->latency_sum_us,
-      (unsigned long long)cum);
+  cd_fmt_append(&o, "contactd_request_latency_us_sum %.17g\ncontactd_request_latency_us_count %llu\n",
+                st->latency_sum_us,
+                (unsigned long long)cum);
   *over = o.over;
   if (o.over || o.nomem || !o.b) {
     free(o.b);

@@ -6,7 +6,7 @@
 
 static void counter(cd_fmt_buf *o, const char *name, const char *help, uint64_t v) {
   cd_fmt_append(o, "# HELP contactd_store_%s %s\n# TYPE contactd_store_%s counter\ncontactd_store_%s %llu\n", name,
-      help, name, name, (unsigned long long)v);
+                help, name, name, (unsigned long long)v);
 }
 
 void cd_store_metrics_render(cd_server *s, cd_fmt_buf *o) {
@@ -32,9 +32,9 @@ void cd_store_metrics_render(cd_server *s, cd_fmt_buf *o) {
   counter(o, "loads_total", "geometries built from store records", cd_fetch_loads(s->fetch));
   counter(o, "ops_total", "store operations completed", st.ops);
   cd_fmt_append(o,
-      "# HELP contactd_store_latency_us_sum store operation time, microseconds\n"
-      "# TYPE contactd_store_latency_us_sum counter\ncontactd_store_latency_us_sum %llu\n"
-      "# HELP contactd_store_latency_us_max slowest store operation, microseconds\n"
-      "# TYPE contactd_store_latency_us_max gauge\ncontactd_store_latency_us_max %llu\n",
-      (unsigned long long)st.latency_us_sum, (unsigned long long)st.latency_us_max);
+                "# HELP contactd_store_latency_us_sum store operation time, microseconds\n"
+                "# TYPE contactd_store_latency_us_sum counter\ncontactd_store_latency_us_sum %llu\n"
+                "# HELP contactd_store_latency_us_max slowest store operation, microseconds\n"
+                "# TYPE contactd_store_latency_us_max gauge\ncontactd_store_latency_us_max %llu\n",
+                (unsigned long long)st.latency_us_sum, (unsigned long long)st.latency_us_max);
 }
