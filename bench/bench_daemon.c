@@ -20,6 +20,7 @@
  * Starts the real daemon (argv[1], or ../server/daemon/contactd next to this
  * binary's directory) on an ephemeral port and talks to it through the C
  * client library (client/cc_client.h), as a user's program would. */
+#include "bench_tmp.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libgen.h>
@@ -50,11 +51,11 @@ static double now_s(void) {
 
 /* ---- sockets and the daemon -------------------------------------------- */
 
-typedef struct daemon { pid_t pid; int port; char log[256]; } daemon_t;
+typedef struct daemon { pid_t pid; int port; char log[512]; } daemon_t;
 
 /* config: a config file, or NULL for the defaults. */
 static void start_daemon(daemon_t *d, int workers, const char *config) {
-  snprintf(d->log, sizeof d->log, "/tmp/bench_daemon_%d.log", (int)getpid());
+  snprintf(d->log, sizeof d->log, "%s/bench_daemon_%d.log", bench_tmp_root(), (int)getpid());
   char w[16];
   snprintf(w, sizeof w, "%d", workers);
   d->pid = fork();
@@ -430,7 +431,9 @@ int main(int argc, char **argv) {
   }
   bench_floor();
   bench_rtt(NULL, "result_poll_us 100 (default)");
-  const char *nopoll = "/tmp/bench_daemon_no_poll.json";
+  char nopoll[512], all[512];
+  snprintf(nopoll, sizeof nopoll, "%s/bench_daemon_no_poll_%d.json", bench_tmp_root(), (int)getpid());
+  snprintf(all, sizeof all, "%s/bench_daemon_build_workers_%d.json", bench_tmp_root(), (int)getpid());
   FILE *np = fopen(nopoll, "w");
   if (!np) { fprintf(stderr, "bench: cannot write %s\n", nopoll); return 1; }
   fprintf(np, "{\"limits\": {\"result_poll_us\": 0}}\n");
@@ -442,7 +445,6 @@ int main(int argc, char **argv) {
   bench_stall(upload_main, "another client registers 4096^2 heightfields", NULL);
   bench_stall(surfaces_main, "another client asks for 1300 contact surfaces", NULL);
   bench_stall(builds_main, "two clients register 0.005 m spheres, build_workers 0 (default: 1 of 2)", NULL);
-  const char *all = "/tmp/bench_daemon_build_workers.json";
   FILE *f = fopen(all, "w");
   if (!f) { fprintf(stderr, "bench: cannot write %s\n", all); return 1; }
   fprintf(f, "{\"limits\": {\"build_workers\": 2}}\n");

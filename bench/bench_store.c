@@ -16,6 +16,7 @@
  *
  * Needs /usr/bin/redis-server; starts it, and the daemon (argv[1], or
  * ../server/daemon/contactd next to this binary's directory), on loopback. */
+#include "bench_tmp.h"
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <libgen.h>
@@ -56,7 +57,7 @@ static int free_port(void) {
 
 /* ---- redis-server ------------------------------------------------------- */
 
-typedef struct redis { pid_t pid; int port; char dir[64]; char uri[64]; } redis_t;
+typedef struct redis { pid_t pid; int port; char dir[400]; char uri[64]; } redis_t;
 
 static redisContext *redis_conn(const redis_t *r) {
   struct timeval tv = {2, 0};
@@ -69,7 +70,7 @@ static redisContext *redis_conn(const redis_t *r) {
 }
 
 static void redis_start(redis_t *r) {
-  snprintf(r->dir, sizeof r->dir, "/tmp/bench_redis_XXXXXX");
+  snprintf(r->dir, sizeof r->dir, "%s/bench_redis_XXXXXX", bench_tmp_root());
   if (!mkdtemp(r->dir)) die("mkdtemp", r->dir);
   r->port = free_port();
   snprintf(r->uri, sizeof r->uri, "redis://127.0.0.1:%d", r->port);
@@ -98,7 +99,7 @@ static void redis_start(redis_t *r) {
 static void redis_stop(redis_t *r) {
   kill(r->pid, SIGTERM);
   waitpid(r->pid, NULL, 0);
-  char cmd[128];
+  char cmd[512];
   snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
   if (system(cmd)) fprintf(stderr, "bench_store: could not remove %s\n", r->dir);
 }
@@ -139,11 +140,11 @@ static double redis_get_blob(const redis_t *r, size_t n) {
 
 /* ---- contactd ------------------------------------------------------------- */
 
-typedef struct daemon { pid_t pid; int port; char log[96]; double t_exec; } daemon_t;
+typedef struct daemon { pid_t pid; int port; char log[512]; double t_exec; } daemon_t;
 
 static void start_daemon(daemon_t *d, const char *store) {
   static int n;
-  snprintf(d->log, sizeof d->log, "/tmp/bench_store_%d_%d.log", (int)getpid(), n++);
+  snprintf(d->log, sizeof d->log, "%s/bench_store_%d_%d.log", bench_tmp_root(), (int)getpid(), n++);
   d->t_exec = now_s();
   d->pid = fork();
   if (d->pid == 0) {
@@ -279,7 +280,8 @@ static void register_many(cc_client *c, char ids[NGEOM + 1][CC_ID_MAX], cc_body 
 }
 
 static void restart_dir(void) {
-  char dir[64] = "/tmp/bench_store_XXXXXX", store[96];
+  char dir[400], store[512];
+  snprintf(dir, sizeof dir, "%s/bench_store_XXXXXX", bench_tmp_root());
   if (!mkdtemp(dir)) die("mkdtemp", dir);
   snprintf(store, sizeof store, "dir:%s", dir);
   static char ids[NGEOM + 1][CC_ID_MAX];
@@ -306,7 +308,7 @@ static void restart_dir(void) {
   printf("   restart: exec to ready                     %9.1f ms\n", ready * 1e3);
   printf("   restart: exec to the first answer (all %d)%9.1f ms (a warm query: %.2f ms)\n", NGEOM, first * 1e3,
          warm * 1e3);
-  char cmd[128];
+  char cmd[512];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd)) fprintf(stderr, "bench_store: could not remove %s\n", dir);
 }

@@ -21,6 +21,7 @@
  * before the flag can be measured the same way).
  * Defaults: contactd next to this binary, io_threads 1..cores, the client
  * counts above, 2 s per cell, workers = cores, drivers = half the cores. */
+#include "bench_tmp.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -64,11 +65,11 @@ static void die(const char *what) {
 typedef struct daemon {
   pid_t pid;
   int port;
-  char log[256];
+  char log[512];
 } daemon_t;
 
 static void start_daemon(daemon_t *d, int workers, int io_threads) {
-  snprintf(d->log, sizeof d->log, "/tmp/bench_throughput_%d.log", (int)getpid());
+  snprintf(d->log, sizeof d->log, "%s/bench_throughput_%d.log", bench_tmp_root(), (int)getpid());
   char w[16], io[16];
   snprintf(w, sizeof w, "%d", workers);
   snprintf(io, sizeof io, "%d", io_threads);

@@ -1,5 +1,5 @@
 /* ce_bvh.h — bounding volume hierarchies over a mesh's elements: build
- * and traversals (ce_bvh.c). */
+ * (ce_bvh_build.c) and traversals (ce_bvh_query.c). */
 #ifndef CE_BVH_H
 #define CE_BVH_H
 
@@ -18,7 +18,7 @@
 #define CE_BVH_TRI_LEAF 8
 #define CE_BVH_TET_LEAF 4
 
-/* Vertex slots of the hierarchy build's gather scratch (ce_bvh.c): a node's
+/* Vertex slots of the hierarchy build's gather scratch (ce_bvh_build.c): a node's
  * fits run over its element vertices gathered into x, y, z, p arrays (32
  * bytes a vertex, 2 MiB in all); a node with more vertices is fitted a
  * chunk at a time, regathered for each of its three passes, with the same
@@ -106,7 +106,7 @@ ce_errno ce_bvh_build_surface(ce_bvh *s, const int32_t (*face)[3], const ce_vec3
                                ce_error *err);
 /* Build over nelem elements of k vertices each (k = 3 triangles, 4 tets).
  * `pressure` (per vertex, may be NULL) fills the nodes' pressure ranges.
- * prog (may be NULL) is reported every few ms of work (ce_bvh.c,
+ * prog (may be NULL) is reported every few ms of work (ce_bvh_build.c,
  * CE_BVH_PROGRESS_WORK); a stop there frees everything and fails with
  * CE_ECANCELED. */
 ce_errno ce_bvh_build(ce_bvh *bvh, int32_t nelem, int k, const int32_t *elems,

@@ -6,7 +6,7 @@
 # usage: check_example.sh NCHECKS CONTACTD PROGRAM [ARGS...]
 N=$1
 shift
-DIR=$(mktemp -d /tmp/cc-check-XXXXXX) || exit 1
+DIR=$(mktemp -d -t cc-check-XXXXXX) || exit 1
 CONTACTD=$1
 PROG=$2
 shift 2

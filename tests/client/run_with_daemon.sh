@@ -5,7 +5,7 @@
 CONTACTD=$1
 PROG=$2
 shift 2
-DIR=$(mktemp -d /tmp/cc-example-XXXXXX) || exit 1
+DIR=$(mktemp -d -t cc-example-XXXXXX) || exit 1
 "$CONTACTD" --listen none --unix "$DIR/contactd.sock" --workers 2 2> "$DIR/log" &
 PID=$!
 i=0

@@ -68,8 +68,8 @@ class ContactctlTest(unittest.TestCase):
                      ["register", "sphere", "--radius", "x", "--modulus", "1"],
                      ["register", "sphere", "--radius", "0.1"],  # compliant without modulus
                      ["register", "box", "--size", "1,2", "--rigid"],
-                     ["query"], ["export", SCENE, "-o", "/tmp/x.vtk"],
-                     ["export", SCENE, "--pair", "ball,floor", "-o", "/tmp/x.obj"],
+                     ["query"], ["export", SCENE, "-o", os.path.join(self.tmp, "x.vtk")],
+                     ["export", SCENE, "--pair", "ball,floor", "-o", os.path.join(self.tmp, "x.obj")],
                      ["stream", SCENE, "--rate", "-1"], ["--timeout", "0", "ping"]):
             rc, out, err = self.run_ctl(*args)
             self.assertEqual(rc, 2, "%s: rc %d, %s" % (args, rc, err))

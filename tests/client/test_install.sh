@@ -7,7 +7,7 @@ set -e
 BUILD=$1
 CONTACTD=$2
 EXTRA=$3
-PREFIX=$(mktemp -d /tmp/cc-install-XXXXXX)
+PREFIX=$(mktemp -d -t cc-install-XXXXXX)
 trap 'rm -rf "$PREFIX"' EXIT
 cmake --install "$BUILD" --prefix "$PREFIX" > "$PREFIX/install.log"
 LIBDIR=$(dirname "$(find "$PREFIX" -name contactclient.pc | head -1)")

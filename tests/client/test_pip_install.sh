@@ -8,7 +8,7 @@
 set -e
 CONTACTD=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
-TMP=$(mktemp -d /tmp/cc-pip-XXXXXX)
+TMP=$(mktemp -d -t cc-pip-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 /bin/sh "$HERE/../common/install_python_client.sh" "$TMP/venv"
 cd "$TMP"

@@ -2,6 +2,7 @@
 #include "td_proc.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,43 @@ char *td_read_log(const td_proc *d) {
   return b;
 }
 
+const char *td_tmp_root(void) {
+  const char *t = getenv("TMPDIR");
+  return t && *t ? t : P_tmpdir;
+}
+
+int td_mkdtemp(char *buf, size_t cap, const char *prefix) {
+  int n = snprintf(buf, cap, "%s/%sXXXXXX", td_tmp_root(), prefix);
+  if (n < 0 || (size_t)n >= cap) return -1;
+  return mkdtemp(buf) ? 0 : -1;
+}
+
+static char own_dir[256];
+static pid_t own_pid;
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+  (void)st, (void)type, (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static void remove_own_dir(void) {
+  /* only the process that made it (a forked child inherits the handler) */
+  if (own_pid == getpid() && own_dir[0]) nftw(own_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+const char *td_own_dir(void) {
+  if (own_pid != getpid()) {
+    if (td_mkdtemp(own_dir, sizeof own_dir, "td-") != 0) {
+      fprintf(stderr, "td: cannot make a directory under %s\n", td_tmp_root());
+      abort();
+    }
+    if (!own_pid) atexit(remove_own_dir);
+    own_pid = getpid();
+  }
+  return own_dir;
+}
+
 static void remove_dir(td_proc *d) {
   unlink(d->log_path);
   unlink(d->unix_path);
@@ -43,8 +81,7 @@ static void remove_dir(td_proc *d) {
 
 int td_start(td_proc *d, const char *bin, const char *const *extra, const char **why) {
   memset(d, 0, sizeof *d);
-  snprintf(d->dir, sizeof d->dir, "/tmp/contactd-test-XXXXXX");
-  if (!mkdtemp(d->dir)) {
+  if (td_mkdtemp(d->dir, sizeof d->dir, "contactd-test-") != 0) {
     *why = "mkdtemp failed";
     return -1;
   }

@@ -2,10 +2,15 @@
  * daemon per call on an ephemeral TCP port plus a Unix socket in a fresh
  * temporary directory, its stdout and stderr in a log file there. Shared by
  * the daemon tests (tests/daemon/cd_test_client.c) and the client tests
- * (tests/client/cc_test_daemon.c), which wrap it in their own styles. */
+ * (tests/client/cc_test_daemon.c), which wrap it in their own styles.
+ *
+ * Every file a test writes goes under $TMPDIR: tests/run.sh points it at
+ * a directory made for the run and removes that at the end, so no test
+ * names a fixed path and nothing an earlier run left can make one pass. */
 #ifndef TD_PROC_H
 #define TD_PROC_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 typedef struct td_proc {
@@ -20,6 +25,17 @@ typedef struct td_proc {
   int startup_status;
   char startup_log[4096];
 } td_proc;
+
+/* The directory tests write under: $TMPDIR, else the C library's default
+ * (P_tmpdir). */
+const char *td_tmp_root(void);
+/* mkdtemp of <td_tmp_root()>/<prefix>XXXXXX into buf (cap bytes): 0, or
+ * -1 when it does not fit or cannot be made. */
+int td_mkdtemp(char *buf, size_t cap, const char *prefix);
+/* A directory of this process's own under td_tmp_root(), made on first use
+ * (again after a fork: criterion runs each test in a child), removed with
+ * what is in it when the process exits. Aborts when it cannot be made. */
+const char *td_own_dir(void);
 
 /* Start `bin` with --listen 127.0.0.1:0 --unix DIR/contactd.sock --workers
  * 2 and the extra arguments (NULL-terminated, may be NULL), and wait up to

@@ -317,20 +317,25 @@ uint64_t tc_open_pair_stream(int fd, const char *ga, double za, const char *gb, 
   return tc_open_stream(fd, &os, request_id, timeout_ms);
 }
 
-const char *tc_limits_file(const char *path, const char *limits) {
-  /* one file per test process: ctest runs a test program with one and
-   * with four event loops at once, and each writes its own configs */
-  static char own[512];
-  snprintf(own, sizeof own, "%s.%d", path, (int)getpid());
-  path = own;
+const char *tc_config_file(const char *name, const char *json) {
+  /* in this process's own directory: ctest runs a test program with one
+   * and with four event loops at once, and each writes its own configs */
+  static char path[512];
+  snprintf(path, sizeof path, "%s/%s", td_own_dir(), name);
   FILE *f = fopen(path, "w");
   if (!f) {
     fprintf(stderr, "tc: cannot write %s\n", path);
     abort();
   }
-  fprintf(f, "{\"limits\": {%s}}\n", limits);
+  fprintf(f, "%s\n", json);
   fclose(f);
   return path;
+}
+
+const char *tc_limits_file(const char *name, const char *limits) {
+  char json[4096];
+  snprintf(json, sizeof json, "{\"limits\": {%s}}", limits);
+  return tc_config_file(name, json);
 }
 
 void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3 *pos, uint32_t id,

@@ -19,11 +19,13 @@ typedef td_proc tc_daemon;
  * --workers 2 and extra flags (NULL-terminated); waits until it is ready.
  * Aborts the test on failure. */
 void tc_start(tc_daemon *d, const char *const *extra);
-/* Write a config file at path.PID (this process's) holding {"limits":
- * {limits}} (limits: the object's members, JSON); returns that path (valid
- * until the next call), for --config. Aborts when the file cannot be
- * written. */
-const char *tc_limits_file(const char *path, const char *limits);
+/* Write a config file `name` holding `json` in this process's own
+ * directory (td_own_dir); returns its path (valid until the next call of
+ * either function), for --config. Aborts when it cannot be written. */
+const char *tc_config_file(const char *name, const char *json);
+/* The same, holding {"limits": {limits}} (limits: the object's members,
+ * JSON). */
+const char *tc_limits_file(const char *name, const char *limits);
 /* SIGTERM and wait: returns the exit status (or 128 + signal). */
 int tc_stop(tc_daemon *d);
 /* 1 if the process is still running. */

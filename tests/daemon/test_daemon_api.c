@@ -423,7 +423,7 @@ static long mono_ms(void) {
  * once; the port still answers afterwards. */
 Test(daemon_api, silent_metrics_connections_time_out) {
   const char *path =
-      tc_limits_file("/tmp/contactd-test-metrics.json", "\"metrics_timeout_ms\": 300, \"max_metrics_connections\": 2");
+      tc_limits_file("metrics.json", "\"metrics_timeout_ms\": 300, \"max_metrics_connections\": 2");
   const char *extra[] = {"--config", path, "--metrics-port", "0", NULL};
   tc_start(&D, extra);
   cr_assert_gt(D.metrics_port, 0);
@@ -539,7 +539,7 @@ static void *mem_send(void *arg) {
  * object's body) and one worker; another client's Hello is answered too.
  * Returns the request_bytes high-water mark and the waits counted. */
 static void mem_run(const char *limits, double *peak, double *waits) {
-  const char *path = tc_limits_file("/tmp/contactd-test-request-memory.json", limits);
+  const char *path = tc_limits_file("request-memory.json", limits);
   const char *extra[] = {"--config", path, "--workers", "1", "--metrics-port", "0", NULL};
   tc_start(&D, extra);
   int f0 = tc_connect_tcp(D.port);
@@ -668,7 +668,7 @@ static void expect_hello(int fd, uint64_t request_id, const char *who) {
  * sending a large frame steadily is not cut, and without waiters a slow
  * frame costs nobody anything. */
 Test(daemon_api, stalled_frame_is_closed_while_others_wait, .timeout = 120) {
-  const char *path = tc_limits_file("/tmp/contactd-test-frame-rate.json",
+  const char *path = tc_limits_file("frame-rate.json",
                                     "\"max_frame_bytes\": 1048576, \"request_memory_bytes\": 1048576, "
                                     "\"frame_grace_ms\": 300, \"frame_min_rate_bytes\": 65536");
   const char *extra[] = {"--config", path, "--metrics-port", "0", NULL};
@@ -742,7 +742,7 @@ Test(daemon_api, stalled_frame_is_closed_while_others_wait, .timeout = 120) {
  * is answered at once. Kept buffers (64 KB each) held the whole 128 KiB
  * limit until those connections closed. */
 Test(daemon_api, idle_json_connections_hold_no_request_memory, .timeout = 120) {
-  const char *path = tc_limits_file("/tmp/contactd-test-json-lines.json",
+  const char *path = tc_limits_file("json-lines.json",
                                     "\"max_frame_bytes\": 131072, \"request_memory_bytes\": 131072");
   const char *extra[] = {"--config", path, "--metrics-port", "0", NULL};
   tc_start(&D, extra);
@@ -935,11 +935,8 @@ Test(daemon_api, shutdown_while_a_large_body_decodes, .timeout = 120) {
   e.register_geometry = &rg;
   size_t n;
   uint8_t *f = framed(&e, &n);
-  char path[64];
-  snprintf(path, sizeof path, "/tmp/contactd-test-no-grace.json.%d", (int)getpid());
-  FILE *cf = fopen(path, "w");
-  fprintf(cf, "{\"shutdown_grace_s\": 0}\n");
-  fclose(cf);
+  char path[512];
+  snprintf(path, sizeof path, "%s", tc_config_file("no-grace.json", "{\"shutdown_grace_s\": 0}"));
   for (int grace = 1; grace >= 0; grace--) {
     const char *with[] = {"--metrics-port", "0", NULL}, *without[] = {"--metrics-port", "0", "--config", path, NULL};
     tc_start(&D, grace ? with : without);
@@ -1076,7 +1073,7 @@ Test(daemon_api, large_replies_are_encoded_off_the_loop_in_order, .timeout = 180
  * running, and its reply arrives while the large query is still being
  * computed; first come first served, it waited for all 64 jobs. */
 Test(daemon_api, one_client_backlog_does_not_delay_another, .timeout = 120) {
-  const char *path = tc_limits_file("/tmp/contactd-test-turns.json", "\"pairs_per_job\": 1");
+  const char *path = tc_limits_file("turns.json", "\"pairs_per_job\": 1");
   const char *extra[] = {"--config", path, "--workers", "1", NULL};
   tc_start(&D, extra);
   int fa = tc_connect_tcp(D.port), fb = tc_connect_tcp(D.port);
@@ -1147,7 +1144,7 @@ Test(daemon_api, one_client_backlog_does_not_delay_another, .timeout = 120) {
  * the first build to end. With build_workers 2 both builds run at once and
  * the query waits: the control. */
 static void builds_leave_a_worker(const char *limits, int query_first) {
-  const char *path = tc_limits_file("/tmp/contactd-test-build-workers.json", limits);
+  const char *path = tc_limits_file("build-workers.json", limits);
   const char *extra[] = {"--config", path, "--workers", "2", NULL};
   tc_start(&D, extra);
   int fa = tc_connect_tcp(D.port), fb = tc_connect_tcp(D.port);
@@ -1270,7 +1267,7 @@ Test(daemon_api, rigid_pairs_fall_back_to_point_contact, .init = up, .fini = dow
 static uint8_t *det_reply(int workers, size_t *len) {
   char wn[8];
   snprintf(wn, sizeof wn, "%d", workers);
-  const char *path = tc_limits_file("/tmp/contactd-test-determinism.json", "\"pairs_per_job\": 1");
+  const char *path = tc_limits_file("determinism.json", "\"pairs_per_job\": 1");
   const char *extra[] = {"--config", path, "--workers", wn, NULL};
   tc_start(&D, extra);
   int fd = tc_connect_tcp(D.port);
@@ -1386,7 +1383,7 @@ static void spl_expect_canonical(const uint8_t *raw, size_t n, const Env *e, con
 }
 
 Test(daemon_api, replies_packed_on_the_workers_are_whole_messages, .timeout = 120) {
-  const char *path = tc_limits_file("/tmp/contactd-test-splice.json", "\"pairs_per_job\": 3");
+  const char *path = tc_limits_file("splice.json", "\"pairs_per_job\": 3");
   const char *extra[] = {"--config", path, "--workers", "2", NULL};
   tc_start(&D, extra);
   int fd = tc_connect_tcp(D.port), fj = tc_connect_tcp(D.port);
@@ -1515,7 +1512,7 @@ static void bp_expect_over(Env *r, const char *field, const char *what) {
 }
 
 Test(daemon_api, broad_phase_off_the_loop_finds_the_same_pairs_and_limits, .timeout = 120) {
-  const char *path = tc_limits_file("/tmp/contactd-test-broadphase.json", "\"max_pairs_per_query\": 40");
+  const char *path = tc_limits_file("broadphase.json", "\"max_pairs_per_query\": 40");
   const char *extra[] = {"--config", path, NULL};
   tc_start(&D, extra);
   int fd = tc_connect_tcp(D.port);

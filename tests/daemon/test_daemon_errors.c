@@ -131,7 +131,7 @@ Test(bad_input, length_prefix_over_the_cap) {
 }
 
 static void small_frames(void) {
-  start_with_limits("/tmp/contactd-test-small-frames.json", "\"max_frame_bytes\": 65536");
+  start_with_limits("small-frames.json", "\"max_frame_bytes\": 65536");
 }
 
 /* A client sends a whole frame over max_frame_bytes, as clients do. The
@@ -428,7 +428,7 @@ Test(bad_input, inverted_tet_mesh) {
   close(fd);
 }
 
-static void small_cache(void) { start_with_limits("/tmp/contactd-test-cache.json", "\"cache_bytes\": 8388608"); }
+static void small_cache(void) { start_with_limits("cache.json", "\"cache_bytes\": 8388608"); }
 
 /* A geometry larger than the whole cache (cache_bytes 8 MiB; a sphere at
  * hint 0.0066 takes 33 MB) is refused as soon as its mesh's counts show
@@ -462,10 +462,10 @@ Test(bad_input, geometry_larger_than_the_cache_is_refused, .init = small_cache) 
 }
 
 static void small_limits(void) {
-  start_with_limits("/tmp/contactd-test-limits.json", "\"max_bodies_per_query\": 4, \"max_streams_per_conn\": 0");
+  start_with_limits("limits.json", "\"max_bodies_per_query\": 4, \"max_streams_per_conn\": 0");
 }
 
-static void tiny_arena(void) { start_with_limits("/tmp/contactd-test-arena.json", "\"worker_arena_bytes\": 65536"); }
+static void tiny_arena(void) { start_with_limits("arena.json", "\"worker_arena_bytes\": 65536"); }
 
 /* A pair whose scratch passes worker_arena_bytes fails naming the limit
  * and its size; the connection goes on (and the bystander's coarse pair,
@@ -581,10 +581,10 @@ Test(bad_input, update_on_a_closed_stream) {
 }
 
 static void tiny_output(void) {
-  start_with_limits("/tmp/contactd-test-output.json", "\"max_output_bytes\": 65536, \"max_inflight_per_conn\": 4096");
+  start_with_limits("output.json", "\"max_output_bytes\": 65536, \"max_inflight_per_conn\": 4096");
 }
 
-static void tinier_output(void) { start_with_limits("/tmp/contactd-test-output2.json", "\"max_output_bytes\": 512"); }
+static void tinier_output(void) { start_with_limits("output2.json", "\"max_output_bytes\": 512"); }
 
 /* One reply larger than max_output_bytes, to a client that reads, is not a
  * slow reader: nothing else was queued before it. */
@@ -675,12 +675,12 @@ Test(bad_input, client_that_stops_reading_is_disconnected, .init = tiny_output) 
 /* 1.5 MiB: one fine surface fits, two do not; one pair per job, so the two
  * workers convert at once and share the budget. */
 static void reply_limit_proto(void) {
-  start_with_limits("/tmp/contactd-test-reply.json", "\"max_reply_bytes\": 1572864, \"pairs_per_job\": 1");
+  start_with_limits("reply.json", "\"max_reply_bytes\": 1572864, \"pairs_per_job\": 1");
 }
 /* 32 KiB: the coarse polygon surface converts (about 10 KB) but its JSON
  * encoding does not fit. */
 static void reply_limit_json(void) {
-  start_with_limits("/tmp/contactd-test-reply-json.json", "\"max_reply_bytes\": 32768");
+  start_with_limits("reply-json.json", "\"max_reply_bytes\": 32768");
 }
 
 /* Three fine spheres side by side on the plane (bodies 1-3, the plane 4),
@@ -848,7 +848,7 @@ Test(bad_input, json_reply_over_max_reply_bytes_fails_that_request_only, .init =
  * gives its bytes back when it is sent, one surface after another keeps
  * fitting (a leak would fail the second). */
 static void reply_memory_limit(void) {
-  start_with_limits("/tmp/contactd-test-reply-mem.json", "\"reply_memory_bytes\": 1572864, \"pairs_per_job\": 1");
+  start_with_limits("reply-mem.json", "\"reply_memory_bytes\": 1572864, \"pairs_per_job\": 1");
 }
 
 Test(bad_input, replies_over_reply_memory_bytes_fail_and_give_memory_back, .init = reply_memory_limit) {

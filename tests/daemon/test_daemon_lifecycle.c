@@ -40,17 +40,16 @@ Test(lifecycle, help_version_and_bad_flags) {
   cr_expect(strstr(out, "unknown flag"), "%s", out);
   cr_expect_eq(run("--workers zero", out, sizeof out), 2);
   cr_expect_eq(run("--config /nonexistent.json", out, sizeof out), 2);
-  tc_limits_file("/tmp/contactd-test-bad.json", "\"max_fram_bytes\": 5");
-  cr_expect_eq(run("--config /tmp/contactd-test-bad.json", out, sizeof out), 2);
+  char bad[600];
+  snprintf(bad, sizeof bad, "--config %s", tc_limits_file("bad.json", "\"max_fram_bytes\": 5"));
+  cr_expect_eq(run(bad, out, sizeof out), 2);
   cr_expect(strstr(out, "unknown key limits.max_fram_bytes"), "typos are caught: %s", out);
 }
 
 Test(lifecycle, flags_override_the_config_file) {
-  FILE *f = fopen("/tmp/contactd-test-cfg.json", "w");
-  fprintf(f, "{\"_comment\": \"x\", \"workers\": 3, \"limits\": {\"max_inflight_per_conn\": 17, "
-             "\"max_frame_bytes\": 1000}}");
-  fclose(f);
-  const char *extra[] = {"--config", "/tmp/contactd-test-cfg.json", "--workers", "1", NULL};
+  const char *cfg = tc_config_file("cfg.json", "{\"_comment\": \"x\", \"workers\": 3, \"limits\": "
+                                   "{\"max_inflight_per_conn\": 17, \"max_frame_bytes\": 1000}}");
+  const char *extra[] = {"--config", cfg, "--workers", "1", NULL};
   tc_daemon d;
   tc_start(&d, extra);
   cr_expect_eq(tc_log_count(&d, "workers=1"), 1, "the flag wins over the file");
@@ -352,13 +351,11 @@ Test(lifecycle, disconnect_cancels_a_build_nobody_else_waits_for) {
 /* The grace timer must close EVERY remaining connection, not just the first
  * one in the list (cd_conn_close does not unlink; on_handle_closed does). */
 Test(lifecycle, shutdown_grace_closes_every_busy_connection) {
-  FILE *f = fopen("/tmp/contactd-test-grace.json", "w");
-  fprintf(f, "{\"shutdown_grace_s\": 0}");
-  fclose(f);
+  const char *cfg = tc_config_file("grace.json", "{\"shutdown_grace_s\": 0}");
   /* One worker (a flag, since the harness's --workers 2 overrides the
    * config file), so the queued queries (~1 ms each) take ~0.2 s, far longer than the
    * 20 ms before SIGTERM; with two workers both queues could empty first. */
-  const char *extra[] = {"--config", "/tmp/contactd-test-grace.json", "--workers", "1", NULL};
+  const char *extra[] = {"--config", cfg, "--workers", "1", NULL};
   tc_daemon d;
   tc_start(&d, extra);
   int fds[2];
@@ -393,8 +390,7 @@ Test(lifecycle, shutdown_grace_closes_every_busy_connection) {
 }
 
 Test(lifecycle, idle_connections_are_closed) {
-  tc_limits_file("/tmp/contactd-test-idle.json", "\"idle_timeout_ms\": 200");
-  const char *extra[] = {"--config", "/tmp/contactd-test-idle.json", NULL};
+  const char *extra[] = {"--config", tc_limits_file("idle.json", "\"idle_timeout_ms\": 200"), NULL};
   tc_daemon d;
   tc_start(&d, extra);
   int fd = tc_connect_tcp(d.port);
@@ -405,8 +401,7 @@ Test(lifecycle, idle_connections_are_closed) {
 }
 
 Test(lifecycle, connections_beyond_the_limit_get_unavailable) {
-  tc_limits_file("/tmp/contactd-test-maxconn.json", "\"max_connections\": 2");
-  const char *extra[] = {"--config", "/tmp/contactd-test-maxconn.json", NULL};
+  const char *extra[] = {"--config", tc_limits_file("maxconn.json", "\"max_connections\": 2"), NULL};
   tc_daemon d;
   tc_start(&d, extra);
   Contactd__V1__Stats s = CONTACTD__V1__STATS__INIT;

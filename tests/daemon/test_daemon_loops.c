@@ -339,7 +339,7 @@ Test(loops, output_memory_bounds_unread_replies_of_all_connections, .timeout = 6
   snprintf(limits, sizeof limits,
            "\"output_memory_bytes\": %u, \"reply_memory_bytes\": %u, \"max_inflight_per_conn\": %d", OUTPUT_BUDGET,
            REPLY_BUDGET, FLOOD_QUERIES);
-  const char *path = tc_limits_file("/tmp/contactd-test-output-memory.json", limits);
+  const char *path = tc_limits_file("output-memory.json", limits);
   const char *extra[] = {"--config", path, "--io-threads", "2", NULL};
   tc_daemon d;
   tc_start(&d, extra);

@@ -36,7 +36,7 @@ static double now_s(void) {
 typedef struct redis {
   pid_t pid;
   int port;
-  char dir[128];
+  char dir[256];
   char uri[64];
 } redis;
 
@@ -66,7 +66,7 @@ static void redis_run(redis *r) {
   snprintf(port, sizeof port, "%d", r->port);
   r->pid = fork();
   if (r->pid == 0) {
-    char log[200];
+    char log[300];
     snprintf(log, sizeof log, "%s/redis.log", r->dir);
     execl(REDIS_BIN, REDIS_BIN, "--port", port, "--bind", "127.0.0.1", "--dir", r->dir, "--save", "",
           "--appendonly", "no", "--logfile", log, (char *)NULL);
@@ -86,8 +86,7 @@ static void redis_run(redis *r) {
 
 static void redis_start(redis *r) {
   cr_assert(access(REDIS_BIN, X_OK) == 0, "%s is missing (deploy/deps.sh installs redis-server)", REDIS_BIN);
-  snprintf(r->dir, sizeof r->dir, "/tmp/cd_redis_XXXXXX");
-  cr_assert(mkdtemp(r->dir));
+  cr_assert(td_mkdtemp(r->dir, sizeof r->dir, "cd_redis_") == 0);
   r->port = free_port();
   snprintf(r->uri, sizeof r->uri, "redis://127.0.0.1:%d", r->port);
   redis_run(r);
@@ -102,7 +101,7 @@ static void redis_kill(redis *r, int sig) {
 
 static void redis_stop(redis *r) {
   if (r->pid) redis_kill(r, SIGTERM);
-  char cmd[200];
+  char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
   cr_expect_eq(system(cmd), 0);
 }
@@ -322,11 +321,11 @@ static void restart_case(const char *store, redis *rd) {
 }
 
 Test(store, restart_with_dir, .timeout = 240) {
-  char dir[64] = "/tmp/cd_store_XXXXXX", store[96];
-  cr_assert(mkdtemp(dir));
+  char dir[256], store[300];
+  cr_assert(td_mkdtemp(dir, sizeof dir, "cd_store_") == 0);
   snprintf(store, sizeof store, "dir:%s/geometry", dir);
   restart_case(store, NULL);
-  char cmd[128];
+  char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   cr_expect_eq(system(cmd), 0);
 }
@@ -551,8 +550,8 @@ static void write_file(const char *path, const void *data, size_t n) {
 }
 
 Test(store, corrupt_and_foreign_entries, .timeout = 120) {
-  char dir[64] = "/tmp/cd_store_XXXXXX", store[96], path[256], src[256];
-  cr_assert(mkdtemp(dir));
+  char dir[256], store[300], path[400], src[400];
+  cr_assert(td_mkdtemp(dir, sizeof dir, "cd_store_") == 0);
   snprintf(store, sizeof store, "dir:%s", dir);
   tc_daemon a;
   start_with(&a, store, NULL);
@@ -598,7 +597,7 @@ Test(store, corrupt_and_foreign_entries, .timeout = 120) {
   cr_expect_str_eq(s2, s);
   close(fd);
   cr_expect_eq(tc_stop(&a), 0);
-  char cmd[128];
+  char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   cr_expect_eq(system(cmd), 0);
   free(s);
@@ -607,8 +606,8 @@ Test(store, corrupt_and_foreign_entries, .timeout = 120) {
 }
 
 Test(store, dir_on_a_full_filesystem, .timeout = 120) {
-  char dir[64] = "/tmp/cd_full_XXXXXX", store[96], fill[128];
-  cr_assert(mkdtemp(dir));
+  char dir[256], store[300], fill[300];
+  cr_assert(td_mkdtemp(dir, sizeof dir, "cd_full_") == 0);
   if (mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) {
     rmdir(dir);
     cr_skip_test("cannot mount a small tmpfs here (%s): needs root", strerror(errno));
@@ -651,11 +650,10 @@ Test(store, dir_on_a_full_filesystem, .timeout = 120) {
  * CONTACTD_STORE_PASSWORD on the other. */
 Test(store, stream_bodies_and_password, .timeout = 120) {
   redis rd;
-  snprintf(rd.dir, sizeof rd.dir, "/tmp/cd_redis_XXXXXX");
-  cr_assert(mkdtemp(rd.dir));
+  cr_assert(td_mkdtemp(rd.dir, sizeof rd.dir, "cd_redis_") == 0);
   rd.port = free_port();
   snprintf(rd.uri, sizeof rd.uri, "redis://127.0.0.1:%d/3", rd.port);
-  char port[16], log[200], pwfile[200], cfg[256];
+  char port[16], log[300], pwfile[300], cfg[300];
   snprintf(port, sizeof port, "%d", rd.port);
   snprintf(log, sizeof log, "%s/redis.log", rd.dir);
   rd.pid = fork();
@@ -668,7 +666,7 @@ Test(store, stream_bodies_and_password, .timeout = 120) {
   snprintf(pwfile, sizeof pwfile, "%s/pw", rd.dir);
   write_file(pwfile, "s3cret\n", 7);
   snprintf(cfg, sizeof cfg, "%s/a.json", rd.dir);
-  char json[512];
+  char json[600];
   snprintf(json, sizeof json, "{\"store\": \"%s\", \"store_password_file\": \"%s\"}", rd.uri, pwfile);
   write_file(cfg, json, strlen(json));
   tc_daemon a, b;

@@ -219,7 +219,7 @@ Test(stream, bad_updates_are_rejected_and_change_nothing) {
  * that is still finishing (a heap use after free the fuzzer once found).
  * Every reply comes, in order, the close counting the one result. */
 Test(stream_held, close_held_behind_a_running_update) {
-  const char *path = tc_limits_file("/tmp/contactd-test-stream-held.json", "\"max_inflight_per_conn\": 4");
+  const char *path = tc_limits_file("stream-held.json", "\"max_inflight_per_conn\": 4");
   const char *extra[] = {"--config", path, NULL};
   tc_start(&D, extra);
   fd = tc_connect_tcp(D.port);
@@ -277,7 +277,7 @@ Test(stream_held, close_held_behind_a_running_update) {
  * three requests are in flight). */
 Test(stream_held, reader_dropped_inside_a_close_counts_the_stream_once, .timeout = 300) {
   const char *path =
-      tc_limits_file("/tmp/contactd-test-stream-drop.json", "\"max_inflight_per_conn\": 3, \"max_output_bytes\": 1024");
+      tc_limits_file("stream-drop.json", "\"max_inflight_per_conn\": 3, \"max_output_bytes\": 1024");
   const char *extra[] = {"--config", path, "--workers", "1", NULL};
   tc_start(&D, extra);
   fd = tc_connect_tcp(D.port);

@@ -31,6 +31,11 @@ Fails, naming each offender, when
                      Private to: <file> <file> ...
                  (so the daemon's protocol files, which see a connection
                  through cd_proto.h only, cannot include cd__conn.h)
+  tmp-path       a file under tests/ or bench/ names a fixed path in the
+                 machine's temporary directory (slash, "tmp"): tests write
+                 only under the directory made for their run ($TMPDIR,
+                 which tests/run.sh makes), so nothing an earlier run left
+                 there can make one pass
 
 A known violation is listed, with its reason, in the exceptions file
 (default tests/docs/layout_exceptions.txt) as one line
@@ -66,6 +71,12 @@ PRIVATE_HEADER_RE = re.compile(r"^[a-z]+__\w+\.h$")
 PRIVATE_TO_RE = re.compile(r"Private to:([^\n]*)")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 CALL_RE = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+TMP_DIRS = ("tests", "bench")
+TMP_EXT = C_EXT + (".cpp", ".py", ".sh", ".mjs", ".js", ".cmake", ".txt", ".md", ".json")
+# the machine's temporary directory as a path of its own (not $TMPDIR, not
+# a directory that merely ends in those letters); spelt in two pieces so
+# that this file does not name it
+TMP_PATH_RE = re.compile(r"(?<![\w.~$/-])/" + r"tmp(?![\w.-])")
 
 
 def source_files(root, top, exts):
@@ -266,6 +277,16 @@ def strip_c_keep_includes(text):
     return re.sub(r"/\*.*?\*/|//[^\n]*", blank, text, flags=re.S)
 
 
+def tmp_paths(root):
+    out = []
+    for top in TMP_DIRS:
+        for rel in source_files(root, top, TMP_EXT):
+            for no, ln in enumerate(read(root, rel).split("\n"), 1):
+                if TMP_PATH_RE.search(ln):
+                    out.append(("tmp-path %s:%d" % (rel, no), "write under $TMPDIR, the directory made for the run"))
+    return out
+
+
 def check(root, ctags):
     """[(violation, detail)], sorted."""
     cfiles = []
@@ -276,7 +297,7 @@ def check(root, ctags):
     for top in ("server", "client"):
         allfiles += source_files(root, top, SOURCE_EXT)
     v = long_functions(funcs) + long_files(root, allfiles) + two_way(root, funcs) + engine_includes(root)
-    v += private_includes(root) + name_prefixes(funcs)
+    v += private_includes(root) + name_prefixes(funcs) + tmp_paths(root)
     return sorted(set(v))
 
 
@@ -396,6 +417,13 @@ def self_test(ctags):
          {"server/daemon/cd_main.c": '#include "ce.h"\n' + c_function("cd_main_run", 5, ["ce_public"])
           + "static " + c_function("helper", 4) + c_function("cd__main_shared", 4) + c_function("main", 4)},
          None, ""),
+        ("test naming a fixed temporary path",
+         {"tests/daemon/test_x.c": 'const char *p = "/' + 'tmp/x.json";\n'}, "tmp-path tests/daemon/test_x.c:1", ""),
+        ("benchmark script naming the temporary directory",
+         {"bench/run.sh": "set -e\nmktemp -d /" + "tmp/b-XXXXXX\n"}, "tmp-path bench/run.sh:2", ""),
+        ("test writing under $TMPDIR and mounting a tmpfs",
+         {"tests/daemon/test_y.c": 'getenv("TMPDIR"); mount("tmpfs", d, "tmpfs", 0, 0); /* a/' + 'tmp */\n',
+          "tests/run.sh": "mktemp -d -t x.XXXXXX; echo $TMPDIR/" + "tmp\n"}, None, ""),
         ("listed exception",
          {"client/cc_x.c": c_function("cc_x", MAX_FUNCTION_LINES + 1)}, None,
          "long-function client/cc_x.c cc_x -- test reason\n"),

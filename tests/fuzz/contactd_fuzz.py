@@ -71,11 +71,11 @@ ctest runs a short smoke of this (test_fuzz_smoke, tests/fuzz/CMakeLists.txt:
 a fixed seed and number of batches). A long run by hand, against a sanitizer
 build, from the source directory:
 
-    cmake -S . -B /tmp/fz-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONTACTD_SANITIZE=ON
-    cmake --build /tmp/fz-asan -j"$(nproc)"
-    sh tests/common/install_python_client.sh /tmp/fz-venv
-    /tmp/fz-venv/bin/python tests/fuzz/contactd_fuzz.py --daemon /tmp/fz-asan/server/daemon/contactd \\
-        --data-dir tests/engine/data --work-dir /tmp/fz-work --minutes 60 [--big]
+    cmake -S . -B build-fz-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONTACTD_SANITIZE=ON
+    cmake --build build-fz-asan -j"$(nproc)"
+    sh tests/common/install_python_client.sh build-fz-asan/venv
+    build-fz-asan/venv/bin/python tests/fuzz/contactd_fuzz.py --daemon build-fz-asan/server/daemon/contactd \\
+        --data-dir tests/engine/data --work-dir build-fz-asan/work --minutes 60 [--big]
 
 (the seed is printed; pass --seed to repeat a run; --batches and --minutes
 may be combined, the first reached ends the run). The daemon inherits the

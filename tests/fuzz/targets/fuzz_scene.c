@@ -12,23 +12,24 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char g_dir[64];
+static char g_dir[256];
 
 static const char cube_obj[] =
     "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 0 0 1\nv 1 0 1\nv 1 1 1\nv 0 1 1\n"
     "f 1 4 3 2\nf 5 6 7 8\nf 1 2 6 5\nf 2 3 7 6\nf 3 4 8 7\nf 4 1 5 8\n";
 
 static void remove_dir(void) {
-  char p[128];
+  char p[sizeof g_dir + 16];
   snprintf(p, sizeof p, "%s/cube.obj", g_dir);
   unlink(p);
   rmdir(g_dir);
 }
 
 static void make_dir(void) {
-  snprintf(g_dir, sizeof g_dir, "/tmp/fuzz_scene.XXXXXX");
+  const char *tmp = getenv("TMPDIR"); /* tests/run.sh makes one for the run */
+  snprintf(g_dir, sizeof g_dir, "%s/fuzz_scene.XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
   if (!mkdtemp(g_dir)) abort();
-  char p[128];
+  char p[sizeof g_dir + 16];
   snprintf(p, sizeof p, "%s/cube.obj", g_dir);
   FILE *f = fopen(p, "wb");
   if (!f) abort();
