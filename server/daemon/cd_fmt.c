@@ -22,12 +22,10 @@ void cd_fmt_append(cd_fmt_buf *o, const char *fmt, ...) {
   va_start(ap, fmt);
   int k = vsnprintf(o->b ? o->b + o->n : NULL, o->b ? o->cap - o->n : 0, fmt, ap);
   va_end(ap);
-  if (k < 0) {
-    o->nomem = 1;
-    return;
-  }
-  if (o->n + (size_t)k > o->max) {
-    o->over = 1;
+  if (k < 0 || o->n + (size_t)k > o->max) {
+    if (k < 0) o->nomem = 1;
+    else o->over = 1;
+    if (o->b) o->b[o->n] = 0; /* what vsnprintf wrote past the text is not part of it */
     return;
   }
   if (o->n + (size_t)k < o->cap) { /* it fitted */

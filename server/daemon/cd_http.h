@@ -8,10 +8,10 @@
  * each is closed metrics_timeout_ms after it was accepted, answered or not,
  * except an event stream once its request is read.
  *
- * Below the server, one connection as the routes that live elsewhere
- * (cd_viewer.c) see it.
- * A request is answered once (cd_http_respond: the connection closes when
- * the response is written), or turned into an event stream
+ * Below the server's start and stop, one connection as the routes that live
+ * elsewhere (cd_viewer.c) see it. A request is answered once
+ * (cd_http_respond: the connection closes when the response is written), or
+ * turned into an event stream
  * (cd_http_stream_start): the deadline stops, the connection stays open
  * until the client goes or the server stops, and at most one buffer is
  * being written at a time (cd_http_send refuses a second), so a client
@@ -45,12 +45,12 @@ cd_server *cd_http_server(const cd_http_conn *c);
  * (each ending in \r\n) may be NULL. */
 void cd_http_respond(cd_http_conn *c, int code, const char *ctype, const char *extra_headers, const void *body,
                      size_t len);
+/* The same with a malloc'd body the connection takes over. */
+void cd_http_respond_owned(cd_http_conn *c, int code, const char *ctype, char *body, size_t len);
 /* A plain-text answer whose body is a string literal, its length counted
  * by the compiler. */
 #define CD_HTTP_RESPOND_TEXT(c, code, extra_headers, literal) \
   cd_http_respond((c), (code), "text/plain", (extra_headers), "" literal, sizeof(literal) - 1)
-/* The same with a malloc'd body the connection takes over. */
-void cd_http_respond_owned(cd_http_conn *c, int code, const char *ctype, char *body, size_t len);
 
 /* Turn the connection into an event stream: writes the response head
  * (200, text/event-stream), stops the deadline, keeps reading only to see
