@@ -105,7 +105,7 @@
      "open connections to the metrics port (0 = no limit)")                                \
   XX(max_metrics_bytes, 4 * CD_MIB, 65536, "bytes",                                        \
      "largest /metrics exposition (it grows with workers and io_threads: 1024 workers and " \
-     "256 loops take about 100 KiB); past it GET /metrics is answered 500, never "        \
+     "256 loops take about 90 KiB); past it GET /metrics is answered 500, never "        \
      "truncated")                                                                          \
   XX(metrics_timeout_ms, 10000, 0, "ms",                                                   \
      "a metrics connection is closed this long after it opened, answered or not "          \
