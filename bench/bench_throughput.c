@@ -141,7 +141,7 @@ static Env *recv_env(int fd) {
   uint64_t len = 0;
   for (;;) {
     if (read(fd, &hdr[h], 1) != 1) die("read failed");
-    if (cd_varint_decode(hdr, ++h, &len) > 0) break;
+    if (cd_frame_varint_decode(hdr, ++h, &len) > 0) break;
     if (h == sizeof hdr) die("bad frame");
   }
   uint8_t *b = malloc(len ? len : 1);
@@ -277,7 +277,7 @@ static int conn_read(conn_t *c) {
     c->have += (size_t)r;
     if (!c->need) {
       uint64_t len;
-      int h = cd_varint_decode(c->buf, c->have, &len);
+      int h = cd_frame_varint_decode(c->buf, c->have, &len);
       if (h > 0) c->need = (uint64_t)h + len;
       if (c->need > sizeof c->buf) die("reply larger than expected");
     }

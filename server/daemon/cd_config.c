@@ -19,7 +19,7 @@ void cd_config_default(cd_config *c) {
   snprintf(c->listen, sizeof c->listen, "%s", CD_DEFAULT_LISTEN);
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   c->workers = n > 0 ? (int)n : 1;
-  c->metrics_port = -1;
+  c->http_port = -1;
   snprintf(c->http_address, sizeof c->http_address, "127.0.0.1");
   c->log_level = CD_LOG_INFO;
   c->shutdown_grace_s = 30;
@@ -215,7 +215,7 @@ int cd_config_apply_json(cd_config *c, const char *text, char *err, size_t errle
           rc = -1;
           goto out;
         }
-        c->metrics_port = (int)v;
+        c->http_port = (int)v;
       } else {
         if (!(v >= 0 && v <= 3600)) {
           snprintf(err, errlen, "config: shutdown_grace_s must be in [0, 3600]");
@@ -374,7 +374,7 @@ int cd_config_from_args(cd_config *c, int argc, char **argv, char *err, size_t e
         snprintf(err, errlen, "%s: \"%s\" is not an integer in [1, 3600000] (ms)", f, v);
         return -1;
       }
-      if (f[8] == 'c') c->limits.store_connect_timeout_ms = (uint64_t)x;
+      if (strcmp(f, "--store-connect-timeout-ms") == 0) c->limits.store_connect_timeout_ms = (uint64_t)x;
       else c->limits.store_timeout_ms = (uint64_t)x;
     } else if (strcmp(f, "--workers") == 0) {
       if (parse_int(v, 1, 1024, &x)) {
@@ -393,7 +393,7 @@ int cd_config_from_args(cd_config *c, int argc, char **argv, char *err, size_t e
         snprintf(err, errlen, "%s: \"%s\" is not -1 or a port in [0, 65535]", f, v);
         return -1;
       }
-      c->metrics_port = (int)x;
+      c->http_port = (int)x;
     } else if (strcmp(f, "--http-address") == 0) {
       if (set_http_address(c, v, "--http-address", err, errlen)) return -1;
     } else if (strcmp(f, "--viewer-dir") == 0) {

@@ -11,7 +11,7 @@ typedef struct cd_config {
   char listen[256];    /* "HOST:PORT" for TCP; "" = no TCP listener */
   char unix_path[108]; /* Unix socket path; "" = none */
   int workers;         /* worker threads; default: online cores */
-  int metrics_port;    /* the HTTP port (--http-port, alias --metrics-port): /metrics, health, the
+  int http_port;       /* the HTTP port (--http-port, alias --metrics-port): /metrics, health, the
                           viewer; -1 = off, 0 = ephemeral */
   char http_address[64]; /* address the HTTP port binds (default loopback) */
   char viewer_dir[512];  /* viewer assets; "" = the build's, else the installed copy */

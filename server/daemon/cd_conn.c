@@ -6,7 +6,7 @@
  *
  *   OPEN ──EOF read──> PEER_DONE ──everything answered and written──> CLOSED
  *     │                   │
- *     └──cd_input_fatal───┴──> FAILED ──replies written──> LINGERING ──> CLOSED
+ *     └──cd__input_fatal───┴──> FAILED ──replies written──> LINGERING ──> CLOSED
  *                                 │                  (peer's EOF or linger_ms)
  *                                 └──replies written, no linger──> CLOSED
  *
@@ -33,7 +33,7 @@
  * input, and an input that cannot go on fails the connection or stops its
  * reading. Two-way with cd_outmem.c: cutting a connection is
  * closing it, and a closing connection returns its queued bytes there. */
-#include "cd_conn.h"
+#include "cd__conn.h"
 
 #include <assert.h>
 #include <stddef.h>
@@ -75,6 +75,18 @@ void cd_conn_unref(cd_conn *c) {
   if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) conn_free(c);
 }
 
+/* ---- what the protocol sees (cd_proto.h) ----------------------------------- */
+
+cd_server *cd_conn_server(const cd_conn *c) { return c->srv; }
+cd_loop *cd_conn_loop(const cd_conn *c) { return c->loop; }
+uint64_t cd_conn_id(const cd_conn *c) { return c->id; }
+const char *cd_conn_peer(const cd_conn *c) { return c->peer; }
+int cd_conn_is_proto(const cd_conn *c) { return c->wire == CD_WIRE_PROTO; }
+const atomic_int *cd_conn_cancel_flag(const cd_conn *c) { return &c->cancelled; }
+cd_jobq *cd_conn_jobs(cd_conn *c) { return &c->jobs; }
+cd_session *cd_conn_session(cd_conn *c) { return &c->session; }
+int cd_conn_gone(const cd_conn *c) { return c->state == CD_CONN_CLOSED; }
+
 /* The connection is gone from its loop: unlinked and uncounted. */
 static void conn_gone(cd_conn *c) {
   cd_loop *l = c->loop;
@@ -109,7 +121,7 @@ void cd_conn_close(cd_conn *c, const char *reason) {
   if (c->state == CD_CONN_CLOSED) return;
   c->state = CD_CONN_CLOSED;
   cd_outmem_closing(c->srv, c); /* its queued replies are cancelled as it closes */
-  cd_input_closing(c);          /* its input is dropped: its request memory goes back */
+  cd__input_closing(c);          /* its input is dropped: its request memory goes back */
   atomic_store_explicit(&c->cancelled, 1, memory_order_relaxed);
   char q[160];
   CD_INFO("connection closed", "conn=%llu peer=%s requests=%llu reason=%s", (unsigned long long)c->id, c->peer,
@@ -151,12 +163,12 @@ static void linger(cd_conn *c) {
   }
   uv_timer_stop(&c->idle);
   uv_timer_start(&c->idle, on_linger_timeout, l->linger_ms, 0);
-  cd_conn_start_reading(c);
+  cd__conn_start_reading(c);
 }
 
-void cd_conn_maybe_finish(cd_conn *c) {
+void cd__conn_maybe_finish(cd_conn *c) {
   if (c->state >= CD_CONN_LINGERING) return;
-  int quiet = cd_conn_inflight(c) == 0 && c->out_bytes == 0 && c->held_len == 0;
+  int quiet = cd__conn_inflight(c) == 0 && c->out_bytes == 0 && c->held_len == 0;
   if (c->state == CD_CONN_FAILED) {
     if (c->base_seq != c->next_seq || c->out_bytes != 0) return;
     if ((c->flags & CD_CF_NO_LINGER) || c->srv->draining || !lim(c)->linger_ms) cd_conn_close(c, c->fatal_why);
@@ -173,8 +185,8 @@ void cd_conn_drain(cd_conn *c) {
     cd_conn_close(c, c->fatal_why);
     return;
   }
-  cd_conn_stop_reading(c);
-  cd_conn_maybe_finish(c);
+  cd__conn_stop_reading(c);
+  cd__conn_maybe_finish(c);
 }
 
 void cd_conn_drain_all(cd_loop *l) {
@@ -196,7 +208,7 @@ void cd_conn_close_all(cd_loop *l, const char *reason) {
 static void on_idle(uv_timer_t *t) {
   cd_conn *c = t->data;
   if (c->state == CD_CONN_CLOSED) {
-  } else if (cd_conn_inflight(c) == 0 && c->out_bytes == 0) {
+  } else if (cd__conn_inflight(c) == 0 && c->out_bytes == 0) {
     c->srv->stats.disconnects_idle++;
     cd_conn_close(c, "idle timeout");
   } else {
@@ -234,15 +246,15 @@ static void on_read_conn(cd_conn *c, ssize_t nread, const uv_buf_t *buf) {
   if (nread > 0) {
     if (lim(c)->idle_timeout_ms) uv_timer_again(&c->idle);
     cd_conn_ref(c);
-    cd_input_process(c, (const uint8_t *)buf->base, (size_t)nread);
+    cd__input_process(c, (const uint8_t *)buf->base, (size_t)nread);
     cd_conn_unref(c);
   } else if (nread == UV_EOF) {
     if (c->state == CD_CONN_OPEN) c->state = CD_CONN_PEER_DONE;
     else c->flags |= CD_CF_NO_LINGER; /* failed already: nobody to linger for */
-    cd_conn_stop_reading(c);
+    cd__conn_stop_reading(c);
     cd_conn_ref(c);
-    cd_input_eof(c);
-    cd_conn_maybe_finish(c);
+    cd__input_eof(c);
+    cd__conn_maybe_finish(c);
     cd_conn_unref(c);
   } else if (nread < 0) {
     /* (on_alloc found no memory for the read: libuv reports ENOBUFS) */
@@ -258,12 +270,12 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   else free(buf->base);
 }
 
-void cd_conn_start_reading(cd_conn *c) {
+void cd__conn_start_reading(cd_conn *c) {
   if ((c->flags & CD_CF_READING) || c->state == CD_CONN_CLOSED) return;
   if (uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read) == 0) c->flags |= CD_CF_READING;
 }
 
-void cd_conn_stop_reading(cd_conn *c) {
+void cd__conn_stop_reading(cd_conn *c) {
   if (!(c->flags & CD_CF_READING)) return;
   uv_read_stop((uv_stream_t *)&c->h);
   c->flags &= ~CD_CF_READING;
@@ -356,11 +368,11 @@ static int conn_open(cd_loop *lp, uv_os_sock_t fd, int is_tcp) {
     c->flags |= CD_CF_NO_LINGER; /* lingering would hold a slot it does not have */
     char msg[128];
     snprintf(msg, sizeof msg, "too many connections (max_connections %llu)", (unsigned long long)l->max_connections);
-    cd_input_fatal(c, CD_UNAVAILABLE, msg, "framing error", &s->stats.disconnects_framing);
+    cd__input_fatal(c, CD_UNAVAILABLE, msg, "framing error", &s->stats.disconnects_framing);
     return 0;
   }
   if (l->idle_timeout_ms) uv_timer_start(&c->idle, on_idle, l->idle_timeout_ms, l->idle_timeout_ms);
-  cd_conn_start_reading(c);
+  cd__conn_start_reading(c);
   return 0;
 }
 

@@ -4,7 +4,7 @@
  * envelope carrying no request, or a reply, is answered with INVALID. */
 #include "cd_dispatch.h"
 
-#include "cd_conn.h"
+#include "cd_proto.h"
 #include "cd_fetch.h"
 #include "cd_handlers.h"
 #include "cd_server.h"
@@ -15,15 +15,15 @@ typedef void (*handler_fn)(cd_req *r);
 
 /* Indexed by the envelope's message case (a field number): the requests. */
 static const handler_fn handlers[] = {
-    [CONTACTD__V1__ENVELOPE__MSG_HELLO] = cd_on_hello,
-    [CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY] = cd_on_register,
-    [CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY] = cd_on_has,
-    [CONTACTD__V1__ENVELOPE__MSG_RELEASE_GEOMETRY] = cd_on_release,
-    [CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY] = cd_on_query,
+    [CONTACTD__V1__ENVELOPE__MSG_HELLO] = cd_handlers_hello,
+    [CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY] = cd_handlers_register,
+    [CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY] = cd_handlers_has,
+    [CONTACTD__V1__ENVELOPE__MSG_RELEASE_GEOMETRY] = cd_handlers_release,
+    [CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY] = cd_handlers_query,
     [CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM] = cd_stream_open,
     [CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE] = cd_stream_update,
     [CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM] = cd_stream_close,
-    [CONTACTD__V1__ENVELOPE__MSG_STATS] = cd_on_stats,
+    [CONTACTD__V1__ENVELOPE__MSG_STATS] = cd_handlers_stats,
 };
 
 /* The replies a client may send by mistake, by their JSON names. */
@@ -64,7 +64,7 @@ static void not_a_request(cd_req *r) {
 }
 
 void cd_dispatch(cd_req *r) {
-  if (r->conn->srv->draining) {
+  if (cd_conn_server(r->conn)->draining) {
     cd_status st;
     cd_status_set(&st, CD_UNAVAILABLE, "", "%s", "the server is shutting down");
     cd_req_fail(r, &st);

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cd_geomspec.h"
-#include "cd_conn.h"
+#include "cd_proto.h"
 #include "cd_loop.h"
 #include "cd_log.h"
 #include "cd_server.h"
@@ -113,7 +113,7 @@ static void finish(fetch_req *f) {
   cd_req *r = f->r;
   int has = r->env->msg_case == CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY;
   if (f->unavailable && !has) {
-    cd_cache *c = r->conn->srv->cache;
+    cd_cache *c = cd_conn_server(r->conn)->cache;
     cd_cache_lock(c);
     cd_cache_entry *e = cd_cache_find(c, f->unavailable_id);
     int ready = e && e->state == CD_ENTRY_READY;
@@ -125,7 +125,7 @@ static void finish(fetch_req *f) {
       cd_status_set(&st, CD_NOT_FOUND, field,
                     "geometry \"%s\" is not registered on this server and the geometry store (%s) is unavailable: "
                     "register it again (retry later to use the store)",
-                    f->unavailable_id, cd_store_describe(r->conn->srv->store));
+                    f->unavailable_id, cd_store_describe(cd_conn_server(r->conn)->store));
       cd_req_fail(r, &st);
       r = NULL;
     }
@@ -135,7 +135,7 @@ static void finish(fetch_req *f) {
     /* handled as if it had just arrived: through the protocol's entry, which
      * sees store_checked and does not send it here again. The geometry
      * found is pinned here: it cannot be evicted in between. */
-    r->conn->srv->proto->request(r);
+    cd_conn_server(r->conn)->proto->request(r);
   }
   for (size_t i = 0; i < f->npinned; i++) cd_cache_unpin(f->pinned[i]);
   free(f->pinned);
@@ -180,13 +180,13 @@ static int load_progress(void *user, double fraction, const char *stage) {
 static void load_run(cd_job *job, cd_worker *w) {
   (void)w;
   load_job *j = (load_job *)job;
-  uint64_t t0 = cd_now_ns();
+  uint64_t t0 = cd_stats_now_ns();
   int rc = cd_pool_cancelled(j->srv->pool)
                ? cd_status_set(&j->st, CD_UNAVAILABLE, "", "the server is shutting down")
                : cd_geomspec_build_progress(j->msg, &j->srv->cfg.limits, load_progress, j, &j->geom, &j->radius,
                                             &j->st);
   if (rc) j->geom = NULL;
-  j->build_us = (cd_now_ns() - t0) / 1000;
+  j->build_us = (cd_stats_now_ns() - t0) / 1000;
 }
 
 static void load_done(cd_job *job) {
@@ -326,7 +326,7 @@ static void consider(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id
 }
 
 int cd_fetch_intercept(cd_req *r) {
-  cd_server *s = r->conn->srv;
+  cd_server *s = cd_conn_server(r->conn);
   if (!s->store || r->store_checked) return 0;
   const Contactd__V1__Envelope *e = r->env;
   Contactd__V1__Body **b = NULL;
@@ -354,7 +354,7 @@ int cd_fetch_intercept(cd_req *r) {
   if (!f) return 0;
   f->r = r;
   f->pending = 1;
-  uv_loop_t *loop = r->conn->loop->uv;
+  uv_loop_t *loop = cd_conn_loop(r->conn)->uv;
   const char *prev = NULL;
   for (size_t i = 0; i < nb + nids; i++) {
     const char *id = i < nb ? b[i]->geometry_id : ids[i - nb];

@@ -11,7 +11,7 @@
  * socket read's size: smaller ones are kept for the next split frame). */
 #define CD_FRAME_KEEP_BYTES ((size_t)64 << 10)
 
-size_t cd_varint_size(uint64_t v) {
+size_t cd_frame_varint_size(uint64_t v) {
   size_t n = 1;
   while (v >= 0x80) {
     v >>= 7;
@@ -20,7 +20,7 @@ size_t cd_varint_size(uint64_t v) {
   return n;
 }
 
-size_t cd_varint_encode(uint64_t v, uint8_t *out) {
+size_t cd_frame_varint_encode(uint64_t v, uint8_t *out) {
   size_t n = 0;
   while (v >= 0x80) {
     out[n++] = (uint8_t)(v | 0x80);
@@ -30,7 +30,7 @@ size_t cd_varint_encode(uint64_t v, uint8_t *out) {
   return n;
 }
 
-int cd_varint_decode(const uint8_t *p, size_t n, uint64_t *v) {
+int cd_frame_varint_decode(const uint8_t *p, size_t n, uint64_t *v) {
   uint64_t r = 0;
   for (size_t i = 0; i < CD_VARINT_MAX; i++) {
     if (i >= n) return 0;
@@ -48,11 +48,11 @@ int cd_varint_decode(const uint8_t *p, size_t n, uint64_t *v) {
 size_t cd_frame_size(const ProtobufCMessage *m, size_t *body_len) {
   size_t len = protobuf_c_message_get_packed_size(m);
   if (body_len) *body_len = len;
-  return cd_varint_size(len) + len;
+  return cd_frame_varint_size(len) + len;
 }
 
 size_t cd_frame_write(const ProtobufCMessage *m, size_t body_len, uint8_t *out) {
-  size_t h = cd_varint_encode(body_len, out);
+  size_t h = cd_frame_varint_encode(body_len, out);
   size_t w = protobuf_c_message_pack(m, out + h);
   return h + w;
 }
@@ -69,7 +69,7 @@ void cd_frame_decoder_free(cd_frame_decoder *d) {
 }
 
 size_t cd_frame_decoder_pending(const cd_frame_decoder *d) {
-  return d->hdr_len + (d->have_len ? cd_varint_size(d->body_len) + d->buf_len : 0);
+  return d->hdr_len + (d->have_len ? cd_frame_varint_size(d->body_len) + d->buf_len : 0);
 }
 
 /* Make room for `want` bytes of body in d->buf; grows geometrically but never
@@ -110,7 +110,7 @@ cd_frame_status cd_frame_decoder_header(cd_frame_decoder *d, const uint8_t *data
   int r;
   if (d->hdr_len == 0) {
     /* Fast path: the whole prefix is in data. */
-    r = cd_varint_decode(data, n, &len);
+    r = cd_frame_varint_decode(data, n, &len);
     if (r > 0) pos = (size_t)r;
   } else {
     r = 0;
@@ -119,7 +119,7 @@ cd_frame_status cd_frame_decoder_header(cd_frame_decoder *d, const uint8_t *data
     /* Accumulate the prefix byte by byte in d->hdr. */
     while (pos < n) {
       d->hdr[d->hdr_len++] = data[pos++];
-      r = cd_varint_decode(d->hdr, d->hdr_len, &len);
+      r = cd_frame_varint_decode(d->hdr, d->hdr_len, &len);
       if (r != 0) break;
       if (d->hdr_len == CD_VARINT_MAX) {
         r = -1;

@@ -29,14 +29,14 @@ extern "C" {
 /* ---- varints ---------------------------------------------------------- */
 
 /* Bytes the varint encoding of v takes (1..10). */
-size_t cd_varint_size(uint64_t v);
-/* Write v to out (at least cd_varint_size(v) bytes); returns bytes written. */
-size_t cd_varint_encode(uint64_t v, uint8_t *out);
+size_t cd_frame_varint_size(uint64_t v);
+/* Write v to out (at least cd_frame_varint_size(v) bytes); returns bytes written. */
+size_t cd_frame_varint_encode(uint64_t v, uint8_t *out);
 /* Read a varint from p[0..n). Returns bytes consumed (1..10), 0 if p ends
  * before the varint does (need more bytes), -1 if malformed (more than 10
  * bytes, or a 10th byte carrying bits beyond 64). Non-minimal encodings
  * (e.g. 0x80 0x00) are accepted, as protobuf does. */
-int cd_varint_decode(const uint8_t *p, size_t n, uint64_t *v);
+int cd_frame_varint_decode(const uint8_t *p, size_t n, uint64_t *v);
 
 /* ---- encoder ---------------------------------------------------------- */
 

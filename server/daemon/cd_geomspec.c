@@ -345,13 +345,13 @@ int cd_geomspec_check(const R *r, const cd_limits *l, cd_status *st) {
 }
 
 static void hash_doubles(cd_sha256 *h, const double *v, size_t n) {
-  cd_sha256_u64(h, n);
-  cd_sha256_f64s(h, v, n);
+  cd_hash_sha256_u64(h, n);
+  cd_hash_sha256_f64s(h, v, n);
 }
 
 static void hash_ints(cd_sha256 *h, const int32_t *v, size_t n) {
-  cd_sha256_u64(h, n);
-  for (size_t i = 0; i < n; i++) cd_sha256_u64(h, (uint64_t)(int64_t)v[i]);
+  cd_hash_sha256_u64(h, n);
+  for (size_t i = 0; i < n; i++) cd_hash_sha256_u64(h, (uint64_t)(int64_t)v[i]);
 }
 
 /* A compliant surface (triMesh, or a meshFile that may hold one): built by
@@ -376,19 +376,19 @@ static void to_surface_options(const R *r, ce_surface_build_options *o) {
 
 void cd_geomspec_id(const R *r, char id[CD_HASH_HEX_LEN + 1]) {
   cd_sha256 h;
-  cd_sha256_init(&h);
+  cd_hash_sha256_init(&h);
   static const char tag[] = "contactd.geometry.v1";
-  cd_sha256_bytes(&h, tag, sizeof tag - 1);
-  cd_sha256_u64(&h, (uint64_t)r->shape_case);
+  cd_hash_sha256_bytes(&h, tag, sizeof tag - 1);
+  cd_hash_sha256_u64(&h, (uint64_t)r->shape_case);
   ce_props p;
   to_props(r, &p);
-  cd_sha256_u64(&h, (uint64_t)p.compliance);
-  cd_sha256_f64(&h, p.compliance == CE_COMPLIANT ? p.modulus : 0);
-  cd_sha256_f64(&h, meshes_primitive(r) ? p.hint : 0);
-  cd_sha256_f64(&h, r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HALF_SPACE ? p.slab_thickness : 0);
-  cd_sha256_f64(&h, p.material.dissipation);
-  cd_sha256_f64(&h, p.material.friction);
-  cd_sha256_f64(&h, r->point_stiffness ? r->point_stiffness->value : 0);
+  cd_hash_sha256_u64(&h, (uint64_t)p.compliance);
+  cd_hash_sha256_f64(&h, p.compliance == CE_COMPLIANT ? p.modulus : 0);
+  cd_hash_sha256_f64(&h, meshes_primitive(r) ? p.hint : 0);
+  cd_hash_sha256_f64(&h, r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HALF_SPACE ? p.slab_thickness : 0);
+  cd_hash_sha256_f64(&h, p.material.dissipation);
+  cd_hash_sha256_f64(&h, p.material.friction);
+  cd_hash_sha256_f64(&h, r->point_stiffness ? r->point_stiffness->value : 0);
   switch (r->shape_case) {
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE:
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_BOX:
@@ -408,32 +408,32 @@ void cd_geomspec_id(const R *r, char id[CD_HASH_HEX_LEN + 1]) {
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TET_MESH:
       hash_doubles(&h, r->tet_mesh->vertices, r->tet_mesh->n_vertices);
       hash_ints(&h, r->tet_mesh->tets, r->tet_mesh->n_tets);
-      cd_sha256_u64(&h, r->tet_mesh->pressure != NULL);
+      cd_hash_sha256_u64(&h, r->tet_mesh->pressure != NULL);
       if (r->tet_mesh->pressure) hash_doubles(&h, r->tet_mesh->pressure->values, r->tet_mesh->pressure->n_values);
       break;
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH:
       hash_doubles(&h, r->tri_mesh->vertices, r->tri_mesh->n_vertices);
       hash_ints(&h, r->tri_mesh->triangles, r->tri_mesh->n_triangles);
-      cd_sha256_u64(&h, r->tri_mesh->allow_open ? 1 : 0);
+      cd_hash_sha256_u64(&h, r->tri_mesh->allow_open ? 1 : 0);
       if (r->tri_mesh->n_convex_pieces > 0) { /* absent pieces keep the old hashes */
-        cd_sha256_u64(&h, (uint64_t)r->tri_mesh->n_convex_pieces);
+        cd_hash_sha256_u64(&h, (uint64_t)r->tri_mesh->n_convex_pieces);
         for (size_t i = 0; i < r->tri_mesh->n_convex_pieces; i++) {
-          cd_sha256_u64(&h, (uint64_t)r->tri_mesh->convex_pieces[i]->n_points);
+          cd_hash_sha256_u64(&h, (uint64_t)r->tri_mesh->convex_pieces[i]->n_points);
           hash_doubles(&h, r->tri_mesh->convex_pieces[i]->points, r->tri_mesh->convex_pieces[i]->n_points);
         }
       }
       break;
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE:
-      cd_sha256_u64(&h, (uint64_t)r->mesh_file->format);
-      cd_sha256_bytes(&h, r->mesh_file->data.data, r->mesh_file->data.len);
+      cd_hash_sha256_u64(&h, (uint64_t)r->mesh_file->format);
+      cd_hash_sha256_bytes(&h, r->mesh_file->data.data, r->mesh_file->data.len);
       break;
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD: {
       const Contactd__V1__HeightField *hf = r->height_field;
       double v[6] = {hf->dx, hf->dy, hf->origin ? hf->origin->x : 0, hf->origin ? hf->origin->y : 0,
                      hf->origin ? hf->origin->z : 0, 0};
-      cd_sha256_u64(&h, (uint64_t)hf->nx);
-      cd_sha256_u64(&h, (uint64_t)hf->ny);
-      cd_sha256_u64(&h, hf->continuity == CONTACTD__V1__CONTINUITY__CONTINUITY_C2 ? 2 : 1);
+      cd_hash_sha256_u64(&h, (uint64_t)hf->nx);
+      cd_hash_sha256_u64(&h, (uint64_t)hf->ny);
+      cd_hash_sha256_u64(&h, hf->continuity == CONTACTD__V1__CONTINUITY__CONTINUITY_C2 ? 2 : 1);
       hash_doubles(&h, v, 5);
       hash_doubles(&h, hf->heights, hf->n_heights);
       break;
@@ -446,19 +446,19 @@ void cd_geomspec_id(const R *r, char id[CD_HASH_HEX_LEN + 1]) {
     ce_surface_build_options o;
     to_surface_options(r, &o);
     static const char stag[] = "surface";
-    cd_sha256_bytes(&h, stag, sizeof stag - 1);
-    cd_sha256_f64(&h, o.edge_length);
-    cd_sha256_u64(&h, (uint64_t)o.field);
-    cd_sha256_f64(&h, o.core_depth);
-    cd_sha256_u64(&h, (uint64_t)o.use_hull_if_open);
+    cd_hash_sha256_bytes(&h, stag, sizeof stag - 1);
+    cd_hash_sha256_f64(&h, o.edge_length);
+    cd_hash_sha256_u64(&h, (uint64_t)o.field);
+    cd_hash_sha256_f64(&h, o.core_depth);
+    cd_hash_sha256_u64(&h, (uint64_t)o.use_hull_if_open);
   }
   if (r->vertex_pressure) {
     static const char ptag[] = "vertexPressure";
-    cd_sha256_bytes(&h, ptag, sizeof ptag - 1);
+    cd_hash_sha256_bytes(&h, ptag, sizeof ptag - 1);
     hash_doubles(&h, r->vertex_pressure->values, r->vertex_pressure->n_values);
   }
   uint8_t d[32];
-  cd_sha256_final(&h, d);
+  cd_hash_sha256_final(&h, d);
   cd_hash_hex(d, id);
 }
 
@@ -564,7 +564,7 @@ int cd_geomspec_build_progress(const R *r, const cd_limits *l, ce_progress_fn pr
       if (rc) return rc;
       int compliant = p.compliance == CE_COMPLIANT;
       if (!compliant && mesh.per_element == 4) {
-        cd_mesh_free(&mesh);
+        cd_meshfile_free(&mesh);
         return cd_status_set(st, CD_INVALID, "registerGeometry.meshFile",
                              "a rigid geometry needs a surface mesh file (OBJ or STL), not tetrahedra");
       }
@@ -573,7 +573,7 @@ int cd_geomspec_build_progress(const R *r, const cd_limits *l, ce_progress_fn pr
                       mesh.per_element != 4 ? "only for a tetrahedral mesh file (VTK or MSH)"
                                             : "has %zu values for %d vertices",
                       r->vertex_pressure->n_values, (int)mesh.nv);
-        cd_mesh_free(&mesh);
+        cd_meshfile_free(&mesh);
         return st->code;
       }
       *bound_radius = max_norm(mesh.vertices, (size_t)mesh.nv);
@@ -596,7 +596,7 @@ int cd_geomspec_build_progress(const R *r, const cd_limits *l, ce_progress_fn pr
       } else {
         e = ce_geometry_from_trimesh(mesh.vertices, mesh.nv, mesh.elements, mesh.ne, 1, &p, out, &err);
       }
-      cd_mesh_free(&mesh);
+      cd_meshfile_free(&mesh);
       break;
     }
     case CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD: {

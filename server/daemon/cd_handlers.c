@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cd_conn.h"
+#include "cd_proto.h"
 #include "cd_fetch.h"
 #include "cd_geomspec.h"
 #include "cd_log.h"
@@ -28,9 +28,10 @@ static void fail(cd_req *r, int code, const char *field, const char *fmt, const 
 
 /* ---- hello ---------------------------------------------------------------- */
 
-void cd_on_hello(cd_req *r) {
+void cd_handlers_hello(cd_req *r) {
   const Contactd__V1__Hello *h = r->env->hello;
-  const cd_limits *l = &r->conn->srv->cfg.limits;
+  cd_server *s = cd_conn_server(r->conn);
+  const cd_limits *l = &s->cfg.limits;
   if (h->protocol_version > CD_PROTOCOL_VERSION) {
     cd_status st;
     cd_status_set(&st, CD_PRECONDITION, "hello.protocolVersion",
@@ -40,7 +41,7 @@ void cd_on_hello(cd_req *r) {
     return;
   }
   char q[160];
-  CD_INFO("hello", "conn=%llu peer=%s client=%s", (unsigned long long)r->conn->id, r->conn->peer,
+  CD_INFO("hello", "conn=%llu peer=%s client=%s", (unsigned long long)cd_conn_id(r->conn), cd_conn_peer(r->conn),
           cd_log_quote(q, sizeof q, h->client_name));
   Contactd__V1__Limits lm = CONTACTD__V1__LIMITS__INIT;
   lm.max_frame_bytes = l->max_frame_bytes;
@@ -60,16 +61,16 @@ void cd_on_hello(cd_req *r) {
   lm.frame_min_rate_bytes = l->frame_min_rate_bytes;
   /* http_port:N (when the HTTP port is on) lets a client print the viewer's URL */
   char http_cap[32];
-  snprintf(http_cap, sizeof http_cap, "http_port:%d", r->conn->srv->http_port);
+  snprintf(http_cap, sizeof http_cap, "http_port:%d", s->http_port);
   char *caps[] = {"json",          "streams",       "latest_only",   "all_pairs",   "mesh_file:obj",
                   "mesh_file:stl", "mesh_file:vtk", "quaternion_tolerance:1e-3", "energy", "jacobian", "publish", http_cap};
   Contactd__V1__HelloReply hr = CONTACTD__V1__HELLO_REPLY__INIT;
   hr.server_version = CD_VERSION_STRING;
   hr.protocol_version = CD_PROTOCOL_VERSION;
   hr.limits = &lm;
-  hr.n_capabilities = sizeof caps / sizeof *caps - (r->conn->srv->http_port > 0 ? 0 : 1);
+  hr.n_capabilities = sizeof caps / sizeof *caps - (s->http_port > 0 ? 0 : 1);
   hr.capabilities = caps;
-  hr.store = (char *)cd_store_describe(r->conn->srv->store);
+  hr.store = (char *)cd_store_describe(s->store);
   Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY;
   env.hello_reply = &hr;
@@ -100,6 +101,7 @@ typedef enum { REG_RUNNING = 0, REG_CANCEL_SHUTDOWN, REG_CANCEL_GONE } reg_cance
 typedef struct reg_job {
   cd_job job;
   cd_req *req;
+  cd_server *srv; /* req's connection's */
   int stage; /* 0 = check the message and compute its id, 1 = build */
   int invalid; /* stage 0 found the message invalid (st says why) */
   char id[CD_HASH_HEX_LEN + 1];
@@ -152,14 +154,14 @@ static void build_release_conns(reg_job *j) {
 
 /* Worker: whether the build should stop now (see above); records why. */
 static int build_cancelled(reg_job *j) {
-  if (cd_pool_cancelled(j->req->conn->srv->pool)) {
+  if (cd_pool_cancelled(j->srv->pool)) {
     j->cancel = REG_CANCEL_SHUTDOWN;
     return 1;
   }
   pthread_mutex_lock(&j->mu);
   int gone = j->nconns > 0;
   for (size_t i = 0; i < j->nconns && gone; i++)
-    gone = atomic_load_explicit(&j->conns[i]->cancelled, memory_order_relaxed);
+    gone = atomic_load_explicit(cd_conn_cancel_flag(j->conns[i]), memory_order_relaxed);
   pthread_mutex_unlock(&j->mu);
   if (gone) j->cancel = REG_CANCEL_GONE;
   return gone;
@@ -188,7 +190,7 @@ static void progress_done(cd_job *job) {
     env.request_id = r->request_id;
     env.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS;
     env.register_progress = &rp;
-    cd_conn_progress(r->conn, r->seq, &env);
+    cd_output_progress(r->conn, r->seq, &env);
   }
   free(p);
 }
@@ -199,7 +201,7 @@ static int on_build_progress(void *user, double fraction, const char *stage) {
   reg_job *j = user;
   if (build_cancelled(j)) return 1;
   if (!j->want_progress) return 0;
-  uint64_t now = cd_now_ns();
+  uint64_t now = cd_stats_now_ns();
   if (j->progress_ns && now - j->progress_ns < CD_PROGRESS_INTERVAL_NS) return 0;
   j->progress_ns = now;
   progress_job *p = calloc(1, sizeof *p);
@@ -208,7 +210,7 @@ static int on_build_progress(void *user, double fraction, const char *stage) {
   p->fraction = fraction < 0 ? 0 : (fraction > 1 ? 1 : fraction);
   snprintf(p->stage, sizeof p->stage, "%s", stage ? stage : "");
   p->job.done = progress_done;
-  cd_pool_post(j->req->conn->srv->pool, &p->job);
+  cd_pool_post(j->srv->pool, &p->job);
   return 0;
 }
 
@@ -275,21 +277,21 @@ static void reg_run(cd_job *job, cd_worker *w) {
   const cd_register_msg *m = j->req->env->register_geometry;
   if (j->stage == 0) {
     /* here, not on the loop: a 4096^2 heightfield takes ~20 ms to check */
-    if (cd_geomspec_check(m, &j->req->conn->srv->cfg.limits, &j->st)) j->invalid = 1;
+    if (cd_geomspec_check(m, &j->srv->cfg.limits, &j->st)) j->invalid = 1;
     else cd_geomspec_id(m, j->id);
     return;
   }
-  uint64_t t0 = cd_now_ns();
+  uint64_t t0 = cd_stats_now_ns();
   j->want_progress = m->want_progress;
   /* a queued build whose waiters all left (or the server is stopping) does
    * not start; a running one stops at its next progress point (every build
    * has them, ~60 ms apart at most for a 200k-tet primitive) */
   int rc = build_cancelled(j) ? -1
-                              : cd_geomspec_build_progress(m, &j->req->conn->srv->cfg.limits, on_build_progress, j,
+                              : cd_geomspec_build_progress(m, &j->srv->cfg.limits, on_build_progress, j,
                                                            &j->geom, &j->radius, &j->st);
-  j->build_us = (cd_now_ns() - t0) / 1000;
+  j->build_us = (cd_stats_now_ns() - t0) / 1000;
   if (rc) j->geom = NULL;
-  else cd_store_put_spec(j->req->conn->srv->store, j->id, m); /* queued; packed here, off the loop */
+  else cd_store_put_spec(j->srv->store, j->id, m); /* queued; packed here, off the loop */
   if (rc && j->cancel == REG_CANCEL_SHUTDOWN)
     cd_status_set(&j->st, CD_UNAVAILABLE, "registerGeometry", "the server is shutting down: geometry build cancelled");
   else if (rc && j->cancel == REG_CANCEL_GONE)
@@ -321,7 +323,7 @@ static void reg_done(cd_job *job) {
  * one. The cache lock makes finding the entry and referencing it, or joining
  * its build, or creating it, one step for the other loops. */
 static void reg_lookup(reg_job *j, cd_req *r) {
-  cd_server *s = r->conn->srv;
+  cd_server *s = cd_conn_server(r->conn);
   cd_cache_lock(s->cache);
   cd_cache_entry *e = cd_cache_find(s->cache, j->id);
   if (e && e->state == CD_ENTRY_READY) {
@@ -346,9 +348,12 @@ static void reg_lookup(reg_job *j, cd_req *r) {
 
 /* A new geometry (cache lock held): its PENDING entry and the build job. */
 static void reg_start_build(reg_job *j, cd_req *r) {
-  cd_server *s = r->conn->srv;
+  cd_server *s = cd_conn_server(r->conn);
   const cd_register_msg *m = r->env->register_geometry;
-  if (cd_pool_cancelled(s->pool)) { /* shutting down: no new builds (see above) */
+  /* shutting down: no new builds (see above). The pool is gone once the
+   * server finishes: a registration whose checks were still queued then has
+   * its done() run as the loops close, with no pool to build on. */
+  if (!s->pool || cd_pool_cancelled(s->pool)) {
     free(j);
     fail(r, CD_UNAVAILABLE, "registerGeometry", "%s", "the server is shutting down");
     return;
@@ -377,13 +382,13 @@ static void reg_start_build(reg_job *j, cd_req *r) {
    * registration of geometry already cached or being built is answered
    * without waiting for other builds. */
   j->job.heavy = 1;
-  cd_pool_submit(s->pool, &r->conn->jobs, &j->job);
+  cd_pool_submit(s->pool, cd_conn_jobs(r->conn), &j->job);
 }
 
 /* Stage 1 done (the build's loop): the entry completes, every waiter is
  * answered on its own loop. */
 static void reg_finish_build(reg_job *j, cd_req *r) {
-  cd_server *s = r->conn->srv;
+  cd_server *s = cd_conn_server(r->conn);
   const cd_register_msg *m = r->env->register_geometry;
   cd_cache_entry *e = j->entry;
   cd_cache_lock(s->cache); /* a registration on another loop may be joining */
@@ -404,7 +409,7 @@ static void reg_finish_build(reg_job *j, cd_req *r) {
                     j->st.message);
 }
 
-void cd_on_register(cd_req *r) {
+void cd_handlers_register(cd_req *r) {
   reg_job *j = calloc(1, sizeof *j);
   if (!j) {
     fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory");
@@ -413,12 +418,13 @@ void cd_on_register(cd_req *r) {
   j->job.run = reg_run;
   j->job.done = reg_done;
   j->req = r;
-  cd_pool_submit(r->conn->srv->pool, &r->conn->jobs, &j->job);
+  j->srv = cd_conn_server(r->conn);
+  cd_pool_submit(cd_conn_server(r->conn)->pool, cd_conn_jobs(r->conn), &j->job);
 }
 
 /* ---- has / release ---------------------------------------------------- */
 
-void cd_on_has(cd_req *r) {
+void cd_handlers_has(cd_req *r) {
   const Contactd__V1__HasGeometry *h = r->env->has_geometry;
   char **missing = cd_budget_calloc(&r->budget, h->n_geometry_ids ? h->n_geometry_ids : 1, sizeof(char *));
   if (!missing) {
@@ -426,7 +432,7 @@ void cd_on_has(cd_req *r) {
     return;
   }
   size_t n = 0;
-  cd_cache *cache = r->conn->srv->cache;
+  cd_cache *cache = cd_conn_server(r->conn)->cache;
   cd_cache_lock(cache); /* `state` changes when a build completes on another loop */
   for (size_t i = 0; i < h->n_geometry_ids; i++) {
     cd_cache_entry *e = cd_cache_find(cache, h->geometry_ids[i]);
@@ -442,7 +448,7 @@ void cd_on_has(cd_req *r) {
   cd_req_reply(r, &env);
 }
 
-void cd_on_release(cd_req *r) {
+void cd_handlers_release(cd_req *r) {
   const Contactd__V1__ReleaseGeometry *h = r->env->release_geometry;
   size_t n = h->n_geometry_ids ? h->n_geometry_ids : 1;
   char **rel = cd_budget_calloc(&r->budget, n, sizeof(char *));
@@ -453,7 +459,7 @@ void cd_on_release(cd_req *r) {
   }
   size_t nr = 0, nu = 0;
   for (size_t i = 0; i < h->n_geometry_ids; i++) {
-    cd_cache_entry *e = cd_cache_find(r->conn->srv->cache, h->geometry_ids[i]);
+    cd_cache_entry *e = cd_cache_find(cd_conn_server(r->conn)->cache, h->geometry_ids[i]);
     if (e && cd_session_release_geometry(r->conn, e)) rel[nr++] = h->geometry_ids[i];
     else unk[nu++] = h->geometry_ids[i];
   }
@@ -491,8 +497,8 @@ static void query_done(cd_query *q) {
   cd_req_free(r);
 }
 
-void cd_on_query(cd_req *r) {
-  cd_server *s = r->conn->srv;
+void cd_handlers_query(cd_req *r) {
+  cd_server *s = cd_conn_server(r->conn);
   const Contactd__V1__ContactQuery *m = r->env->contact_query;
   cd_status st;
   cd_query *q = calloc(1, sizeof *q);
@@ -504,18 +510,18 @@ void cd_on_query(cd_req *r) {
   q->owns_pins = 1;
   q->user = r;
   q->done = query_done;
-  q->cancelled = &r->conn->cancelled;
-  q->jobq = &r->conn->jobs;
-  if (r->conn->wire == CD_WIRE_PROTO) /* the workers pack the results */
+  q->cancelled = cd_conn_cancel_flag(r->conn);
+  q->jobq = cd_conn_jobs(r->conn);
+  if (cd_conn_is_proto(r->conn)) /* the workers pack the results */
     q->pack_field = cd_splice_field(&contactd__v1__contact_reply__descriptor, "results");
-  if (cd_qopts_parse(m->options, "contactQuery.options", &q->opt, &st) ||
-      cd_qbodies_parse(s, m->bodies, m->n_bodies, "contactQuery.bodies", &q->bodies, &st)) {
+  if (cd_qparse_opts(m->options, "contactQuery.options", &q->opt, &st) ||
+      cd_qparse_bodies(s, m->bodies, m->n_bodies, "contactQuery.bodies", &q->bodies, &st)) {
     cd_query_free(q);
     cd_req_fail(r, &st);
     return;
   }
   q->nbodies = (int32_t)m->n_bodies;
-  if (cd_qpairs_resolve(q->bodies, q->nbodies, m->pairs, m->n_pairs, m->all_pairs, "contactQuery",
+  if (cd_qparse_pairs_resolve(q->bodies, q->nbodies, m->pairs, m->n_pairs, m->all_pairs, "contactQuery",
                         s->cfg.limits.max_pairs_per_query, &q->plan, &q->pairs, &q->npairs, &st)) {
     cd_query_free(q);
     cd_req_fail(r, &st);
@@ -527,8 +533,8 @@ void cd_on_query(cd_req *r) {
 
 /* ---- stats ---------------------------------------------------------------- */
 
-void cd_on_stats(cd_req *r) {
-  cd_server *s = r->conn->srv;
+void cd_handlers_stats(cd_req *r) {
+  cd_server *s = cd_conn_server(r->conn);
   cd_cache_stats cs;
   cd_cache_get_stats(s->cache, &cs);
   Contactd__V1__StatsReply sr = CONTACTD__V1__STATS_REPLY__INIT;
@@ -552,8 +558,8 @@ void cd_on_stats(cd_req *r) {
   sr.store_verify_failures = ss.verify_failures;
   sr.store_errors = ss.errors;
   sr.store_loads = cd_fetch_loads(s->fetch);
-  sr.store_breaker = (char *)(s->store ? cd_breaker_name(ss.breaker) : "");
-  sr.uptime_s = (double)(cd_now_ns() - s->stats.start_ns) * 1e-9;
+  sr.store_breaker = (char *)(s->store ? cd_store_breaker_name(ss.breaker) : "");
+  sr.uptime_s = (double)(cd_stats_now_ns() - s->stats.start_ns) * 1e-9;
   Contactd__V1__LatencyBucket b[CD_LATENCY_BUCKETS], *bp[CD_LATENCY_BUCKETS];
   for (int i = 0; i < CD_LATENCY_BUCKETS; i++) {
     contactd__v1__latency_bucket__init(&b[i]);

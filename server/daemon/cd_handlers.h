@@ -9,11 +9,11 @@
 
 #include "cd_proto.h"
 
-void cd_on_hello(cd_req *r);
-void cd_on_register(cd_req *r);
-void cd_on_has(cd_req *r);
-void cd_on_release(cd_req *r);
-void cd_on_query(cd_req *r);
-void cd_on_stats(cd_req *r);
+void cd_handlers_hello(cd_req *r);
+void cd_handlers_register(cd_req *r);
+void cd_handlers_has(cd_req *r);
+void cd_handlers_release(cd_req *r);
+void cd_handlers_query(cd_req *r);
+void cd_handlers_stats(cd_req *r);
 
 #endif

@@ -94,7 +94,7 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void blocks_shani(uint32_t hs
 }
 #endif
 
-int cd_sha256_blocks_with(int impl, uint32_t h[8], const void *data, size_t n) {
+int cd_hash_sha256_blocks_with(int impl, uint32_t h[8], const void *data, size_t n) {
   if (impl == CD_SHA256_PORTABLE) {
     blocks_portable(h, data, n);
     return 0;
@@ -110,10 +110,10 @@ int cd_sha256_blocks_with(int impl, uint32_t h[8], const void *data, size_t n) {
 
 /* The fastest implementation this CPU runs. */
 static void blocks(cd_sha256 *s, const uint8_t *p, size_t n) {
-  if (cd_sha256_blocks_with(CD_SHA256_SHANI, s->h, p, n) != 0) blocks_portable(s->h, p, n);
+  if (cd_hash_sha256_blocks_with(CD_SHA256_SHANI, s->h, p, n) != 0) blocks_portable(s->h, p, n);
 }
 
-void cd_sha256_init(cd_sha256 *s) {
+void cd_hash_sha256_init(cd_sha256 *s) {
   static const uint32_t H0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   memcpy(s->h, H0, sizeof H0);
@@ -121,7 +121,7 @@ void cd_sha256_init(cd_sha256 *s) {
   s->nbuf = 0;
 }
 
-void cd_sha256_update(cd_sha256 *s, const void *data, size_t n) {
+void cd_hash_sha256_update(cd_sha256 *s, const void *data, size_t n) {
   const uint8_t *p = data;
   s->len += n;
   if (s->nbuf) {
@@ -145,15 +145,15 @@ void cd_sha256_update(cd_sha256 *s, const void *data, size_t n) {
   }
 }
 
-void cd_sha256_final(cd_sha256 *s, uint8_t out[32]) {
+void cd_hash_sha256_final(cd_sha256 *s, uint8_t out[32]) {
   uint64_t bits = s->len * 8;
   uint8_t pad = 0x80;
-  cd_sha256_update(s, &pad, 1);
+  cd_hash_sha256_update(s, &pad, 1);
   uint8_t zero = 0;
-  while (s->nbuf != 56) cd_sha256_update(s, &zero, 1);
+  while (s->nbuf != 56) cd_hash_sha256_update(s, &zero, 1);
   uint8_t lenb[8];
   for (int i = 0; i < 8; i++) lenb[i] = (uint8_t)(bits >> (56 - 8 * i));
-  cd_sha256_update(s, lenb, 8);
+  cd_hash_sha256_update(s, lenb, 8);
   for (int i = 0; i < 8; i++) {
     out[4 * i] = (uint8_t)(s->h[i] >> 24);
     out[4 * i + 1] = (uint8_t)(s->h[i] >> 16);
@@ -162,21 +162,21 @@ void cd_sha256_final(cd_sha256 *s, uint8_t out[32]) {
   }
 }
 
-void cd_sha256_u64(cd_sha256 *s, uint64_t v) {
+void cd_hash_sha256_u64(cd_sha256 *s, uint64_t v) {
   uint8_t b[8];
   for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
-  cd_sha256_update(s, b, 8);
+  cd_hash_sha256_update(s, b, 8);
 }
 
-void cd_sha256_f64(cd_sha256 *s, double v) {
+void cd_hash_sha256_f64(cd_sha256 *s, double v) {
   if (v == 0) v = 0.0; /* folds -0 */
   uint64_t u;
   if (isnan(v)) u = UINT64_C(0x7ff8000000000000);
   else memcpy(&u, &v, 8);
-  cd_sha256_u64(s, u);
+  cd_hash_sha256_u64(s, u);
 }
 
-void cd_sha256_f64s(cd_sha256 *s, const double *v, size_t n) {
+void cd_hash_sha256_f64s(cd_sha256 *s, const double *v, size_t n) {
   uint8_t b[4096];
   while (n) {
     size_t k = n < sizeof b / 8 ? n : sizeof b / 8;
@@ -188,15 +188,15 @@ void cd_sha256_f64s(cd_sha256 *s, const double *v, size_t n) {
       else memcpy(&u, &x, 8);
       for (int j = 0; j < 8; j++) b[8 * i + (size_t)j] = (uint8_t)(u >> (8 * j));
     }
-    cd_sha256_update(s, b, 8 * k);
+    cd_hash_sha256_update(s, b, 8 * k);
     v += k;
     n -= k;
   }
 }
 
-void cd_sha256_bytes(cd_sha256 *s, const void *data, size_t n) {
-  cd_sha256_u64(s, (uint64_t)n);
-  cd_sha256_update(s, data, n);
+void cd_hash_sha256_bytes(cd_sha256 *s, const void *data, size_t n) {
+  cd_hash_sha256_u64(s, (uint64_t)n);
+  cd_hash_sha256_update(s, data, n);
 }
 
 void cd_hash_hex(const uint8_t digest[32], char out[CD_HASH_HEX_LEN + 1]) {

@@ -1,9 +1,17 @@
-/* cd_http.h — one connection of the HTTP port (cd_metrics.c owns the
- * listener, the connection cap and the request deadline), as the routes
- * that live elsewhere (cd_viewer.c) see it.
+/* cd_http.h — the HTTP port (cd_http.c): a minimal HTTP/1.0 responder on
+ * the loop. GET /metrics (Prometheus text format, cd_metrics.c), /healthz
+ * (liveness: the loop answers) and /readyz (readiness: 503 while shutting
+ * down) there; the viewer's paths in cd_viewer.c. One request per
+ * connection: a malformed request line is 400, one over 4 KiB 431, a
+ * method other than GET 405, an unknown path 404. At most
+ * max_metrics_connections are open at once (more are closed on accept), and
+ * each is closed metrics_timeout_ms after it was accepted, answered or not,
+ * except an event stream once its request is read.
  *
- * A request is answered once (cd_http_respond: the connection closes when
- * the response is written), or turned into an event stream
+ * Below the server's start and stop, one connection as the routes that live
+ * elsewhere (cd_viewer.c) see it. A request is answered once
+ * (cd_http_respond: the connection closes when the response is written), or
+ * turned into an event stream
  * (cd_http_stream_start): the deadline stops, the connection stays open
  * until the client goes or the server stops, and at most one buffer is
  * being written at a time (cd_http_send refuses a second), so a client
@@ -16,7 +24,14 @@
 #include <stddef.h>
 
 typedef struct cd_server cd_server;
+typedef struct cd_http cd_http;
 typedef struct cd_http_conn cd_http_conn;
+
+/* Listen on host:port (port 0 = ephemeral; *bound receives the port). */
+cd_http *cd_http_start(cd_server *s, const char *host, int port, int *bound);
+/* Stop listening and close open connections (the viewers' event streams
+ * too). */
+void cd_http_stop(cd_http *h);
 
 /* The request as parsed: method and path (query string cut off). */
 typedef struct cd_http_req {
@@ -32,6 +47,10 @@ void cd_http_respond(cd_http_conn *c, int code, const char *ctype, const char *e
                      size_t len);
 /* The same with a malloc'd body the connection takes over. */
 void cd_http_respond_owned(cd_http_conn *c, int code, const char *ctype, char *body, size_t len);
+/* A plain-text answer whose body is a string literal, its length counted
+ * by the compiler. */
+#define CD_HTTP_RESPOND_TEXT(c, code, extra_headers, literal) \
+  cd_http_respond((c), (code), "text/plain", (extra_headers), "" literal, sizeof(literal) - 1)
 
 /* Turn the connection into an event stream: writes the response head
  * (200, text/event-stream), stops the deadline, keeps reading only to see

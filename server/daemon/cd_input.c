@@ -9,13 +9,15 @@
  * input fails the connection or stops its reading.
  * Two-way with cd_output.c: each frame reserves its reply slot there and
  * errors are answered through it; written replies free in-flight room,
- * which resumes the input held back here. Backpressure runs both ways. */
+ * which resumes the input held back here. Backpressure runs both ways.
+ * Two-way with cd_req.c: requests are made here (and those that fail to
+ * decode answered there); a request's end gives its memory back here. */
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cd_conn.h"
+#include "cd__conn.h"
 #include "cd_json.h"
 #include "cd_log.h"
 #include "cd_loop.h"
@@ -38,20 +40,12 @@ static cd_req *req_new(cd_conn *c, uint64_t seq, uint64_t t0_ns) {
   return r;
 }
 
-void cd_req_free(cd_req *r) {
-  if (!r) return;
-  cd_conn_input_released(r->conn->srv, r->charged);
-  cd_budget_destroy(&r->budget);
-  cd_conn_unref(r->conn);
-  free(r);
-}
-
 /* ---- input ------------------------------------------------------------- */
 
 /* Best effort: the request id of a frame that failed to decode. */
 static uint64_t proto_request_id(const uint8_t *p, size_t n) {
   uint64_t v = 0;
-  if (n >= 2 && p[0] == 0x08 && cd_varint_decode(p + 1, n - 1, &v) > 0) return v;
+  if (n >= 2 && p[0] == 0x08 && cd_frame_varint_decode(p + 1, n - 1, &v) > 0) return v;
   return 0;
 }
 
@@ -132,11 +126,13 @@ static int decode_body(cd_req *r, const uint8_t *body, size_t len, int json, cd_
   return 0;
 }
 
+static void input_charge(cd_server *s, uint64_t n);
+
 /* A decoded request (or its decoding error) on the loop: what decoding
  * allocated is charged until the request is answered (cd_req_free). */
 static void body_decoded(cd_req *r, int failed, const cd_status *st) {
   r->charged = r->budget.held;
-  cd_conn_input_charge(r->conn->srv, r->charged);
+  input_charge(r->conn->srv, r->charged);
   if (failed) cd_req_fail(r, st);
   else r->conn->srv->proto->request(r);
 }
@@ -171,11 +167,11 @@ static void decode_done(cd_job *job) {
   } else {
     body_decoded(r, j->failed, &j->st);
   }
-  cd_conn_input_released(c->srv, j->charge);
+  cd__input_released(c->srv, j->charge);
   free(j);
   if (c->state != CD_CONN_CLOSED) {
-    cd_input_resume(c);
-    cd_conn_maybe_finish(c);
+    cd__input_resume(c);
+    cd__conn_maybe_finish(c);
   }
   cd_conn_unref(c);
 }
@@ -208,19 +204,19 @@ static int decode_off_loop(cd_conn *c, cd_req *r, const uint8_t *body, size_t le
   j->json = json;
   c->flags |= CD_CF_DECODING;
   s->stats.decoded_off_loop++;
-  cd_conn_stop_reading(c); /* the rest of this read is held by cd_input_process() */
+  cd__conn_stop_reading(c); /* the rest of this read is held by cd__input_process() */
   cd_pool_submit(s->codec, NULL, &j->job);
   return 1;
 }
 
 static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
-  uint64_t t0 = cd_now_ns();
-  uint64_t seq = cd_output_reserve(c, t0);
+  uint64_t t0 = cd_stats_now_ns();
+  uint64_t seq = cd__output_reserve(c, t0);
   cd_req *r = req_new(c, seq, t0);
   if (!r) {
     cd_status st;
     cd_status_set(&st, CD_EXHAUSTED, "", "out of memory");
-    cd_conn_reply_error(c, seq, 0, &st);
+    cd_output_reply_error(c, seq, 0, &st);
     return;
   }
   if (decode_off_loop(c, r, body, len, json)) return;
@@ -229,25 +225,25 @@ static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
   body_decoded(r, failed, &st);
 }
 
-void cd_input_fatal(cd_conn *c, int code, const char *msg, const char *why, _Atomic uint64_t *counter) {
+void cd__input_fatal(cd_conn *c, int code, const char *msg, const char *why, _Atomic uint64_t *counter) {
   (*counter)++;
-  if (cd_conn_inflight(c) >= c->ring_cap) { /* no slot left for the error: just hang up */
+  if (cd__conn_inflight(c) >= c->ring_cap) { /* no slot left for the error: just hang up */
     cd_conn_close(c, msg);
     return;
   }
-  uint64_t seq = cd_output_reserve(c, cd_now_ns());
+  uint64_t seq = cd__output_reserve(c, cd_stats_now_ns());
   cd_status st;
   cd_status_set(&st, code, "", "%s", msg);
   if (c->state == CD_CONN_PEER_DONE) c->flags |= CD_CF_NO_LINGER; /* nobody to linger for */
   if (c->state < CD_CONN_FAILED) c->state = CD_CONN_FAILED;
   c->fatal_why = why;
-  cd_conn_stop_reading(c);
-  cd_conn_reply_error(c, seq, 0, &st);
-  cd_conn_maybe_finish(c);
+  cd__conn_stop_reading(c);
+  cd_output_reply_error(c, seq, 0, &st);
+  cd__conn_maybe_finish(c);
 }
 
 static void fatal_framing(cd_conn *c, int code, const char *msg) {
-  cd_input_fatal(c, code, msg, "framing error", &c->srv->stats.disconnects_framing);
+  cd__input_fatal(c, code, msg, "framing error", &c->srv->stats.disconnects_framing);
 }
 
 static int is_blank(const char *s, size_t n) {
@@ -271,7 +267,7 @@ static void hold(cd_conn *c, const uint8_t *data, size_t n) {
   free(c->held);
   c->held = h;
   c->held_len = n;
-  cd_conn_stop_reading(c);
+  cd__conn_stop_reading(c);
 }
 
 
@@ -305,7 +301,7 @@ static void note_peak(cd_server *s, uint64_t now) {
   }
 }
 
-void cd_conn_input_charge(cd_server *s, uint64_t n) {
+static void input_charge(cd_server *s, uint64_t n) {
   note_peak(s, atomic_fetch_add(&s->request_bytes, n) + n);
 }
 
@@ -346,7 +342,7 @@ static void kick_oldest(cd_server *s) {
   pthread_mutex_unlock(&s->mem_mu);
 }
 
-void cd_conn_input_released(cd_server *s, uint64_t n) {
+void cd__input_released(cd_server *s, uint64_t n) {
   if (n) atomic_fetch_sub(&s->request_bytes, n);
   /* seq_cst with mem_wait's increment and its own wake-up: a connection
    * that queued just now is either seen here or sees this room itself */
@@ -359,7 +355,7 @@ static uint64_t mem_need(const cd_conn *c) { return c->wire == CD_WIRE_JSON ? 1 
 static void mem_admit(cd_conn *c, uint64_t need) {
   c->frame_charge = need;
   c->flags |= CD_CF_ADMITTED;
-  c->admit_ns = cd_now_ns();
+  c->admit_ns = cd_stats_now_ns();
 }
 
 /* Take the next frame of c when it fits and nobody is queued ahead. */
@@ -376,7 +372,7 @@ static void mem_frame_done(cd_conn *c) {
   const uint64_t n = c->frame_charge;
   c->frame_charge = 0;
   c->flags &= ~CD_CF_ADMITTED;
-  if (n) cd_conn_input_released(c->srv, n);
+  if (n) cd__input_released(c->srv, n);
 }
 
 static void sweep_start(cd_loop *l) {
@@ -452,7 +448,7 @@ static void mem_pause(cd_conn *c, const uint8_t *data, size_t n) {
   if (n) {
     hold(c, data, n);
   } else {
-    cd_conn_stop_reading(c);
+    cd__conn_stop_reading(c);
   }
 }
 
@@ -468,7 +464,7 @@ static void json_line_done(cd_conn *c) {
     free(c->line);
     c->line = NULL;
     c->line_cap = 0;
-    cd_conn_input_released(c->srv, c->line_charge);
+    cd__input_released(c->srv, c->line_charge);
     c->line_charge = 0;
   }
 }
@@ -490,7 +486,7 @@ static void mem_pump(uv_idle_t *h) {
     pthread_mutex_unlock(&s->mem_mu); /* its input may take or free memory */
     mem_admit(c, need);
     cd_conn_ref(c);
-    cd_input_resume(c); /* its kept input, then reading again */
+    cd__input_resume(c); /* its kept input, then reading again */
     cd_conn_unref(c);
     pthread_mutex_lock(&s->mem_mu);
   }
@@ -513,10 +509,10 @@ static void slow_sender(cd_conn *c, uint64_t got, double took_s) {
            (unsigned long long)l->frame_min_rate_bytes,
            (double)l->frame_grace_ms * 1e-3 + (double)got / (double)l->frame_min_rate_bytes);
   mem_frame_done(c);
-  cd_conn_input_released(c->srv, c->line_charge);
+  cd__input_released(c->srv, c->line_charge);
   c->line_charge = 0;
   CD_WARN("slow sender", "conn=%llu peer=%s %s", (unsigned long long)c->id, c->peer, msg);
-  cd_input_fatal(c, CD_EXHAUSTED, msg, "slow sender", &c->srv->stats.disconnects_slow_sender);
+  cd__input_fatal(c, CD_EXHAUSTED, msg, "slow sender", &c->srv->stats.disconnects_slow_sender);
 }
 
 /* While any connection waits for request memory: every connection that
@@ -535,10 +531,10 @@ static void sweep_loop(cd_loop *lp) {
     uv_timer_stop(&lp->mem_sweep);
     return;
   }
-  const uint64_t now = cd_now_ns();
+  const uint64_t now = cd_stats_now_ns();
   for (cd_conn *c = lp->conns, *next; c; c = next) {
     next = c->next;
-    if (!(c->flags & CD_CF_ADMITTED) || cd_conn_failed(c) || !(c->flags & CD_CF_READING) || c->held_len) continue;
+    if (!(c->flags & CD_CF_ADMITTED) || cd__conn_failed(c) || !(c->flags & CD_CF_READING) || c->held_len) continue;
     const uint64_t got = c->wire == CD_WIRE_JSON ? c->line_len : cd_frame_decoder_pending(&c->dec);
     const double took_s = (double)(now - c->admit_ns) * 1e-9;
     if (took_s > (double)l->frame_grace_ms * 1e-3 + (double)got / (double)l->frame_min_rate_bytes)
@@ -546,12 +542,12 @@ static void sweep_loop(cd_loop *lp) {
   }
 }
 
-void cd_input_process(cd_conn *c, const uint8_t *data, size_t n) {
+void cd__input_process(cd_conn *c, const uint8_t *data, size_t n) {
   const unsigned nested = c->flags & CD_CF_PROCESSING;
   c->flags |= CD_CF_PROCESSING;
   size_t off = 0;
-  while (off < n && !cd_conn_failed(c)) {
-    if (cd_conn_inflight(c) >= c->ring_cap || (c->flags & CD_CF_DECODING)) {
+  while (off < n && !cd__conn_failed(c)) {
+    if (cd__conn_inflight(c) >= c->ring_cap || (c->flags & CD_CF_DECODING)) {
       hold(c, data + off, n - off);
       break;
     }
@@ -599,11 +595,11 @@ void cd_input_process(cd_conn *c, const uint8_t *data, size_t n) {
         /* The line is too long: answer once, skip to its end, keep going. */
         c->flags |= CD_CF_LINE_OVER;
         c->line_len = 0;
-        uint64_t seq = cd_output_reserve(c, cd_now_ns());
+        uint64_t seq = cd__output_reserve(c, cd_stats_now_ns());
         cd_status st;
         cd_status_set(&st, CD_EXHAUSTED, "", "JSON line longer than the limit of %llu bytes (max_frame_bytes)",
                       (unsigned long long)lim(c)->max_frame_bytes);
-        cd_conn_reply_error(c, seq, 0, &st);
+        cd_output_reply_error(c, seq, 0, &st);
       }
       if (c->flags & CD_CF_LINE_OVER) {
         off += take;
@@ -619,7 +615,7 @@ void cd_input_process(cd_conn *c, const uint8_t *data, size_t n) {
             cd_conn_close(c, "out of memory assembling a JSON line");
             break;
           }
-          cd_conn_input_charge(c->srv, nc - c->line_cap);
+          input_charge(c->srv, nc - c->line_cap);
           c->line_charge += nc - c->line_cap;
           c->line = nb;
           c->line_cap = nc;
@@ -643,28 +639,28 @@ void cd_input_process(cd_conn *c, const uint8_t *data, size_t n) {
   if (!nested) c->flags &= ~CD_CF_PROCESSING;
   if (!nested && c->state != CD_CONN_CLOSED) {
     /* Replies produced while processing may have freed room. */
-    cd_output_flush(c);
+    cd__output_flush(c);
   }
 }
 
-void cd_input_resume(cd_conn *c) {
+void cd__input_resume(cd_conn *c) {
   /* (a connection waiting for request_memory_bytes is resumed by mem_pump) */
-  if (cd_conn_failed(c) || c->mem_waiting || (c->flags & CD_CF_DECODING)) return;
-  if (c->held_len && cd_conn_inflight(c) < c->ring_cap) {
+  if (cd__conn_failed(c) || c->mem_waiting || (c->flags & CD_CF_DECODING)) return;
+  if (c->held_len && cd__conn_inflight(c) < c->ring_cap) {
     uint8_t *h = c->held;
     size_t n = c->held_len;
     c->held = NULL;
     c->held_len = 0;
-    cd_input_process(c, h, n);
+    cd__input_process(c, h, n);
     free(h);
   }
   if (c->state == CD_CONN_OPEN && !(c->flags & (CD_CF_READING | CD_CF_DECODING)) && !c->srv->draining &&
-      c->held_len == 0 && !c->mem_waiting && cd_conn_inflight(c) < c->ring_cap) {
-    cd_conn_start_reading(c);
+      c->held_len == 0 && !c->mem_waiting && cd__conn_inflight(c) < c->ring_cap) {
+    cd__conn_start_reading(c);
   }
 }
 
-void cd_input_eof(cd_conn *c) {
+void cd__input_eof(cd_conn *c) {
   size_t pend = c->wire == CD_WIRE_PROTO ? cd_frame_decoder_pending(&c->dec) : 0;
   if (c->wire == CD_WIRE_JSON && c->line_len && !(c->flags & CD_CF_LINE_OVER)) {
     size_t ln = c->line_len;
@@ -674,17 +670,17 @@ void cd_input_eof(cd_conn *c) {
     json_line(c, c->line, ln); /* a last line without its newline */
     json_line_done(c);
     if (!nested) c->flags &= ~CD_CF_PROCESSING;
-    cd_output_flush(c);
-  } else if (pend && !cd_conn_failed(c)) {
+    cd__output_flush(c);
+  } else if (pend && !cd__conn_failed(c)) {
     char msg[160];
     snprintf(msg, sizeof msg, "truncated frame: the connection ended %zu bytes into an unfinished frame", pend);
     fatal_framing(c, CD_INVALID, msg);
   }
 }
 
-void cd_input_closing(cd_conn *c) {
+void cd__input_closing(cd_conn *c) {
   mem_unwait(c);
   mem_frame_done(c);
-  cd_conn_input_released(c->srv, c->line_charge);
+  cd__input_released(c->srv, c->line_charge);
   c->line_charge = 0;
 }

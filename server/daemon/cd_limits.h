@@ -29,8 +29,9 @@
  * holding the most are closed first (cd_outmem.c);
  * and the cache is bounded by cache_bytes (unreferenced entries are evicted
  * least-recently-used first). The HTTP port holds at most
- * max_metrics_connections connections of a 4 KiB request buffer each, for at
- * most metrics_timeout_ms (an event stream, once its request is read, for as
+ * max_metrics_connections connections of a 4 KiB request buffer each (and
+ * a /metrics response of at most max_metrics_bytes), for at most
+ * metrics_timeout_ms (an event stream, once its request is read, for as
  * long as its viewer stays, at most max_viewers of them, each holding one
  * update being written, a kernel send buffer of viewer_send_buffer_bytes
  * and no queue); published scenes hold one result
@@ -102,6 +103,10 @@
      "query of several jobs is not polled for")                                            \
   XX(max_metrics_connections, 16, 0, "connections",                                        \
      "open connections to the metrics port (0 = no limit)")                                \
+  XX(max_metrics_bytes, 4 * CD_MIB, 65536, "bytes",                                        \
+     "largest /metrics exposition (it grows with workers and io_threads: 1024 workers and " \
+     "256 loops take about 90 KiB); past it GET /metrics is answered 500, never "        \
+     "truncated")                                                                          \
   XX(metrics_timeout_ms, 10000, 0, "ms",                                                   \
      "a metrics connection is closed this long after it opened, answered or not "          \
      "(0 = never)")                                                                        \

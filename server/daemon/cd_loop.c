@@ -44,7 +44,7 @@ void cd_loop_fd_closed(int fd) {
 
 void cd_loop_set_current(cd_loop *l) {
   tls_loop = l;
-  cd_sink_set_current(l ? l->sink : NULL);
+  cd_pool_sink_set_current(l ? l->sink : NULL);
 }
 
 static void on_wake(uv_async_t *h) {
@@ -91,7 +91,7 @@ int cd_loop_init(cd_loop *l, cd_server *s, int index, uv_loop_t *uv) {
   l->mem_pump.data = l;
   uv_timer_init(uv, &l->mem_sweep);
   l->mem_sweep.data = l;
-  l->sink = cd_sink_create(uv);
+  l->sink = cd_pool_sink_create(uv);
   return l->sink ? 0 : -1;
 }
 
@@ -121,7 +121,7 @@ void cd_loop_close(cd_loop *l) {
     t->run(t);
     t = next;
   }
-  if (l->sink) cd_sink_close(l->sink);
+  if (l->sink) cd_pool_sink_close(l->sink);
   l->sink = NULL;
   uv_close((uv_handle_t *)&l->wake, NULL);
   uv_close((uv_handle_t *)&l->mem_pump, NULL);

@@ -11,7 +11,7 @@
 
 #define F "registerGeometry.meshFile"
 
-void cd_mesh_free(cd_mesh *m) {
+void cd_meshfile_free(cd_mesh *m) {
   free(m->vertices);
   free(m->elements);
   memset(m, 0, sizeof *m);

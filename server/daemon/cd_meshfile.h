@@ -22,6 +22,6 @@ typedef struct cd_mesh {
  * line or byte offset, and reach the client as registerGeometry.meshFile.data. */
 int cd_meshfile_parse(const uint8_t *data, size_t len, int format, const char *name, uint64_t max_elements,
                       cd_mesh *out, cd_status *st);
-void cd_mesh_free(cd_mesh *m);
+void cd_meshfile_free(cd_mesh *m);
 
 #endif

@@ -1,405 +1,116 @@
-/* cd_metrics.c — the HTTP port: listener, connection cap, deadline and
- * request parsing; Prometheus endpoint (its text: cd_metrics_text.c) and
- * health probes; every other path goes to the viewer (cd_viewer.c).
- * Two-way with cd_viewer.c: this file is the HTTP
- * server, which routes a request to the viewer (cd_viewer_route), and the
- * viewer answers through the server's response functions (cd_http.h). */
+/* cd_metrics.c — the Prometheus text exposition of the server's state for
+ * GET /metrics (served by cd_http.c): totals, per-loop figures, the
+ * store's part (cd_store_metrics.c), worker utilisation and the latency
+ * histogram, into a buffer that grows up to max_metrics_bytes. */
 #include "cd_metrics.h"
 
-#include <limits.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "cd_http.h"
-#include "cd_log.h"
+#include "cd_fmt.h"
 #include "cd_server.h"
-#include "cd_viewer.h"
+#include "cd_store.h"
 
-#define REQ_MAX 4096
 
-typedef struct cd_http_conn mconn;
-
-struct cd_metrics {
-  cd_server *srv;
-  uv_tcp_t listener;
-  cd_spare spare; /* takes the connections we have no memory for */
-  int nconns;   /* connections whose handles are not yet closed */
-  int nopen;    /* of those, the ones not closing: what max_metrics_connections caps
-                   (a closed socket's handle is released a moment later, and a
-                   client may already be reconnecting) */
-  int stopping;
-  int listener_closed;
-  mconn *conns; /* open (not yet closing) connections, for cd_metrics_stop */
-};
-
-/* One HTTP connection. Its timer is a deadline from accept, never reset by
- * traffic: a client that connects and sends nothing, or dribbles a byte at a
- * time, is closed metrics_timeout_ms after it connected. */
-struct cd_http_conn {
-  uv_tcp_t h;
-  uv_timer_t deadline;
-  int handles_open; /* h and deadline: closed asynchronously */
-  int closing;
-  cd_metrics *m;
-  mconn *prev, *next;
-  char req[REQ_MAX];
-  size_t len;
-  int done;
-  uv_write_t w;
-  char *resp;
-  int draining;  /* answered an oversize request: reading and dropping the rest */
-  int streaming; /* an event stream (cd_http_stream_start) */
-  int writing;   /* a stream write in flight (resp is its buffer) */
-  void (*on_sent)(void *);
-  void (*on_close)(void *);
-  void *arg;
-  uv_shutdown_t sd;
-};
-
-static void free_metrics(cd_metrics *m) {
-  if (m->stopping && m->listener_closed && m->nconns == 0 && !m->spare.busy) free(m);
+static void metric(cd_fmt_buf *o, const char *name, const char *type, const char *help, double v) {
+  cd_fmt_append(o, "# HELP contactd_%s %s\n# TYPE contactd_%s %s\ncontactd_%s %.17g\n", name, help, name, type, name,
+                v);
 }
 
-static void on_spare_idle(void *arg) { free_metrics(arg); }
-
-static void mfree(mconn *c) {
-  cd_metrics *m = c->m;
-  free(c->resp);
-  free(c);
-  m->nconns--;
-  free_metrics(m);
+static void render_loops(cd_fmt_buf *o, cd_server *s) {
+  cd_fmt_append(o, "# HELP contactd_loop_connections open client connections on each event loop\n"
+                "# TYPE contactd_loop_connections gauge\n");
+  for (int i = 0; i < s->nloops; i++)
+    cd_fmt_append(o, "contactd_loop_connections{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].connections);
+  cd_fmt_append(o, "# HELP contactd_loop_connections_total connections each event loop has taken\n"
+                "# TYPE contactd_loop_connections_total counter\n");
+  for (int i = 0; i < s->nloops; i++)
+    cd_fmt_append(o, "contactd_loop_connections_total{loop=\"%d\"} %llu\n", i,
+                  (unsigned long long)s->loops[i].connections_total);
+  cd_fmt_append(o, "# HELP contactd_loop_requests_total requests received on each event loop\n"
+                "# TYPE contactd_loop_requests_total counter\n");
+  for (int i = 0; i < s->nloops; i++)
+    cd_fmt_append(o, "contactd_loop_requests_total{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].requests);
 }
 
-static void on_mclose(uv_handle_t *h) {
-  mconn *c = h->data;
-  if (--c->handles_open > 0) return;
-  mfree(c);
-}
 
-/* Close c once (a pending write is cancelled: on_written then sees closing). */
-static void mclose(mconn *c) {
-  if (c->closing) return;
-  c->closing = 1;
-  cd_metrics *m = c->m;
-  m->nopen--;
-  if (c->prev) c->prev->next = c->next;
-  else if (m->conns == c) m->conns = c->next;
-  if (c->next) c->next->prev = c->prev;
-  c->prev = c->next = NULL;
-  if (c->on_close) c->on_close(c->arg);
-  c->on_close = NULL;
-  c->on_sent = NULL;
-  uv_close((uv_handle_t *)&c->h, on_mclose);
-  uv_close((uv_handle_t *)&c->deadline, on_mclose);
-}
-
-static void on_shutdown(uv_shutdown_t *r, int status) {
-  (void)r;
-  (void)status; /* the deadline or the client's EOF closes it */
-}
-
-static void on_written(uv_write_t *w, int status) {
-  mconn *c = w->data;
-  if (c->streaming && !c->closing && status == 0) {
-    free(c->resp);
-    c->resp = NULL;
-    c->writing = 0;
-    if (c->on_sent) c->on_sent(c->arg);
-    return;
+char *cd_metrics_render(cd_server *s, size_t *len, int *over) {
+  cd_fmt_buf o;
+  cd_fmt_buf_init(&o, s->cfg.limits.max_metrics_bytes);
+  cd_cache_stats cs;
+  cd_cache_get_stats(s->cache, &cs);
+  const cd_stats *st = &s->stats;
+  metric(&o, "up", "gauge", "1 while serving, 0 while shutting down", s->draining ? 0 : 1);
+  metric(&o, "uptime_seconds", "gauge", "seconds since start", (double)(cd_stats_now_ns() - st->start_ns) * 1e-9);
+  metric(&o, "connections", "gauge", "open client connections", (double)st->connections);
+  metric(&o, "connections_total", "counter", "connections accepted", (double)st->connections_total);
+  metric(&o, "connections_rejected_total", "counter", "connections refused over max_connections",
+         (double)st->connections_rejected);
+  metric(&o, "io_threads", "gauge", "event loops serving connections", (double)s->nloops);
+  render_loops(&o, s);
+  cd_fmt_append(&o, "# HELP contactd_disconnects_total connections closed by the server\n"
+                "# TYPE contactd_disconnects_total counter\n"
+                "contactd_disconnects_total{reason=\"slow_reader\"} %llu\n"
+                "contactd_disconnects_total{reason=\"idle\"} %llu\n"
+                "contactd_disconnects_total{reason=\"framing\"} %llu\n"
+                "contactd_disconnects_total{reason=\"slow_sender\"} %llu\n"
+                "contactd_disconnects_total{reason=\"output_memory\"} %llu\n",
+                (unsigned long long)st->disconnects_slow_reader, (unsigned long long)st->disconnects_idle,
+                (unsigned long long)st->disconnects_framing, (unsigned long long)st->disconnects_slow_sender,
+                (unsigned long long)st->disconnects_output_memory);
+  metric(&o, "requests_total", "counter", "requests received", (double)st->requests);
+  metric(&o, "errors_total", "counter", "requests answered with an Error", (double)st->errors);
+  metric(&o, "pairs_total", "counter", "body pairs computed", (double)st->pairs);
+  metric(&o, "replies_over_limit_total", "counter",
+         "requests failed because their reply would pass max_reply_bytes or reply_memory_bytes",
+         (double)st->replies_over_limit);
+  metric(&o, "reply_bytes", "gauge", "converted results held by the replies being built (reply_memory_bytes)",
+         (double)atomic_load_explicit(&s->reply_bytes, memory_order_relaxed));
+  metric(&o, "output_bytes", "gauge", "reply bytes queued on all connections (output_memory_bytes)",
+         (double)s->output_bytes);
+  metric(&o, "request_bytes", "gauge",
+         "frames being received and decoded requests not yet answered (request_memory_bytes)",
+         (double)s->request_bytes);
+  metric(&o, "request_bytes_peak", "gauge", "highest request_bytes since the start", (double)s->request_bytes_peak);
+  metric(&o, "input_waits_total", "counter", "times a connection's next frame waited for request_memory_bytes",
+         (double)st->input_waits);
+  metric(&o, "decoded_off_loop_total", "counter",
+         "request bodies large enough to be decoded on the codec thread, not the loop",
+         (double)st->decoded_off_loop);
+  metric(&o, "encoded_off_loop_total", "counter", "replies large enough to be encoded on the codec thread",
+         (double)st->encoded_off_loop);
+  metric(&o, "streams", "gauge", "open streams", (double)st->streams);
+  metric(&o, "cache_entries", "gauge", "geometries in the cache", (double)cs.entries);
+  metric(&o, "cache_bytes", "gauge", "bytes held by cached geometries", (double)cs.bytes);
+  metric(&o, "cache_budget_bytes", "gauge", "cache byte budget", (double)s->cfg.limits.cache_bytes);
+  metric(&o, "cache_builds_total", "counter", "geometries built", (double)cs.builds);
+  metric(&o, "cache_hits_total", "counter", "registrations answered from the cache", (double)cs.hits);
+  metric(&o, "cache_evictions_total", "counter", "geometries evicted", (double)cs.evictions);
+  cd_store_metrics_render(s, &o);
+  metric(&o, "jobs_pending", "gauge", "jobs queued or running on the workers",
+         s->pool ? (double)cd_pool_pending(s->pool) : 0);
+  cd_fmt_append(&o, "# HELP contactd_worker_utilisation busy fraction of each worker since start\n"
+                "# TYPE contactd_worker_utilisation gauge\n");
+  for (int i = 0; s->pool && i < cd_pool_size(s->pool); i++)
+    cd_fmt_append(&o, "contactd_worker_utilisation{worker=\"%d\"} %.6f\n", i, cd_pool_utilisation(s->pool, i));
+  cd_fmt_append(&o, "# HELP contactd_request_latency_us request latency, receive to reply queued, microseconds\n"
+                "# TYPE contactd_request_latency_us histogram\n");
+  uint64_t cum = 0;
+  for (int i = 0; i < CD_LATENCY_BUCKETS; i++) {
+    cum += st->latency[i];
+    if (i < CD_LATENCY_BUCKETS - 1)
+      cd_fmt_append(&o, "contactd_request_latency_us_bucket{le=\"%g\"} %llu\n", cd_latency_bounds_us[i],
+                    (unsigned long long)cum);
+    else
+      cd_fmt_append(&o, "contactd_request_latency_us_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
   }
-  /* An oversize request: the client may still be sending it. Closing now
-   * would reset the connection and lose the response, so say we are done
-   * (FIN) and read on, dropping, until it closes or the deadline. */
-  if (c->draining && !c->closing && status == 0 &&
-      uv_shutdown(&c->sd, (uv_stream_t *)&c->h, on_shutdown) == 0)
-    return;
-  mclose(c);
-}
-
-static void on_deadline(uv_timer_t *t) {
-  mconn *c = t->data;
-  CD_DEBUG("metrics connection timed out", "timeout_ms=%llu answered=%d",
-           (unsigned long long)c->m->srv->cfg.limits.metrics_timeout_ms, c->done);
-  mclose(c);
-}
-
-static const char *reason(int code) {
-  switch (code) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Error";
-  }
-}
-
-static void write_resp(mconn *c, size_t n) {
-  uv_buf_t b = uv_buf_init(c->resp, (unsigned)n);
-  c->w.data = c;
-  if (uv_write(&c->w, (uv_stream_t *)&c->h, &b, 1, on_written) < 0) mclose(c);
-}
-
-void cd_http_respond(mconn *c, int code, const char *ctype, const char *extra, const void *body, size_t blen) {
-  if (c->closing || c->resp) return;
-  size_t cap = blen + 512 + (extra ? strlen(extra) : 0);
-  c->resp = malloc(cap);
-  if (!c->resp) {
-    mclose(c);
-    return;
-  }
-  int n = snprintf(c->resp, cap,
-                   "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sCache-Control: no-store\r\n"
-                   "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
-                   code, reason(code), ctype, blen, extra ? extra : "");
-  if (blen) memcpy(c->resp + n, body, blen);
-  write_resp(c, (size_t)n + blen);
-}
-
-void cd_http_respond_owned(mconn *c, int code, const char *ctype, char *body, size_t len) {
-  cd_http_respond(c, code, ctype, NULL, body, len);
-  free(body);
-}
-
-static void respond(mconn *c, int code, const char *ctype, const char *body, size_t blen) {
-  cd_http_respond(c, code, ctype, code == 405 ? "Allow: GET\r\n" : NULL, body, blen);
-}
-
-cd_server *cd_http_server(const mconn *c) { return c->m->srv; }
-
-void cd_http_close(mconn *c) { mclose(c); }
-
-int cd_http_busy(const mconn *c) { return c->writing || c->closing; }
-
-int cd_http_send(mconn *c, char *buf, size_t len) {
-  if (c->writing || c->closing || !c->streaming) {
-    free(buf);
-    return -1;
-  }
-  c->writing = 1;
-  c->resp = buf;
-  write_resp(c, len);
-  return 0;
-}
-
-static void on_discard_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
-  (void)sz;
-  mconn *c = h->data;
-  b->base = c->req;
-  b->len = REQ_MAX - 1;
-}
-
-static void on_discard(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
-  (void)b;
-  if (n < 0) mclose(st->data);
-}
-
-int cd_http_stream_start(mconn *c, void (*on_sent)(void *), void (*on_close)(void *), void *arg) {
-  static const char head[] = "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
-                             "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n: contactd\n\n";
-  c->on_sent = on_sent;
-  c->on_close = on_close; /* from here on, closing tells the caller */
-  c->arg = arg;
-  char *buf = malloc(sizeof head);
-  if (!buf) {
-    mclose(c);
-    return -1;
-  }
-  memcpy(buf, head, sizeof head);
-  /* A viewer that stops reading must stall its stream at once: with the
-   * kernel's autotuned buffer (up to megabytes) the loop would go on
-   * encoding and writing updates nobody reads for seconds. */
-  uint64_t sndbuf = c->m->srv->cfg.limits.viewer_send_buffer_bytes;
-  int sb = sndbuf > INT_MAX / 2 ? INT_MAX / 2 : (int)sndbuf;
-  if (uv_send_buffer_size((uv_handle_t *)&c->h, &sb) != 0)
-    CD_DEBUG("event stream: cannot set its send buffer", "viewer_send_buffer_bytes=%llu",
-             (unsigned long long)sndbuf);
-  uv_timer_stop(&c->deadline);
-  c->streaming = 1;
-  /* read on only to see the client go; what it sends is dropped */
-  uv_read_start((uv_stream_t *)&c->h, on_discard_alloc, on_discard);
-  cd_http_send(c, buf, sizeof head - 1);
-  return c->closing ? -1 : 0;
-}
-
-/* Parse "METHOD SP PATH SP HTTP/1.x" in place; 0, or -1 when malformed. */
-static int parse_request_line(char *req, cd_http_req *out) {
-  char *eol = strchr(req, '\n');
-  if (!eol) return -1;
-  if (eol > req && eol[-1] == '\r') eol--;
-  *eol = 0;
-  char *sp1 = strchr(req, ' ');
-  if (!sp1 || sp1 == req) return -1;
-  *sp1 = 0;
-  char *path = sp1 + 1;
-  char *sp2 = strchr(path, ' ');
-  if (!sp2 || path[0] != '/' || strncmp(sp2 + 1, "HTTP/1.", 7) != 0) return -1;
-  *sp2 = 0;
-  char *qm = strpbrk(path, "?#");
-  if (qm) *qm = 0;
-  for (const char *p = req; *p; p++)
-    if (*p < 'A' || *p > 'Z') return -1;
-  out->method = req;
-  out->path = path;
-  return 0;
-}
-
-static void handle(mconn *c) {
-  c->done = 1;
-  uv_read_stop((uv_stream_t *)&c->h);
-  cd_server *s = c->m->srv;
-  cd_http_req rq;
-  if (parse_request_line(c->req, &rq)) {
-    respond(c, 400, "text/plain", "bad request\n", 12);
-    return;
-  }
-  const char *path = rq.path;
-  int ours = strcmp(path, "/metrics") == 0 || strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0;
-  if (!ours) {
-    if (!s->viewers || !cd_viewer_route(s->viewers, c, &rq)) respond(c, 404, "text/plain", "not found\n", 10);
-    return;
-  }
-  if (strcmp(rq.method, "GET") != 0) {
-    respond(c, 405, "text/plain", "method not allowed\n", 19);
-    return;
-  }
-  if (strcmp(path, "/metrics") == 0) {
-    size_t cap = 16384;
-    char *buf = malloc(cap);
-    if (!buf) {
-      mclose(c);
-      return;
-    }
-    size_t n = cd_metrics_render(s, buf, cap);
-    respond(c, 200, "text/plain; version=0.0.4", buf, n);
-    free(buf);
-  } else if (strcmp(path, "/healthz") == 0) {
-    respond(c, 200, "text/plain", "ok\n", 3);
-  } else if (s->draining) {
-    respond(c, 503, "text/plain", "shutting down\n", 14);
-  } else {
-    respond(c, 200, "text/plain", "ready\n", 6);
-  }
-}
-
-static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
-  (void)sz;
-  mconn *c = h->data;
-  if (c->draining) c->len = 0;
-  b->base = c->req + c->len;
-  b->len = REQ_MAX - 1 - c->len;
-}
-
-static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
-  (void)b;
-  mconn *c = st->data;
-  if (c->closing || (c->done && !c->draining)) return;
-  if (n < 0) {
-    mclose(c);
-    return;
-  }
-  if (c->draining) return; /* the rest of an oversize request */
-  if (memchr(c->req + c->len, 0, (size_t)n)) { /* no HTTP request holds a NUL byte */
-    c->done = 1;
-    c->draining = 1;
-    c->len = 0;
-    respond(c, 400, "text/plain", "bad request\n", 12);
-    return;
-  }
-  c->len += (size_t)n;
-  c->req[c->len] = 0;
-  if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
-    handle(c);
-  } else if (c->len >= REQ_MAX - 1) {
-    /* 431 whether the request line or the headers are too long */
-    c->done = 1;
-    c->draining = 1;
-    c->len = 0;
-    respond(c, 431, "text/plain", "request too large\n", 18);
-  }
-}
-
-static void on_listener_closed(uv_handle_t *h) {
-  cd_metrics *m = h->data;
-  m->listener_closed = 1;
-  free_metrics(m); /* once the connections closed by cd_metrics_stop are gone */
-}
-
-static void on_conn(uv_stream_t *ls, int status) {
-  cd_metrics *m = ls->data;
-  if (status < 0) return;
-  const cd_limits *l = &m->srv->cfg.limits;
-  mconn *c = calloc(1, sizeof *c);
-  if (!c) {
-    CD_WARN("metrics connection refused: out of memory for its state", NULL);
-    cd_spare_take(&m->spare);
-    return;
-  }
-  c->m = m;
-  uv_tcp_init(ls->loop, &c->h);
-  c->h.data = c;
-  uv_timer_init(ls->loop, &c->deadline);
-  c->deadline.data = c;
-  c->handles_open = 2;
-  m->nconns++;
-  m->nopen++;
-  c->next = m->conns;
-  if (m->conns) m->conns->prev = c;
-  m->conns = c;
-  /* Over the cap the connection is accepted (to take it off the backlog)
-   * and closed at once: a scraper retries, a flood holds nothing. */
-  int over = l->max_metrics_connections && (uint64_t)m->nopen > l->max_metrics_connections;
-  if (uv_accept(ls, (uv_stream_t *)&c->h) != 0 || m->stopping || over) {
-    if (over)
-      CD_WARN("metrics connection refused", "open=%d max_metrics_connections=%llu", m->nopen - 1,
-              (unsigned long long)l->max_metrics_connections);
-    mclose(c);
-    return;
-  }
-  if (l->metrics_timeout_ms) uv_timer_start(&c->deadline, on_deadline, l->metrics_timeout_ms, 0);
-  uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read);
-}
-
-cd_metrics *cd_metrics_start(cd_server *s, const char *host, int port, int *bound) {
-  cd_metrics *m = calloc(1, sizeof *m);
-  if (!m) {
-    CD_ERROR("out of memory starting the metrics listener", NULL);
+  cd_fmt_append(&o, "contactd_request_latency_us_sum %.17g\ncontactd_request_latency_us_count %llu\n",
+                st->latency_sum_us,
+                (unsigned long long)cum);
+  *over = o.over;
+  if (o.over || o.nomem || !o.b) {
+    free(o.b);
     return NULL;
   }
-  m->srv = s;
-  struct sockaddr_storage addr;
-  int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr)
-                             : uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
-  uv_tcp_init(s->loop, &m->listener);
-  m->listener.data = m;
-  cd_spare_init(&m->spare, (uv_stream_t *)&m->listener, 1);
-  m->spare.on_idle = on_spare_idle;
-  m->spare.arg = m;
-  if (!rc) rc = uv_tcp_bind(&m->listener, (struct sockaddr *)&addr, 0);
-  if (!rc) rc = uv_listen((uv_stream_t *)&m->listener, 64, on_conn);
-  if (rc) {
-    CD_ERROR("cannot listen for metrics", "host=%s port=%d error=\"%s\"", host, port, uv_strerror(rc));
-    m->stopping = 1;
-    uv_close((uv_handle_t *)&m->listener, on_listener_closed);
-    return NULL;
-  }
-  struct sockaddr_storage ss;
-  int len = sizeof ss;
-  uv_tcp_getsockname(&m->listener, (struct sockaddr *)&ss, &len);
-  *bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                          : ((struct sockaddr_in *)&ss)->sin_port);
-  return m;
-}
-
-
-void cd_metrics_stop(cd_metrics *m) {
-  if (!m) return;
-  m->stopping = 1;
-  /* An open connection would keep the loop (and so the process) alive after
-   * shutdown until its deadline: close them all now. */
-  while (m->conns) mclose(m->conns);
-  uv_close((uv_handle_t *)&m->listener, on_listener_closed);
+  *len = o.n;
+  return o.b;
 }

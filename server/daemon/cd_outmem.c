@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <unistd.h>
 
-#include "cd_conn.h"
+#include "cd__conn.h"
 #include "cd_log.h"
 #include "cd_loop.h"
 #include "cd_server.h"

@@ -2,18 +2,18 @@
  * request, filled when its reply is ready, written in request order),
  * encoding (on the codec thread when large), the write queue and the
  * slow-reader limit (max_output_bytes), and the reply functions the
- * protocol answers through (cd_proto.h). On the owning loop's thread
- * (encode_env, also on the codec thread, touches only its arguments).
+ * protocol fills a slot with (cd_proto.h; cd_req.c answers a request). On
+ * the owning loop's thread (encode_env, also on the codec thread, touches
+ * only its arguments).
  *
  * Two-way with cd_input.c: each frame reserves its slot
  * here, and a flush that frees in-flight room resumes the input held back
- * there (cd_input_resume); a request answered here gives its memory back
- * there (cd_req_free). */
+ * there (cd__input_resume). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cd_conn.h"
+#include "cd__conn.h"
 #include "cd_fmt.h"
 #include "cd_json.h"
 #include "cd_log.h"
@@ -45,7 +45,7 @@ static void on_write(uv_write_t *w, int status) {
   free(r->data);
   free(r);
   if (status < 0) cd_conn_close(c, uv_strerror(status));
-  cd_conn_maybe_finish(c);
+  cd__conn_maybe_finish(c);
   cd_conn_unref(c);
 }
 
@@ -60,7 +60,7 @@ static void write_out(cd_conn *c, char *data, size_t len) {
   r->data = data;
   r->len = len;
   r->next = NULL;
-  uv_buf_t b = uv_buf_init(data, (unsigned)len); /* len < 4 GiB: cd_conn_reply checks */
+  uv_buf_t b = uv_buf_init(data, (unsigned)len); /* len < 4 GiB: cd_output_reply checks */
   c->out_bytes += len;
   cd_outmem_queued(c->srv, c, len);
   cd_conn_ref(c);
@@ -83,15 +83,15 @@ static void write_out(cd_conn *c, char *data, size_t len) {
 /* Reply bytes libuv has not yet handed to the kernel. out_bytes counts every
  * reply until its write callback, which runs on a later loop turn, so replies
  * the kernel took at once would look queued to a client that reads. */
-uint64_t cd_output_unsent(cd_conn *c) { return (uint64_t)uv_stream_get_write_queue_size((uv_stream_t *)&c->h); }
+uint64_t cd__output_unsent(cd_conn *c) { return (uint64_t)uv_stream_get_write_queue_size((uv_stream_t *)&c->h); }
 
-void cd_output_flush(cd_conn *c) {
-  uint64_t prior = cd_output_unsent(c); /* waiting for the socket before this batch */
+void cd__output_flush(cd_conn *c) {
+  uint64_t prior = cd__output_unsent(c); /* waiting for the socket before this batch */
   while (c->base_seq < c->next_seq && c->state != CD_CONN_CLOSED) {
     cd_slot *s = &c->ring[c->base_seq % c->ring_cap];
     if (s->state == CD_SLOT_WAITING) break;
     if (s->state == CD_SLOT_READY) {
-      cd_stats_latency(&c->srv->stats, (double)(cd_now_ns() - s->t0_ns) / 1000.0);
+      cd_stats_latency(&c->srv->stats, (double)(cd_stats_now_ns() - s->t0_ns) / 1000.0);
       char *d = s->data;
       s->data = NULL;
       write_out(c, d, s->len);
@@ -104,7 +104,7 @@ void cd_output_flush(cd_conn *c) {
    * this batch, and what waits now exceeds max_output_bytes by more than the
    * oldest pending reply (one large reply, or one batch written into an empty
    * socket, is not a sign of a client that stopped reading). */
-  uint64_t head = c->wq_head ? c->wq_head->len : 0, waiting = cd_output_unsent(c);
+  uint64_t head = c->wq_head ? c->wq_head->len : 0, waiting = cd__output_unsent(c);
   if (prior > 0 && waiting > head && waiting - head > lim(c)->max_output_bytes) {
     char why[160];
     snprintf(why, sizeof why, "client is not reading: %llu reply bytes queued (max_output_bytes %llu)",
@@ -115,11 +115,11 @@ void cd_output_flush(cd_conn *c) {
     cd_conn_close(c, why);
     return;
   }
-  if (!(c->flags & CD_CF_PROCESSING)) cd_input_resume(c);
-  cd_conn_maybe_finish(c);
+  if (!(c->flags & CD_CF_PROCESSING)) cd__input_resume(c);
+  cd__conn_maybe_finish(c);
 }
 
-uint64_t cd_output_reserve(cd_conn *c, uint64_t t0_ns) {
+uint64_t cd__output_reserve(cd_conn *c, uint64_t t0_ns) {
   uint64_t seq = c->next_seq++;
   cd_slot *s = &c->ring[seq % c->ring_cap];
   s->state = CD_SLOT_WAITING;
@@ -142,7 +142,7 @@ static void set_slot(cd_conn *c, uint64_t seq, char *data, size_t len, cd_slot_s
   s->data = data;
   s->len = len;
   s->state = st;
-  if (seq == c->base_seq) cd_output_flush(c);
+  if (seq == c->base_seq) cd__output_flush(c);
 }
 
 /* What encode_env made of an envelope. */
@@ -278,14 +278,14 @@ static void reply_encoded(cd_conn *c, uint64_t seq, uint64_t request_id, enc_res
   if (rc == ENC_NOMEM) { /* this request fails, the connection goes on */
     CD_WARN("out of memory encoding a reply", "conn=%llu peer=%s request_id=%llu", (unsigned long long)c->id,
             c->peer, (unsigned long long)request_id);
-    cd_conn_reply_error(c, seq, request_id, st);
+    cd_output_reply_error(c, seq, request_id, st);
     return;
   }
   if (rc == ENC_OVER) { /* this request fails, the connection goes on */
     CD_INFO("reply over max_reply_bytes", "conn=%llu peer=%s request_id=%llu", (unsigned long long)c->id, c->peer,
             (unsigned long long)request_id);
     c->srv->stats.replies_over_limit++;
-    cd_conn_reply_error(c, seq, request_id, st);
+    cd_output_reply_error(c, seq, request_id, st);
     return;
   }
   if (rc == ENC_ERROR_NOMEM) { /* nothing smaller to say */
@@ -302,13 +302,13 @@ static void reply_encoded(cd_conn *c, uint64_t seq, uint64_t request_id, enc_res
   if (len >= UINT_MAX) { /* one uv_buf_t holds < 4 GiB */
     free(out);
     cd_status_set(st, CD_EXHAUSTED, "", "the reply is %zu bytes, a single reply must be under 4 GiB", len);
-    cd_conn_reply_error(c, seq, request_id, st);
+    cd_output_reply_error(c, seq, request_id, st);
     return;
   }
   set_slot(c, seq, out, len, CD_SLOT_READY);
 }
 
-void cd_conn_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
+void cd_output_reply(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   if (c->state == CD_CONN_CLOSED) return;
   size_t len = 0;
   char *out = NULL;
@@ -389,11 +389,11 @@ static encode_job *offload(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env
   return j;
 }
 
-void cd_conn_reply_large(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, uint64_t size_hint,
+void cd_output_reply_large(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, uint64_t size_hint,
                          void (*release)(void *arg), void *arg) {
   encode_job *j = offload(c, seq, env, size_hint, release, arg);
   if (!j) {
-    cd_conn_reply(c, seq, env);
+    cd_output_reply(c, seq, env);
     release(arg);
     return;
   }
@@ -401,7 +401,7 @@ void cd_conn_reply_large(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, 
   cd_pool_submit(c->srv->codec, NULL, &j->job);
 }
 
-void cd_conn_reply_spliced(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, const ProtobufCMessage *inner,
+void cd_output_reply_spliced(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env, const ProtobufCMessage *inner,
                            uint32_t field, const cd_splice_part *parts, size_t nparts, uint64_t size_hint,
                            void (*release)(void *arg), void *arg) {
   encode_job *j = offload(c, seq, env, size_hint, release, arg);
@@ -424,11 +424,11 @@ void cd_conn_reply_spliced(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env
   cd_pool_submit(c->srv->codec, NULL, &j->job);
 }
 
-void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
+void cd_output_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   if (c->state == CD_CONN_CLOSED || seq != c->base_seq) return;
   cd_slot *s = &c->ring[seq % c->ring_cap];
   if (s->state != CD_SLOT_WAITING) return;
-  if (cd_output_unsent(c) > lim(c)->max_output_bytes / 2) return; /* advisory: never the reason to drop a reader */
+  if (cd__output_unsent(c) > lim(c)->max_output_bytes / 2) return; /* advisory: never the reason to drop a reader */
   size_t len = 0;
   char *out = NULL;
   cd_status st;
@@ -439,7 +439,7 @@ void cd_conn_progress(cd_conn *c, uint64_t seq, Contactd__V1__Envelope *env) {
   else write_out(c, out, len);
 }
 
-void cd_conn_reply_stream_error(cd_conn *c, uint64_t seq, uint64_t request_id, uint64_t stream_id,
+void cd_output_reply_stream_error(cd_conn *c, uint64_t seq, uint64_t request_id, uint64_t stream_id,
                                 uint64_t sequence, const cd_status *st) {
   Contactd__V1__Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   Contactd__V1__Error err = CONTACTD__V1__ERROR__INIT;
@@ -461,22 +461,11 @@ void cd_conn_reply_stream_error(cd_conn *c, uint64_t seq, uint64_t request_id, u
   CD_DEBUG("request failed", "conn=%llu request_id=%llu stream_id=%llu sequence=%llu code=%d error=%s",
            (unsigned long long)c->id, (unsigned long long)request_id, (unsigned long long)stream_id,
            (unsigned long long)sequence, st->code, cd_log_quote(q, sizeof q, st->message));
-  cd_conn_reply(c, seq, &env);
+  cd_output_reply(c, seq, &env);
 }
 
-void cd_conn_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st) {
-  cd_conn_reply_stream_error(c, seq, request_id, 0, 0, st);
+void cd_output_reply_error(cd_conn *c, uint64_t seq, uint64_t request_id, const cd_status *st) {
+  cd_output_reply_stream_error(c, seq, request_id, 0, 0, st);
 }
 
-void cd_conn_skip(cd_conn *c, uint64_t seq) { set_slot(c, seq, NULL, 0, CD_SLOT_SKIP); }
-
-void cd_req_fail(cd_req *r, const cd_status *st) {
-  cd_conn_reply_error(r->conn, r->seq, r->request_id, st);
-  cd_req_free(r);
-}
-
-void cd_req_reply(cd_req *r, Contactd__V1__Envelope *env) {
-  env->request_id = r->request_id;
-  cd_conn_reply(r->conn, r->seq, env);
-  cd_req_free(r);
-}
+void cd_output_skip(cd_conn *c, uint64_t seq) { set_slot(c, seq, NULL, 0, CD_SLOT_SKIP); }

@@ -53,7 +53,7 @@ static _Thread_local cd_sink *tls_sink;
 /* Set by cd_pool_fold_done during the job running on this worker. */
 static _Thread_local int tls_folded;
 
-void cd_sink_set_current(cd_sink *s) { tls_sink = s; }
+void cd_pool_sink_set_current(cd_sink *s) { tls_sink = s; }
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -170,7 +170,7 @@ static void on_poll(uv_idle_t *h) {
   else sched_yield();
 }
 
-cd_sink *cd_sink_create(uv_loop_t *loop) {
+cd_sink *cd_pool_sink_create(uv_loop_t *loop) {
   cd_sink *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   pthread_mutex_init(&s->mu, NULL);
@@ -190,7 +190,7 @@ static void on_sink_closed(uv_handle_t *h) {
   free(s);
 }
 
-void cd_sink_close(cd_sink *s) {
+void cd_pool_sink_close(cd_sink *s) {
   drain(s);
   if (tls_sink == s) tls_sink = NULL;
   s->open_handles = 2;
@@ -212,7 +212,7 @@ cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget) {
     free(p->slots);
     p->slots = NULL;
   }
-  if (p->slots && loop && !(p->home = cd_sink_create(loop))) {
+  if (p->slots && loop && !(p->home = cd_pool_sink_create(loop))) {
     for (int i = 0; i < n; i++) ce_arena_destroy(p->slots[i].w.arena);
     free(p->slots);
     p->slots = NULL;
@@ -330,7 +330,7 @@ void cd_pool_destroy(cd_pool *p) {
   }
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->cv);
-  if (p->home) cd_sink_close(p->home);
+  if (p->home) cd_pool_sink_close(p->home);
   free(p->slots);
   free(p);
 }

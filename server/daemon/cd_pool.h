@@ -45,12 +45,12 @@ struct cd_job {
 /* A loop's completion queue: each done() runs on its loop's thread, with
  * no lock held. Created and closed on the loop's thread. */
 typedef struct cd_sink cd_sink;
-cd_sink *cd_sink_create(uv_loop_t *loop);
+cd_sink *cd_pool_sink_create(uv_loop_t *loop);
 /* Jobs this thread submits (and, on a worker, posts) complete on s. */
-void cd_sink_set_current(cd_sink *s);
+void cd_pool_sink_set_current(cd_sink *s);
 /* Run the done() of every finished job, then close the handles; s is freed
  * once they are closed. No job may be submitted to s afterwards. */
-void cd_sink_close(cd_sink *s);
+void cd_pool_sink_close(cd_sink *s);
 
 /* One client's job queue, owned by the caller (embedded in its connection)
  * and zeroed before first use; it must stay in place until its last job has
@@ -67,7 +67,7 @@ typedef struct cd_pool cd_pool;
 /* Start n workers; each arena may grow to arena_budget bytes (0 = no cap)
  * and starts with 1 MiB or the budget, the smaller. loop non-NULL: the pool
  * has a sink of its own there, used by threads that set none
- * (cd_sink_set_current), and closed by cd_pool_destroy. */
+ * (cd_pool_sink_set_current), and closed by cd_pool_destroy. */
 cd_pool *cd_pool_create(uv_loop_t *loop, int n, size_t arena_budget);
 /* At most k heavy jobs run at once (k >= 1; default: the pool's size).
  * Before the first submit. */
@@ -117,7 +117,7 @@ double cd_pool_utilisation(cd_pool *p, int i);
 /* Stop the workers after the queue drains, join them; with a sink of its
  * own, run its remaining done() callbacks and close it (callers then run
  * the loop until handles close). Other sinks keep their finished jobs until
- * cd_sink_close. */
+ * cd_pool_sink_close. */
 void cd_pool_destroy(cd_pool *p);
 
 #endif

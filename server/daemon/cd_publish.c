@@ -9,7 +9,7 @@
 
 #include "contactd.pb-c.h"
 
-int cd_pub_name_ok(const char *name) {
+int cd_publish_name_ok(const char *name) {
   size_t n = strlen(name);
   if (n == 0 || n > CD_PUB_NAME_MAX) return 0;
   for (size_t i = 0; i < n; i++) {
@@ -21,7 +21,7 @@ int cd_pub_name_ok(const char *name) {
   return 1;
 }
 
-void cd_pub_engine_options(ce_options *o) {
+void cd_publish_engine_options(ce_options *o) {
   o->want_surface = 1;
   o->want_patches = 1;
   o->want_face_contacts = 1;
@@ -79,7 +79,7 @@ static int copy_surface(cd_pub_pair *p, const ce_surface *s) {
   return 0;
 }
 
-cd_pub_pair *cd_pub_pair_new(uint32_t a, uint32_t b, const ce_result *r, const void *wire) {
+cd_pub_pair *cd_publish_pair_new(uint32_t a, uint32_t b, const ce_result *r, const void *wire) {
   cd_pub_pair *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->a = a;
@@ -113,11 +113,11 @@ cd_pub_pair *cd_pub_pair_new(uint32_t a, uint32_t b, const ce_result *r, const v
   }
   return p;
 fail:
-  cd_pub_pair_free(p);
+  cd_publish_pair_free(p);
   return NULL;
 }
 
-void cd_pub_pair_free(cd_pub_pair *p) {
+void cd_publish_pair_free(cd_pub_pair *p) {
   if (!p) return;
   free(p->v);
   free(p->p);
@@ -128,7 +128,7 @@ void cd_pub_pair_free(cd_pub_pair *p) {
   free(p);
 }
 
-cd_pub_snap *cd_pub_snap_new(const char *scene, int32_t nbodies, int64_t npairs, cd_pub_pair **pairs) {
+cd_pub_snap *cd_publish_snap_new(const char *scene, int32_t nbodies, int64_t npairs, cd_pub_pair **pairs) {
   cd_pub_snap *s = calloc(1, sizeof *s);
   if (s) s->bodies = calloc((size_t)(nbodies > 0 ? nbodies : 1), sizeof *s->bodies);
   if (!s || !s->bodies) {
@@ -146,11 +146,11 @@ cd_pub_snap *cd_pub_snap_new(const char *scene, int32_t nbodies, int64_t npairs,
   return s;
 }
 
-void cd_pub_snap_ref(cd_pub_snap *s) { atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed); }
+void cd_publish_snap_ref(cd_pub_snap *s) { atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed); }
 
-void cd_pub_snap_unref(cd_pub_snap *s) {
+void cd_publish_snap_unref(cd_pub_snap *s) {
   if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) return;
-  for (int64_t i = 0; i < s->npairs; i++) cd_pub_pair_free(s->pairs[i]);
+  for (int64_t i = 0; i < s->npairs; i++) cd_publish_pair_free(s->pairs[i]);
   free(s->pairs);
   free(s->bodies);
   free(s->json);
@@ -190,7 +190,7 @@ cd_publish *cd_publish_create(uint64_t max_scenes) {
 
 void cd_publish_destroy(cd_publish *t) {
   if (!t) return;
-  for (size_t i = 0; i < t->n; i++) cd_pub_snap_unref(t->scenes[i].latest);
+  for (size_t i = 0; i < t->n; i++) cd_publish_snap_unref(t->scenes[i].latest);
   pthread_mutex_destroy(&t->mu);
   free(t->scenes);
   free(t);
@@ -219,7 +219,7 @@ void cd_publish_put(cd_publish *t, cd_pub_snap *snap) {
     snprintf(sc->name, sizeof sc->name, "%s", snap->scene);
   } else if (sc->latest && snap->started_ns < sc->latest->started_ns) {
     pthread_mutex_unlock(&t->mu); /* overtaken by a query that started later */
-    cd_pub_snap_unref(snap);
+    cd_publish_snap_unref(snap);
     return;
   } else {
     old = sc->latest;
@@ -231,14 +231,14 @@ void cd_publish_put(cd_publish *t, cd_pub_snap *snap) {
    * is never called again (it only signals: uv_async_send) */
   if (t->notify) t->notify(t->notify_arg);
   pthread_mutex_unlock(&t->mu);
-  cd_pub_snap_unref(old); /* outside the lock: it may free a large surface */
+  cd_publish_snap_unref(old); /* outside the lock: it may free a large surface */
 }
 
 cd_pub_snap *cd_publish_get(cd_publish *t, const char *name) {
   pthread_mutex_lock(&t->mu);
   scene *sc = find(t, name);
   cd_pub_snap *s = sc ? sc->latest : NULL;
-  if (s) cd_pub_snap_ref(s);
+  if (s) cd_publish_snap_ref(s);
   pthread_mutex_unlock(&t->mu);
   return s;
 }

@@ -2,7 +2,7 @@
  *
  * A query or stream opts in with QueryOptions.publish (a scene name). Its
  * jobs copy what a viewer draws out of each pair's engine result on the
- * worker (cd_pub_pair_new: the surface with its pressure, the patches and
+ * worker (cd_publish_pair_new: the surface with its pressure, the patches and
  * the per-face point contacts, the net force and its equivalent contact
  * point); when the query is finished the pairs and the bodies' poses become
  * the scene's snapshot, replacing the previous one (no history is kept).
@@ -25,7 +25,7 @@
 /* Scene names: 1 to CD_PUB_NAME_MAX characters of [A-Za-z0-9_.-] (they
  * appear in URL paths unescaped). */
 #define CD_PUB_NAME_MAX 64
-int cd_pub_name_ok(const char *name);
+int cd_publish_name_ok(const char *name);
 
 typedef struct cd_pub_patch {
   double point[3], force[3], area;
@@ -65,7 +65,7 @@ typedef struct cd_pub_snap {
   atomic_int refs;
   char scene[CD_PUB_NAME_MAX + 1];
   uint64_t version;       /* set by cd_publish_put: 1, 2, ... per scene */
-  uint64_t started_ns;    /* when its query started (cd_now_ns): the latest is the one started last */
+  uint64_t started_ns;    /* when its query started (cd_stats_now_ns): the latest is the one started last */
   double wall_s;          /* when it was published (Unix time) */
   int32_t nbodies;
   cd_pub_body *bodies;
@@ -77,17 +77,17 @@ typedef struct cd_pub_snap {
 
 /* What the engine must compute for a published pair, whatever the client
  * asked: the surface, patches and point contacts (the page draws them). */
-void cd_pub_engine_options(ce_options *o);
+void cd_publish_engine_options(ce_options *o);
 /* Copy a pair's result (worker thread). wire: the converted PairResult (its
  * strain energy, when the protocol has the field), may be NULL. NULL when
  * out of memory. */
-cd_pub_pair *cd_pub_pair_new(uint32_t a, uint32_t b, const ce_result *r, const void *wire);
-void cd_pub_pair_free(cd_pub_pair *p);
+cd_pub_pair *cd_publish_pair_new(uint32_t a, uint32_t b, const ce_result *r, const void *wire);
+void cd_publish_pair_free(cd_pub_pair *p);
 
 /* A snapshot holding one reference, its pairs array taken over. */
-cd_pub_snap *cd_pub_snap_new(const char *scene, int32_t nbodies, int64_t npairs, cd_pub_pair **pairs);
-void cd_pub_snap_ref(cd_pub_snap *s);
-void cd_pub_snap_unref(cd_pub_snap *s);
+cd_pub_snap *cd_publish_snap_new(const char *scene, int32_t nbodies, int64_t npairs, cd_pub_pair **pairs);
+void cd_publish_snap_ref(cd_pub_snap *s);
+void cd_publish_snap_unref(cd_pub_snap *s);
 
 typedef struct cd_publish cd_publish;
 cd_publish *cd_publish_create(uint64_t max_scenes);

@@ -13,23 +13,23 @@ static int finite3(const Contactd__V1__Vec3 *v) {
   return !v || (isfinite(v->x) && isfinite(v->y) && isfinite(v->z));
 }
 
-void cd_qwhere_field(const cd_qwhere *w, const char *member, char *out, size_t n) {
+void cd_qcheck_where_field(const cd_qwhere *w, const char *member, char *out, size_t n) {
   snprintf(out, n, "%s[%zu].%s", w->list, w->index, member);
 }
 
-void cd_qwhere_body(const cd_qwhere *w, char *out, size_t n) {
+void cd_qcheck_where_body(const cd_qwhere *w, char *out, size_t n) {
   if (w->name && w->name[0]) snprintf(out, n, "body %u (%.40s)", w->body_id, w->name);
   else snprintf(out, n, "body %u", w->body_id);
 }
 
-int cd_pose_from_msg(const Contactd__V1__Pose *p, ce_pose *out, const cd_qwhere *w, cd_status *st) {
+int cd_qcheck_pose_from_msg(const Contactd__V1__Pose *p, ce_pose *out, const cd_qwhere *w, cd_status *st) {
   ce_quat q = {1, 0, 0, 0};
   ce_vec3 x = {0, 0, 0};
   char f[192], what[96];
   if (p && p->position) {
     if (!finite3(p->position)) {
-      cd_qwhere_field(w, "pose.position", f, sizeof f);
-      cd_qwhere_body(w, what, sizeof what);
+      cd_qcheck_where_field(w, "pose.position", f, sizeof f);
+      cd_qcheck_where_body(w, what, sizeof what);
       return cd_status_set(st, CD_INVALID, f, "%s: position (%g, %g, %g) is not finite", what, p->position->x,
                            p->position->y, p->position->z);
     }
@@ -38,15 +38,15 @@ int cd_pose_from_msg(const Contactd__V1__Pose *p, ce_pose *out, const cd_qwhere 
   if (p && p->orientation) {
     const Contactd__V1__Quat *o = p->orientation;
     if (!(isfinite(o->w) && isfinite(o->x) && isfinite(o->y) && isfinite(o->z))) {
-      cd_qwhere_field(w, "pose.orientation", f, sizeof f);
-      cd_qwhere_body(w, what, sizeof what);
+      cd_qcheck_where_field(w, "pose.orientation", f, sizeof f);
+      cd_qcheck_where_body(w, what, sizeof what);
       return cd_status_set(st, CD_INVALID, f, "%s: quaternion (%g, %g, %g, %g) is not finite", what, o->w, o->x,
                            o->y, o->z);
     }
     double n = sqrt(o->w * o->w + o->x * o->x + o->y * o->y + o->z * o->z);
     if (!(fabs(n - 1) <= CD_QUAT_TOLERANCE)) {
-      cd_qwhere_field(w, "pose.orientation", f, sizeof f);
-      cd_qwhere_body(w, what, sizeof what);
+      cd_qcheck_where_field(w, "pose.orientation", f, sizeof f);
+      cd_qcheck_where_body(w, what, sizeof what);
       return cd_status_set(st, CD_INVALID, f,
                            "%s: quaternion norm %.6g is not within %g of 1 (quaternions are normalised only "
                            "when |q| is in [%g, %g])",
@@ -58,14 +58,14 @@ int cd_pose_from_msg(const Contactd__V1__Pose *p, ce_pose *out, const cd_qwhere 
   return 0;
 }
 
-int cd_velocity_from_msg(const Contactd__V1__SpatialVelocity *v, ce_spatial_velocity *out, const cd_qwhere *w,
+int cd_qcheck_velocity_from_msg(const Contactd__V1__SpatialVelocity *v, ce_spatial_velocity *out, const cd_qwhere *w,
                          cd_status *st) {
   memset(out, 0, sizeof *out);
   if (!v) return 0;
   if (!finite3(v->angular) || !finite3(v->linear)) {
     char f[192], what[96];
-    cd_qwhere_field(w, "velocity", f, sizeof f);
-    cd_qwhere_body(w, what, sizeof what);
+    cd_qcheck_where_field(w, "velocity", f, sizeof f);
+    cd_qcheck_where_body(w, what, sizeof what);
     return cd_status_set(st, CD_INVALID, f, "%s: spatial velocity is not finite", what);
   }
   if (v->angular) out->w = (ce_vec3){v->angular->x, v->angular->y, v->angular->z};
@@ -73,7 +73,7 @@ int cd_velocity_from_msg(const Contactd__V1__SpatialVelocity *v, ce_spatial_velo
   return 0;
 }
 
-int cd_model_from_wire(int m) {
+int cd_qcheck_model_from_wire(int m) {
   switch (m) {
     case CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_UNSPECIFIED:
     case CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_HYDROELASTIC_WITH_FALLBACK:

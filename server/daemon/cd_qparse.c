@@ -13,7 +13,7 @@
 #include "cd_qcheck.h"
 #include "cd_server.h"
 
-void cd_qbodies_unpin(cd_qbody *b, int32_t n) {
+void cd_qparse_bodies_unpin(cd_qbody *b, int32_t n) {
   cd_cache *c = NULL;
   for (int32_t i = 0; i < n; i++)
     if (b[i].entry) {
@@ -29,7 +29,7 @@ static int cmp_u32(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-int cd_qindex_build(cd_qindex *x, const cd_qbody *b, int32_t nb) {
+int cd_qparse_index_build(cd_qindex *x, const cd_qbody *b, int32_t nb) {
   x->n = 0;
   x->e = malloc((nb > 0 ? (size_t)nb : 1) * sizeof *x->e);
   if (!x->e) return -1;
@@ -39,19 +39,19 @@ int cd_qindex_build(cd_qindex *x, const cd_qbody *b, int32_t nb) {
   return 0;
 }
 
-int32_t cd_qindex_find(const cd_qindex *x, uint32_t id) {
+int32_t cd_qparse_index_find(const cd_qindex *x, uint32_t id) {
   cd_qindex_ent key = {id, 0};
   const cd_qindex_ent *f = x->n > 0 ? bsearch(&key, x->e, (size_t)x->n, sizeof *x->e, cmp_u32) : NULL;
   return f ? f->i : -1;
 }
 
-void cd_qindex_free(cd_qindex *x) {
+void cd_qparse_index_free(cd_qindex *x) {
   free(x->e);
   x->e = NULL;
   x->n = 0;
 }
 
-int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char *field, cd_qbody **out,
+int cd_qparse_bodies(cd_server *s, Contactd__V1__Body **in, size_t n, const char *field, cd_qbody **out,
                      cd_status *st) {
   const cd_limits *l = &s->cfg.limits;
   *out = NULL;
@@ -79,22 +79,22 @@ int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char
     ids[i] = m->body_id;
     cd_cache_entry *e = cd_cache_find(s->cache, m->geometry_id);
     if (!e || e->state != CD_ENTRY_READY) {
-      cd_qwhere_field(&w, "geometryId", f, sizeof f);
-      cd_qwhere_body(&w, what, sizeof what);
+      cd_qcheck_where_field(&w, "geometryId", f, sizeof f);
+      cd_qcheck_where_body(&w, what, sizeof what);
       rc = cd_status_set(st, CD_NOT_FOUND, f, "%s: geometry \"%.64s\" is %s", what, m->geometry_id,
                          e ? "still being built" : "not registered");
       break;
     }
     q->body.geometry = e->geometry;
     q->body.point_stiffness = e->point_stiffness;
-    if ((rc = cd_pose_from_msg(m->pose, &q->body.X_WB, &w, st))) break;
-    if ((rc = cd_velocity_from_msg(m->velocity, &q->body.V_WB, &w, st))) break;
+    if ((rc = cd_qcheck_pose_from_msg(m->pose, &q->body.X_WB, &w, st))) break;
+    if ((rc = cd_qcheck_velocity_from_msg(m->velocity, &q->body.V_WB, &w, st))) break;
     /* The geometry's material unless overridden. */
     if (m->material) {
       if (!(isfinite(m->material->dissipation) && m->material->dissipation >= 0) ||
           !(isfinite(m->material->friction) && m->material->friction >= 0)) {
-        cd_qwhere_field(&w, "material", f, sizeof f);
-        cd_qwhere_body(&w, what, sizeof what);
+        cd_qcheck_where_field(&w, "material", f, sizeof f);
+        cd_qcheck_where_body(&w, what, sizeof what);
         rc = cd_status_set(st, CD_INVALID, f, "%s: dissipation %g and friction %g must be finite and >= 0", what,
                            m->material->dissipation, m->material->friction);
         break;
@@ -119,7 +119,7 @@ int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char
   }
   free(ids);
   if (rc) {
-    cd_qbodies_unpin(b, (int32_t)n);
+    cd_qparse_bodies_unpin(b, (int32_t)n);
     free(b);
     return rc;
   }
@@ -127,7 +127,7 @@ int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char
   return 0;
 }
 
-int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qopts *out, cd_status *st) {
+int cd_qparse_opts(const Contactd__V1__QueryOptions *o, const char *field, cd_qopts *out, cd_status *st) {
   ce_options_default(&out->ce);
   out->publish[0] = 0;
   if (!o) return 0;
@@ -160,7 +160,7 @@ int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qo
     return cd_status_set(st, CD_INVALID, f, "must be finite (got %g)", o->stiction_tolerance);
   }
   if (o->stiction_tolerance > 0) out->ce.stiction_tolerance = o->stiction_tolerance;
-  int m = cd_model_from_wire((int)o->contact_model);
+  int m = cd_qcheck_model_from_wire((int)o->contact_model);
   if (m < 0) {
     snprintf(f, sizeof f, "%s.contactModel", field);
     return cd_status_set(st, CD_INVALID, f, "unknown contact model %d", (int)o->contact_model);
@@ -169,7 +169,7 @@ int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qo
   out->ce.want_energy = o->want_energy ? 1 : 0;
   out->publish[0] = 0;
   if (o->publish && o->publish[0]) {
-    if (!cd_pub_name_ok(o->publish)) {
+    if (!cd_publish_name_ok(o->publish)) {
       snprintf(f, sizeof f, "%s.publish", field);
       return cd_status_set(st, CD_INVALID, f,
                            "scene name \"%.80s\" must be 1 to %d characters of A-Z, a-z, 0-9, '_', '-' and '.'",
@@ -180,17 +180,17 @@ int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qo
   return 0;
 }
 
-int cd_qplan_run(const cd_qplan *p, const cd_qbody *b, int32_t nb, cd_qpair **out, int64_t *nout, cd_status *st) {
+int cd_qparse_plan_run(const cd_qplan *p, const cd_qbody *b, int32_t nb, cd_qpair **out, int64_t *nout, cd_status *st) {
   return cd_broadphase(b, nb, p->margin, p->exclude, p->nexclude, p->max_pairs, p->field, out, nout, st);
 }
 
-void cd_qplan_free(cd_qplan *p) {
+void cd_qparse_plan_free(cd_qplan *p) {
   free(p->exclude);
   p->exclude = NULL;
   p->on = 0;
 }
 
-int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs, size_t npairs,
+int cd_qparse_pairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs, size_t npairs,
                       const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qplan *later,
                       cd_qpair **out, int64_t *nout, cd_status *st) {
   char f[192];
@@ -207,29 +207,29 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
     }
     cd_qindex m;
     cd_qpair *ex = calloc(all->n_exclude ? all->n_exclude : 1, sizeof *ex);
-    if (!ex || cd_qindex_build(&m, b, nb)) {
+    if (!ex || cd_qparse_index_build(&m, b, nb)) {
       free(ex);
       return cd_status_set(st, CD_EXHAUSTED, field, "out of memory");
     }
     for (size_t i = 0; i < all->n_exclude; i++) {
-      int32_t ia = cd_qindex_find(&m, all->exclude[i]->a), ib = cd_qindex_find(&m, all->exclude[i]->b);
+      int32_t ia = cd_qparse_index_find(&m, all->exclude[i]->a), ib = cd_qparse_index_find(&m, all->exclude[i]->b);
       if (ia < 0 || ib < 0) {
         free(ex);
-        cd_qindex_free(&m);
+        cd_qparse_index_free(&m);
         snprintf(f, sizeof f, "%s.allPairs.exclude[%zu]", field, i);
         return cd_status_set(st, CD_INVALID, f, "body %u is not in the query",
                              ia < 0 ? all->exclude[i]->a : all->exclude[i]->b);
       }
       ex[i] = (cd_qpair){ia, ib, 0};
     }
-    cd_qindex_free(&m);
+    cd_qparse_index_free(&m);
     cd_qplan plan = {1, all->margin, ex, all->n_exclude, max_pairs, ""};
     snprintf(plan.field, sizeof plan.field, "%s.allPairs", field);
     if (later && nb >= CD_BROADPHASE_OFF_LOOP_BODIES) {
       *later = plan;
       return 0;
     }
-    int rc = cd_qplan_run(&plan, b, nb, out, nout, st);
+    int rc = cd_qparse_plan_run(&plan, b, nb, out, nout, st);
     free(ex);
     return rc;
   }
@@ -240,23 +240,23 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
   cd_qpair *p = calloc(npairs ? npairs : 1, sizeof *p);
   if (!p) return cd_status_set(st, CD_EXHAUSTED, f, "out of memory");
   cd_qindex m;
-  if (cd_qindex_build(&m, b, nb)) {
+  if (cd_qparse_index_build(&m, b, nb)) {
     free(p);
     return cd_status_set(st, CD_EXHAUSTED, f, "out of memory");
   }
   for (size_t i = 0; i < npairs; i++) {
     const Contactd__V1__Pair *q = pairs[i];
-    int model = cd_model_from_wire((int)q->contact_model);
+    int model = cd_qcheck_model_from_wire((int)q->contact_model);
     if (model < 0) {
       free(p);
-      cd_qindex_free(&m);
+      cd_qparse_index_free(&m);
       snprintf(f, sizeof f, "%s.pairs[%zu].contactModel", field, i);
       return cd_status_set(st, CD_INVALID, f, "unknown contact model %d", (int)q->contact_model);
     }
-    int32_t fa = cd_qindex_find(&m, q->a), fb = cd_qindex_find(&m, q->b);
+    int32_t fa = cd_qparse_index_find(&m, q->a), fb = cd_qparse_index_find(&m, q->b);
     if (fa < 0 || fb < 0 || q->a == q->b) {
       free(p);
-      cd_qindex_free(&m);
+      cd_qparse_index_free(&m);
       snprintf(f, sizeof f, "%s.pairs[%zu]", field, i);
       if (q->a == q->b) return cd_status_set(st, CD_INVALID, f, "pairs body %u with itself", q->a);
       return cd_status_set(st, CD_INVALID, f, "body %u is not in the query", fa < 0 ? q->a : q->b);
@@ -264,7 +264,7 @@ int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs,
     p[i] = (cd_qpair){fa, fb,
                       q->contact_model == CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_UNSPECIFIED ? 0 : model + 1};
   }
-  cd_qindex_free(&m);
+  cd_qparse_index_free(&m);
   *out = p;
   *nout = (int64_t)npairs;
   return 0;

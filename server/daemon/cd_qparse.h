@@ -33,10 +33,10 @@ typedef struct cd_qopts {
 /* Parse and check bodies (field: "contactQuery.bodies"): unique ids,
  * registered READY geometry (NOT_FOUND otherwise), finite poses, the
  * quaternion rule, finite velocities, valid material overrides. Pins each
- * body's entry (undo with cd_qbodies_unpin). */
-int cd_qbodies_parse(cd_server *s, Contactd__V1__Body **in, size_t n, const char *field, cd_qbody **out,
+ * body's entry (undo with cd_qparse_bodies_unpin). */
+int cd_qparse_bodies(cd_server *s, Contactd__V1__Body **in, size_t n, const char *field, cd_qbody **out,
                      cd_status *st);
-void cd_qbodies_unpin(cd_qbody *b, int32_t n);
+void cd_qparse_bodies_unpin(cd_qbody *b, int32_t n);
 /* Body id -> index in b via a sorted copy (n log n to build, log n per
  * lookup), so lookups on untrusted counts never go quadratic. */
 typedef struct {
@@ -48,16 +48,16 @@ typedef struct {
   int32_t n;
 } cd_qindex;
 /* 0, or -1 when out of memory (x is then empty and safe to free). */
-int cd_qindex_build(cd_qindex *x, const cd_qbody *b, int32_t nb);
+int cd_qparse_index_build(cd_qindex *x, const cd_qbody *b, int32_t nb);
 /* Index of body id, or -1. */
-int32_t cd_qindex_find(const cd_qindex *x, uint32_t id);
-void cd_qindex_free(cd_qindex *x);
+int32_t cd_qparse_index_find(const cd_qindex *x, uint32_t id);
+void cd_qparse_index_free(cd_qindex *x);
 
 /* Options (field: "contactQuery.options"). */
-int cd_qopts_parse(const Contactd__V1__QueryOptions *o, const char *field, cd_qopts *out, cd_status *st);
+int cd_qparse_opts(const Contactd__V1__QueryOptions *o, const char *field, cd_qopts *out, cd_status *st);
 
 /* An all-pairs query's broad phase with its checked input, to run later:
- * cd_qplan_run touches only its arguments and the bodies' pinned entries,
+ * cd_qparse_plan_run touches only its arguments and the bodies' pinned entries,
  * so it may run on a worker. */
 typedef struct cd_qplan {
   int on;
@@ -67,14 +67,14 @@ typedef struct cd_qplan {
   uint64_t max_pairs;
   char field[64]; /* what its errors name ("contactQuery.allPairs") */
 } cd_qplan;
-int cd_qplan_run(const cd_qplan *p, const cd_qbody *b, int32_t nb, cd_qpair **out, int64_t *nout, cd_status *st);
-void cd_qplan_free(cd_qplan *p);
+int cd_qparse_plan_run(const cd_qplan *p, const cd_qbody *b, int32_t nb, cd_qpair **out, int64_t *nout, cd_status *st);
+void cd_qparse_plan_free(cd_qplan *p);
 
 /* Explicit pairs by body id → index pairs (checked); or, when all is
  * non-NULL, the broad phase: run now, or, when `later` is non-NULL and
  * there are CD_BROADPHASE_OFF_LOOP_BODIES bodies or more, only checked and
  * left in *later (later->on set, *out NULL). */
-int cd_qpairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs, size_t npairs,
+int cd_qparse_pairs_resolve(const cd_qbody *b, int32_t nb, Contactd__V1__Pair **pairs, size_t npairs,
                       const Contactd__V1__AllPairs *all, const char *field, uint64_t max_pairs, cd_qplan *later,
                       cd_qpair **out, int64_t *nout, cd_status *st);
 

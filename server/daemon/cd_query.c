@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cd_conn.h"
+#include "cd_proto.h"
 #include "cd_fmt.h"
 #include "cd_pool.h"
 #include "cd_server.h"
@@ -92,13 +92,13 @@ static void qjob_pairs(cd_qjob *j, cd_worker *w) {
     ce_result r;
     ce_error err;
     err.message[0] = 0;
-    uint64_t t0 = cd_now_ns();
+    uint64_t t0 = cd_stats_now_ns();
     ce_options opt = q->opt.ce;
     if (pr->model) opt.model = (ce_contact_model)(pr->model - 1);
     ce_options eopt = opt; /* a published pair computes what the viewer draws too */
-    if (q->pub) cd_pub_engine_options(&eopt);
+    if (q->pub) cd_publish_engine_options(&eopt);
     ce_errno e = ce_contact(&q->bodies[pr->a].body, &q->bodies[pr->b].body, &eopt, w->arena, &r, &err);
-    uint64_t us = (cd_now_ns() - t0) / 1000;
+    uint64_t us = (cd_stats_now_ns() - t0) / 1000;
     if (e != CE_OK) {
       char hint[160] = "";
       if (e == CE_ENOMEM) /* the worker's arena: name the limit */
@@ -123,7 +123,7 @@ static void qjob_pairs(cd_qjob *j, cd_worker *w) {
       j->err_pair = i;
       return;
     }
-    if (q->pub) q->pub[i] = cd_pub_pair_new(q->bodies[pr->a].id, q->bodies[pr->b].id, &r, q->results[i]);
+    if (q->pub) q->pub[i] = cd_publish_pair_new(q->bodies[pr->a].id, q->bodies[pr->b].id, &r, q->results[i]);
   }
 }
 
@@ -184,7 +184,7 @@ static void qjob_run(cd_job *job, cd_worker *w) {
 
 /* A finished published query becomes its scene's latest snapshot. */
 static void publish(cd_query *q) {
-  cd_pub_snap *snap = cd_pub_snap_new(q->opt.publish, q->nbodies, q->npairs, q->pub);
+  cd_pub_snap *snap = cd_publish_snap_new(q->opt.publish, q->nbodies, q->npairs, q->pub);
   if (!snap) return; /* out of memory: the scene keeps its previous result */
   q->pub = NULL;     /* the snapshot has the pairs */
   snap->started_ns = q->t0_ns;
@@ -211,7 +211,7 @@ static void qjob_done(cd_job *job) {
       q->err_pair = j->err_pair;
     }
   }
-  q->wall_us = (cd_now_ns() - q->t0_ns) / 1000;
+  q->wall_us = (cd_stats_now_ns() - q->t0_ns) / 1000;
   q->srv->stats.pairs += (uint64_t)q->npairs;
   if (atomic_load_explicit(&q->reply_over, memory_order_relaxed)) q->srv->stats.replies_over_limit++;
   if (q->pub && q->err_pair < 0) publish(q);
@@ -259,7 +259,7 @@ static cd_query *of_plan(cd_job *job) { return (cd_query *)((char *)job - offset
 static void plan_run(cd_job *job, cd_worker *w) {
   (void)w;
   cd_query *q = of_plan(job);
-  if (cd_qplan_run(&q->plan, q->bodies, q->nbodies, &q->pairs, &q->npairs, &q->err)) q->err_pair = 0;
+  if (cd_qparse_plan_run(&q->plan, q->bodies, q->nbodies, &q->pairs, &q->npairs, &q->err)) q->err_pair = 0;
 }
 
 static void plan_done(cd_job *job) {
@@ -273,7 +273,7 @@ static void plan_done(cd_job *job) {
 }
 
 void cd_query_run(cd_query *q) {
-  q->t0_ns = cd_now_ns();
+  q->t0_ns = cd_stats_now_ns();
   q->err_pair = -1;
   if (!q->plan.on) {
     schedule(q);
@@ -304,7 +304,7 @@ void cd_query_reply_send(cd_query_reply *x, cd_conn *c, uint64_t seq) {
   cd_query *q = x->q;
   uint64_t hint = atomic_load_explicit(&q->reply_bytes, memory_order_relaxed);
   if (!q->pack_field) {
-    cd_conn_reply_large(c, seq, &x->env, hint, reply_release, x);
+    cd_output_reply_large(c, seq, &x->env, hint, reply_release, x);
     return;
   }
   /* the results are in q->parts: the message goes without them */
@@ -318,7 +318,7 @@ void cd_query_reply_send(cd_query_reply *x, cd_conn *c, uint64_t seq) {
     x->msg.stream.results = NULL;
     inner = &x->msg.stream.base;
   }
-  cd_conn_reply_spliced(c, seq, &x->env, inner, q->pack_field, q->parts, (size_t)q->njobs, hint, reply_release, x);
+  cd_output_reply_spliced(c, seq, &x->env, inner, q->pack_field, q->parts, (size_t)q->njobs, hint, reply_release, x);
 }
 
 void cd_query_free(cd_query *q) {
@@ -334,10 +334,10 @@ void cd_query_free(cd_query *q) {
   free(q->parts);
   free(q->results);
   if (q->pub)
-    for (int64_t i = 0; i < q->npairs; i++) cd_pub_pair_free(q->pub[i]);
+    for (int64_t i = 0; i < q->npairs; i++) cd_publish_pair_free(q->pub[i]);
   free(q->pub);
-  cd_qplan_free(&q->plan);
-  if (q->owns_pins) cd_qbodies_unpin(q->bodies, q->nbodies);
+  cd_qparse_plan_free(&q->plan);
+  if (q->owns_pins) cd_qparse_bodies_unpin(q->bodies, q->nbodies);
   free(q->bodies);
   free(q->pairs);
   free(q);

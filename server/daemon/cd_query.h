@@ -77,8 +77,8 @@ typedef struct cd_query_reply {
 /* A reply holder for q, its envelope initialised with request_id (the
  * caller sets the message and its case); NULL when out of memory. */
 cd_query_reply *cd_query_reply_new(cd_query *q, uint64_t request_id);
-/* Send x->env as the reply of slot seq on c (cd_conn_reply_large: encoded
- * off the loop when q's results are large; cd_conn_reply_spliced when the
+/* Send x->env as the reply of slot seq on c (cd_output_reply_large: encoded
+ * off the loop when q's results are large; cd_output_reply_spliced when the
  * jobs packed them); x and its query are freed once the reply is encoded. */
 void cd_query_reply_send(cd_query_reply *x, cd_conn *c, uint64_t seq);
 /* Run q on the pool (q->done runs on the loop when finished; a failed

@@ -1,4 +1,4 @@
-/* cd_server.c — listeners, accept, graceful shutdown, metrics rendering. */
+/* cd_server.c — listeners, accept, graceful shutdown. */
 #include "cd_server.h"
 
 #include <malloc.h>
@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cd_conn.h"
+#include "cd__conn.h"
 #include "cd_fetch.h"
 #include "cd_json.h"
 #include "cd_log.h"
-#include "cd_metrics.h"
+#include "cd_http.h"
 #include "cd_publish.h"
 #include "cd_viewer.h"
 #include "cd_store.h"
@@ -100,9 +100,9 @@ static void finish(cd_server *s) {
     cd_pool_destroy(s->pool); /* runs what is queued; its completions wait in the loops' sinks */
     s->pool = NULL;
   }
-  if (s->metrics) {
-    cd_metrics_stop(s->metrics); /* closes the viewers' event streams too */
-    s->metrics = NULL;
+  if (s->http) {
+    cd_http_stop(s->http); /* closes the viewers' event streams too */
+    s->http = NULL;
   }
   cd_viewer_stop(s->viewers);
   s->viewers = NULL;
@@ -378,15 +378,15 @@ static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, cons
   }
   if (cfg->listen[0] && bind_tcp(s)) return -1;
   if (cfg->unix_path[0] && bind_unix(s)) return -1;
-  if (cfg->metrics_port >= 0) {
+  if (cfg->http_port >= 0) {
     int bound = 0;
     s->viewers = cd_viewer_start(s);
     if (!s->viewers) {
       CD_ERROR("out of memory starting the viewer", NULL);
       return -1;
     }
-    s->metrics = cd_metrics_start(s, cfg->http_address, cfg->metrics_port, &bound);
-    if (!s->metrics) return -1;
+    s->http = cd_http_start(s, cfg->http_address, cfg->http_port, &bound);
+    if (!s->http) return -1;
     s->http_port = bound;
     CD_INFO("metrics listening", "http=%s metrics_port=%d http_port=%d viewer=%s", cfg->http_address, bound, bound,
             cd_viewer_assets_dir(s->viewers));

@@ -19,7 +19,7 @@
 #include "cd_stats.h"
 
 typedef struct cd_conn cd_conn;
-typedef struct cd_metrics cd_metrics;
+typedef struct cd_http cd_http;
 typedef struct cd_store cd_store;
 typedef struct cd_fetch cd_fetch;
 
@@ -34,7 +34,7 @@ typedef struct cd_server {
   cd_store *store;     /* NULL = memory only (cd_store.h) */
   cd_fetch *fetch;     /* store lookups in flight (cd_fetch.h) */
   cd_stats stats;
-  cd_metrics *metrics;
+  cd_http *http;       /* the HTTP port (cd_http.c), or NULL */
   int http_port;       /* the HTTP port as bound (0 = off) */
   struct cd_publish *publish;  /* latest result of each published scene (any thread) */
   struct cd_viewers *viewers;  /* the viewer's routes and event streams (HTTP loop) */
@@ -103,8 +103,5 @@ struct cd_budget;
 struct Contactd__V1__LoopStats;
 size_t cd_server_loop_stats(cd_server *s, struct cd_budget *b, struct Contactd__V1__LoopStats ***out);
 
-/* The store's part of the /metrics text (cd_metrics_text.c), appended at
- * buf + *n (cd_store_metrics.c). */
-void cd_server_render_store_metrics(cd_server *s, char *buf, size_t cap, size_t *n);
 
 #endif

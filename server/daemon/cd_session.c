@@ -4,11 +4,11 @@
 #include <stdlib.h>
 
 #include "cd_cache.h"
-#include "cd_conn.h"
+#include "cd_proto.h"
 #include "cd_stream.h"
 
 int cd_session_hold_geometry(cd_conn *c, cd_cache_entry *e) {
-  cd_session *s = &c->session;
+  cd_session *s = cd_conn_session(c);
   for (size_t i = 0; i < s->ngeoms; i++)
     if (s->geoms[i] == e) return 0;
   if (s->ngeoms == s->geoms_cap) {
@@ -24,7 +24,7 @@ int cd_session_hold_geometry(cd_conn *c, cd_cache_entry *e) {
 }
 
 int cd_session_release_geometry(cd_conn *c, cd_cache_entry *e) {
-  cd_session *s = &c->session;
+  cd_session *s = cd_conn_session(c);
   for (size_t i = 0; i < s->ngeoms; i++)
     if (s->geoms[i] == e) {
       s->geoms[i] = s->geoms[--s->ngeoms];
@@ -35,7 +35,7 @@ int cd_session_release_geometry(cd_conn *c, cd_cache_entry *e) {
 }
 
 void cd_session_close(cd_conn *c) {
-  cd_session *s = &c->session;
+  cd_session *s = cd_conn_session(c);
   for (size_t i = 0; i < s->ngeoms; i++) cd_cache_unref(s->geoms[i]);
   s->ngeoms = 0;
   cd_stream_close_all(c);

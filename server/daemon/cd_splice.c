@@ -14,12 +14,12 @@ static uint64_t tag_of(uint32_t field, int wire) { return (uint64_t)field << 3 |
 size_t cd_splice_record_size(const ProtobufCMessage *m, uint32_t field, size_t *body) {
   size_t n = protobuf_c_message_get_packed_size(m);
   *body = n;
-  return cd_varint_size(tag_of(field, WIRE_LEN)) + cd_varint_size(n) + n;
+  return cd_frame_varint_size(tag_of(field, WIRE_LEN)) + cd_frame_varint_size(n) + n;
 }
 
 size_t cd_splice_record_write(const ProtobufCMessage *m, uint32_t field, size_t body, uint8_t *out) {
-  size_t h = cd_varint_encode(tag_of(field, WIRE_LEN), out);
-  h += cd_varint_encode(body, out + h);
+  size_t h = cd_frame_varint_encode(tag_of(field, WIRE_LEN), out);
+  h += cd_frame_varint_encode(body, out + h);
   return h + protobuf_c_message_pack(m, out + h);
 }
 
@@ -29,19 +29,19 @@ static size_t split_at(const uint8_t *p, size_t n, uint32_t field) {
   size_t o = 0;
   while (o < n) {
     uint64_t tag, v;
-    int k = cd_varint_decode(p + o, n - o, &tag);
+    int k = cd_frame_varint_decode(p + o, n - o, &tag);
     if (k <= 0) return n; /* protobuf-c wrote it: not reached */
     if (tag >> 3 > field) return o;
     size_t r = o + (size_t)k;
     switch ((int)(tag & 7)) {
       case WIRE_VARINT:
-        k = cd_varint_decode(p + r, n - r, &v);
+        k = cd_frame_varint_decode(p + r, n - r, &v);
         r += k > 0 ? (size_t)k : n;
         break;
       case WIRE_64BIT: r += 8; break;
       case WIRE_32BIT: r += 4; break;
       case WIRE_LEN:
-        k = cd_varint_decode(p + r, n - r, &v);
+        k = cd_frame_varint_decode(p + r, n - r, &v);
         r += k > 0 && v <= n ? (size_t)k + (size_t)v : n;
         break;
       default: return n; /* groups: proto3 has none */
@@ -75,8 +75,8 @@ int cd_splice_frame(const Contactd__V1__Envelope *env, const ProtobufCMessage *i
   size_t es = split_at(e, ne, msg_field), is = split_at(in, ni, field);
   const size_t inner_len = ni + nrec;
   const uint64_t msg_tag = tag_of(msg_field, WIRE_LEN);
-  const size_t env_len = ne + cd_varint_size(msg_tag) + cd_varint_size(inner_len) + inner_len;
-  sp->nhead = cd_varint_size(env_len) + es + cd_varint_size(msg_tag) + cd_varint_size(inner_len) + is;
+  const size_t env_len = ne + cd_frame_varint_size(msg_tag) + cd_frame_varint_size(inner_len) + inner_len;
+  sp->nhead = cd_frame_varint_size(env_len) + es + cd_frame_varint_size(msg_tag) + cd_frame_varint_size(inner_len) + is;
   sp->ntail = (ni - is) + (ne - es);
   sp->head = malloc(sp->nhead);
   sp->tail = malloc(sp->ntail ? sp->ntail : 1);
@@ -87,11 +87,11 @@ int cd_splice_frame(const Contactd__V1__Envelope *env, const ProtobufCMessage *i
     return -1;
   }
   uint8_t *h = sp->head;
-  h += cd_varint_encode(env_len, h);
+  h += cd_frame_varint_encode(env_len, h);
   memcpy(h, e, es);
   h += es;
-  h += cd_varint_encode(msg_tag, h);
-  h += cd_varint_encode(inner_len, h);
+  h += cd_frame_varint_encode(msg_tag, h);
+  h += cd_frame_varint_encode(inner_len, h);
   memcpy(h, in, is);
   memcpy(sp->tail, in + is, ni - is);
   memcpy(sp->tail + (ni - is), e + es, ne - es);

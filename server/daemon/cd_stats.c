@@ -7,7 +7,7 @@
 const double cd_latency_bounds_us[CD_LATENCY_BUCKETS - 1] = {
     25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000, 10000000};
 
-uint64_t cd_now_ns(void) {
+uint64_t cd_stats_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -15,7 +15,7 @@ uint64_t cd_now_ns(void) {
 
 void cd_stats_init(cd_stats *s) {
   memset(s, 0, sizeof *s);
-  s->start_ns = cd_now_ns();
+  s->start_ns = cd_stats_now_ns();
 }
 
 void cd_stats_latency(cd_stats *s, double us) {

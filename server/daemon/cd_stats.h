@@ -31,6 +31,6 @@ typedef struct cd_stats {
 void cd_stats_init(cd_stats *s);
 void cd_stats_latency(cd_stats *s, double us);
 /* Monotonic clock, ns. */
-uint64_t cd_now_ns(void);
+uint64_t cd_stats_now_ns(void);
 
 #endif

@@ -75,7 +75,7 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-const char *cd_breaker_name(cd_breaker_state b) {
+const char *cd_store_breaker_name(cd_breaker_state b) {
   return b == CD_BREAKER_OPEN ? "open" : b == CD_BREAKER_HALF_OPEN ? "half_open" : "closed";
 }
 

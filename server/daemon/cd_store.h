@@ -88,7 +88,7 @@ int cd_store_get_spec(cd_store *s, uv_loop_t *loop, const char *id, cd_store_get
 void cd_store_put_spec(cd_store *s, const char *id, const Contactd__V1__RegisterGeometry *m);
 
 void cd_store_get_stats(cd_store *s, cd_store_stats *st);
-const char *cd_breaker_name(cd_breaker_state b);
+const char *cd_store_breaker_name(cd_breaker_state b);
 
 /* Record encoding, for the backends and tests. */
 #define CD_STORE_KEY_PREFIX "contactd:v1:spec:"
@@ -98,6 +98,12 @@ uint8_t *cd_store_record_encode(const Contactd__V1__RegisterGeometry *m, size_t 
  * otherwise (with why[] saying what failed). */
 Contactd__V1__RegisterGeometry *cd_store_record_decode(const uint8_t *data, size_t len, const char *id,
                                                        const cd_limits *l, char *why, size_t whylen);
+
+/* The store's part of the /metrics text (cd_store_metrics.c), appended to o
+ * by cd_metrics_render. */
+typedef struct cd_server cd_server;
+typedef struct cd_fmt_buf cd_fmt_buf;
+void cd_store_metrics_render(cd_server *s, cd_fmt_buf *o);
 
 /* ---- backends (cd_store_dir.c, cd_store_redis.c) ---------------------- */
 

@@ -4,31 +4,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cd_conn.h"
+#include "cd_proto.h"
 #include "cd_qcheck.h"
 #include "cd_server.h"
 
 typedef Contactd__V1__Envelope Envelope;
 
 static void stream_free(cd_stream *s) {
-  cd_qbodies_unpin(s->bodies, s->nbodies);
+  cd_qparse_bodies_unpin(s->bodies, s->nbodies);
   free(s->bodies);
   free(s->pairs);
   free(s->exclude);
-  cd_qindex_free(&s->index);
+  cd_qparse_index_free(&s->index);
   cd_conn_unref(s->conn);
   free(s);
 }
 
 static void unlink_stream(cd_stream *s) {
-  cd_stream **pp = &s->conn->session.streams;
+  cd_stream **pp = &cd_conn_session(s->conn)->streams;
   while (*pp && *pp != s) pp = &(*pp)->next;
   if (*pp) *pp = s->next;
-  s->conn->srv->stats.streams--;
+  cd_conn_server(s->conn)->stats.streams--;
 }
 
 static cd_stream *find(cd_conn *c, uint64_t id) {
-  for (cd_stream *s = c->session.streams; s; s = s->next)
+  for (cd_stream *s = cd_conn_session(c)->streams; s; s = s->next)
     if (s->id == id) return s;
   return NULL;
 }
@@ -41,11 +41,11 @@ static void fail(cd_req *r, int code, const char *field, const char *fmt, unsign
 
 void cd_stream_open(cd_req *r) {
   cd_conn *c = r->conn;
-  cd_server *srv = c->srv;
+  cd_server *srv = cd_conn_server(c);
   const Contactd__V1__OpenStream *m = r->env->open_stream;
   cd_status st;
   uint64_t open = 0;
-  for (cd_stream *s = c->session.streams; s; s = s->next) open++;
+  for (cd_stream *s = cd_conn_session(c)->streams; s; s = s->next) open++;
   if (srv->cfg.limits.max_streams_per_conn == 0) {
     fail(r, CD_EXHAUSTED, "openStream", "streams are off on this server (max_streams_per_conn %llu)",
          (unsigned long long)srv->cfg.limits.max_streams_per_conn);
@@ -67,14 +67,14 @@ void cd_stream_open(cd_req *r) {
   }
   s->conn = c;
   cd_conn_ref(c);
-  if (cd_qopts_parse(m->options, "openStream.options", &s->opt, &st) ||
-      cd_qbodies_parse(srv, m->bodies, m->n_bodies, "openStream.bodies", &s->bodies, &st)) {
+  if (cd_qparse_opts(m->options, "openStream.options", &s->opt, &st) ||
+      cd_qparse_bodies(srv, m->bodies, m->n_bodies, "openStream.bodies", &s->bodies, &st)) {
     stream_free(s);
     cd_req_fail(r, &st);
     return;
   }
   s->nbodies = (int32_t)m->n_bodies;
-  if (cd_qindex_build(&s->index, s->bodies, s->nbodies)) {
+  if (cd_qparse_index_build(&s->index, s->bodies, s->nbodies)) {
     stream_free(s);
     cd_status_set(&st, CD_EXHAUSTED, "openStream.bodies", "out of memory");
     cd_req_fail(r, &st);
@@ -85,7 +85,7 @@ void cd_stream_open(cd_req *r) {
     /* Check exclusions and margin once (the broad phase reruns per update). */
     cd_qpair *tmp;
     int64_t nt;
-    if (cd_qpairs_resolve(s->bodies, s->nbodies, NULL, 0, m->all_pairs, "openStream",
+    if (cd_qparse_pairs_resolve(s->bodies, s->nbodies, NULL, 0, m->all_pairs, "openStream",
                           srv->cfg.limits.max_pairs_per_query, NULL, &tmp, &nt, &st)) {
       stream_free(s);
       cd_req_fail(r, &st);
@@ -102,19 +102,19 @@ void cd_stream_open(cd_req *r) {
       return;
     }
     for (size_t i = 0; i < s->nexclude; i++)
-      s->exclude[i] = (cd_qpair){cd_qindex_find(&s->index, m->all_pairs->exclude[i]->a),
-                                 cd_qindex_find(&s->index, m->all_pairs->exclude[i]->b), 0};
-  } else if (cd_qpairs_resolve(s->bodies, s->nbodies, m->pairs, m->n_pairs, NULL, "openStream",
+      s->exclude[i] = (cd_qpair){cd_qparse_index_find(&s->index, m->all_pairs->exclude[i]->a),
+                                 cd_qparse_index_find(&s->index, m->all_pairs->exclude[i]->b), 0};
+  } else if (cd_qparse_pairs_resolve(s->bodies, s->nbodies, m->pairs, m->n_pairs, NULL, "openStream",
                                srv->cfg.limits.max_pairs_per_query, NULL, &s->pairs, &s->npairs, &st)) {
     stream_free(s);
     cd_req_fail(r, &st);
     return;
   }
   s->latest_only = m->mode == CONTACTD__V1__STREAM_MODE__STREAM_MODE_LATEST_ONLY;
-  s->id = ++c->session.last_stream_id;
+  s->id = ++cd_conn_session(c)->last_stream_id;
   s->open_request_id = r->request_id;
-  s->next = c->session.streams;
-  c->session.streams = s;
+  s->next = cd_conn_session(c)->streams;
+  cd_conn_session(c)->streams = s;
   srv->stats.streams++;
   Contactd__V1__OpenStreamReply rep = CONTACTD__V1__OPEN_STREAM_REPLY__INIT;
   rep.stream_id = s->id;
@@ -141,13 +141,13 @@ static void sq_done(cd_query *q) {
    * CloseStream (or a close of the connection) frees a stream only when
    * nothing runs; it is let go below instead. */
   if (q->err_pair >= 0) {
-    cd_conn_reply_stream_error(c, x->slot, s->open_request_id, s->id, x->sequence, &q->err);
+    cd_output_reply_stream_error(c, x->slot, s->open_request_id, s->id, x->sequence, &q->err);
   } else {
     cd_query_reply *y = cd_query_reply_new(q, s->open_request_id);
     if (!y) {
       cd_status st;
       cd_status_set(&st, CD_EXHAUSTED, "streamUpdate", "out of memory");
-      cd_conn_reply_stream_error(c, x->slot, s->open_request_id, s->id, x->sequence, &st);
+      cd_output_reply_stream_error(c, x->slot, s->open_request_id, s->id, x->sequence, &st);
       cd_query_free(q);
     } else {
       Contactd__V1__StreamResult *res = &y->msg.stream;
@@ -180,7 +180,7 @@ static void sq_done(cd_query *q) {
 }
 
 static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
-  cd_server *srv = s->conn->srv;
+  cd_server *srv = cd_conn_server(s->conn);
   cd_status st;
   cd_query *q = calloc(1, sizeof *q);
   sq *x = malloc(sizeof *x);
@@ -190,7 +190,7 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
     free(q);
     free(x);
     cd_status_set(&st, CD_EXHAUSTED, "streamUpdate", "out of memory");
-    cd_conn_reply_stream_error(s->conn, slot, s->open_request_id, s->id, sequence, &st);
+    cd_output_reply_stream_error(s->conn, slot, s->open_request_id, s->id, sequence, &st);
     return;
   }
   (void)t0;
@@ -204,9 +204,9 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
   x->sequence = sequence;
   q->user = x;
   q->done = sq_done;
-  q->cancelled = &s->conn->cancelled;
-  q->jobq = &s->conn->jobs;
-  if (s->conn->wire == CD_WIRE_PROTO) /* the workers pack the results */
+  q->cancelled = cd_conn_cancel_flag(s->conn);
+  q->jobq = cd_conn_jobs(s->conn);
+  if (cd_conn_is_proto(s->conn)) /* the workers pack the results */
     q->pack_field = cd_splice_field(&contactd__v1__stream_result__descriptor, "results");
   int rc;
   if (s->all_pairs) {
@@ -219,7 +219,7 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
       else memcpy(q->plan.exclude, s->exclude, s->nexclude * sizeof *s->exclude);
     } else {
       plan.exclude = s->exclude;
-      rc = cd_qplan_run(&plan, q->bodies, q->nbodies, &q->pairs, &q->npairs, &st);
+      rc = cd_qparse_plan_run(&plan, q->bodies, q->nbodies, &q->pairs, &q->npairs, &st);
     }
   } else {
     rc = 0;
@@ -233,7 +233,7 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
   if (rc) {
     free(x);
     cd_query_free(q);
-    cd_conn_reply_stream_error(s->conn, slot, s->open_request_id, s->id, sequence, &st);
+    cd_output_reply_stream_error(s->conn, slot, s->open_request_id, s->id, sequence, &st);
     return;
   }
   q->candidate_pairs = (uint64_t)q->npairs;
@@ -246,7 +246,7 @@ void cd_stream_update(cd_req *r) {
   const Contactd__V1__StreamUpdate *m = r->env->stream_update;
   cd_stream *s = find(c, m->stream_id);
   if (!s) {
-    if (m->stream_id > 0 && m->stream_id <= c->session.last_stream_id)
+    if (m->stream_id > 0 && m->stream_id <= cd_conn_session(c)->last_stream_id)
       fail(r, CD_PRECONDITION, "streamUpdate.streamId", "stream %llu is closed", (unsigned long long)m->stream_id);
     else
       fail(r, CD_NOT_FOUND, "streamUpdate.streamId", "stream %llu was never opened on this connection",
@@ -272,18 +272,18 @@ void cd_stream_update(cd_req *r) {
   for (size_t i = 0; !rc && i < m->n_bodies; i++) {
     const Contactd__V1__BodyState *b = m->bodies[i];
     const cd_qwhere w = {"streamUpdate.bodies", i, b->body_id, NULL};
-    idx[i] = cd_qindex_find(&s->index, b->body_id);
+    idx[i] = cd_qparse_index_find(&s->index, b->body_id);
     if (idx[i] < 0) {
       char f[128];
-      cd_qwhere_field(&w, "bodyId", f, sizeof f);
+      cd_qcheck_where_field(&w, "bodyId", f, sizeof f);
       rc = cd_status_set(&st, CD_INVALID, f, "body %u is not in stream %llu", b->body_id,
                          (unsigned long long)s->id);
       break;
     }
     poses[i] = s->bodies[idx[i]].body.X_WB;
-    if (b->pose && (rc = cd_pose_from_msg(b->pose, &poses[i], &w, &st))) break;
+    if (b->pose && (rc = cd_qcheck_pose_from_msg(b->pose, &poses[i], &w, &st))) break;
     vels[i] = s->bodies[idx[i]].body.V_WB;
-    if (b->velocity && (rc = cd_velocity_from_msg(b->velocity, &vels[i], &w, &st))) break;
+    if (b->velocity && (rc = cd_qcheck_velocity_from_msg(b->velocity, &vels[i], &w, &st))) break;
   }
   if (!rc)
     for (size_t i = 0; i < m->n_bodies; i++) {
@@ -313,7 +313,7 @@ void cd_stream_update(cd_req *r) {
     s->next_slot = slot;
     s->next_sequence = sequence;
     s->next_t0 = t0;
-    if (overtaken) cd_conn_skip(c, overtaken_slot); /* last: its flush may close the connection */
+    if (overtaken) cd_output_skip(c, overtaken_slot); /* last: its flush may close the connection */
     return;
   }
   start(s, slot, sequence, t0);
@@ -324,7 +324,7 @@ void cd_stream_close(cd_req *r) {
   uint64_t id = r->env->close_stream->stream_id;
   cd_stream *s = find(c, id);
   if (!s) {
-    if (id > 0 && id <= c->session.last_stream_id)
+    if (id > 0 && id <= cd_conn_session(c)->last_stream_id)
       fail(r, CD_PRECONDITION, "closeStream.streamId", "stream %llu is already closed", (unsigned long long)id);
     else
       fail(r, CD_NOT_FOUND, "closeStream.streamId", "stream %llu was never opened on this connection",
@@ -347,7 +347,7 @@ void cd_stream_close(cd_req *r) {
   if (s->running == 0) stream_free(s);
   /* Only now: skipping a slot flushes replies, and a flush may close the
    * connection (slow reader), which closes its remaining streams. */
-  if (skip) cd_conn_skip(c, skip_slot);
+  if (skip) cd_output_skip(c, skip_slot);
   Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_CLOSE_STREAM_REPLY;
   env.close_stream_reply = &rep;
@@ -355,8 +355,8 @@ void cd_stream_close(cd_req *r) {
 }
 
 void cd_stream_close_all(cd_conn *c) {
-  while (c->session.streams) {
-    cd_stream *s = c->session.streams;
+  while (cd_conn_session(c)->streams) {
+    cd_stream *s = cd_conn_session(c)->streams;
     unlink_stream(s);
     s->closed = 1;
     s->has_next = 0;

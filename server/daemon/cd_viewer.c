@@ -1,5 +1,5 @@
 /* cd_viewer.c — the viewer's routes and event streams (see cd_viewer.h).
- * Two-way with cd_metrics.c: that file is the HTTP
+ * Two-way with cd_http.c: that file is the HTTP
  * server, which routes requests here (cd_viewer_route); the answers go back
  * through its response functions (cd_http.h). */
 #include "cd_viewer.h"
@@ -261,12 +261,12 @@ static void enc_done(cd_job *job) {
     if (rc) CD_WARN("viewer update dropped: out of memory encoding it", "scene=%s", s->scene);
     for (viewer *w = v->list; w && !rc; w = w->next) {
       if (strcmp(w->scene, s->scene) != 0 || cd_http_busy(w->c) || s->version == w->sent_version) continue;
-      cd_pub_snap_unref(w->ready);
-      cd_pub_snap_ref(s);
+      cd_publish_snap_unref(w->ready);
+      cd_publish_snap_ref(s);
       w->ready = s;
     }
   }
-  cd_pub_snap_unref(s);
+  cd_publish_snap_unref(s);
   if (v->stopped) viewers_free_if_done(v);
   else pump_all(v);
 }
@@ -285,7 +285,7 @@ static int request_encode(cd_viewers *v, cd_pub_snap *s) {
   e->job.run = enc_run;
   e->job.done = enc_done;
   e->v = v;
-  cd_pub_snap_ref(s);
+  cd_publish_snap_ref(s);
   e->s = s;
   v->encoding = s;
   cd_pool_submit(codec, NULL, &e->job);
@@ -300,13 +300,13 @@ static cd_pub_snap *next_update(viewer *w, cd_pub_snap *s) {
     cd_pub_snap *r = w->ready;
     w->ready = NULL;
     if (r->version != w->sent_version) {
-      cd_pub_snap_unref(s);
+      cd_publish_snap_unref(s);
       return r;
     }
-    cd_pub_snap_unref(r);
+    cd_publish_snap_unref(r);
   }
   if (s != v->encoding && (s->json || request_encode(v, s) == 0) && s->json) return s;
-  cd_pub_snap_unref(s);
+  cd_publish_snap_unref(s);
   return NULL;
 }
 
@@ -317,12 +317,12 @@ static void pump(viewer *w) {
   if (cd_http_busy(w->c)) return;
   cd_pub_snap *s = cd_publish_get(v->srv->publish, w->scene);
   if (!s || s->version == w->sent_version) {
-    cd_pub_snap_unref(s);
+    cd_publish_snap_unref(s);
     return;
   }
-  uint64_t now = cd_now_ns();
+  uint64_t now = cd_stats_now_ns();
   if (w->last_send_ns && now - w->last_send_ns < v->interval_ns) {
-    cd_pub_snap_unref(s);
+    cd_publish_snap_unref(s);
     v->waiting = 1;
     if (!uv_is_active((uv_handle_t *)&v->tick)) {
       uint64_t ms = v->interval_ns / 1000000;
@@ -342,7 +342,7 @@ static void pump(viewer *w) {
     buf[len++] = '\n';
   }
   uint64_t version = s->version;
-  cd_pub_snap_unref(s);
+  cd_publish_snap_unref(s);
   if (!buf) {
     CD_WARN("viewer update dropped: out of memory", "scene=%s", w->scene);
     return;
@@ -362,7 +362,7 @@ static void viewer_closed(void *arg) {
   if (w->next) w->next->prev = w->prev;
   v->n--;
   if (!v->list) uv_timer_stop(&v->tick);
-  cd_pub_snap_unref(w->ready);
+  cd_publish_snap_unref(w->ready);
   free(w);
 }
 
@@ -376,7 +376,7 @@ static void start_events(cd_viewers *v, cd_http_conn *c, const char *scene) {
   }
   viewer *w = calloc(1, sizeof *w);
   if (!w) {
-    cd_http_respond(c, 503, "text/plain", NULL, "out of memory\n", 14);
+    CD_HTTP_RESPOND_TEXT(c, 503, NULL, "out of memory\n");
     return;
   }
   w->v = v;
@@ -401,7 +401,7 @@ static void geometry_surface(cd_viewers *v, cd_http_conn *c, const char *id) {
   if (ready) cd_cache_pin(e);
   cd_cache_unlock(v->srv->cache);
   if (!ready) {
-    cd_http_respond(c, 404, "text/plain", NULL, "no such geometry\n", 17);
+    CD_HTTP_RESPOND_TEXT(c, 404, NULL, "no such geometry\n");
     return;
   }
   geometry_json(v, c, e);
@@ -485,7 +485,7 @@ static void serve_asset(cd_viewers *v, cd_http_conn *c, const struct asset *a) {
     if (strcmp(a->file, "index.html") == 0)
       cd_http_respond(c, 200, "text/html; charset=utf-8", NULL, NO_ASSETS, sizeof NO_ASSETS - 1);
     else
-      cd_http_respond(c, 404, "text/plain", NULL, "viewer assets not installed\n", 28);
+      CD_HTTP_RESPOND_TEXT(c, 404, NULL, "viewer assets not installed\n");
     return;
   }
   char p[1024];
@@ -501,7 +501,7 @@ static void serve_asset(cd_viewers *v, cd_http_conn *c, const struct asset *a) {
     fclose(f);
   }
   if (!buf) {
-    cd_http_respond(c, 404, "text/plain", NULL, "not found\n", 10);
+    CD_HTTP_RESPOND_TEXT(c, 404, NULL, "not found\n");
     return;
   }
   cd_http_respond(c, 200, a->ctype, NULL, buf, n);
@@ -525,7 +525,7 @@ static int route_api(cd_viewers *v, cd_http_conn *c, const char *path) {
     size_t n;
     char *b = cd_publish_list_json(v->srv->publish, &n);
     if (b) cd_http_respond_owned(c, 200, "application/json", b, n);
-    else cd_http_respond(c, 503, "text/plain", NULL, "out of memory\n", 14);
+    else CD_HTTP_RESPOND_TEXT(c, 503, NULL, "out of memory\n");
     return 1;
   }
   if (strncmp(path, "/v1/scenes/", 11) == 0) {
@@ -534,7 +534,7 @@ static int route_api(cd_viewers *v, cd_http_conn *c, const char *path) {
     char nm[CD_PUB_NAME_MAX + 2];
     size_t len = slash ? (size_t)(slash - name) : strlen(name);
     snprintf(nm, sizeof nm, "%.*s", (int)(len < sizeof nm - 1 ? len : sizeof nm - 1), name);
-    if (len > CD_PUB_NAME_MAX || !cd_pub_name_ok(nm)) {
+    if (len > CD_PUB_NAME_MAX || !cd_publish_name_ok(nm)) {
       bad(c, "bad scene name: 1 to 64 characters of A-Z, a-z, 0-9, '_', '-', '.'\n");
       return 1;
     }
@@ -545,11 +545,11 @@ static int route_api(cd_viewers *v, cd_http_conn *c, const char *path) {
     cd_pub_snap *s = cd_publish_get(v->srv->publish, nm);
     char *b = NULL;
     size_t n = 0;
-    if (!s) cd_http_respond(c, 404, "text/plain", NULL, "no such scene\n", 14);
+    if (!s) CD_HTTP_RESPOND_TEXT(c, 404, NULL, "no such scene\n");
     else if (s != v->encoding && s->json) cd_http_respond(c, 200, "application/json", NULL, s->json, s->json_len);
-    else if (snap_encode(s, &b, &n)) cd_http_respond(c, 503, "text/plain", NULL, "out of memory\n", 14);
+    else if (snap_encode(s, &b, &n)) CD_HTTP_RESPOND_TEXT(c, 503, NULL, "out of memory\n");
     else cd_http_respond_owned(c, 200, "application/json", b, n); /* a one-off request: not kept */
-    cd_pub_snap_unref(s);
+    cd_publish_snap_unref(s);
     return 1;
   }
   if (strncmp(path, "/v1/geometry/", 13) == 0) {
@@ -573,7 +573,7 @@ int cd_viewer_route(cd_viewers *v, cd_http_conn *c, const cd_http_req *req) {
     if (strcmp(req->path, ASSETS[i].url) == 0) a = &ASSETS[i];
   if (strcmp(req->method, "GET") != 0) { /* the page's paths and the API take GET only */
     if (!a && strncmp(req->path, "/v1/", 4) != 0) return 0;
-    cd_http_respond(c, 405, "text/plain", "Allow: GET\r\n", "method not allowed\n", 19);
+    CD_HTTP_RESPOND_TEXT(c, 405, "Allow: GET\r\n", "method not allowed\n");
     return 1;
   }
   if (a) {

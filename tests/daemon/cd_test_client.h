@@ -97,4 +97,14 @@ typedef struct tc_pair_query {
 void tc_pair_query_init(tc_pair_query *q, uint64_t request_id, const char *ga, double za, const char *gb,
                         double zb, Contactd__V1__Detail detail);
 
+/* Check a Prometheus text exposition (text[0..n)) with `promtool check
+ * metrics` (Debian's prometheus package): 0 when it parses and lints clean,
+ * else -1 with promtool's findings (or why it could not run: promtool
+ * missing fails, naming the package) in why. One lint finding is let
+ * through: the latency metrics' names end in their unit, _us
+ * (contactd_request_latency_us, contactd_store_latency_us_*), which
+ * promtool calls an abbreviated unit; renaming them would break every
+ * dashboard that reads them. */
+int tc_promtool_check(const char *text, size_t n, char *why, size_t whylen);
+
 #endif

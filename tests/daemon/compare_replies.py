@@ -15,7 +15,8 @@ message it decodes to (the same bytes with nothing reordered or re-encoded),
 and those messages, with their times set to 0, must serialise to the same
 bytes for both daemons; JSON lines must be equal once their computeTimeUs
 values are blanked. Prints one line per request kind (-v: and the replies that
-differ) and exits 1 when any differs. A tool for changes to the reply path, not a ctest: it
+differ), then how many of all the replies were identical, and exits 1
+when any differs. A tool for changes to the reply path, not a ctest: it
 needs a build of the code before the change.
 """
 import os
@@ -254,6 +255,7 @@ def run(binary, config, workers):
 
 
 failed = False
+total = identical = 0
 # Which pair of a query first finds max_reply_bytes full depends on how its
 # jobs interleave on the workers: one worker makes that deterministic.
 for config, workers in ((None, WORKERS), ('{"limits": {"max_reply_bytes": 60000}}', "1")):
@@ -264,8 +266,11 @@ for config, workers in ((None, WORKERS), ('{"limits": {"max_reply_bytes": 60000}
         kinds = ",".join(sorted({x[1] for x in ra if isinstance(x, tuple)})) or "json"
         print("%s %-60s %8d bytes  %s" % ("same" if same else "DIFF", label, na, kinds))
         failed |= not same
+        total += max(len(ra), len(rb))
+        identical += sum(x == y for x, y in zip(ra, rb))
         if not same and "-v" in sys.argv:
             for x, y in zip(ra, rb):
                 if x != y:
                     print("  old: %.600r\n  new: %.600r" % (x, y))
+print("%d of %d replies identical" % (identical, total))
 sys.exit(1 if failed else 0)

@@ -25,10 +25,10 @@
 
 static void sha_hex(const char *s, size_t n, char out[65]) {
   cd_sha256 h;
-  cd_sha256_init(&h);
-  cd_sha256_update(&h, s, n);
+  cd_hash_sha256_init(&h);
+  cd_hash_sha256_update(&h, s, n);
   uint8_t d[32];
-  cd_sha256_final(&h, d);
+  cd_hash_sha256_final(&h, d);
   cd_hash_hex(d, out);
 }
 
@@ -43,15 +43,15 @@ Test(hash, fips_180_vectors) {
   cr_expect_str_eq(out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   /* fed in odd pieces: same digest */
   cd_sha256 h;
-  cd_sha256_init(&h);
-  for (size_t i = 0; i < strlen(m); i += 7) cd_sha256_update(&h, m + i, strlen(m) - i < 7 ? strlen(m) - i : 7);
+  cd_hash_sha256_init(&h);
+  for (size_t i = 0; i < strlen(m); i += 7) cd_hash_sha256_update(&h, m + i, strlen(m) - i < 7 ? strlen(m) - i : 7);
   uint8_t d[32];
-  cd_sha256_final(&h, d);
+  cd_hash_sha256_final(&h, d);
   cd_hash_hex(d, out);
   cr_expect_str_eq(out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
-/* FIPS 180-2's long vector through cd_sha256_update (the fastest
+/* FIPS 180-2's long vector through cd_hash_sha256_update (the fastest
  * compression this CPU has); and each implementation on its own: the
  * portable one on the padded "abc" block, the SHA-extensions one (where the
  * CPU has it) against the portable one on 64 KiB of pseudo-random blocks. */
@@ -67,7 +67,7 @@ Test(hash, million_a_and_each_implementation) {
   abc[63] = 24; /* the message length in bits, big-endian */
   uint32_t h[8];
   memcpy(h, H0, sizeof h);
-  cr_assert_eq(cd_sha256_blocks_with(CD_SHA256_PORTABLE, h, abc, 1), 0);
+  cr_assert_eq(cd_hash_sha256_blocks_with(CD_SHA256_PORTABLE, h, abc, 1), 0);
   cr_expect_eq(h[0], 0xba7816bfu);
   cr_expect_eq(h[7], 0xf20015adu);
   uint8_t *r = malloc(65536);
@@ -79,8 +79,8 @@ Test(hash, million_a_and_each_implementation) {
   uint32_t hp[8], hn[8];
   memcpy(hp, H0, sizeof hp);
   memcpy(hn, H0, sizeof hn);
-  cd_sha256_blocks_with(CD_SHA256_PORTABLE, hp, r, 1024);
-  if (cd_sha256_blocks_with(CD_SHA256_SHANI, hn, r, 1024) == 0)
+  cd_hash_sha256_blocks_with(CD_SHA256_PORTABLE, hp, r, 1024);
+  if (cd_hash_sha256_blocks_with(CD_SHA256_SHANI, hn, r, 1024) == 0)
     cr_expect_arr_eq(hn, hp, sizeof hp, "SHA extensions and portable C agree");
   else
     cr_log_info("this CPU has no SHA extensions: only the portable compression was checked");
@@ -95,18 +95,18 @@ Test(hash, bulk_doubles_hash_like_one_by_one) {
   for (int i = 0; i < N; i++) v[i] = (i % 7 == 0) ? -0.0 : (i % 11 == 0) ? -NAN : (i - 700) * 1e-3 + 1e-310 * i;
   v[3] = INFINITY;
   cd_sha256 a, b;
-  cd_sha256_init(&a);
-  cd_sha256_init(&b);
-  for (int i = 0; i < N; i++) cd_sha256_f64(&a, v[i]);
-  cd_sha256_f64s(&b, v, N);
+  cd_hash_sha256_init(&a);
+  cd_hash_sha256_init(&b);
+  for (int i = 0; i < N; i++) cd_hash_sha256_f64(&a, v[i]);
+  cd_hash_sha256_f64s(&b, v, N);
   uint8_t da[32], db[32];
-  cd_sha256_final(&a, da);
-  cd_sha256_final(&b, db);
+  cd_hash_sha256_final(&a, da);
+  cd_hash_sha256_final(&b, db);
   cr_expect_arr_eq(da, db, 32);
   for (int i = 0; i < N; i++) v[i] = v[i] == 0 ? 0.0 : isnan(v[i]) ? NAN : v[i];
-  cd_sha256_init(&b);
-  cd_sha256_f64s(&b, v, N);
-  cd_sha256_final(&b, db);
+  cd_hash_sha256_init(&b);
+  cd_hash_sha256_f64s(&b, v, N);
+  cd_hash_sha256_final(&b, db);
   cr_expect_arr_eq(da, db, 32, "-0 and 0, and any two NaNs, hash alike");
   free(v);
 }
@@ -409,14 +409,14 @@ Test(query, body_index_finds_ids_in_any_order) {
   uint32_t ids[4] = {70, 3, 4000000000u, 9};
   for (int i = 0; i < 4; i++) b[i].id = ids[i];
   cd_qindex x;
-  cr_assert_eq(cd_qindex_build(&x, b, 4), 0);
-  for (int i = 0; i < 4; i++) cr_expect_eq(cd_qindex_find(&x, ids[i]), i, "id %u", ids[i]);
-  cr_expect_eq(cd_qindex_find(&x, 8), -1);
-  cr_expect_eq(cd_qindex_find(&x, 0), -1);
-  cd_qindex_free(&x);
-  cr_assert_eq(cd_qindex_build(&x, b, 0), 0);
-  cr_expect_eq(cd_qindex_find(&x, 3), -1, "empty index");
-  cd_qindex_free(&x);
+  cr_assert_eq(cd_qparse_index_build(&x, b, 4), 0);
+  for (int i = 0; i < 4; i++) cr_expect_eq(cd_qparse_index_find(&x, ids[i]), i, "id %u", ids[i]);
+  cr_expect_eq(cd_qparse_index_find(&x, 8), -1);
+  cr_expect_eq(cd_qparse_index_find(&x, 0), -1);
+  cd_qparse_index_free(&x);
+  cr_assert_eq(cd_qparse_index_build(&x, b, 0), 0);
+  cr_expect_eq(cd_qparse_index_find(&x, 3), -1, "empty index");
+  cd_qparse_index_free(&x);
 }
 
 Test(meshfile, obj_stl_vtk) {
@@ -429,7 +429,7 @@ Test(meshfile, obj_stl_vtk) {
   cr_expect_eq(m.ne, 4);
   cr_expect_eq(m.per_element, 3);
   cr_expect_eq(m.elements[1], 2);
-  cd_mesh_free(&m);
+  cd_meshfile_free(&m);
   const char *stl = "solid t\nfacet normal 0 0 -1\nouter loop\nvertex 0 0 0\nvertex 0 1 0\nvertex 1 0 0\nendloop\n"
                     "endfacet\nfacet normal 0 -1 0\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 0 1\nendloop\n"
                     "endfacet\nendsolid t\n";
@@ -437,7 +437,7 @@ Test(meshfile, obj_stl_vtk) {
                st.message);
   cr_expect_eq(m.ne, 2);
   cr_expect_eq(m.nv, 4, "corners shared by facets are welded");
-  cd_mesh_free(&m);
+  cd_meshfile_free(&m);
   const char *vtk = "# vtk DataFile Version 3.0\ntet\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS 4 double\n"
                     "0 0 0 1 0 0\n0 1 0 0 0 1\nCELLS 1 5\n4 0 1 2 3\nCELL_TYPES 1\n10\n";
   cr_assert_eq(cd_meshfile_parse((const uint8_t *)vtk, strlen(vtk), 0, "t.vtk", 1000, &m, &st), 0, "%s",
@@ -445,7 +445,7 @@ Test(meshfile, obj_stl_vtk) {
   cr_expect_eq(m.per_element, 4);
   cr_expect_eq(m.nv, 4);
   cr_expect_eq(m.ne, 1);
-  cd_mesh_free(&m);
+  cd_meshfile_free(&m);
   const char *bad = "v 0 0 0\nf 1 2 3\n";
   cr_expect_eq(cd_meshfile_parse((const uint8_t *)bad, strlen(bad), 1, "bad.obj", 1000, &m, &st), CD_INVALID);
   cr_expect(strstr(st.message, "bad.obj: OBJ line 2"), "%s", st.message);
@@ -756,4 +756,30 @@ Test(pool, a_folded_group_completes_once_after_all_its_jobs) {
   cd_pool_destroy(p);
   uv_run(&loop, UV_RUN_DEFAULT);
   cr_assert_eq(uv_loop_close(&loop), 0);
+}
+
+/* The /metrics text's buffer grows past its first 4 KiB without losing a
+ * byte, and a piece that would pass its cap marks it instead of being cut:
+ * it and every later piece are left out. */
+Test(fmt, growing_text_never_truncates) {
+  cd_fmt_buf o;
+  cd_fmt_buf_init(&o, 100000);
+  for (int i = 0; i < 2000; i++) cd_fmt_append(&o, "line{n=\"%d\"} %d\n", i, i);
+  cr_assert(!o.over && !o.nomem);
+  cr_assert_gt(o.n, 4096);
+  cr_assert_eq(strlen(o.b), o.n);
+  cr_assert(strstr(o.b, "line{n=\"0\"} 0\nline{n=\"1\"} 1\n") == o.b);
+  cr_assert_str_eq(o.b + o.n - strlen("line{n=\"1999\"} 1999\n"), "line{n=\"1999\"} 1999\n");
+  free(o.b);
+
+  cd_fmt_buf_init(&o, 10);
+  cd_fmt_append(&o, "%s", "0123456789"); /* exactly the cap */
+  cr_assert(!o.over);
+  cr_assert_eq(o.n, 10);
+  cd_fmt_append(&o, "%s", "x"); /* one byte over */
+  cr_assert(o.over);
+  cd_fmt_append(&o, "%s", ""); /* ignored once marked */
+  cr_assert_eq(o.n, 10);
+  cr_assert_str_eq(o.b, "0123456789");
+  free(o.b);
 }

@@ -142,7 +142,7 @@ static void run_load(const char *const *extra, int loops) {
       size_t off = 0;
       for (;;) {
         uint64_t len;
-        int h = cd_varint_decode(k->in + off, k->in_len - off, &len);
+        int h = cd_frame_varint_decode(k->in + off, k->in_len - off, &len);
         if (h <= 0 || k->in_len - off - (size_t)h < len) break;
         Env *r = contactd__v1__envelope__unpack(NULL, len, k->in + off + h);
         off += (size_t)h + len;

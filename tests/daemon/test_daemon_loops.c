@@ -4,8 +4,9 @@
  * flight on every loop answers each of them and exits 0; 1,000 concurrent
  * clients for three rounds leave the daemon's memory where the first round
  * left it; 64 clients that never read their replies are held to
- * output_memory_bytes together while a client that reads is still answered.
- * Each test sets its own loop count. */
+ * output_memory_bytes together while a client that reads is still answered;
+ * /metrics of 256 workers and 64 loops is served whole. Each test sets its
+ * own loop count. */
 #include <criterion/criterion.h>
 #include <poll.h>
 #include <signal.h>
@@ -416,5 +417,60 @@ Test(loops, output_memory_bounds_unread_replies_of_all_connections, .timeout = 6
   close(good);
   free(sphere);
   free(plane);
+  cr_expect_eq(tc_stop(&d), 0);
+}
+
+/* GET /metrics on port, the whole response (malloc'd, NUL-terminated). */
+static char *http_get_all(int port, const char *path, size_t *len) {
+  int fd = tc_connect_tcp(port);
+  char req[256];
+  snprintf(req, sizeof req, "GET %s HTTP/1.0\r\n\r\n", path);
+  tc_send_raw(fd, req, strlen(req));
+  size_t n = 0, cap = 65536;
+  char *buf = malloc(cap);
+  cr_assert(buf);
+  for (;;) {
+    if (n + 1 == cap) cr_assert(buf = realloc(buf, cap *= 2));
+    ssize_t k = read(fd, buf + n, cap - 1 - n);
+    if (k <= 0) break;
+    n += (size_t)k;
+  }
+  buf[n] = 0;
+  close(fd);
+  *len = n;
+  return buf;
+}
+
+/* With 256 workers and 64 loops the /metrics text (a line per worker, three
+ * per loop) is served whole: its Content-Length is what arrives, it ends
+ * with the latency histogram's last line, it holds the last worker's and
+ * the last loop's lines, and promtool accepts it. */
+Test(loops, metrics_of_many_workers_and_loops_are_complete, .timeout = 120) {
+  tc_daemon d;
+  const char *extra[] = {"--http-port", "0", "--workers", "256", "--io-threads", "64", NULL};
+  tc_start(&d, extra);
+  cr_assert_gt(d.metrics_port, 0);
+  size_t n = 0;
+  char *resp = http_get_all(d.metrics_port, "/metrics", &n);
+  cr_assert(strncmp(resp, "HTTP/1.0 200 OK\r\n", 17) == 0, "%.200s", resp);
+  char *body = strstr(resp, "\r\n\r\n");
+  cr_assert(body);
+  body += 4;
+  size_t blen = n - (size_t)(body - resp);
+  const char *cl = strstr(resp, "Content-Length: ");
+  cr_assert(cl && cl < body);
+  cr_assert_eq(strtoull(cl + 16, NULL, 10), blen);
+  cr_assert_gt(blen, 16384, "the exposition of 256 workers and 64 loops passes the old 16 KiB");
+  cr_assert(strstr(body, "contactd_worker_utilisation{worker=\"255\"} "));
+  cr_assert(!strstr(body, "contactd_worker_utilisation{worker=\"256\"}"));
+  cr_assert(strstr(body, "contactd_loop_connections{loop=\"63\"} "));
+  cr_assert(strstr(body, "contactd_loop_requests_total{loop=\"63\"} "));
+  const char *last = strstr(body, "\ncontactd_request_latency_us_count ");
+  cr_assert(last, "no latency count line: the text was cut");
+  const char *end = strchr(last + 1, '\n');
+  cr_assert(end && end[1] == 0, "the histogram's count is not the last line");
+  char why[9000];
+  cr_assert_eq(tc_promtool_check(body, blen, why, sizeof why), 0, "%s", why);
+  free(resp);
   cr_expect_eq(tc_stop(&d), 0);
 }

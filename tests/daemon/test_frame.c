@@ -30,18 +30,18 @@ Test(frame, varint_edges) {
                {UINT64_MAX, 10}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     uint8_t buf[CD_VARINT_MAX];
-    cr_assert_eq(cd_varint_size(cases[i].v), cases[i].n, "size of %llu",
+    cr_assert_eq(cd_frame_varint_size(cases[i].v), cases[i].n, "size of %llu",
                  (unsigned long long)cases[i].v);
-    size_t w = cd_varint_encode(cases[i].v, buf);
+    size_t w = cd_frame_varint_encode(cases[i].v, buf);
     cr_assert_eq(w, cases[i].n);
     uint64_t back = 0;
-    cr_assert_eq(cd_varint_decode(buf, w, &back), (int)w);
+    cr_assert_eq(cd_frame_varint_decode(buf, w, &back), (int)w);
     cr_assert_eq(back, cases[i].v);
     /* every proper prefix is incomplete */
-    for (size_t k = 0; k < w; k++) cr_assert_eq(cd_varint_decode(buf, k, &back), 0);
+    for (size_t k = 0; k < w; k++) cr_assert_eq(cd_frame_varint_decode(buf, k, &back), 0);
   }
   uint8_t b300[2];
-  cd_varint_encode(300, b300);
+  cd_frame_varint_encode(300, b300);
   cr_assert(b300[0] == 0xac && b300[1] == 0x02);
 }
 
@@ -49,14 +49,14 @@ Test(frame, varint_malformed_and_nonminimal) {
   uint64_t v = 0;
   uint8_t eleven[11];
   memset(eleven, 0xff, sizeof eleven);
-  cr_assert_eq(cd_varint_decode(eleven, 11, &v), -1); /* continuation on byte 10 */
+  cr_assert_eq(cd_frame_varint_decode(eleven, 11, &v), -1); /* continuation on byte 10 */
   uint8_t over[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
-  cr_assert_eq(cd_varint_decode(over, 10, &v), -1); /* bit 64 set */
+  cr_assert_eq(cd_frame_varint_decode(over, 10, &v), -1); /* bit 64 set */
   uint8_t max[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
-  cr_assert_eq(cd_varint_decode(max, 10, &v), 10);
+  cr_assert_eq(cd_frame_varint_decode(max, 10, &v), 10);
   cr_assert_eq(v, UINT64_MAX);
   uint8_t padded[3] = {0x81, 0x80, 0x00}; /* 1, written in 3 bytes */
-  cr_assert_eq(cd_varint_decode(padded, 3, &v), 3);
+  cr_assert_eq(cd_frame_varint_decode(padded, 3, &v), 3);
   cr_assert_eq(v, 1);
 }
 
@@ -182,7 +182,7 @@ Test(frame, over_cap_rejected_before_allocation) {
   cd_frame_decoder d;
   cd_frame_decoder_init(&d, 100);
   uint8_t hdr[CD_VARINT_MAX];
-  size_t h = cd_varint_encode((uint64_t)1 << 30, hdr);
+  size_t h = cd_frame_varint_encode((uint64_t)1 << 30, hdr);
   /* prefix arrives byte by byte */
   size_t used;
   const uint8_t *body;
@@ -323,7 +323,7 @@ Test(frame, reassembly_grows_with_arrived_bytes) {
   cd_frame_decoder d;
   cd_frame_decoder_init(&d, 0);
   uint8_t hdr[CD_VARINT_MAX + 10] = {0};
-  size_t h = cd_varint_encode(32u << 20, hdr); /* announces 32 MiB */
+  size_t h = cd_frame_varint_encode(32u << 20, hdr); /* announces 32 MiB */
   size_t used;
   const uint8_t *body;
   size_t blen;
@@ -349,11 +349,11 @@ Test(frame, unpack_garbage_is_invalid_argument) {
 /* A ContactQuery of n empty bodies: 2 wire bytes per body, ~100 decoded. */
 static uint8_t *many_bodies(size_t n, size_t *len) {
   size_t inner = 2 * n;
-  size_t cq = 1 + cd_varint_size(inner) + inner; /* Envelope field 11 */
+  size_t cq = 1 + cd_frame_varint_size(inner) + inner; /* Envelope field 11 */
   uint8_t *p = malloc(cq);
   size_t o = 0;
   p[o++] = (11 << 3) | 2;
-  o += cd_varint_encode(inner, p + o);
+  o += cd_frame_varint_encode(inner, p + o);
   for (size_t i = 0; i < n; i++) {
     p[o++] = (1 << 3) | 2; /* ContactQuery.bodies */
     p[o++] = 0;

@@ -10,25 +10,25 @@
 #include "cd_publish.h"
 
 static cd_pub_snap *snap(const char *scene, uint64_t started) {
-  cd_pub_snap *s = cd_pub_snap_new(scene, 1, 0, calloc(1, sizeof(cd_pub_pair *)));
+  cd_pub_snap *s = cd_publish_snap_new(scene, 1, 0, calloc(1, sizeof(cd_pub_pair *)));
   cr_assert_not_null(s);
   s->started_ns = started;
   return s;
 }
 
 Test(publish, scene_names) {
-  cr_assert(cd_pub_name_ok("ball_on-floor.2"));
-  cr_assert(!cd_pub_name_ok(""));
-  cr_assert(!cd_pub_name_ok("a/b"));
-  cr_assert(!cd_pub_name_ok("a b"));
-  cr_assert(!cd_pub_name_ok("%41"));
+  cr_assert(cd_publish_name_ok("ball_on-floor.2"));
+  cr_assert(!cd_publish_name_ok(""));
+  cr_assert(!cd_publish_name_ok("a/b"));
+  cr_assert(!cd_publish_name_ok("a b"));
+  cr_assert(!cd_publish_name_ok("%41"));
   char n[CD_PUB_NAME_MAX + 2];
   memset(n, 'x', sizeof n);
   n[CD_PUB_NAME_MAX] = 0;
-  cr_assert(cd_pub_name_ok(n));
+  cr_assert(cd_publish_name_ok(n));
   n[CD_PUB_NAME_MAX] = 'x';
   n[CD_PUB_NAME_MAX + 1] = 0;
-  cr_assert(!cd_pub_name_ok(n));
+  cr_assert(!cd_publish_name_ok(n));
 }
 
 static int notified;
@@ -49,7 +49,7 @@ Test(publish, latest_started_wins_and_versions_count) {
   cr_assert_eq(notified, 2);
   cd_publish_put(t, snap("a", 40)); /* s stays valid while referenced */
   cr_assert_eq(s->started_ns, 30);
-  cd_pub_snap_unref(s);
+  cd_publish_snap_unref(s);
   size_t n;
   char *j = cd_publish_list_json(t, &n);
   cr_assert_str_eq(j, "{\"scenes\":[{\"name\":\"a\",\"version\":3,\"bodies\":1,\"pairs\":0}]}\n");
@@ -72,8 +72,8 @@ Test(publish, full_table_forgets_the_least_recently_published) {
   cr_assert_null(b);
   cr_assert_not_null(c);
   cr_assert_eq(c->version, 1);
-  cd_pub_snap_unref(a);
-  cd_pub_snap_unref(c);
+  cd_publish_snap_unref(a);
+  cd_publish_snap_unref(c);
   cd_publish_destroy(t);
 }
 
@@ -91,7 +91,7 @@ Test(publish, pair_copy_fans_polygons) {
   r.area = 1.5;
   r.surface = (ce_surface){.nv = 5, .nf = 2, .vertices = v, .pressure = p, .face_offsets = off,
                            .face_vertices = fv, .patch = patch};
-  cd_pub_pair *q = cd_pub_pair_new(7, 9, &r, NULL);
+  cd_pub_pair *q = cd_publish_pair_new(7, 9, &r, NULL);
   cr_assert_not_null(q);
   cr_assert_eq(q->a, 7);
   cr_assert_eq(q->faces, 2);
@@ -103,7 +103,7 @@ Test(publish, pair_copy_fans_polygons) {
   cr_assert_float_eq(q->p[4], 4.0f, 0);
   cr_assert_float_eq(q->force[2], 3.0, 0);
   cr_assert_eq(q->has_energy, 0);
-  cd_pub_pair_free(q);
+  cd_publish_pair_free(q);
 }
 
 static int parse(cd_config *c, const char **argv, char *err) {
@@ -118,11 +118,11 @@ Test(publish, http_port_flags_and_keys) {
   char err[256];
   const char *a1[] = {"contactd", "--http-port", "9000", NULL};
   cr_assert_eq(parse(&c, a1, err), 0);
-  cr_assert_eq(c.metrics_port, 9000);
+  cr_assert_eq(c.http_port, 9000);
   cr_assert_str_eq(c.http_address, "127.0.0.1", "loopback unless configured");
   const char *a2[] = {"contactd", "--metrics-port", "9001", "--http-address", "::1", NULL};
   cr_assert_eq(parse(&c, a2, err), 0);
-  cr_assert_eq(c.metrics_port, 9001);
+  cr_assert_eq(c.http_port, 9001);
   cr_assert_str_eq(c.http_address, "::1");
   const char *a3[] = {"contactd", "--http-address", "localhost", NULL};
   cr_assert_eq(parse(&c, a3, err), -1);
@@ -132,10 +132,10 @@ Test(publish, http_port_flags_and_keys) {
   cr_assert_not_null(strstr(err, "--http-port"), "%s", err);
   cd_config_default(&c);
   cr_assert_eq(cd_config_apply_json(&c, "{\"http_port\": 5, \"http_address\": \"0.0.0.0\"}", err, 256), 0, "%s", err);
-  cr_assert_eq(c.metrics_port, 5);
+  cr_assert_eq(c.http_port, 5);
   cr_assert_str_eq(c.http_address, "0.0.0.0");
   cr_assert_eq(cd_config_apply_json(&c, "{\"metrics_port\": 6}", err, 256), 0, "%s", err);
-  cr_assert_eq(c.metrics_port, 6);
+  cr_assert_eq(c.http_port, 6);
   cr_assert_eq(cd_config_apply_json(&c, "{\"http_address\": 5}", err, 256), -1);
   cr_assert_not_null(strstr(err, "http_address must be a string"), "%s", err);
   cr_assert_eq(cd_config_apply_json(&c, "{\"limits\": {\"viewer_max_rate_hz\": 0}}", err, 256), -1);

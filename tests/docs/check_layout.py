@@ -20,6 +20,17 @@ Fails, naming each offender, when
                  header (server/engine/*.h) other than ce.h, unless it
                  carries the line
                      Engine header <header>: <reason>
+  name-prefix    a function of server/daemon/ that other files can call (not
+                 static, defined in a .c file) is not named after its file:
+                 cd_x.c defines cd_x or cd_x_*, or cd__x_* (an internal
+                 shared through a private header); main() aside
+  private-include a file under server/ or client/ includes a private header
+                 (a name with a double underscore after its prefix, like
+                 cd__conn.h: a layer's internals, libuv's uv__ discipline)
+                 without being named on that header's line
+                     Private to: <file> <file> ...
+                 (so the daemon's protocol files, which see a connection
+                 through cd_proto.h only, cannot include cd__conn.h)
   tmp-path       a file under tests/ or bench/ names a fixed path in the
                  machine's temporary directory (slash, "tmp"): tests write
                  only under the directory made for their run ($TMPDIR,
@@ -49,12 +60,15 @@ C_EXT = (".c", ".h", ".inc")
 SOURCE_EXT = C_EXT + (".py",)
 SKIP_DIRS = {"build", "dist", "__pycache__", "node_modules", ".git"}
 TWO_WAY_DIRS = ("server/engine", "server/daemon")
+PREFIX_DIRS = ("server/daemon",)
 INCLUDE_CHECK_DIRS = ("server/daemon", "client")
 ENGINE_DIR = "server/engine"
 PUBLIC_ENGINE_HEADER = "ce.h"
 
 TWO_WAY_RE = re.compile(r"Two-way with (\S+?):\s+\S")
 ENGINE_HEADER_RE = re.compile(r"Engine header (\S+?\.h):\s+\S")
+PRIVATE_HEADER_RE = re.compile(r"^[a-z]+__\w+\.h$")
+PRIVATE_TO_RE = re.compile(r"Private to:([^\n]*)")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 CALL_RE = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 TMP_DIRS = ("tests", "bench")
@@ -217,6 +231,45 @@ def engine_includes(root):
     return out
 
 
+def name_prefixes(funcs):
+    out = []
+    for f in funcs:
+        d, base = os.path.split(f["path"])
+        if d not in PREFIX_DIRS or f["static"] or not base.endswith(".c") or f["name"] == "main":
+            continue
+        mod = os.path.splitext(base)[0]
+        name = f["name"]
+        if name.startswith("cd__"):
+            name = "cd_" + name[4:]
+        if name != mod and not name.startswith(mod + "_"):
+            out.append(("name-prefix %s %s" % (f["path"], f["name"]),
+                        "a function other files call is named after its file: %s_*" % mod))
+    return out
+
+
+def private_includes(root):
+    files = []
+    for top in ("server", "client"):
+        files += source_files(root, top, C_EXT)
+    users = {}  # private header -> the files its "Private to:" line names
+    for rel in files:
+        h = os.path.basename(rel)
+        if PRIVATE_HEADER_RE.match(h):
+            names = set()
+            for m in PRIVATE_TO_RE.finditer(read(root, rel)):
+                names |= set(re.findall(r"[\w.]+\.(?:c|h|inc)\b", m.group(1)))
+            users.setdefault(h, set()).update(names)
+    out = []
+    for rel in files:
+        me = os.path.basename(rel)
+        for inc in INCLUDE_RE.findall(strip_c_keep_includes(read(root, rel))):
+            h = os.path.basename(inc)
+            if h in users and me != h and me not in users[h]:
+                allowed = " ".join(sorted(users[h])) or "no file"
+                out.append(("private-include %s %s" % (rel, h), "%s is private to %s" % (h, allowed)))
+    return out
+
+
 def strip_c_keep_includes(text):
     """Comments blanked; include lines kept whole (their "file" is a string)."""
     def blank(m):
@@ -244,7 +297,7 @@ def check(root, ctags):
     for top in ("server", "client"):
         allfiles += source_files(root, top, SOURCE_EXT)
     v = long_functions(funcs) + long_files(root, allfiles) + two_way(root, funcs) + engine_includes(root)
-    v += tmp_paths(root)
+    v += private_includes(root) + name_prefixes(funcs) + tmp_paths(root)
     return sorted(set(v))
 
 
@@ -305,6 +358,8 @@ def self_test(ctags):
         "server/engine/ce_b.c": c_function("ce_b_run", 10),
         "server/daemon/cd_main.c": '#include "ce.h"\n' + c_function("cd_main_run", 5, ["ce_public"]),
         "client/cc_x.c": c_function("cc_x", MAX_FUNCTION_LINES),
+        "server/daemon/cd__conn.h": "/* Private to: cd_conn.c cd_input.c */\nvoid cd__conn_go(void);\n",
+        "server/daemon/cd_conn.c": '#include "cd__conn.h"\n' + c_function("cd_conn_run", 5, ["cd__conn_go"]),
     }
     mark_a = "/* Two-way with ce_b.c: test reason. */\n"
     mark_b = "/* Two-way with ce_a.c: test reason. */\n"
@@ -348,6 +403,20 @@ def self_test(ctags):
         ("engine header with its reason",
          {"server/daemon/cd_main.c": '/* Engine header ce_bvh.h: test reason. */\n#include "ce_bvh.h"\n'
           + c_function("cd_main_run", 5)}, None, ""),
+        ("protocol file includes the transport's private header",
+         {"server/daemon/cd_handlers.c": '#include "cd__conn.h"\n' + c_function("cd_handlers_run", 5)},
+         "private-include server/daemon/cd_handlers.c cd__conn.h", ""),
+        ("private header named in a comment only",
+         {"server/daemon/cd_handlers.c": '/* not #include "cd__conn.h" */\n' + c_function("cd_handlers_run", 5)},
+         None, ""),
+        ("daemon function not named after its file",
+         {"server/daemon/cd_main.c": '#include "ce.h"\n' + c_function("cd_main_run", 5, ["ce_public"])
+          + c_function("cd_other_name", 4)},
+         "name-prefix server/daemon/cd_main.c cd_other_name", ""),
+        ("static daemon function, internal cd__ name, main()",
+         {"server/daemon/cd_main.c": '#include "ce.h"\n' + c_function("cd_main_run", 5, ["ce_public"])
+          + "static " + c_function("helper", 4) + c_function("cd__main_shared", 4) + c_function("main", 4)},
+         None, ""),
         ("test naming a fixed temporary path",
          {"tests/daemon/test_x.c": 'const char *p = "/' + 'tmp/x.json";\n'}, "tmp-path tests/daemon/test_x.c:1", ""),
         ("benchmark script naming the temporary directory",

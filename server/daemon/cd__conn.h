@@ -1,19 +1,27 @@
-/* cd_conn.h — one client connection, the transport side of the daemon
- * (cd_proto.h is where it meets the protocol). Three files:
+/* cd__conn.h — one client connection, the transport's private header
+ * (cd_proto.h is where the transport meets the protocol, which sees a
+ * connection only as an opaque handle and the accessors declared there).
+ * Private to: cd_conn.c cd_input.c cd_output.c cd_req.c cd_outmem.c cd_server.c
+ * (tests/docs/check_layout.py keeps every other file from including it).
+ * What the server (cd_server.c) and cd_outmem.c do with a connection keeps
+ * cd_conn_ names (adopt, drain, close); what the connection's own files
+ * share starts with cd__. Four files hold a connection's code:
  *  - cd_conn.c: the lifecycle: accept, the state below, the idle and linger
- *    timers, reading from the socket, closing and freeing;
+ *    timers, reading from the socket, closing and freeing; the accessors the
+ *    protocol reads a connection through;
  *  - cd_input.c: input: framing (protobuf delimited, or newline-delimited
  *    JSON when the first byte is '{'), the in-flight limit, request memory
  *    admission (request_memory_bytes, slow senders), decoding on the loop or
  *    the codec thread, and the hand-off of each request to the protocol;
  *  - cd_output.c: output: the reorder ring that makes replies leave in
  *    request order even when computed out of order, encoding (on the codec
- *    thread when large), the write queue and the output-bytes limit.
+ *    thread when large), the write queue and the output-bytes limit;
+ *  - cd_req.c: a request's end (answered or let go).
  * On the owning loop's thread, without a lock (the exceptions are listed in
- * cd_loop.h). The three files call each other: they are one layer, split by
+ * cd_loop.h). The files call each other: they are one layer, split by
  * concept, over one structure. */
-#ifndef CD_CONN_H
-#define CD_CONN_H
+#ifndef CD__CONN_H
+#define CD__CONN_H
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -111,7 +119,7 @@ struct cd_conn {
   uint64_t requests;
   cd_budget scratch;  /* JSON encoding */
   cd_jobq jobs;       /* this client's jobs on the worker pool (served in turn with other clients') */
-  cd_session session; /* the protocol's (cd_proto.h) */
+  cd_session session; /* the protocol's (cd_proto.h: cd_conn_session) */
   cd_conn *prev, *next;
 };
 
@@ -119,12 +127,6 @@ struct cd_conn {
  * it is opened as a connection on l's thread. -1 when l cannot take it
  * (the caller closes fd). */
 int cd_conn_adopt(struct cd_loop *l, uv_os_sock_t fd, int is_tcp);
-
-/* A request in progress holds a reference (the conn outlives it). */
-void cd_conn_ref(cd_conn *c);
-void cd_conn_unref(cd_conn *c);
-/* The socket is closed or closing: results are dropped. */
-static inline int cd_conn_gone(const cd_conn *c) { return c->state == CD_CONN_CLOSED; }
 
 /* Close now (logged with reason). */
 void cd_conn_close(cd_conn *c, const char *reason);
@@ -134,45 +136,44 @@ void cd_conn_drain(cd_conn *c);
 void cd_conn_drain_all(struct cd_loop *l);
 void cd_conn_close_all(struct cd_loop *l, const char *reason);
 
-/* request_memory_bytes: a decoded request holding n bytes was answered (or
- * charged, with cd_conn_input_charge); a connection whose next frame waits
- * for room is let in from the loop's next turn. Loop thread only. */
-void cd_conn_input_charge(cd_server *s, uint64_t n);
-void cd_conn_input_released(cd_server *s, uint64_t n);
+/* request_memory_bytes: a decoded request holding n bytes was answered
+ * (cd_req_free); a connection whose next frame waits for room is let in
+ * from the loop's next turn. Loop thread only. */
+void cd__input_released(cd_server *s, uint64_t n);
 
-/* ---- within the transport (cd_conn.c, cd_input.c, cd_output.c) ---------- */
+/* ---- within the transport (cd_conn.c, cd_input.c, cd_output.c, cd_req.c) -- */
 
-static inline int cd_conn_failed(const cd_conn *c) { return c->state >= CD_CONN_FAILED; }
-static inline uint64_t cd_conn_inflight(const cd_conn *c) { return c->next_seq - c->base_seq; }
+static inline int cd__conn_failed(const cd_conn *c) { return c->state >= CD_CONN_FAILED; }
+static inline uint64_t cd__conn_inflight(const cd_conn *c) { return c->next_seq - c->base_seq; }
 
 /* cd_conn.c */
 /* Close when its state says it is done (everything answered and written). */
-void cd_conn_maybe_finish(cd_conn *c);
-void cd_conn_start_reading(cd_conn *c);
-void cd_conn_stop_reading(cd_conn *c);
+void cd__conn_maybe_finish(cd_conn *c);
+void cd__conn_start_reading(cd_conn *c);
+void cd__conn_stop_reading(cd_conn *c);
 
 /* cd_input.c */
 /* Frame and handle n bytes of input. */
-void cd_input_process(cd_conn *c, const uint8_t *data, size_t n);
+void cd__input_process(cd_conn *c, const uint8_t *data, size_t n);
 /* The peer half-closed: a last JSON line without its newline is handled,
  * an unfinished frame is an error. */
-void cd_input_eof(cd_conn *c);
+void cd__input_eof(cd_conn *c);
 /* Handle held input, and read again, when the in-flight limit and request
  * memory allow. */
-void cd_input_resume(cd_conn *c);
+void cd__input_resume(cd_conn *c);
 /* Answer msg and close once the replies before it are written: the input
  * cannot go on (framing lost, a frame arriving too slowly, a refused
  * connection). why is the close reason logged, *counter its statistic. */
-void cd_input_fatal(cd_conn *c, int code, const char *msg, const char *why, _Atomic uint64_t *counter);
+void cd__input_fatal(cd_conn *c, int code, const char *msg, const char *why, _Atomic uint64_t *counter);
 /* c closes: its share of request_memory_bytes goes back. */
-void cd_input_closing(cd_conn *c);
+void cd__input_closing(cd_conn *c);
 
 /* cd_output.c */
 /* Reserve the next reply slot (for every frame). */
-uint64_t cd_output_reserve(cd_conn *c, uint64_t t0_ns);
+uint64_t cd__output_reserve(cd_conn *c, uint64_t t0_ns);
 /* Write the replies that are next in order; resume input when room freed. */
-void cd_output_flush(cd_conn *c);
+void cd__output_flush(cd_conn *c);
 /* Reply bytes libuv has not yet handed to the kernel. */
-uint64_t cd_output_unsent(cd_conn *c);
+uint64_t cd__output_unsent(cd_conn *c);
 
 #endif
