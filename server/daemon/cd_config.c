@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,13 @@ void cd_config_default(cd_config *c) {
   c->log_level = CD_LOG_INFO;
   c->shutdown_grace_s = 30;
   snprintf(c->store, sizeof c->store, "memory");
+  c->tls_required = -1;
+  c->unix_mode = 0660;
   cd_limits_default(&c->limits);
+}
+
+int cd_config_tls_required(const cd_config *c) {
+  return c->tls_required < 0 ? c->tls_cert_file[0] != 0 : c->tls_required;
 }
 
 int cd_config_split_hostport(const char *s, char *host, size_t hostlen, int *port) {
@@ -95,6 +102,77 @@ static int set_store(cd_config *c, const char *v, const char *what, char *err, s
   return set_str(c->store, sizeof c->store, v, what, err, errlen);
 }
 
+/* The settings that are file paths, with their config keys and flags. */
+typedef struct path_key {
+  const char *key, *flag;
+  size_t off, cap;
+} path_key;
+#define PATH_KEY(k, f) {#k, f, offsetof(cd_config, k), sizeof(((cd_config *)0)->k)}
+static const path_key PATH_KEYS[] = {
+    PATH_KEY(tls_cert_file, "--tls-cert"),       PATH_KEY(tls_key_file, "--tls-key"),
+    PATH_KEY(tls_client_ca_file, "--tls-client-ca"), PATH_KEY(principals_file, "--principals"),
+    PATH_KEY(metrics_token_file, "--metrics-token-file"),
+};
+#undef PATH_KEY
+/* The settings that are true or false. */
+typedef struct bool_key {
+  const char *key, *flag;
+  size_t off;
+} bool_key;
+static const bool_key BOOL_KEYS[] = {
+    {"tls_required", "--tls-required", offsetof(cd_config, tls_required)},
+    {"tls_allow_tls12", "--tls-allow-tls12", offsetof(cd_config, tls_allow_tls12)},
+};
+#define COUNT(a) (sizeof(a) / sizeof *(a))
+
+/* An octal file mode such as "0660" for the Unix socket. */
+static int set_unix_mode(cd_config *c, const char *v, const char *what, char *err, size_t errlen) {
+  char *end;
+  errno = 0;
+  long m = strtol(v, &end, 8);
+  if (errno || !*v || *end || m < 0 || m > 0777) {
+    snprintf(err, errlen, "%s: \"%.20s\" is not an octal file mode such as 0660", what, v);
+    return -1;
+  }
+  c->unix_mode = (int)m;
+  return 0;
+}
+
+/* A security setting (a path, a switch or the Unix socket's mode) given in
+ * the config file as key = it, or by flag f with value v (it NULL). Returns
+ * 1 when handled, 0 when k/f names none of them, -1 on a bad value. */
+static int set_security(cd_config *c, const char *k, const char *f, const cJSON *it, const char *v, char *err,
+                        size_t errlen) {
+  char what[64];
+  for (size_t i = 0; i < COUNT(PATH_KEYS); i++) {
+    const path_key *p = &PATH_KEYS[i];
+    if (k ? strcmp(k, p->key) : strcmp(f, p->flag)) continue;
+    snprintf(what, sizeof what, "%s%s", k ? "config: " : "", k ? k : f);
+    if (it && !cJSON_IsString(it)) {
+      snprintf(err, errlen, "%s must be a string (a file path)", what);
+      return -1;
+    }
+    return set_str((char *)c + p->off, p->cap, it ? it->valuestring : v, what, err, errlen) ? -1 : 1;
+  }
+  for (size_t i = 0; i < COUNT(BOOL_KEYS); i++) {
+    const bool_key *b = &BOOL_KEYS[i];
+    if (k ? strcmp(k, b->key) : strcmp(f, b->flag)) continue;
+    int *dst = (int *)((char *)c + b->off);
+    if (it ? !cJSON_IsBool(it) : strcmp(v, "true") && strcmp(v, "false")) {
+      snprintf(err, errlen, "%s%s must be true or false", k ? "config: " : "", k ? k : f);
+      return -1;
+    }
+    *dst = it ? cJSON_IsTrue(it) : strcmp(v, "true") == 0;
+    return 1;
+  }
+  if (k ? strcmp(k, "unix_mode") : strcmp(f, "--unix-mode")) return 0;
+  if (it && !cJSON_IsString(it)) {
+    snprintf(err, errlen, "config: unix_mode must be a string such as \"0660\" (octal)");
+    return -1;
+  }
+  return set_unix_mode(c, it ? it->valuestring : v, k ? "config: unix_mode" : "--unix-mode", err, errlen) ? -1 : 1;
+}
+
 static int parse_int(const char *v, long lo, long hi, long *out) {
   char *end;
   errno = 0;
@@ -159,6 +237,12 @@ int cd_config_apply_json(cd_config *c, const char *text, char *err, size_t errle
   cJSON_ArrayForEach(it, root) {
     const char *k = it->string;
     if (k[0] == '_') continue;
+    int sec = set_security(c, k, NULL, it, NULL, err, errlen);
+    if (sec < 0) {
+      rc = -1;
+      goto out;
+    }
+    if (sec) continue;
     if (strcmp(k, "http_address") == 0 || strcmp(k, "viewer_dir") == 0) {
       int addr = k[0] == 'h';
       if (!cJSON_IsString(it) ||
@@ -305,6 +389,14 @@ void cd_config_print_help(const char *argv0) {
          "                       dir:PATH, redis://HOST:PORT[/DB] or unix:PATH (Redis socket)\n"
          "  --store-password-file FILE  Redis password (else $CONTACTD_STORE_PASSWORD; never a flag)\n"
          "  --store-connect-timeout-ms N, --store-timeout-ms N  (limits of the same names)\n"
+         "  --tls-cert FILE, --tls-key FILE  TLS on the TCP listener and the HTTP port (PEM)\n"
+         "  --tls-client-ca FILE  require client certificates from these CAs (mutual TLS)\n"
+         "  --tls-required true|false  refuse plaintext TCP (default: true when a certificate is set)\n"
+         "  --tls-allow-tls12 true|false  accept TLS 1.2 as well as 1.3 (default false)\n"
+         "  --principals FILE    who may connect, with roles and tenants (authentication on;\n"
+         "                       re-read on SIGHUP, as are the certificate and key)\n"
+         "  --metrics-token-file FILE  /metrics needs this bearer token\n"
+         "  --unix-mode MODE     the Unix socket's file mode (default 0660)\n"
          "  --help, --version\n\n"
          "limits (config file key \"limits\": {name: value}):\n",
          argv0, CD_VERSION_STRING, CD_PROTOCOL_VERSION, CD_DEFAULT_LISTEN);
@@ -359,6 +451,12 @@ int cd_config_from_args(cd_config *c, int argc, char **argv, char *err, size_t e
     if (!v) {
       snprintf(err, errlen, "unknown flag or missing value: %s (try --help)", f);
       return -1;
+    }
+    int sec = set_security(c, NULL, f, NULL, v, err, errlen);
+    if (sec < 0) return -1;
+    if (sec) {
+      i++;
+      continue;
     }
     if (strcmp(f, "--listen") == 0) {
       if (set_listen(c, v, "--listen", err, errlen)) return -1;

@@ -19,6 +19,16 @@ typedef struct cd_config {
   double shutdown_grace_s; /* longest wait for in-flight work on SIGTERM */
   char store[512];     /* "memory", "dir:PATH", "redis://HOST:PORT[/DB]", "unix:PATH" (cd_store.h) */
   char store_password_file[256]; /* Redis password; else CONTACTD_STORE_PASSWORD */
+  /* TLS on the TCP listener and the HTTP port, and who may connect
+   * (docs/security.md). Paths; "" = not set. */
+  char tls_cert_file[512];
+  char tls_key_file[512];
+  char tls_client_ca_file[512]; /* set: client certificates required and verified (mutual TLS) */
+  int tls_required;             /* plaintext TCP refused; -1 = default: on when a certificate is set */
+  int tls_allow_tls12;          /* TLS 1.2 as well as 1.3 */
+  char principals_file[512];    /* set: authentication on (cd_principals.h) */
+  char metrics_token_file[512]; /* set: /metrics needs this bearer token */
+  int unix_mode;                /* the Unix socket's file mode (default 0660) */
   cd_limits limits;
 } cd_config;
 
@@ -33,6 +43,9 @@ int cd_config_from_args(cd_config *c, int argc, char **argv, char *err, size_t e
 /* Apply a JSON config document (keys beginning with '_' are comments;
  * unknown keys are errors so that typos do not pass silently). */
 int cd_config_apply_json(cd_config *c, const char *text, char *err, size_t errlen);
+
+/* Whether the TCP listener refuses plaintext (tls_required, resolved). */
+int cd_config_tls_required(const cd_config *c);
 
 /* Split "HOST:PORT" ("[::1]:7411" for IPv6). 0 on success. */
 int cd_config_split_hostport(const char *s, char *host, size_t hostlen, int *port);

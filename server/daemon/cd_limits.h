@@ -146,7 +146,27 @@
   XX(viewer_send_buffer_bytes, 65536, 4096, "bytes",                                       \
      "kernel send buffer of a viewer's event stream (SO_SNDBUF; the kernel doubles it): "  \
      "a viewer that stops reading stops being sent updates once it is full, instead of "   \
-     "when the kernel's own buffer, up to megabytes, is")
+     "when the kernel's own buffer, up to megabytes, is")                                  \
+  XX(hello_timeout_ms, 10000, 0, "ms",                                                     \
+     "a new connection must finish its TLS handshake and its first request (an "          \
+     "authenticated Hello when principals are set) within this long, or it is closed; "    \
+     "then idle_timeout_ms applies (0 = no deadline)")                                     \
+  XX(max_connections_per_address, 64, 0, "connections",                                    \
+     "open TCP connections from one source address (0 = no cap)")                          \
+  XX(per_address_exempt_loopback, 1, 0, "0 or 1",                                          \
+     "1: loopback addresses are exempt from max_connections_per_address (the Unix "        \
+     "socket always is)")                                                                  \
+  XX(auth_fail_max, 10, 1, "failures",                                                     \
+     "failed authentications from one address within auth_fail_window_ms that lock it "    \
+     "out for auth_lockout_ms; from half of them on, each answer waits auth_fail_delay_ms") \
+  XX(auth_fail_window_ms, 60000, 1, "ms", "how long a failed authentication is remembered") \
+  XX(auth_fail_delay_ms, 1000, 0, "ms",                                                    \
+     "the wait before answering an address with recent failures (0 = none)")               \
+  XX(auth_lockout_ms, 300000, 1, "ms",                                                     \
+     "how long a locked-out address is refused without its credentials being checked")     \
+  XX(refusal_log_window_ms, 10000, 1, "ms",                                                \
+     "refusals of one kind (per-address cap, lock-outs, the HTTP port's) are counted "    \
+     "always and logged at most once per this window")
 
 typedef struct cd_limits {
 #define CD_XX_FIELD(field, def, min, unit, desc) uint64_t field;
