@@ -33,6 +33,29 @@ static void render_loops(cd_fmt_buf *o, cd_server *s) {
 }
 
 
+static void render_security(cd_fmt_buf *o, cd_server *s) {
+  cd_security *sec = &s->sec;
+  cd_addrs_stats as = {0};
+  if (sec->addrs) cd_addrs_get_stats(sec->addrs, &as);
+  cd_fmt_append(o, "# HELP contactd_refused_total connections and authentications refused, by reason\n"
+                "# TYPE contactd_refused_total counter\n"
+                "contactd_refused_total{reason=\"per_address\"} %llu\n"
+                "contactd_refused_total{reason=\"locked_out\"} %llu\n"
+                "contactd_refused_total{reason=\"http_connections\"} %llu\n",
+                (unsigned long long)sec->refused[CD_REFUSED_PER_ADDRESS],
+                (unsigned long long)sec->refused[CD_REFUSED_LOCKED_OUT],
+                (unsigned long long)sec->refused[CD_REFUSED_HTTP]);
+  metric(o, "auth_failures_total", "counter", "failed authentications (wrong or unknown token)",
+         (double)as.auth_failures);
+  metric(o, "auth_delayed_total", "counter", "authentications answered after auth_fail_delay_ms",
+         (double)as.auth_delayed);
+  metric(o, "auth_lockouts_total", "counter", "addresses locked out after auth_fail_max failures",
+         (double)as.lockouts);
+  metric(o, "tracked_addresses", "gauge", "source addresses remembered for per-address limits", (double)as.tracked);
+  metric(o, "reloads_total", "counter", "SIGHUP reloads that took every file", (double)sec->reloads);
+  metric(o, "reload_failures_total", "counter", "SIGHUP reloads that kept something old", (double)sec->reload_failures);
+}
+
 char *cd_metrics_render(cd_server *s, size_t *len, int *over) {
   cd_fmt_buf o;
   cd_fmt_buf_init(&o, s->cfg.limits.max_metrics_bytes);
@@ -53,10 +76,15 @@ char *cd_metrics_render(cd_server *s, size_t *len, int *over) {
                 "contactd_disconnects_total{reason=\"idle\"} %llu\n"
                 "contactd_disconnects_total{reason=\"framing\"} %llu\n"
                 "contactd_disconnects_total{reason=\"slow_sender\"} %llu\n"
-                "contactd_disconnects_total{reason=\"output_memory\"} %llu\n",
+                "contactd_disconnects_total{reason=\"output_memory\"} %llu\n"
+                "contactd_disconnects_total{reason=\"hello_timeout\"} %llu\n"
+                "contactd_disconnects_total{reason=\"tls\"} %llu\n",
                 (unsigned long long)st->disconnects_slow_reader, (unsigned long long)st->disconnects_idle,
                 (unsigned long long)st->disconnects_framing, (unsigned long long)st->disconnects_slow_sender,
-                (unsigned long long)st->disconnects_output_memory);
+                (unsigned long long)st->disconnects_output_memory,
+                (unsigned long long)st->disconnects_hello_timeout, (unsigned long long)st->disconnects_tls);
+  metric(&o, "tls_handshakes_total", "counter", "TLS handshakes completed", (double)st->tls_handshakes);
+  render_security(&o, s);
   metric(&o, "requests_total", "counter", "requests received", (double)st->requests);
   metric(&o, "errors_total", "counter", "requests answered with an Error", (double)st->errors);
   metric(&o, "pairs_total", "counter", "body pairs computed", (double)st->pairs);

@@ -1,6 +1,7 @@
 /* cd_server.c — listeners, accept, graceful shutdown. */
 #include "cd_server.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
@@ -115,7 +116,9 @@ static void finish(cd_server *s) {
   sigemptyset(&block);
   sigaddset(&block, SIGTERM);
   sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &block, NULL);
+  cd_security_stop(&s->sec);
   if (!uv_is_closing((uv_handle_t *)&s->sigterm)) uv_close((uv_handle_t *)&s->sigterm, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->sigint)) uv_close((uv_handle_t *)&s->sigint, NULL);
   for (int i = 1; i < s->nloops; i++) {
@@ -261,11 +264,16 @@ static int bind_unix(cd_server *s) {
   struct stat st;
   /* A stale socket from a previous run is replaced; any other file is not. */
   if (lstat(s->cfg.unix_path, &st) == 0 && S_ISSOCK(st.st_mode)) unlink(s->cfg.unix_path);
+  /* created with no permission for others; unix_mode is then set (the peer's
+   * uid and gid are checked too when principals are set) */
+  mode_t old = umask(0777 & ~(mode_t)s->cfg.unix_mode);
   uv_pipe_init(s->loop, &s->unix_sock, 0);
   s->unix_sock.data = s;
   s->have_unix = 1;
   cd_spare_init(&s->spare_unix, (uv_stream_t *)&s->unix_sock, 0);
   int rc = uv_pipe_bind(&s->unix_sock, s->cfg.unix_path);
+  umask(old);
+  if (!rc && chmod(s->cfg.unix_path, (mode_t)s->cfg.unix_mode) != 0) rc = uv_translate_sys_error(errno);
   if (!rc) rc = uv_listen((uv_stream_t *)&s->unix_sock, 511, on_unix_conn);
   if (rc) {
     CD_ERROR("cannot listen", "unix=%s error=\"%s\"", s->cfg.unix_path, uv_strerror(rc));
@@ -273,6 +281,21 @@ static int bind_unix(cd_server *s) {
   }
   CD_INFO("listening", "unix=%s", s->cfg.unix_path);
   return 0;
+}
+
+/* Like Redis's protected mode, but a warning: a TCP listener on an address
+ * other than loopback with neither TLS nor principals lets anyone who can
+ * reach it register, query and read (docs/security.md says why this warns
+ * rather than refuses). */
+static void warn_if_exposed(cd_server *s) {
+  char host[256];
+  int port;
+  if (cd_config_split_hostport(s->cfg.listen, host, sizeof host, &port)) return;
+  int loopback = strcmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0;
+  if (loopback || s->sec.tls || cd_security_auth_on(&s->sec)) return;
+  CD_WARN("listening beyond loopback with neither TLS nor principals: anyone who reaches the port may register, "
+          "query and read; set tls_cert_file and principals_file (docs/security.md)",
+          "listen=%s", s->cfg.listen);
 }
 
 /* io_threads, or by default half the online cores but at least 2 where
@@ -309,7 +332,7 @@ static int init_loops(cd_server *s, uv_loop_t *loop) {
 
 static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, const cd_proto *proto);
 
-/* SIGTERM and SIGINT reach the main thread only: every thread started here
+/* SIGTERM, SIGINT and SIGHUP reach the main thread only: every thread started here
  * (workers, loops) inherits a mask that blocks them. Otherwise a repeated
  * signal after the main thread blocked them for a clean exit (finish) would
  * take another thread's default, fatal action. */
@@ -318,6 +341,7 @@ int cd_server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, const cd
   sigemptyset(&block);
   sigaddset(&block, SIGTERM);
   sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &block, &old);
   int rc = server_init(s, loop, cfg, proto);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -347,6 +371,7 @@ static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, cons
     CD_ERROR("out of memory at startup", NULL);
     return -1;
   }
+  if (cd_security_init(&s->sec, &s->cfg, loop) != 0) return -1;
   s->cache = cd_cache_create(cfg->limits.cache_bytes);
   s->publish = cd_publish_create(cfg->limits.max_published_scenes);
   s->pool = cd_pool_create(NULL, cfg->workers, cfg->limits.worker_arena_bytes);
@@ -377,6 +402,7 @@ static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, cons
     return -1;
   }
   if (cfg->listen[0] && bind_tcp(s)) return -1;
+  warn_if_exposed(s);
   if (cfg->unix_path[0] && bind_unix(s)) return -1;
   if (cfg->http_port >= 0) {
     int bound = 0;
@@ -424,6 +450,7 @@ void cd_server_free(cd_server *s) {
   cd_publish_destroy(s->publish);
   s->publish = NULL;
   pthread_mutex_destroy(&s->mem_mu);
+  cd_security_free(&s->sec);
 }
 
 size_t cd_server_loop_stats(cd_server *s, cd_budget *b, Contactd__V1__LoopStats ***out) {

@@ -15,6 +15,7 @@
 #include "cd_loop.h"
 #include "cd_pool.h"
 #include "cd_proto.h"
+#include "cd_security.h"
 #include "cd_spare.h"
 #include "cd_stats.h"
 
@@ -34,6 +35,7 @@ typedef struct cd_server {
   cd_store *store;     /* NULL = memory only (cd_store.h) */
   cd_fetch *fetch;     /* store lookups in flight (cd_fetch.h) */
   cd_stats stats;
+  cd_security sec;     /* TLS, principals, per-address accounting, SIGHUP reloads (cd_security.h) */
   cd_http *http;       /* the HTTP port (cd_http.c), or NULL */
   int http_port;       /* the HTTP port as bound (0 = off) */
   struct cd_publish *publish;  /* latest result of each published scene (any thread) */

@@ -20,6 +20,9 @@ typedef struct cd_stats {
   _Atomic uint64_t disconnects_slow_reader, disconnects_idle, disconnects_framing;
   _Atomic uint64_t disconnects_slow_sender; /* a frame held request memory, arriving too slowly */
   _Atomic uint64_t disconnects_output_memory; /* cut over output_memory_bytes (cd_outmem.c) */
+  _Atomic uint64_t disconnects_hello_timeout; /* no (authenticated) first request within hello_timeout_ms */
+  _Atomic uint64_t disconnects_tls;           /* TLS refused or failed: handshake, certificate, plaintext */
+  _Atomic uint64_t tls_handshakes;            /* TLS handshakes completed */
   _Atomic uint64_t input_waits; /* a frame waited for request_memory_bytes */
   _Atomic uint64_t decoded_off_loop; /* request bodies decoded on the codec thread */
   _Atomic uint64_t encoded_off_loop; /* replies encoded on the codec thread */
