@@ -120,6 +120,22 @@ struct cd_conn {
   cd_budget scratch;  /* JSON encoding */
   cd_jobq jobs;       /* this client's jobs on the worker pool (served in turn with other clients') */
   cd_session session; /* the protocol's (cd_proto.h: cd_conn_session) */
+  /* TLS (cd_tls.h): tls_ctx is the listener's context taken at accept
+   * (NULL: no TLS on this connection); the first bytes decide (`sniffed`)
+   * whether tls, the session, is made: always when TLS is required, else
+   * only for a ClientHello. */
+  struct cd_tls_ctx *tls_ctx;
+  struct cd_tls *tls;
+  int sniffed;
+  /* hello_timeout_ms: until the protocol calls cd_conn_greet (its first
+   * request, or its authentication when principals are set) the idle timer
+   * is this deadline, and traffic does not push it back */
+  int greeted;
+  char host[64];      /* the peer's address without its port ("unix" on the Unix socket) */
+  int counted;        /* host is counted in max_connections_per_address (cd_addrs.h) */
+  int has_cred;       /* a Unix-socket peer: its uid and gid (SO_PEERCRED) */
+  uid_t uid;
+  gid_t gid;
   cd_conn *prev, *next;
 };
 
@@ -169,6 +185,8 @@ void cd__input_fatal(cd_conn *c, int code, const char *msg, const char *why, _At
 void cd__input_closing(cd_conn *c);
 
 /* cd_output.c */
+/* Write the TLS session's waiting ciphertext (handshake replies, alerts). */
+void cd__output_tls_flush(cd_conn *c);
 /* Reserve the next reply slot (for every frame). */
 uint64_t cd__output_reserve(cd_conn *c, uint64_t t0_ns);
 /* Write the replies that are next in order; resume input when room freed. */

@@ -32,19 +32,23 @@
  * Two-way with cd_input.c: the socket's bytes go to the
  * input, and an input that cannot go on fails the connection or stops its
  * reading. Two-way with cd_outmem.c: cutting a connection is
- * closing it, and a closing connection returns its queued bytes there. */
+ * closing it, and a closing connection returns its queued bytes there.
+ * Two-way with cd_output.c: a TLS handshake's records go out through the
+ * output's write queue, and a write that fails closes the connection. */
 #include "cd__conn.h"
 
 #include <assert.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cd_log.h"
 #include "cd_loop.h"
 #include "cd_outmem.h"
 #include "cd_server.h"
+#include "cd_tls.h"
 
 #define READ_CHUNK 65536
 
@@ -68,6 +72,8 @@ static void conn_free(cd_conn *c) {
   free(c->session.geoms);
   cd_frame_decoder_free(&c->dec);
   cd_budget_destroy(&c->scratch);
+  cd_tls_free(c->tls);
+  cd_tls_ctx_unref(c->tls_ctx);
   free(c);
 }
 
@@ -86,6 +92,26 @@ const atomic_int *cd_conn_cancel_flag(const cd_conn *c) { return &c->cancelled; 
 cd_jobq *cd_conn_jobs(cd_conn *c) { return &c->jobs; }
 cd_session *cd_conn_session(cd_conn *c) { return &c->session; }
 int cd_conn_gone(const cd_conn *c) { return c->state == CD_CONN_CLOSED; }
+const char *cd_conn_tls_subject(const cd_conn *c) {
+  return c->tls && cd_tls_handshake_done(c->tls) ? cd_tls_peer_subject(c->tls) : "";
+}
+int cd_conn_peer_cred(const cd_conn *c, uid_t *uid, gid_t *gid) {
+  if (!c->has_cred) return -1;
+  *uid = c->uid;
+  *gid = c->gid;
+  return 0;
+}
+const char *cd_conn_host(const cd_conn *c) { return c->host; }
+
+static void on_idle(uv_timer_t *t);
+
+void cd_conn_greet(cd_conn *c) {
+  if (c->greeted || c->state == CD_CONN_CLOSED) return;
+  c->greeted = 1;
+  uint64_t idle = lim(c)->idle_timeout_ms;
+  if (idle) uv_timer_start(&c->idle, on_idle, idle, idle);
+  else uv_timer_stop(&c->idle);
+}
 
 /* The connection is gone from its loop: unlinked and uncounted. */
 static void conn_gone(cd_conn *c) {
@@ -126,6 +152,7 @@ void cd_conn_close(cd_conn *c, const char *reason) {
   char q[160];
   CD_INFO("connection closed", "conn=%llu peer=%s requests=%llu reason=%s", (unsigned long long)c->id, c->peer,
           (unsigned long long)c->requests, cd_log_quote(q, sizeof q, reason));
+  if (c->counted) cd_addrs_close(c->srv->sec.addrs, c->host);
   /* Session state goes now so the cache can evict. */
   c->srv->proto->closed(c);
   uv_os_fd_t fd = -1;
@@ -205,6 +232,31 @@ void cd_conn_close_all(cd_loop *l, const char *reason) {
   }
 }
 
+/* The first deadline of a connection: hello_timeout_ms, or idle_timeout_ms
+ * when that is shorter (0 = none). */
+static uint64_t first_deadline(const cd_limits *l) {
+  uint64_t h = l->hello_timeout_ms, i = l->idle_timeout_ms;
+  return !h ? i : !i || h < i ? h : i;
+}
+
+/* Nothing (or nothing authenticated) since the accept, for hello_timeout_ms
+ * or the shorter idle_timeout_ms. */
+static void on_hello_deadline(uv_timer_t *t) {
+  cd_conn *c = t->data;
+  if (c->state == CD_CONN_CLOSED || c->greeted) return;
+  if (lim(c)->idle_timeout_ms && lim(c)->idle_timeout_ms < lim(c)->hello_timeout_ms) {
+    c->srv->stats.disconnects_idle++;
+    cd_conn_close(c, "idle timeout");
+    return;
+  }
+  c->srv->stats.disconnects_hello_timeout++;
+  char why[128];
+  snprintf(why, sizeof why, "no %s within hello_timeout_ms (%llu ms)",
+           cd_security_auth_on(&c->srv->sec) ? "authenticated Hello" : "request",
+           (unsigned long long)lim(c)->hello_timeout_ms);
+  cd_conn_close(c, why);
+}
+
 static void on_idle(uv_timer_t *t) {
   cd_conn *c = t->data;
   if (c->state == CD_CONN_CLOSED) {
@@ -237,6 +289,62 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   buf->len = buf->base ? READ_CHUNK : 0;
 }
 
+/* The connection cannot go on and has nothing to answer: close once what
+ * is queued (a TLS alert) is written, without lingering. why is logged
+ * with the close; it must outlive the call (a literal, or the TLS
+ * session's reason). */
+static void refuse(cd_conn *c, const char *why) {
+  c->fatal_why = why;
+  if (c->state < CD_CONN_FAILED) c->state = CD_CONN_FAILED;
+  c->flags |= CD_CF_NO_LINGER;
+  cd__conn_stop_reading(c);
+  cd__conn_maybe_finish(c);
+}
+
+/* Ciphertext from the socket: the handshake's progress is answered at once,
+ * and what it decrypts goes to the input. */
+static void tls_input(cd_conn *c, const uint8_t *p, size_t n) {
+  int was_done = cd_tls_handshake_done(c->tls);
+  cd_tls_status st = cd_tls_feed(c->tls, p, n);
+  cd__output_tls_flush(c);
+  if (st == CD_TLS_FAILED) {
+    c->srv->stats.disconnects_tls++;
+    refuse(c, cd_tls_why(c->tls));
+    return;
+  }
+  if (!was_done && cd_tls_handshake_done(c->tls)) c->srv->stats.tls_handshakes++;
+  uint8_t plain[16384];
+  size_t k;
+  while (c->state < CD_CONN_FAILED && (k = cd_tls_read(c->tls, plain, sizeof plain)) > 0)
+    cd__input_process(c, plain, k);
+  if (cd_tls_failed(c->tls) && c->state < CD_CONN_FAILED) {
+    c->srv->stats.disconnects_tls++;
+    refuse(c, cd_tls_why(c->tls));
+  }
+}
+
+/* The socket's bytes. The first ones decide TLS: a listener with a
+ * context makes a session when TLS is required or the client says
+ * ClientHello; a listener without one refuses a ClientHello by name. */
+static void conn_input(cd_conn *c, const uint8_t *p, size_t n) {
+  if (!c->sniffed) {
+    c->sniffed = 1;
+    int hello = cd_tls_looks_like_hello(p, n);
+    if (c->tls_ctx && (hello || c->srv->sec.tls_required)) {
+      if (!(c->tls = cd_tls_new(c->tls_ctx))) {
+        cd_conn_close(c, "out of memory for a TLS session");
+        return;
+      }
+    } else if (hello) {
+      c->srv->stats.disconnects_tls++;
+      refuse(c, c->h.tcp.type == UV_TCP ? "a TLS client on a plaintext port" : "a TLS client on the Unix socket");
+      return;
+    }
+  }
+  if (c->tls) tls_input(c, p, n);
+  else cd__input_process(c, p, n);
+}
+
 static void on_read_conn(cd_conn *c, ssize_t nread, const uv_buf_t *buf) {
   if (c->state == CD_CONN_CLOSED) return;
   if (c->state == CD_CONN_LINGERING) { /* dropped; the client's end or linger_ms closes */
@@ -244,9 +352,9 @@ static void on_read_conn(cd_conn *c, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (nread > 0) {
-    if (lim(c)->idle_timeout_ms) uv_timer_again(&c->idle);
+    if (c->greeted && lim(c)->idle_timeout_ms) uv_timer_again(&c->idle); /* the hello deadline stands */
     cd_conn_ref(c);
-    cd__input_process(c, (const uint8_t *)buf->base, (size_t)nread);
+    conn_input(c, (const uint8_t *)buf->base, (size_t)nread);
     cd_conn_unref(c);
   } else if (nread == UV_EOF) {
     if (c->state == CD_CONN_OPEN) c->state = CD_CONN_PEER_DONE;
@@ -286,6 +394,15 @@ void cd__conn_stop_reading(cd_conn *c) {
 static void peer_name(cd_conn *c, int is_tcp) {
   if (!is_tcp) {
     snprintf(c->peer, sizeof c->peer, "unix");
+    snprintf(c->host, sizeof c->host, "unix");
+    struct ucred cred;
+    socklen_t clen = sizeof cred;
+    uv_os_fd_t fd = -1;
+    if (uv_fileno((uv_handle_t *)&c->h, &fd) == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+      c->has_cred = 1;
+      c->uid = cred.uid;
+      c->gid = cred.gid;
+    }
     return;
   }
   struct sockaddr_storage ss;
@@ -303,6 +420,28 @@ static void peer_name(cd_conn *c, int is_tcp) {
     }
   }
   snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
+  snprintf(c->host, sizeof c->host, "%s", host);
+}
+
+static int is_loopback(const char *host) {
+  return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strncmp(host, "::ffff:127.", 11) == 0;
+}
+
+/* max_connections_per_address: 0, or -1 when host has as many open as it
+ * may (the refusal is counted, and logged once per window). */
+static int count_address(cd_conn *c) {
+  const cd_limits *l = lim(c);
+  cd_security *sec = &c->srv->sec;
+  if (l->per_address_exempt_loopback && is_loopback(c->host)) return 0;
+  if (cd_addrs_open(sec->addrs, c->host) == 0) {
+    c->counted = 1;
+    return 0;
+  }
+  uint64_t n = cd_security_refused(sec, CD_REFUSED_PER_ADDRESS, cd_stats_now_ns() / 1000000, l->refusal_log_window_ms);
+  if (n)
+    CD_WARN("connections refused: too many from one address", "address=%s refused=%llu max_connections_per_address=%llu",
+            c->host, (unsigned long long)n, (unsigned long long)l->max_connections_per_address);
+  return -1;
 }
 
 /* Open fd as a connection of loop lp, on lp's thread. -1 when there was no
@@ -327,6 +466,7 @@ static int conn_open(cd_loop *lp, uv_os_sock_t fd, int is_tcp) {
   if (is_tcp) uv_tcp_init(lp->uv, &c->h.tcp);
   else uv_pipe_init(lp->uv, &c->h.pipe, 0);
   c->h.tcp.data = c;
+  if (is_tcp) c->tls_ctx = cd_security_tls(&s->sec);
   uv_timer_init(lp->uv, &c->idle);
   c->idle.data = c;
   c->handles_open = 2;
@@ -360,6 +500,17 @@ static int conn_open(cd_loop *lp, uv_os_sock_t fd, int is_tcp) {
     cd_conn_close(c, "out of memory for the connection's request ring");
     return 0;
   }
+  if (is_tcp && count_address(c) != 0) {
+    c->wire = CD_WIRE_PROTO;
+    c->flags |= CD_CF_NO_LINGER;
+    char msg[160];
+    snprintf(msg, sizeof msg, "too many connections from %s (max_connections_per_address %llu)", c->host,
+             (unsigned long long)l->max_connections_per_address);
+    /* a TLS client cannot read a plaintext error: it is just closed */
+    if (c->tls_ctx) cd_conn_close(c, msg);
+    else cd__input_fatal(c, CD_UNAVAILABLE, msg, "too many connections from one address", NULL);
+    return 0;
+  }
   if (open_now > l->max_connections) {
     s->stats.connections_rejected++;
     /* One UNAVAILABLE error (protobuf framing: the client may speak JSON,
@@ -371,7 +522,8 @@ static int conn_open(cd_loop *lp, uv_os_sock_t fd, int is_tcp) {
     cd__input_fatal(c, CD_UNAVAILABLE, msg, "framing error", &s->stats.disconnects_framing);
     return 0;
   }
-  if (l->idle_timeout_ms) uv_timer_start(&c->idle, on_idle, l->idle_timeout_ms, l->idle_timeout_ms);
+  if (l->hello_timeout_ms) uv_timer_start(&c->idle, on_hello_deadline, first_deadline(l), 0);
+  else cd_conn_greet(c);
   cd__conn_start_reading(c);
   return 0;
 }

@@ -226,7 +226,7 @@ static void handle_body(cd_conn *c, const uint8_t *body, size_t len, int json) {
 }
 
 void cd__input_fatal(cd_conn *c, int code, const char *msg, const char *why, _Atomic uint64_t *counter) {
-  (*counter)++;
+  if (counter) (*counter)++;
   if (cd__conn_inflight(c) >= c->ring_cap) { /* no slot left for the error: just hang up */
     cd_conn_close(c, msg);
     return;

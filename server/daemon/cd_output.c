@@ -8,7 +8,9 @@
  *
  * Two-way with cd_input.c: each frame reserves its slot
  * here, and a flush that frees in-flight room resumes the input held back
- * there (cd__input_resume). */
+ * there (cd__input_resume). Two-way with cd_conn.c: a write that fails
+ * closes the connection there, and its TLS handshake's records are written
+ * here (cd__output_tls_flush). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "cd_outmem.h"
 #include "cd_server.h"
 #include "cd_splice.h"
+#include "cd_tls.h"
 #include "cd_utf8.h"
 
 static const cd_limits *lim(const cd_conn *c) { return &c->srv->cfg.limits; }
@@ -49,7 +52,8 @@ static void on_write(uv_write_t *w, int status) {
   cd_conn_unref(c);
 }
 
-static void write_out(cd_conn *c, char *data, size_t len) {
+/* Queue data (malloc'd, taken) on the socket as it is. */
+static void write_raw(cd_conn *c, char *data, size_t len) {
   wreq *r = malloc(sizeof *r);
   if (!r) {
     free(data);
@@ -78,6 +82,33 @@ static void write_out(cd_conn *c, char *data, size_t len) {
     cd_conn_unref(c);
     cd_conn_close(c, uv_strerror(rc));
   }
+}
+
+void cd__output_tls_flush(cd_conn *c) {
+  size_t n = c->tls ? cd_tls_out_pending(c->tls) : 0;
+  if (!n || c->state == CD_CONN_CLOSED) return;
+  char *b = malloc(n);
+  if (!b) {
+    cd_conn_close(c, "out of memory for TLS records");
+    return;
+  }
+  write_raw(c, b, cd_tls_take(c->tls, b, n));
+}
+
+/* Queue a reply: on a TLS connection its records, else its bytes. The
+ * output limits count what goes to the socket. */
+static void write_out(cd_conn *c, char *data, size_t len) {
+  if (!c->tls) {
+    write_raw(c, data, len);
+    return;
+  }
+  cd_tls_status st = cd_tls_write(c->tls, data, len);
+  free(data);
+  if (st != CD_TLS_OK) {
+    cd_conn_close(c, cd_tls_why(c->tls));
+    return;
+  }
+  cd__output_tls_flush(c);
 }
 
 /* Reply bytes libuv has not yet handed to the kernel. out_bytes counts every

@@ -248,6 +248,7 @@ size_t cd_tls_take(cd_tls *t, void *buf, size_t cap) {
 }
 
 int cd_tls_handshake_done(const cd_tls *t) { return t->done; }
+int cd_tls_failed(const cd_tls *t) { return t->failed; }
 const char *cd_tls_why(const cd_tls *t) { return t->why[0] ? t->why : "no error"; }
 const char *cd_tls_peer_subject(const cd_tls *t) { return t->subject; }
 const char *cd_tls_version(const cd_tls *t) { return t->done ? SSL_get_version(t->ssl) : ""; }

@@ -62,6 +62,8 @@ size_t cd_tls_out_pending(const cd_tls *t);
 size_t cd_tls_take(cd_tls *t, void *buf, size_t cap);
 
 int cd_tls_handshake_done(const cd_tls *t);
+/* Whether the connection failed (a bad record after the handshake too). */
+int cd_tls_failed(const cd_tls *t);
 /* Why the connection failed, for the log: "not TLS (a plaintext client on
  * a TLS port)", "client certificate expired", "no client certificate",
  * "client certificate from an unknown CA", or OpenSSL's own reason. */
