@@ -5,6 +5,7 @@
 #include "cd_dispatch.h"
 
 #include "cd_proto.h"
+#include "cd_auth.h"
 #include "cd_fetch.h"
 #include "cd_handlers.h"
 #include "cd_server.h"
@@ -70,6 +71,7 @@ void cd_dispatch(cd_req *r) {
     cd_req_fail(r, &st);
     return;
   }
+  if (cd_auth_gate(r)) return;       /* who it is, and whether it may (cd_auth.h) */
   if (cd_fetch_intercept(r)) return; /* ids to look up in the store first */
   const unsigned mc = (unsigned)r->env->msg_case;
   const handler_fn h = mc < COUNT(handlers) ? handlers[mc] : NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cd_proto.h"
+#include "cd_auth.h"
 #include "cd_fetch.h"
 #include "cd_geomspec.h"
 #include "cd_log.h"
@@ -71,6 +72,8 @@ void cd_handlers_hello(cd_req *r) {
   hr.n_capabilities = sizeof caps / sizeof *caps - (s->http_port > 0 ? 0 : 1);
   hr.capabilities = caps;
   hr.store = (char *)cd_store_describe(s->store);
+  char *roles[3];
+  cd_auth_describe(r->conn, &hr, roles, 3);
   Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY;
   env.hello_reply = &hr;

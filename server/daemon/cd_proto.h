@@ -26,6 +26,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cd_budget.h"
 #include "cd_splice.h"
@@ -61,6 +62,11 @@ typedef struct cd_session {
   size_t ngeoms, geoms_cap;
   cd_stream *streams;
   uint64_t last_stream_id; /* ids are handed out in order from 1 */
+  /* Authentication (cd_auth.c), when principals are set: who the
+   * connection is, from the principals it was recognised under (held). */
+  const struct cd_principal *principal;
+  struct cd_principals *principals;
+  int auth_waiting; /* a failed Hello's answer is being delayed */
 } cd_session;
 
 /* transport -> protocol */
@@ -87,6 +93,17 @@ void cd_conn_ref(cd_conn *c);
 void cd_conn_unref(cd_conn *c);
 /* The socket is closed or closing: results are dropped. */
 int cd_conn_gone(const cd_conn *c);
+/* Who is at the other end: the peer's address without its port ("unix" on
+ * the Unix socket); the verified client certificate's subject after a
+ * mutual-TLS handshake ("" otherwise); a Unix-socket peer's uid and gid
+ * (SO_PEERCRED; -1 on TCP). */
+const char *cd_conn_host(const cd_conn *c);
+const char *cd_conn_tls_subject(const cd_conn *c);
+int cd_conn_peer_cred(const cd_conn *c, uid_t *uid, gid_t *gid);
+/* The connection has said what it must (its first request; its
+ * authentication when principals are set): hello_timeout_ms no longer
+ * applies, idle_timeout_ms does. */
+void cd_conn_greet(cd_conn *c);
 
 /* protocol -> transport: answer a request (cd_req.c). */
 /* Answer r with env (its request_id set here) / with an error, and free r. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cd_cache.h"
+#include "cd_principals.h"
 #include "cd_proto.h"
 #include "cd_stream.h"
 
@@ -39,4 +40,7 @@ void cd_session_close(cd_conn *c) {
   for (size_t i = 0; i < s->ngeoms; i++) cd_cache_unref(s->geoms[i]);
   s->ngeoms = 0;
   cd_stream_close_all(c);
+  cd_principals_unref(s->principals);
+  s->principals = NULL;
+  s->principal = NULL;
 }
