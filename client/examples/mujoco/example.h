@@ -12,6 +12,8 @@
 
 #include "cmj.h"
 
+#define EX_VS 1e-4 /* stiction tolerance of regularised friction, m/s (the server default) */
+
 typedef struct ex_args {
   const char *addr;    /* --addr (NULL = the default address) */
   const char *mjcf;    /* --mjcf FILE */
@@ -20,6 +22,7 @@ typedef struct ex_args {
   double time;         /* --time T, s (0 = the example's default) */
   int every;           /* --every N: print every N-th step (0 = only the summary) */
   double param;        /* --param X: the example's parameter (e.g. the incline angle, deg) */
+  double dt;           /* --dt DT: time step, s (0 = the MJCF's) */
 } ex_args;
 
 static inline int ex_parse(int argc, char **argv, ex_args *a) {
@@ -34,13 +37,14 @@ static inline int ex_parse(int argc, char **argv, ex_args *a) {
     else if (!strcmp(k, "--time")) a->time = atof(v);
     else if (!strcmp(k, "--every")) a->every = atoi(v);
     else if (!strcmp(k, "--param")) a->param = atof(v);
+    else if (!strcmp(k, "--dt")) a->dt = atof(v);
     else {
       fprintf(stderr, "unknown option %s\n", k);
       return 2;
     }
   }
   if (argc % 2 == 0 || !a->mjcf) {
-    fprintf(stderr, "usage: %s --mjcf FILE [--map FILE|none] [--addr ADDR] [--publish NAME] [--time T] [--every N] [--param X]\n",
+    fprintf(stderr, "usage: %s --mjcf FILE [--map FILE|none] [--addr ADDR] [--publish NAME] [--time T] [--every N] [--param X] [--dt DT]\n",
             argv[0]);
     return 2;
   }
@@ -63,6 +67,7 @@ static inline int ex_load(const ex_args *a, mjModel **m, mjData **d, cmj **x) {
     fprintf(stderr, "%s: %s\n", a->mjcf, why);
     return 1;
   }
+  if (a->dt > 0) (*m)->opt.timestep = a->dt;
   *d = mj_makeData(*m);
   if (!a->map) return 0;
   cmj_map *map = cmj_map_new();
@@ -75,6 +80,7 @@ static inline int ex_load(const ex_args *a, mjModel **m, mjData **d, cmj **x) {
   cmj_options_default(&o);
   o.addr = a->addr;
   o.publish = a->publish;
+  o.stiction_tolerance = EX_VS;
   cc_error err;
   int rc = cmj_attach(*m, *d, map, NULL, &o, x, &err);
   cmj_map_free(map);
