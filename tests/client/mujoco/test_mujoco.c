@@ -131,3 +131,210 @@ Test(mujoco, primitives_from_mjcf_equal_direct_registration, .init = up, .fini =
   mj_deleteData(d);
   mj_deleteModel(m);
 }
+
+/* A box as an MJCF mesh (MuJoCo moves its vertices to the principal axes
+ * and turns the geom frame to match) against a compliant plane, and the
+ * same box given directly in its own frame. Coordinates are binary
+ * fractions, so MuJoCo's float vertices hold them exactly. */
+static const char *const MESH_XML =
+    "<mujoco><asset><mesh name='blk' vertex='-0.0625 -0.03125 -0.015625  0.0625 -0.03125 -0.015625  0.0625 0.03125 "
+    "-0.015625  -0.0625 0.03125 -0.015625  -0.0625 -0.03125 0.015625  0.0625 -0.03125 0.015625  0.0625 0.03125 "
+    "0.015625  -0.0625 0.03125 0.015625'/></asset><worldbody>"
+    "<geom name='floor' type='plane' size='2 2 0.1'/>"
+    "<body name='b' pos='0.25 0.125 0.0146484375'><freejoint/><geom name='mesh' type='mesh' mesh='blk'/></body>"
+    "</worldbody></mujoco>";
+
+Test(mujoco, rigid_mesh_from_mjcf_equals_direct_trimesh, .init = up, .fini = down, .timeout = 120) {
+  mjModel *m = tm_load(MESH_XML);
+  mjData *d = mj_makeData(m);
+  cmj_map *map = cmj_map_new();
+  char why[300];
+  cmj_props soft_floor = {.rigid = 0, .modulus = 1e6, .friction = 0.3, .slab = 0.5};
+  cr_assert_eq(cmj_map_set(map, "floor", &soft_floor, why, sizeof why), 0, "%s", why);
+  cr_assert_eq(cmj_map_set(map, "mesh", &HARD, why, sizeof why), 0, "%s", why);
+  cmj *x = tm_attach(m, d, map, D.unix_addr);
+  mj_forward(m, d);
+  cc_client *c;
+  cc_error e;
+  cr_assert_eq(cc_connect(D.unix_addr, NULL, &c, &e), 0, "%s", e.message);
+  /* the box in its own frame, 12 outward triangles */
+  double a = 0.0625, b = 0.03125, h = 0.015625;
+  double v[24] = {-a, -b, -h, a, -b, -h, a, b, -h, -a, b, -h, -a, -b, h, a, -b, h, a, b, h, -a, b, h};
+  int32_t t[36] = {0, 2, 1, 0, 3, 2, 4, 5, 6, 4, 6, 7, 0, 1, 5, 0, 5, 4, 1, 2, 6, 1, 6, 5, 2, 3, 7, 2, 7, 6, 3, 0, 4, 3, 4, 7};
+  Contactd__V1__RegisterGeometry r = CONTACTD__V1__REGISTER_GEOMETRY__INIT;
+  Contactd__V1__TriMesh tm = CONTACTD__V1__TRI_MESH__INIT;
+  Contactd__V1__Material mat = CONTACTD__V1__MATERIAL__INIT;
+  tm.vertices = v, tm.n_vertices = 24, tm.triangles = t, tm.n_triangles = 36;
+  r.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_TRI_MESH, r.tri_mesh = &tm;
+  r.compliance = CONTACTD__V1__COMPLIANCE__COMPLIANCE_RIGID;
+  mat.friction = 0.3, r.material = &mat;
+  Contactd__V1__RegisterReply *rep;
+  cr_assert_eq(cc_register(c, &r, &rep, &e), 0, "%s", e.message);
+  cc_shape hs = {.kind = CC_SHAPE_HALF_SPACE, .modulus = 1e6, .friction = 0.3, .slab = 0.5};
+  char hid[CC_ID_MAX];
+  cr_assert_eq(cc_register_shape(c, &hs, hid, NULL, &e), 0, "%s", e.message);
+  int g = mj_name2id(m, mjOBJ_GEOM, "mesh");
+  const double p[3] = {0.25, 0.125, 0.0146484375}, q[4] = {1, 0, 0, 0}, zero[3] = {0, 0, 0};
+  /* the wrench about the geom origin: MuJoCo's mesh frame is centred on
+   * the box's centre of mass, which is its own origin here */
+  for (int k = 0; k < 3; k++) cr_assert_leq(fabs(d->geom_xpos[3 * g + k] - p[k]), 1e-15);
+  compare(x, m, g, rep->geometry_id, p, q, hid, zero, q);
+  cc_free(rep);
+  cc_close(c);
+  cmj_detach(x);
+  cmj_map_free(map);
+  mj_deleteData(d);
+  mj_deleteModel(m);
+}
+
+/* A compliant sphere on an MJCF height field whose samples are set in code
+ * (MuJoCo 2.2 reads hfield data from files only), against the same heights
+ * registered directly. */
+Test(mujoco, hfield_from_mjcf_equals_direct_height_field, .init = up, .fini = down, .timeout = 120) {
+  mjModel *m = tm_load("<mujoco><asset><hfield name='hf' nrow='6' ncol='8' size='0.35 0.25 0.1 0.05'/></asset>"
+                       "<worldbody><geom name='ground' type='hfield' hfield='hf'/>"
+                       "<body pos='0.02 -0.01 0.08'><freejoint/><geom name='ball' type='sphere' size='0.05'/></body>"
+                       "</worldbody></mujoco>");
+  int nr = 6, nc = 8;
+  for (int i = 0; i < nr; i++)
+    for (int j = 0; j < nc; j++) m->hfield_data[i * nc + j] = (float)(0.25 + 0.0625 * ((i + 2 * j) % 5));
+  mjData *d = mj_makeData(m);
+  cmj_map *map = cmj_map_new();
+  char why[300];
+  cr_assert_eq(cmj_map_set(map, "ground", &HARD, why, sizeof why), 0, "%s", why);
+  cr_assert_eq(cmj_map_set(map, "ball", &SOFT, why, sizeof why), 0, "%s", why);
+  cmj *x = tm_attach(m, d, map, D.unix_addr);
+  mj_forward(m, d);
+  double heights[48];
+  for (int i = 0; i < 48; i++) heights[i] = 0.1 * (double)m->hfield_data[i];
+  cc_shape hf = {.kind = CC_SHAPE_HEIGHT_FIELD, .rigid = 1, .friction = 0.3, .heights = heights, .nx = nc, .ny = nr,
+                 .dx = 0.7 / 7, .dy = 0.5 / 5, .origin = {-0.35, -0.25, 0}};
+  cc_client *c;
+  cc_error e;
+  char hid[CC_ID_MAX];
+  cr_assert_eq(cc_connect(D.unix_addr, NULL, &c, &e), 0, "%s", e.message);
+  cr_assert_eq(cc_register_shape(c, &hf, hid, NULL, &e), 0, "%s", e.message);
+  int ground = mj_name2id(m, mjOBJ_GEOM, "ground"), ball = mj_name2id(m, mjOBJ_GEOM, "ball");
+  cr_assert_str_eq(hid, cmj_geometry_id(x, ground));
+  cc_close(c);
+  const double p[3] = {0.02, -0.01, 0.08}, q[4] = {1, 0, 0, 0}, zero[3] = {0, 0, 0};
+  compare(x, m, ball, cmj_geometry_id(x, ball), p, q, hid, zero, q);
+  cmj_detach(x);
+  cmj_map_free(map);
+  mj_deleteData(d);
+  mj_deleteModel(m);
+}
+
+static const char *const MIXED_XML =
+    "<mujoco><option timestep='0.001' integrator='implicit'/><worldbody>"
+    "<geom name='floor' type='plane' size='2 2 0.1'/>"
+    "<body name='ball' pos='0 0 0.05'><freejoint/><geom name='ball' type='sphere' size='0.05' density='1000'/></body>"
+    "<body name='crate' pos='0.5 0 0.06'><freejoint/><geom name='crate' type='box' size='0.05 0.05 0.05'/></body>"
+    "<body name='ball2' pos='-0.5 0 0.05'><freejoint/><geom name='ball2' type='sphere' size='0.05' density='1000'/>"
+    "  <body name='child' pos='0 0 0.2'><joint type='slide' axis='0 0 1'/><geom name='child' type='sphere' size='0.02'/></body>"
+    "</body>"
+    "<body name='ghost' pos='1 0 0.1'><freejoint/><geom name='ghost' type='sphere' size='0.05' contype='0' conaffinity='0'/></body>"
+    "<body name='ex' pos='0 1 0.05'><freejoint/><geom name='ex' type='sphere' size='0.05'/></body>"
+    "</worldbody><contact><exclude body1='ball' body2='ex'/>"
+    "<pair geom1='ghost' geom2='floor'/><pair geom1='crate' geom2='floor'/></contact></mujoco>";
+
+/* Which pairs go to contactd follows MuJoCo's filtering (masks, parent,
+ * exclude, explicit pairs); MuJoCo keeps its own contact for the unmapped
+ * crate, and a simulation carries both. */
+Test(mujoco, mixed_scene_follows_mujoco_filtering, .init = up, .fini = down, .timeout = 120) {
+  mjModel *m = tm_load(MIXED_XML);
+  mjData *d = mj_makeData(m);
+  cmj_map *map = cmj_map_new();
+  char why[300];
+  cmj_props soft = SOFT;
+  soft.dissipation = 10;
+  const char *mapped[] = {"ball", "ball2", "child", "ghost", "ex"};
+  cr_assert_eq(cmj_map_set(map, "floor", &HARD, why, sizeof why), 0, "%s", why);
+  for (int i = 0; i < 5; i++) cr_assert_eq(cmj_map_set(map, mapped[i], &soft, why, sizeof why), 0, "%s", why);
+  cr_assert_eq(m->npair, 2);
+  cmj *x = tm_attach(m, d, map, D.unix_addr);
+  cr_assert_eq(m->npair, 1, "the ghost-floor <pair> must leave MuJoCo's list");
+  int crate = mj_name2id(m, mjOBJ_GEOM, "crate"), ball = mj_name2id(m, mjOBJ_GEOM, "ball");
+  int ghost = mj_name2id(m, mjOBJ_GEOM, "ghost");
+  cr_assert(m->pair_geom1[0] == crate || m->pair_geom2[0] == crate, "the crate-floor <pair> stays MuJoCo's");
+  const char *want[][2] = {{"ghost", "floor"}, {"floor", "ball"}, {"floor", "ball2"}, {"floor", "child"},
+                           {"floor", "ex"},    {"ball", "ball2"},  {"ball", "child"},   {"ball2", "ex"},
+                           {"child", "ex"}};
+  int nw = (int)(sizeof want / sizeof want[0]);
+  cr_assert_eq(cmj_npair(x), nw, "pairs: %d, want %d", cmj_npair(x), nw);
+  for (int i = 0; i < nw; i++) {
+    int a = mj_name2id(m, mjOBJ_GEOM, want[i][0]), b = mj_name2id(m, mjOBJ_GEOM, want[i][1]), found = 0;
+    for (int k = 0; k < cmj_npair(x); k++) {
+      int g1, g2;
+      cmj_pair(x, k, &g1, &g2);
+      found |= (g1 == a && g2 == b) || (g1 == b && g2 == a);
+    }
+    cr_assert(found, "pair %s-%s missing", want[i][0], want[i][1]);
+  }
+  cc_error e;
+  for (int i = 0; i < 800; i++) cr_assert_eq(cmj_step(x, &e), 0, "%s", e.message);
+  cr_assert_gt(d->ncon, 0, "MuJoCo's own contact must hold the crate");
+  for (int i = 0; i < d->ncon; i++)
+    cr_assert(d->contact[i].geom1 == crate || d->contact[i].geom2 == crate, "MuJoCo contact %d-%d between mapped geoms",
+              d->contact[i].geom1, d->contact[i].geom2);
+  cr_assert_leq(fabs(d->geom_xpos[3 * crate + 2] - 0.05), 2e-3, "crate z %g", d->geom_xpos[3 * crate + 2]);
+  double f[3], t[3], mg = m->body_mass[m->geom_bodyid[ball]] * 9.81;
+  cmj_geom_wrench(x, ball, f, t);
+  cr_assert_leq(fabs(f[2] - mg), 0.02 * mg, "ball carried %g N of %g N", f[2], mg);
+  cr_assert_gt(d->geom_xpos[3 * ghost + 2], 0.035, "the ghost (explicit pair) fell to %g", d->geom_xpos[3 * ghost + 2]);
+  cmj_detach(x);
+  cr_assert_eq(m->npair, 2, "detach restores the pair list");
+  int found = 0;
+  for (int i = 0; i < 2; i++) found += m->pair_geom1[i] == ghost || m->pair_geom2[i] == ghost;
+  cr_assert_eq(found, 1, "detach restores the ghost-floor <pair>");
+  cmj_map_free(map);
+  mj_deleteData(d);
+  mj_deleteModel(m);
+}
+
+static void attach_fails(const char *xml, const char *json, const char *expect) {
+  mjModel *m = tm_load(xml);
+  mjData *d = mj_makeData(m);
+  cmj_map *map = cmj_map_new();
+  char why[300];
+  cr_assert_eq(cmj_map_parse(map, json, why, sizeof why), 0, "%s", why);
+  cmj_options o;
+  cmj_options_default(&o);
+  char addr[400];
+  snprintf(addr, sizeof addr, "unix:%s/none.sock", td_own_dir());
+  o.addr = addr;
+  cmj *x = NULL;
+  cc_error e;
+  cr_assert_eq(cmj_attach(m, d, map, NULL, &o, &x, &e), CC_EINVALID_ARGUMENT, "attach: %s", e.message);
+  cr_assert_null(x);
+  cr_assert_not_null(strstr(e.message, expect), "'%s' does not say '%s'", e.message, expect);
+  cmj_map_free(map);
+  mj_deleteData(d);
+  mj_deleteModel(m);
+}
+
+Test(mujoco, bad_maps_and_geoms_name_what_is_wrong) {
+  cmj_map *map = cmj_map_new();
+  char why[300];
+  cr_assert_eq(cmj_map_parse(map, "{\"geoms\": {\"a\": {\"compliance\": \"soft\"}}}", why, sizeof why), -1);
+  cr_assert_not_null(strstr(why, "geoms.a.compliance"), "%s", why);
+  cr_assert_eq(cmj_map_parse(map, "{\"geoms\": {\"a\": {\"compliance\": \"rigid\", \"mu\": 1}}}", why, sizeof why), -1);
+  cr_assert_not_null(strstr(why, "geoms.a.mu: unknown key"), "%s", why);
+  cr_assert_eq(cmj_map_parse(map, "{\"geoms\": {\"a\": {\"compliance\": \"compliant\"}}}", why, sizeof why), -1);
+  cr_assert_not_null(strstr(why, "geom 'a': a compliant geom needs a modulus"), "%s", why);
+  cr_assert_eq(cmj_map_parse(map, "{\"geom\": {}}", why, sizeof why), -1);
+  cr_assert_eq(cmj_map_parse(map, "{\"geoms\": {\"a\": {\"compliance\": \"rigid\"", why, sizeof why), -1);
+  cr_assert_not_null(strstr(why, "not valid JSON"), "%s", why);
+  cr_assert_eq(cmj_map_load(map, "no-such-map.json", why, sizeof why), -1);
+  cr_assert_not_null(strstr(why, "no-such-map.json"), "%s", why);
+  cmj_map_free(map);
+  const char *ball = "<mujoco><worldbody><geom name='floor' type='plane' size='1 1 1'/>"
+                     "<body><freejoint/><geom name='ball' type='sphere' size='0.05'/></body></worldbody></mujoco>";
+  attach_fails(ball, "{\"geoms\": {\"bal\": {\"compliance\": \"rigid\"}}}", "no geom named 'bal'");
+  attach_fails(ball, "{\"geoms\": {\"ball\": {\"compliance\": \"compliant\", \"modulus\": 1e5}}}",
+               "geom 'ball' (sphere): a compliant primitive needs a resolution hint");
+  attach_fails("<mujoco><asset><hfield name='hf' nrow='4' ncol='4' size='1 1 0.1 0.1'/></asset><worldbody>"
+               "<geom name='terrain' type='hfield' hfield='hf'/></worldbody></mujoco>",
+               "{\"geoms\": {\"terrain\": {\"compliance\": \"compliant\", \"modulus\": 1e5, \"hint\": 0.1}}}",
+               "geom 'terrain' (hfield): must be mapped rigid");
+}
