@@ -7,6 +7,7 @@
 
 #include "cmj.h"
 #include "cmj_geom.h"
+#include "cmj_implicit.h"
 #include "cmj_pairs.h"
 
 struct cmj {
@@ -138,6 +139,7 @@ static int query(cmj *x, cc_error *err) {
   qo.detail = CONTACTD__V1__DETAIL__DETAIL_WRENCH;
   qo.stiction_tolerance = x->opt.stiction_tolerance;
   qo.publish = x->publish;
+  qo.want_jacobian = x->opt.implicit ? 1 : 0;
   Contactd__V1__ContactReply *rep = NULL;
   double t0 = now();
   int rc = cc_query_bodies(x->c, x->bodies, (size_t)x->ng, (const uint32_t(*)[2])x->bpair, (size_t)x->np, &qo, &rep,
@@ -337,16 +339,25 @@ int cmj_step(cmj *x, cc_error *err) {
   memcpy(save + 1 + nq + nv, d->act, na * sizeof *save);
   memcpy(save + 1 + nq + nv + na, d->qacc_warmstart, nv * sizeof *save);
   long failed = x->st.failed;
-  mj_step(m, d);
+  char why[200] = "";
+  int bad = 0;
+  if (x->opt.implicit) {
+    mj_forward(m, d);
+    bad = x->st.failed != failed || cmj_implicit_step(m, d, x->last, x->geom, x->ng, why, sizeof why);
+  } else {
+    mj_step(m, d);
+    bad = x->st.failed != failed;
+  }
   int rc = 0;
-  if (x->st.failed != failed) {
+  if (bad) {
     d->time = save[0];
     memcpy(d->qpos, save + 1, nq * sizeof *save);
     memcpy(d->qvel, save + 1 + nq, nv * sizeof *save);
     memcpy(d->act, save + 1 + nq + nv, na * sizeof *save);
     memcpy(d->qacc_warmstart, save + 1 + nq + nv + na, nv * sizeof *save);
-    char msg[200];
-    snprintf(msg, sizeof msg, "step at t = %.6f s not taken: contactd gave no contact (state restored)", d->time);
+    char msg[400];
+    snprintf(msg, sizeof msg, "step at t = %.6f s not taken: %s (state restored)", d->time,
+             why[0] ? why : "contactd gave no contact");
     rc = set_err(err, CC_EUNAVAILABLE, msg);
   }
   free(save);

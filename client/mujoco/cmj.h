@@ -99,6 +99,7 @@ typedef struct cmj_options {
   double stiction_tolerance; /* regularised friction v_s, m/s; 0 = server default (1e-4) */
   int timeout_ms;            /* per reply; default 5000 */
   int outage_timeout_ms;     /* how long one evaluation keeps reconnecting; default 10000 */
+  int implicit;              /* 1 = cmj_step takes contact implicitly (wrench Jacobians; see cmj_step) */
   cmj_event_fn on_event;     /* may be NULL (then events go to stderr) */
   void *user;
 } cmj_options;
@@ -117,9 +118,15 @@ int cmj_attach(mjModel *m, mjData *d, const cmj_map *map, cc_client *client, con
 /* Detach: callbacks and m's pairs restored, connection closed (NULL is fine). */
 void cmj_detach(cmj *x);
 
-/* mj_step(m, d). When an evaluation in it got no contact, d's state (time,
- * qpos, qvel, act, ctrl-independent) is put back as before the step and the
- * error is returned (the step can be retried). */
+/* One time step. Default: mj_step(m, d) with the model's integrator, the
+ * contact an explicit force. With opt->implicit: mj_forward, whose query
+ * also asks for the wrench Jacobians, then a semi-implicit Euler step with
+ * the contact force linearised in the new velocity and position
+ * (cmj_implicit.c): no step-size bound from the contact's damping, friction
+ * regularisation or stiffness; the model's integrator setting is not used.
+ * When an evaluation got no contact, d's state (time, qpos, qvel, act,
+ * warm start) is put back as before the step and the error returned (the
+ * step can be retried). */
 int cmj_step(cmj *x, cc_error *err);
 
 typedef struct cmj_stats {

@@ -11,7 +11,8 @@
  * which the mean speed from t = 0.5 s to the end must match within 5%.
  * Friction is an explicit force in MuJoCo's step (mjcb_passive), so the
  * stick case needs dt < pi vs / (mu g) (about 1e-4 s here; docs/mujoco.md):
- * run it with --dt 1e-4. */
+ * run it with --dt 5e-5, or at 1 ms with --implicit 1 (cmj_step with the
+ * contact implicit). */
 #include "example.h"
 
 int main(int argc, char **argv) {
