@@ -291,6 +291,11 @@ int cmj_attach(mjModel *m, mjData *d, const cmj_map *map, cc_client *client, con
   snprintf(x->addr, sizeof x->addr, "%s", x->opt.addr ? x->opt.addr : cc_default_addr());
   snprintf(x->publish, sizeof x->publish, "%s", x->opt.publish ? x->opt.publish : "");
   x->opt.addr = x->addr;
+  size_t np = strlen(x->publish);
+  if (x->opt.publish && (np < 1 || np > 64 || strspn(x->publish, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") != np)) {
+    destroy(x);
+    return set_err(err, CC_EINVALID_ARGUMENT, "cmj_options.publish: 1 to 64 characters of A-Z, a-z, 0-9, '_', '-', '.'");
+  }
   int rc = build(x, map, err);
   if (!rc) rc = x->c ? register_all(x, err) : connect_and_register(x, err);
   if (rc) {

@@ -331,6 +331,20 @@ Test(mujoco, bad_maps_and_geoms_name_what_is_wrong) {
   const char *ball = "<mujoco><worldbody><geom name='floor' type='plane' size='1 1 1'/>"
                      "<body><freejoint/><geom name='ball' type='sphere' size='0.05'/></body></worldbody></mujoco>";
   attach_fails(ball, "{\"geoms\": {\"bal\": {\"compliance\": \"rigid\"}}}", "no geom named 'bal'");
+  mjModel *m = tm_load(ball);
+  mjData *d = mj_makeData(m);
+  cmj_map *ok = cmj_map_new();
+  cr_assert_eq(cmj_map_parse(ok, "{\"geoms\": {\"ball\": {\"compliance\": \"rigid\"}}}", why, sizeof why), 0, "%s", why);
+  cmj_options o;
+  cmj_options_default(&o);
+  o.publish = "my scene";
+  cmj *x = NULL;
+  cc_error e;
+  cr_assert_eq(cmj_attach(m, d, ok, NULL, &o, &x, &e), CC_EINVALID_ARGUMENT);
+  cr_assert_not_null(strstr(e.message, "cmj_options.publish"), "%s", e.message);
+  cmj_map_free(ok);
+  mj_deleteData(d);
+  mj_deleteModel(m);
   attach_fails(ball, "{\"geoms\": {\"ball\": {\"compliance\": \"compliant\", \"modulus\": 1e5}}}",
                "geom 'ball' (sphere): a compliant primitive needs a resolution hint");
   attach_fails("<mujoco><asset><hfield name='hf' nrow='4' ncol='4' size='1 1 0.1 0.1'/></asset><worldbody>"
