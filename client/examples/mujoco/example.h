@@ -24,6 +24,7 @@ typedef struct ex_args {
   double param;        /* --param X: the example's parameter (e.g. the incline angle, deg) */
   double dt;           /* --dt DT: time step, s (0 = the MJCF's) */
   int implicit;        /* --implicit 1: contact implicit in cmj_step */
+  double vs;           /* --vs V: stiction tolerance, m/s (default EX_VS) */
 } ex_args;
 
 static inline int ex_parse(int argc, char **argv, ex_args *a) {
@@ -40,13 +41,14 @@ static inline int ex_parse(int argc, char **argv, ex_args *a) {
     else if (!strcmp(k, "--param")) a->param = atof(v);
     else if (!strcmp(k, "--dt")) a->dt = atof(v);
     else if (!strcmp(k, "--implicit")) a->implicit = atoi(v);
+    else if (!strcmp(k, "--vs")) a->vs = atof(v);
     else {
       fprintf(stderr, "unknown option %s\n", k);
       return 2;
     }
   }
   if (argc % 2 == 0 || !a->mjcf) {
-    fprintf(stderr, "usage: %s --mjcf FILE [--map FILE|none] [--addr ADDR] [--publish NAME] [--time T] [--every N] [--param X] [--dt DT] [--implicit 0|1]\n",
+    fprintf(stderr, "usage: %s --mjcf FILE [--map FILE|none] [--addr ADDR] [--publish NAME] [--time T] [--every N] [--param X] [--dt DT] [--implicit 0|1] [--vs V]\n",
             argv[0]);
     return 2;
   }
@@ -82,7 +84,7 @@ static inline int ex_load(const ex_args *a, mjModel **m, mjData **d, cmj **x) {
   cmj_options_default(&o);
   o.addr = a->addr;
   o.publish = a->publish;
-  o.stiction_tolerance = EX_VS;
+  o.stiction_tolerance = a->vs > 0 ? a->vs : EX_VS;
   o.implicit = a->implicit;
   cc_error err;
   int rc = cmj_attach(*m, *d, map, NULL, &o, x, &err);
