@@ -262,6 +262,25 @@ static int reopen_streams(cc_client *c, cc_error *err) {
 
 /* ---- reconnecting --------------------------------------------------------- */
 
+/* A Hello round trip on the new connection: a server that is going down
+ * can still complete a handshake (its listening socket's queue), and a
+ * request must not be spent finding that out. */
+static int hello(cc_client *c, cc_error *err) {
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  h.protocol_version = CC_PROTOCOL_VERSION;
+  h.client_name = (char *)"cc_client (reconnect)";
+  Envelope env = CONTACTD__V1__ENVELOPE__INIT;
+  env.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
+  env.hello = &h;
+  Envelope *rep = NULL;
+  int timeout = c->timeout_ms; /* a server that accepts and never answers is no server */
+  c->timeout_ms = c->opt.connect_timeout_ms;
+  int rc = cc_wire_call(c, &env, &rep, err);
+  c->timeout_ms = timeout;
+  if (!rc) contactd__v1__envelope__free_unpacked(rep, NULL);
+  return rc;
+}
+
 static void sleep_ms(int ms) {
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0) {
@@ -282,6 +301,7 @@ int cc_recover_reconnect(cc_client *c, cc_error *err) {
     attempts++;
     int rc = cc_recover_connect_once(c, &e);
     if (rc == CC_EINVALID_ARGUMENT) break;
+    if (rc == 0) rc = hello(c, &e);
     if (rc == 0) {
       tell(c, (cc_event){.kind = CC_EVENT_RECONNECTED, .attempts = attempts});
       rc = reopen_streams(c, &e);
