@@ -30,6 +30,10 @@
  *  - Timeouts: cc_options.connect_timeout_ms bounds connect();
  *    cc_options.timeout_ms bounds each wait for a reply (and each blocked
  *    write). After a timeout the late reply, if it ever comes, is discarded.
+ *  - A lost connection: calls fail with CC_EUNAVAILABLE and err->retryable;
+ *    the next call reconnects (address lists, backoff), registrations the
+ *    server lacks are sent again and open streams reopened (client/README.md,
+ *    "Surviving the server").
  *  - A cc_client is not thread-safe: use one per thread (connections are
  *    cheap; the daemon's geometry cache is shared by all of them).
  *  - Streams: cc_stream_update() only sends; results arrive in order and are
