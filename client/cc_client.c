@@ -111,10 +111,18 @@ static int idempotent(const Envelope *req) {
   }
 }
 
-/* Requests naming geometry by id: NOT_FOUND may mean the server lost it. */
-static int names_geometry(const Envelope *req) {
-  return req->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY ||
-         req->msg_case == CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM;
+/* NOT_FOUND to a request naming geometry may mean the server lost it (or
+ * another client's registration of it is still building): register the
+ * kept ones it names again. 1 when some were sent. */
+static int reregister_named(cc_client *c, const Envelope *req) {
+  Contactd__V1__Body *const *bodies = NULL;
+  size_t n = 0, sent = 0;
+  if (req->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY && req->contact_query)
+    bodies = req->contact_query->bodies, n = req->contact_query->n_bodies;
+  else if (req->msg_case == CONTACTD__V1__ENVELOPE__MSG_OPEN_STREAM && req->open_stream)
+    bodies = req->open_stream->bodies, n = req->open_stream->n_bodies;
+  cc_error e;
+  return bodies && cc_recover_reregister(c, bodies, n, &sent, &e) == 0 && sent;
 }
 
 /* Reconnect first when the connection is known to be lost. */
@@ -136,11 +144,9 @@ int cc_call(cc_client *c, Envelope *req, Envelope **reply, cc_error *err) {
       resent = 1;
       continue;
     }
-    if (rc == CC_ENOT_FOUND && err->remote && !reregistered && c->nregs && names_geometry(req)) {
+    if (rc == CC_ENOT_FOUND && err->remote && !reregistered && c->nregs) {
       reregistered = 1;
-      size_t n = 0;
-      cc_error e2;
-      if (cc_recover_reregister(c, &n, &e2) == 0 && n) continue;
+      if (reregister_named(c, req)) continue;
     }
     return rc;
   }

@@ -64,7 +64,6 @@ struct cc_client {
   cc_kept_reg *regs; /* oldest first */
   size_t nregs, cregs, reg_bytes;
   int broken;   /* framing lost or peer closed */
-  int replaying; /* inside recovery: record nothing */
   unsigned rng;  /* backoff jitter */
   cc_progress_fn progress; /* RegisterProgress of the awaited request */
   void *progress_user;
@@ -113,9 +112,10 @@ int cc_recover_connect_once(cc_client *c, cc_error *err);
 int cc_recover_reconnect(cc_client *c, cc_error *err);
 /* Keep a successful registration (bounded; the oldest go first). */
 void cc_recover_keep_reg(cc_client *c, const Contactd__V1__RegisterGeometry *req, const char *id);
-/* Register again every kept geometry the server lacks; *n (may be NULL)
- * counts them. */
-int cc_recover_reregister(cc_client *c, size_t *n, cc_error *err);
+/* Register again the kept geometries these bodies name (the server lacks
+ * them or is still building them); *sent (may be NULL) counts them. */
+int cc_recover_reregister(cc_client *c, Contactd__V1__Body *const *bodies, size_t n, size_t *sent,
+                          cc_error *err);
 /* Keep an opened stream (the caller's id is returned in *stream_id). */
 int cc_recover_keep_stream(cc_client *c, const Contactd__V1__OpenStream *m, uint64_t server_id,
                            uint64_t open_rid, uint64_t *stream_id, cc_error *err);

@@ -78,7 +78,7 @@ static void drop_oldest_reg(cc_client *c) {
 }
 
 void cc_recover_keep_reg(cc_client *c, const Contactd__V1__RegisterGeometry *req, const char *id) {
-  if (c->replaying || !id || !*id || strlen(id) >= CC_ID_MAX || !c->opt.keep_registrations) return;
+  if (!id || !*id || strlen(id) >= CC_ID_MAX || !c->opt.keep_registrations) return;
   for (size_t i = 0; i < c->nregs; i++)
     if (strcmp(c->regs[i].id, id) == 0) return;
   Contactd__V1__RegisterGeometry r = *req;
@@ -120,35 +120,31 @@ static int send_kept_reg(cc_client *c, const cc_kept_reg *k, cc_error *err) {
   return rc;
 }
 
-int cc_recover_reregister(cc_client *c, size_t *n, cc_error *err) {
-  if (n) *n = 0;
-  if (!c->nregs) return 0;
-  char **ids = malloc(c->nregs * sizeof *ids);
-  if (!ids) return cc_wire_fail(err, CC_ERESOURCE_EXHAUSTED, "out of memory");
-  for (size_t i = 0; i < c->nregs; i++) ids[i] = c->regs[i].id;
-  Contactd__V1__HasGeometry h = CONTACTD__V1__HAS_GEOMETRY__INIT;
-  h.n_geometry_ids = c->nregs;
-  h.geometry_ids = ids;
-  Envelope env = CONTACTD__V1__ENVELOPE__INIT;
-  env.msg_case = CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY;
-  env.has_geometry = &h;
-  Envelope *rep = NULL;
-  int rc = cc_wire_call(c, &env, &rep, err);
-  free(ids);
-  if (!rc && (rep->msg_case != CONTACTD__V1__ENVELOPE__MSG_HAS_GEOMETRY_REPLY || !rep->has_geometry_reply))
-    rc = cc_wire_fail(err, CC_EINTERNAL, "unexpected reply to HasGeometry");
-  size_t sent = 0;
-  for (size_t i = 0; !rc && i < c->nregs; i++) {
-    int missing = 0;
-    for (size_t k = 0; !missing && k < rep->has_geometry_reply->n_missing; k++)
-      missing = strcmp(rep->has_geometry_reply->missing[k], c->regs[i].id) == 0;
-    if (!missing) continue;
-    rc = send_kept_reg(c, &c->regs[i], err);
-    sent += !rc;
-  }
-  contactd__v1__envelope__free_unpacked(rep, NULL);
-  if (n) *n = sent;
-  if (sent) tell(c, (cc_event){.kind = CC_EVENT_REREGISTERED, .registered = sent});
+int cc_recover_reregister(cc_client *c, Contactd__V1__Body *const *bodies, size_t n, size_t *sent,
+                          cc_error *err) {
+  if (sent) *sent = 0;
+  if (!c->nregs || !n) return 0;
+  unsigned char *want = calloc(c->nregs, 1);
+  if (!want) return cc_wire_fail(err, CC_ERESOURCE_EXHAUSTED, "out of memory");
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; bodies[i] && bodies[i]->geometry_id && k < c->nregs; k++)
+      if (strcmp(c->regs[k].id, bodies[i]->geometry_id) == 0) {
+        want[k] = 1;
+        break;
+      }
+  /* Registered again whether the server lacks them or is still building
+   * them (a registration joins that build and is answered when it is
+   * done); one it holds answers from its cache at once. */
+  size_t count = 0;
+  int rc = 0;
+  for (size_t k = 0; !rc && k < c->nregs; k++)
+    if (want[k]) {
+      rc = send_kept_reg(c, &c->regs[k], err);
+      count += !rc;
+    }
+  free(want);
+  if (sent) *sent = count;
+  if (count) tell(c, (cc_event){.kind = CC_EVENT_REREGISTERED, .registered = count});
   return rc;
 }
 
@@ -224,7 +220,7 @@ static int open_kept(cc_client *c, const cc_open_stream *s, Envelope **rep, cc_e
   if (rc == CC_ENOT_FOUND && err->remote) { /* the new server lacks geometry: send it, once */
     size_t n = 0;
     cc_error e2;
-    if (cc_recover_reregister(c, &n, &e2) == 0 && n) rc = cc_wire_call(c, &env, rep, err);
+    if (cc_recover_reregister(c, m->bodies, m->n_bodies, &n, &e2) == 0 && n) rc = cc_wire_call(c, &env, rep, err);
     else if (c->broken) rc = cc_wire_lost(err, "%s", e2.message);
   }
   contactd__v1__open_stream__free_unpacked(m, NULL);
@@ -296,7 +292,6 @@ int cc_recover_reconnect(cc_client *c, cc_error *err) {
   int limit = c->opt.reconnect_timeout_ms;
   int delay = c->opt.backoff_initial_ms > 0 ? c->opt.backoff_initial_ms : 1;
   int attempts = 0;
-  c->replaying = 1;
   for (;;) {
     attempts++;
     int rc = cc_recover_connect_once(c, &e);
@@ -306,7 +301,6 @@ int cc_recover_reconnect(cc_client *c, cc_error *err) {
       tell(c, (cc_event){.kind = CC_EVENT_RECONNECTED, .attempts = attempts});
       rc = reopen_streams(c, &e);
       if (rc == 0) {
-        c->replaying = 0;
         return cc_wire_ok(err);
       }
       cc_wire_drop(c);
@@ -320,7 +314,6 @@ int cc_recover_reconnect(cc_client *c, cc_error *err) {
     sleep_ms(wait);
     delay = delay > c->opt.backoff_max_ms / 2 ? c->opt.backoff_max_ms : delay * 2;
   }
-  c->replaying = 0;
   if (e.code == CC_EINVALID_ARGUMENT) return cc_wire_fail(err, e.code, "%s", e.message);
   return cc_wire_lost(err, "cannot reconnect within %d ms (%d attempts): %s", limit, attempts, e.message);
 }

@@ -354,6 +354,37 @@ Test(recover, address_lists, .timeout = 30) {
   cr_assert_eq(td_stop(&d, 1), 0);
 }
 
+/* Against a daemon that is gone for good: the call in flight fails
+ * retryable, the next one retries with backoff and gives up after
+ * reconnect_timeout_ms with a retryable error naming the attempts. */
+Test(recover, reconnect_backs_off_and_gives_up, .timeout = 30) {
+  td_proc d;
+  start(&d, NULL);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", d.port);
+  cc_options o;
+  cc_options_default(&o);
+  o.reconnect_timeout_ms = 400;
+  cc_client *c = NULL;
+  cc_error e;
+  cr_assert_eq(cc_connect(addr, &o, &c, &e), 0, "%s", e.message);
+  cr_assert_eq(td_stop(&d, 1), 0);
+  cr_assert_eq(cc_hello(c, "gone", NULL, &e), CC_EUNAVAILABLE);
+  cr_assert(e.retryable && !e.remote, "%s", e.message);
+  double t0 = now_s();
+  cr_assert_eq(cc_hello(c, "gone", NULL, &e), CC_EUNAVAILABLE);
+  double dt = now_s() - t0;
+  cr_assert(e.retryable && !e.remote, "%s", e.message);
+  int attempts = 0;
+  const char *p = strstr(e.message, "within 400 ms (");
+  cr_assert(p && sscanf(p, "within 400 ms (%d attempts)", &attempts) == 1, "%s", e.message);
+  /* waits of 25-50, 50-100, 100-200 ms, then the rest: 4 or 5 attempts */
+  cr_assert(attempts >= 3 && attempts <= 6, "%d attempts in %.3f s", attempts, dt);
+  cr_assert(dt >= 0.39 && dt < 1.5, "gave up after %.3f s", dt);
+  fprintf(stderr, "recover: gave up after %.3f s, %d attempts\n", dt, attempts);
+  cc_close(c);
+}
+
 /* ---- three replicas on one redis-server ----------------------------------- */
 
 static int free_port(void) {
@@ -501,8 +532,9 @@ static void *one_client(void *arg) {
     m->done++;
     return NULL;
   }
-  /* Client-specific geometry: a ball of its own radius. */
-  double radius = 0.05 + 0.0001 * o->k;
+  /* Four ball radii (four builds to redo after the restart) and 40 poses:
+   * neighbours get different answers, so a crossed reply shows. */
+  double radius = 0.05 + 0.0001 * (o->k % 4);
   cc_shape bs = {.kind = CC_SHAPE_SPHERE, .a = radius, .modulus = 1e5, .hint = 0.0125};
   cc_shape fs = {.kind = CC_SHAPE_HALF_SPACE, .rigid = 1};
   scene s;
