@@ -190,6 +190,8 @@ void cc_recover_forget_stream(cc_client *c, uint64_t stream_id) {
 /* A notice for cc_stream_recv: the stream was reopened (code 0 given) or
  * could not be (the server's error in *why). */
 static void notice(cc_client *c, const cc_open_stream *s, const cc_error *why) {
+  for (const cc_queued *q = c->qhead; !why && q; q = q->next) /* reopened twice (a second break): say it once */
+    if (q->notice && q->notice->reopened && q->notice->stream_id == s->stream_id) return;
   cc_error *n = calloc(1, sizeof *n);
   if (!n) return;
   if (why) {
