@@ -2,6 +2,8 @@
  * each: reconnecting after a break, sending a lost idempotent request once
  * more when asked to, re-registering kept geometry a server answers
  * NOT_FOUND for, and keeping the ids of reopened streams stable. */
+#include <errno.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,115 @@ int cc_fd(const cc_client *c) { return c->fd; }
 
 void cc_set_timeout(cc_client *c, int timeout_ms) { c->timeout_ms = timeout_ms; }
 
+int cc_options_flag(cc_options *o, int argc, char **argv, int *i, cc_error *err) {
+  const char *f = argv[*i];
+  if (strcmp(f, "--tls") == 0) {
+    o->tls = 1;
+    return 1;
+  }
+  static const char *const names[] = {"--ca", "--cert", "--key", "--server-name", "--token-file"};
+  size_t k = 0;
+  while (k < sizeof names / sizeof *names && strcmp(f, names[k]) != 0) k++;
+  if (k == sizeof names / sizeof *names) {
+    if (strcmp(f, "--token") == 0)
+      return cc_wire_fail(err, CC_EINVALID_ARGUMENT,
+                          "--token: a token is not taken on the command line (every user of the machine can "
+                          "read it there): use --token-file FILE or $CONTACTD_TOKEN_FILE");
+    return 0;
+  }
+  if (*i + 1 >= argc || !argv[*i + 1][0]) return cc_wire_fail(err, CC_EINVALID_ARGUMENT, "%s needs a value", f);
+  const char *v = argv[++*i];
+  const char **slot[] = {&o->tls_ca_file, &o->tls_cert_file, &o->tls_key_file, &o->tls_server_name, &o->token_file};
+  *slot[k] = v;
+  if (k != 2 && k != 4) o->tls = 1; /* a CA, a certificate or a server name only make sense with TLS */
+  return 1;
+}
+
+/* A token file's contents, trailing whitespace off: 0 or a code. */
+static int read_token_file(cc_client *c, const char *path, const char *how, cc_error *err) {
+  FILE *f = fopen(path, "r");
+  if (!f) return cc_wire_fail(err, CC_EINVALID_ARGUMENT, "cannot read the token file %s (%s): %s", path, how, strerror(errno));
+  char buf[4097];
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  if (n == sizeof buf) {
+    OPENSSL_cleanse(buf, sizeof buf);
+    return cc_wire_fail(err, CC_EINVALID_ARGUMENT, "the token file %s (%s) is over 4096 bytes", path, how);
+  }
+  while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t')) n--;
+  buf[n] = 0;
+  if (!n || memchr(buf, 0, n)) {
+    OPENSSL_cleanse(buf, sizeof buf);
+    return cc_wire_fail(err, CC_EINVALID_ARGUMENT, "the token file %s (%s) holds %s", path, how,
+                        n ? "a NUL byte" : "no token");
+  }
+  c->token = strdup(buf);
+  OPENSSL_cleanse(buf, sizeof buf);
+  snprintf(c->token_from, sizeof c->token_from, "the file %.200s (%s)", path, how);
+  return c->token ? 0 : cc_wire_fail(err, CC_ERESOURCE_EXHAUSTED, "out of memory");
+}
+
+/* The token, from the options or the environment (cc_options.token). */
+static int load_token(cc_client *c, cc_error *err) {
+  const cc_options *o = &c->opt;
+  const char *file = getenv("CONTACTD_TOKEN_FILE"), *var = getenv("CONTACTD_TOKEN");
+  int rc = 0;
+  if (o->token) {
+    c->token = strdup(o->token);
+    snprintf(c->token_from, sizeof c->token_from, "cc_options.token");
+  } else if (o->token_file) {
+    rc = read_token_file(c, o->token_file, "--token-file", err);
+  } else if (file && *file) {
+    rc = read_token_file(c, file, "$CONTACTD_TOKEN_FILE", err);
+  } else if (var && *var) {
+    c->token = strdup(var);
+    snprintf(c->token_from, sizeof c->token_from, "$CONTACTD_TOKEN");
+  } else {
+    return 0;
+  }
+  if (rc) return rc;
+  return c->token ? 0 : cc_wire_fail(err, CC_ERESOURCE_EXHAUSTED, "out of memory");
+}
+
+/* The caller's strings in c->opt become the client's own copies. */
+static int copy_strings(cc_client *c, cc_error *err) {
+  const char **s[] = {&c->opt.tls_ca_file, &c->opt.tls_cert_file, &c->opt.tls_key_file, &c->opt.tls_server_name,
+                      &c->opt.token_file};
+  for (size_t i = 0; i < sizeof s / sizeof *s; i++)
+    if (*s[i] && !(*s[i] = strdup(*s[i]))) {
+      for (size_t j = i + 1; j < sizeof s / sizeof *s; j++) *s[j] = NULL;
+      return cc_wire_fail(err, CC_ERESOURCE_EXHAUSTED, "out of memory");
+    }
+  c->opt.token = NULL; /* c->token holds it (load_token) */
+  return 0;
+}
+
+static void free_strings(cc_client *c) {
+  free((char *)c->opt.tls_ca_file);
+  free((char *)c->opt.tls_cert_file);
+  free((char *)c->opt.tls_key_file);
+  free((char *)c->opt.tls_server_name);
+  free((char *)c->opt.token_file);
+  if (c->token) {
+    OPENSSL_cleanse(c->token, strlen(c->token));
+    free(c->token);
+  }
+}
+
+/* Token, TLS context, addresses, the first connection (and its Hello when
+ * there is a token). */
+static int start(cc_client *c, const char *addr, cc_error *err) {
+  int rc = load_token(c, err);
+  if (!rc) rc = copy_strings(c, err);
+  if (rc) return rc;
+  char why[512];
+  if (cc_tls_setup(c, why, sizeof why)) return cc_wire_fail(err, CC_EINVALID_ARGUMENT, "%s", why);
+  rc = cc_recover_set_addrs(c, addr ? addr : cc_default_addr(), err);
+  if (!rc) rc = cc_recover_connect_once(c, err);
+  if (!rc && c->token) rc = cc_recover_hello(c, "cc_client", err);
+  return rc;
+}
+
 int cc_connect(const char *addr, const cc_options *opt, cc_client **out, cc_error *err) {
   *out = NULL;
   cc_client *c = calloc(1, sizeof *c);
@@ -76,8 +187,7 @@ int cc_connect(const char *addr, const cc_options *opt, cc_client **out, cc_erro
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   c->rng = (unsigned)ts.tv_nsec ^ (unsigned)getpid() ^ (unsigned)(uintptr_t)c;
-  int rc = cc_recover_set_addrs(c, addr ? addr : cc_default_addr(), err);
-  if (!rc) rc = cc_recover_connect_once(c, err);
+  int rc = start(c, addr, err);
   if (rc) {
     cc_close(c);
     return rc;
@@ -88,7 +198,9 @@ int cc_connect(const char *addr, const cc_options *opt, cc_client **out, cc_erro
 
 void cc_close(cc_client *c) {
   if (!c) return;
+  cc_tls_free(c);
   if (c->fd >= 0) close(c->fd);
+  free_strings(c);
   cc_wire_free_queue(c);
   cc_recover_free(c);
   free(c->rbuf);

@@ -113,9 +113,40 @@ typedef struct cc_options {
                             * sent once more on the new connection; default 0 */
   size_t keep_registrations; /* registrations kept to re-register; default 1024, 0 = none */
   size_t keep_bytes;        /* ... and their packed bytes at most; default 64 MiB */
+  /* TLS on TCP addresses (docs/security.md; the Unix socket stays
+   * plaintext). The server's certificate is always verified: against
+   * tls_ca_file, else the system's CAs, and for tls_server_name, else the
+   * address's host (a name or an IP address). The strings are copied. */
+  int tls;                     /* 1 = TLS 1.3 (1.2 if the server allows only that); default 0 */
+  const char *tls_ca_file;     /* PEM CA certificates that sign the server's; NULL = the system's */
+  const char *tls_cert_file;   /* PEM client certificate (chain) for mutual TLS; NULL = none */
+  const char *tls_key_file;    /* its private key; NULL = in tls_cert_file */
+  const char *tls_server_name; /* name for SNI and verification; NULL = the address's host */
+  /* A bearer token sent in Hello on every connection and reconnection
+   * (never logged, never put in an error). Taken from token, else the file
+   * token_file, else the file $CONTACTD_TOKEN_FILE, else $CONTACTD_TOKEN;
+   * a file's trailing whitespace is not part of the token. Prefer a file
+   * (mode 0600): a variable can leak through /proc and crash reports. */
+  const char *token;
+  const char *token_file;
 } cc_options;
 
 void cc_options_default(cc_options *o);
+/* The connection flags every contactd command line shares, at argv[*i]:
+ *   --tls, --ca FILE, --cert FILE, --key FILE, --server-name NAME,
+ *   --token-file FILE  (--ca, --cert and --server-name imply --tls).
+ * There is no flag for the token itself: a command line is visible to
+ * every user of the machine. Returns 1 when it consumed the flag (and *i
+ * points at its last word), 0 when argv[*i] is none of them, or
+ * CC_EINVALID_ARGUMENT with *err naming the flag that lacks a value.
+ * Values are borrowed from argv. */
+int cc_options_flag(cc_options *o, int argc, char **argv, int *i, cc_error *err);
+#define CC_OPTIONS_FLAGS_HELP                                                                       \
+  "  --tls                 TLS to a TCP address (the server's certificate is verified)\n"           \
+  "  --ca FILE             CA certificates (PEM) that sign the server's (default: the system's)\n"  \
+  "  --cert FILE --key FILE  client certificate and key (mutual TLS)\n"                             \
+  "  --server-name NAME    name the server's certificate must carry (default: the address's host)\n"\
+  "  --token-file FILE     bearer token sent in Hello (default: $CONTACTD_TOKEN_FILE, $CONTACTD_TOKEN)\n"
 
 typedef struct cc_client cc_client;
 
@@ -128,6 +159,11 @@ const char *cc_default_addr(void);
  * of them (replicas): each is tried once, in turn. opt may be NULL
  * (defaults). */
 int cc_connect(const char *addr, const cc_options *opt, cc_client **out, cc_error *err);
+/* With a token (cc_options.token), every connection begins with a Hello
+ * carrying it: cc_connect fails with the server's CC_EUNAUTHENTICATED when
+ * the token matches no principal (and reconnecting stops there too). A
+ * server certificate that does not verify is CC_EUNAUTHENTICATED as well,
+ * with OpenSSL's reason. */
 /* Close the connection and free everything (NULL is fine). The server then
  * drops this session's geometry references and streams. */
 void cc_close(cc_client *c);

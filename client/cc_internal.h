@@ -5,7 +5,9 @@
  *                 registrations and streams, and re-registering and
  *                 reopening them on a new connection;
  *   cc_wire.c     the client object, sockets, framing, one raw call, the
- *                 queue of stream results, errors.
+ *                 queue of stream results, errors;
+ *   cc_tls.c      TLS as steps on bytes (memory BIOs): cc_wire.c moves its
+ *                 ciphertext over the socket.
  * cc_build.c (plain structs into messages) uses the public calls only. */
 #ifndef CC_INTERNAL_H
 #define CC_INTERNAL_H
@@ -45,8 +47,17 @@ typedef struct cc_kept_reg {
   size_t len;
 } cc_kept_reg;
 
+struct ssl_ctx_st;
+struct ssl_st;
+struct bio_st;
+
 struct cc_client {
   int fd;
+  struct ssl_ctx_st *tls_ctx; /* NULL = plaintext */
+  struct ssl_st *ssl;         /* the current connection's TLS session (NULL on a Unix socket) */
+  struct bio_st *tls_in, *tls_out; /* its ciphertext, owned by ssl */
+  char *token;                /* sent in every Hello (cc_options.token; cleansed on close) */
+  char token_from[300];       /* where it came from, for errors: never the token itself */
   int timeout_ms;
   size_t max_frame;
   cc_options opt;
@@ -97,6 +108,35 @@ cc_open_stream *cc_wire_stream(cc_client *c, uint64_t stream_id);
 void cc_wire_enqueue(cc_client *c, Envelope *env, cc_error *notice);
 void cc_wire_free_queue(cc_client *c);
 
+/* Start TLS on the new connection c->fd to addr when c->tls_ctx is set
+ * and addr is TCP: the handshake, within timeout_ms. 0 or a code. */
+int cc_wire_start_tls(cc_client *c, const char *addr, int timeout_ms, cc_error *err);
+
+/* ---- cc_tls.c ------------------------------------------------------------- */
+/* Each returns what happened; why (n bytes) says why on failure. */
+
+/* The TLS context from c->opt (nothing when opt.tls is 0): 0 or -1. */
+int cc_tls_setup(cc_client *c, char *why, size_t n);
+void cc_tls_free(cc_client *c);
+/* A new session for a connection to addr (server name and verification
+ * set), replacing the last one: 0 or -1. */
+int cc_tls_begin(cc_client *c, const char *addr, char *why, size_t n);
+void cc_tls_drop(cc_client *c);
+/* One step of the handshake: 1 = done, 0 = needs more from the server
+ * (send cc_tls_outgoing first), or minus a code (CC_EUNAUTHENTICATED: the
+ * server's certificate did not verify). */
+int cc_tls_handshake(cc_client *c, char *why, size_t n);
+/* Plaintext in, ciphertext out (cc_tls_outgoing): 0 or minus a code. */
+int cc_tls_encrypt(cc_client *c, const void *buf, size_t len, char *why, size_t n);
+/* Ciphertext waiting to be sent (*p valid until cc_tls_sent). */
+size_t cc_tls_outgoing(cc_client *c, const uint8_t **p);
+void cc_tls_sent(cc_client *c, size_t len);
+/* Ciphertext received: 0 or -1 (out of memory). */
+int cc_tls_incoming(cc_client *c, const void *buf, size_t len);
+/* Plaintext out: 1 = *got bytes, 0 = needs more ciphertext, or minus a
+ * code (the session broke or was closed). */
+int cc_tls_decrypt(cc_client *c, void *buf, size_t cap, size_t *got, char *why, size_t n);
+
 /* ---- cc_recover.c --------------------------------------------------------- */
 
 /* Split a comma-separated address list into c->addrs. */
@@ -110,6 +150,9 @@ int cc_recover_connect_once(cc_client *c, cc_error *err);
  * and tell the caller (event callback, and a notice per stream for
  * cc_stream_recv). 0, or CC_EUNAVAILABLE (retryable) when it gave up. */
 int cc_recover_reconnect(cc_client *c, cc_error *err);
+/* A Hello named name on the current connection, with the token when there
+ * is one (an error from the server then names where the token came from). */
+int cc_recover_hello(cc_client *c, const char *name, cc_error *err);
 /* Keep a successful registration (bounded; the oldest go first). */
 void cc_recover_keep_reg(cc_client *c, const Contactd__V1__RegisterGeometry *req, const char *id);
 /* Register again the kept geometries these bodies name (the server lacks

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/crypto.h>
 #include <time.h>
 
 #include "cc_internal.h"
@@ -57,7 +58,9 @@ int cc_recover_connect_once(cc_client *c, cc_error *err) {
       c->cur = i;
       c->broken = 0;
       c->rlen = 0;
-      return 0;
+      rc = cc_wire_start_tls(c, c->addrs[i], c->opt.connect_timeout_ms, err);
+      if (rc == 0) return 0;
+      cc_wire_drop(c);
     }
   }
   if (c->naddrs > 1 && err) { /* say it was the whole list */
@@ -260,13 +263,11 @@ static int reopen_streams(cc_client *c, cc_error *err) {
 
 /* ---- reconnecting --------------------------------------------------------- */
 
-/* A Hello round trip on the new connection: a server that is going down
- * can still complete a handshake (its listening socket's queue), and a
- * request must not be spent finding that out. */
-static int hello(cc_client *c, cc_error *err) {
+int cc_recover_hello(cc_client *c, const char *name, cc_error *err) {
   Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
   h.protocol_version = CC_PROTOCOL_VERSION;
-  h.client_name = (char *)"cc_client (reconnect)";
+  h.client_name = (char *)name;
+  h.token = c->token ? c->token : (char *)"";
   Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
   env.hello = &h;
@@ -275,8 +276,21 @@ static int hello(cc_client *c, cc_error *err) {
   c->timeout_ms = c->opt.connect_timeout_ms;
   int rc = cc_wire_call(c, &env, &rep, err);
   c->timeout_ms = timeout;
+  if (c->token && c->wbuf) OPENSSL_cleanse(c->wbuf, c->wcap); /* the packed Hello held the token */
   if (!rc) contactd__v1__envelope__free_unpacked(rep, NULL);
+  if (rc && err && err->remote && c->token) { /* say which token, never what it is */
+    char m[sizeof err->message];
+    snprintf(m, sizeof m, "%s", err->message);
+    snprintf(err->message, sizeof err->message, "authenticating to %.100s with the token from %.150s: %.200s",
+             c->addrs[c->cur], c->token_from, m);
+  }
   return rc;
+}
+
+/* Errors no reconnection attempt can mend: a refused token or certificate,
+ * an address that cannot be parsed. */
+static int hopeless(int rc) {
+  return rc == CC_EINVALID_ARGUMENT || rc == CC_EUNAUTHENTICATED || rc == CC_EPERMISSION_DENIED;
 }
 
 static void sleep_ms(int ms) {
@@ -297,8 +311,16 @@ int cc_recover_reconnect(cc_client *c, cc_error *err) {
   for (;;) {
     attempts++;
     int rc = cc_recover_connect_once(c, &e);
-    if (rc == CC_EINVALID_ARGUMENT) break;
-    if (rc == 0) rc = hello(c, &e);
+    if (hopeless(rc)) break;
+    /* A Hello round trip on the new connection (with the token, which
+     * authenticates it): a server that is going down can still complete a
+     * handshake (its listening socket's queue), and a request must not be
+     * spent finding that out. */
+    if (rc == 0) rc = cc_recover_hello(c, "cc_client (reconnect)", &e);
+    if (hopeless(rc)) {
+      cc_wire_drop(c);
+      break;
+    }
     if (rc == 0) {
       tell(c, (cc_event){.kind = CC_EVENT_RECONNECTED, .attempts = attempts});
       rc = reopen_streams(c, &e);
@@ -316,6 +338,10 @@ int cc_recover_reconnect(cc_client *c, cc_error *err) {
     sleep_ms(wait);
     delay = delay > c->opt.backoff_max_ms / 2 ? c->opt.backoff_max_ms : delay * 2;
   }
-  if (e.code == CC_EINVALID_ARGUMENT) return cc_wire_fail(err, e.code, "%s", e.message);
+  if (hopeless(e.code)) {
+    cc_wire_fail(err, e.code, "%s", e.message);
+    if (err) err->remote = e.remote;
+    return e.code;
+  }
   return cc_wire_lost(err, "cannot reconnect within %d ms (%d attempts): %s", limit, attempts, e.message);
 }

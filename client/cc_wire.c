@@ -186,6 +186,7 @@ int cc_wire_open(const char *addr, int timeout_ms, int *out_fd, cc_error *err) {
 }
 
 void cc_wire_drop(cc_client *c) {
+  cc_tls_drop(c);
   if (c->fd >= 0) close(c->fd);
   c->fd = -1;
   c->rlen = 0;
@@ -205,28 +206,12 @@ void cc_wire_free_queue(cc_client *c) {
 
 /* ---- framing -------------------------------------------------------------- */
 
-int cc_wire_send(cc_client *c, const Envelope *env, cc_error *err) {
-  if (c->broken) return cc_wire_lost(err, "connection to %s is lost", c->addrs[c->cur]);
-  size_t body = contactd__v1__envelope__get_packed_size(env);
-  size_t need = body + 10;
-  if (need > c->wcap) {
-    uint8_t *nb = realloc(c->wbuf, need);
-    if (!nb) return cc_wire_fail(err, CC_ERESOURCE_EXHAUSTED, "out of memory for a %zu-byte request", body);
-    c->wbuf = nb;
-    c->wcap = need;
-  }
-  size_t h = 0;
-  uint64_t v = body;
-  do {
-    uint8_t b = v & 0x7f;
-    v >>= 7;
-    c->wbuf[h++] = (uint8_t)(b | (v ? 0x80 : 0));
-  } while (v);
-  contactd__v1__envelope__pack(env, c->wbuf + h);
-  size_t total = h + body, off = 0;
-  int64_t dl = deadline_after(c->timeout_ms);
+/* Write len bytes to the socket before deadline; 0 or a code (the
+ * connection is then broken: a partial frame was written). */
+static int raw_send(cc_client *c, const uint8_t *buf, size_t total, int64_t dl, cc_error *err) {
+  size_t off = 0;
   while (off < total) {
-    ssize_t w = send(c->fd, c->wbuf + off, total - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t w = send(c->fd, buf + off, total - off, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w > 0) {
       off += (size_t)w;
       continue;
@@ -246,6 +231,51 @@ int cc_wire_send(cc_client *c, const Envelope *env, cc_error *err) {
                         w < 0 ? strerror(errno) : "closed");
   }
   return 0;
+}
+
+/* Send the ciphertext TLS has waiting. */
+static int tls_flush(cc_client *c, int64_t dl, cc_error *err) {
+  const uint8_t *p;
+  size_t n;
+  while ((n = cc_tls_outgoing(c, &p)) > 0) {
+    int rc = raw_send(c, p, n, dl, err);
+    if (rc) return rc;
+    cc_tls_sent(c, n);
+  }
+  return 0;
+}
+
+/* A TLS failure: the connection is broken; the code from cc_tls_*. */
+static int tls_broke(cc_client *c, int code, const char *why, cc_error *err) {
+  c->broken = 1;
+  if (code == CC_EUNAVAILABLE) return cc_wire_lost(err, "connection to %s: %s", c->addrs[c->cur], why);
+  return cc_wire_fail(err, code, "connection to %s: %s", c->addrs[c->cur], why);
+}
+
+int cc_wire_send(cc_client *c, const Envelope *env, cc_error *err) {
+  if (c->broken) return cc_wire_lost(err, "connection to %s is lost", c->addrs[c->cur]);
+  size_t body = contactd__v1__envelope__get_packed_size(env);
+  size_t need = body + 10;
+  if (need > c->wcap) {
+    uint8_t *nb = realloc(c->wbuf, need);
+    if (!nb) return cc_wire_fail(err, CC_ERESOURCE_EXHAUSTED, "out of memory for a %zu-byte request", body);
+    c->wbuf = nb;
+    c->wcap = need;
+  }
+  size_t h = 0;
+  uint64_t v = body;
+  do {
+    uint8_t b = v & 0x7f;
+    v >>= 7;
+    c->wbuf[h++] = (uint8_t)(b | (v ? 0x80 : 0));
+  } while (v);
+  contactd__v1__envelope__pack(env, c->wbuf + h);
+  int64_t dl = deadline_after(c->timeout_ms);
+  if (!c->ssl) return raw_send(c, c->wbuf, h + body, dl, err);
+  char why[400];
+  int rc = cc_tls_encrypt(c, c->wbuf, h + body, why, sizeof why);
+  if (rc) return tls_broke(c, -rc, why, err);
+  return tls_flush(c, dl, err);
 }
 
 /* Try to decode one envelope from rbuf: 1 = *out set, 0 = need more, < 0 =
@@ -316,6 +346,69 @@ static void to_caller_ids(cc_client *c, Envelope *env) {
     }
 }
 
+/* Wait for bytes from the socket until deadline and read up to cap of
+ * them into buf: 0 with *got > 0 (or 0 after EINTR), or a code. */
+static int fill(cc_client *c, uint8_t *buf, size_t cap, int64_t deadline, size_t *got, cc_error *err) {
+  *got = 0;
+  struct pollfd p = {.fd = c->fd, .events = POLLIN};
+  int pr = poll(&p, 1, left_ms(deadline));
+  if (pr < 0) {
+    if (errno == EINTR) return 0;
+    return cc_wire_fail(err, CC_EUNAVAILABLE, "poll: %s", strerror(errno));
+  }
+  if (pr == 0) return cc_wire_fail(err, CC_EDEADLINE_EXCEEDED, "no reply from the server within the timeout");
+  ssize_t n = recv(c->fd, buf, cap, 0);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
+  if (n <= 0) {
+    c->broken = 1;
+    return cc_wire_lost(err, "the server at %s closed the connection%s%s", c->addrs[c->cur],
+                        n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+  }
+  *got = (size_t)n;
+  return 0;
+}
+
+/* fill through TLS: plaintext already decrypted first, else ciphertext
+ * from the socket until a record completes. */
+static int tls_fill(cc_client *c, int64_t deadline, size_t *got, cc_error *err) {
+  char why[400];
+  for (;;) {
+    int r = cc_tls_decrypt(c, c->rbuf + c->rlen, c->rcap - c->rlen, got, why, sizeof why);
+    int rc = tls_flush(c, deadline, err); /* a read may have an answer to send (a key update) */
+    if (r < 0) return tls_broke(c, -r, why, err);
+    if (rc) return rc;
+    if (r == 1) return 0;
+    uint8_t tmp[16384];
+    size_t n = 0;
+    rc = fill(c, tmp, sizeof tmp, deadline, &n, err);
+    if (rc) return rc;
+    if (n && cc_tls_incoming(c, tmp, n)) return tls_broke(c, CC_ERESOURCE_EXHAUSTED, "out of memory", err);
+  }
+}
+
+int cc_wire_start_tls(cc_client *c, const char *addr, int timeout_ms, cc_error *err) {
+  if (!c->tls_ctx || strncmp(addr, "unix:", 5) == 0) return 0;
+  char why[400];
+  if (cc_tls_begin(c, addr, why, sizeof why)) return cc_wire_fail(err, CC_EINTERNAL, "%s", why);
+  int64_t dl = deadline_after(timeout_ms);
+  for (;;) {
+    int r = cc_tls_handshake(c, why, sizeof why);
+    int rc = tls_flush(c, dl, err);
+    if (r < 0) return cc_wire_fail(err, -r, "%s: %s", addr, why);
+    if (rc) return rc;
+    if (r == 1) return 0;
+    uint8_t tmp[16384];
+    size_t n = 0;
+    rc = fill(c, tmp, sizeof tmp, dl, &n, err);
+    if (rc == CC_EDEADLINE_EXCEEDED)
+      return cc_wire_fail(err, rc, "%s: the TLS handshake did not finish within %d ms", addr, timeout_ms);
+    if (rc)
+      return cc_wire_fail(err, rc, "%s: the server closed the connection during the TLS handshake (a plaintext "
+                          "port, or it refused this client)", addr);
+    if (n && cc_tls_incoming(c, tmp, n)) return cc_wire_fail(err, CC_ERESOURCE_EXHAUSTED, "out of memory");
+  }
+}
+
 int cc_wire_recv(cc_client *c, int64_t deadline, Envelope **out, cc_error *err) {
   *out = NULL;
   for (;;) {
@@ -334,21 +427,10 @@ int cc_wire_recv(cc_client *c, int64_t deadline, Envelope **out, cc_error *err) 
       c->rbuf = nb;
       c->rcap = nc;
     }
-    struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    int pr = poll(&p, 1, left_ms(deadline));
-    if (pr < 0) {
-      if (errno == EINTR) continue;
-      return cc_wire_fail(err, CC_EUNAVAILABLE, "poll: %s", strerror(errno));
-    }
-    if (pr == 0) return cc_wire_fail(err, CC_EDEADLINE_EXCEEDED, "no reply from the server within the timeout");
-    ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) {
-      c->broken = 1;
-      return cc_wire_lost(err, "the server at %s closed the connection%s%s", c->addrs[c->cur],
-                          n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
-    }
-    c->rlen += (size_t)n;
+    size_t n = 0;
+    int rc = c->ssl ? tls_fill(c, deadline, &n, err) : fill(c, c->rbuf + c->rlen, c->rcap - c->rlen, deadline, &n, err);
+    if (rc) return rc;
+    c->rlen += n;
   }
 }
 

@@ -40,6 +40,7 @@ static const char *const MAIN_HELP =
     "                  (default: $CONTACTD_ADDR, else " CC_DEFAULT_ADDR ")\n"
     "  --timeout MS    connect and per-reply timeout (default 60000)\n"
     "  --json          machine-readable output (where it applies)\n"
+    CC_OPTIONS_FLAGS_HELP
     "  --help, -h      help;  --version  print the version\n"
     "\n"
     "exit codes: 0 ok, 1 server error, 2 usage, 3 cannot reach server or timeout,\n"

@@ -24,6 +24,7 @@ typedef struct common {
   int timeout_ms;
   int json;
   char publish[65]; /* view: the scene name a query or stream publishes under ("" = none) */
+  cc_options sec;   /* only the TLS and token fields, from cc_options_flag */
 } common;
 
 double ctl_now_s(void);

@@ -74,7 +74,13 @@ int ctl_common_flag(int argc, char **argv, int *i, common *co) {
     co->json = 1;
     return 1;
   }
-  return 0;
+  cc_error e;
+  int r = cc_options_flag(&co->sec, argc, argv, i, &e);
+  if (r < 0 || r > 1) {
+    fprintf(stderr, "contactctl: %s (try --help)\n", e.message);
+    return -EX_USAGE;
+  }
+  return r;
 }
 
 int ctl_connect_or_report(const common *co, cc_client **c) {
@@ -82,11 +88,18 @@ int ctl_connect_or_report(const common *co, cc_client **c) {
   cc_options_default(&o);
   if (co->timeout_ms > 0) o.connect_timeout_ms = o.timeout_ms = co->timeout_ms;
   o.retry_queries = 1; /* every query contactctl sends is idempotent */
+  o.tls = co->sec.tls;
+  o.tls_ca_file = co->sec.tls_ca_file;
+  o.tls_cert_file = co->sec.tls_cert_file;
+  o.tls_key_file = co->sec.tls_key_file;
+  o.tls_server_name = co->sec.tls_server_name;
+  o.token_file = co->sec.token_file;
   cc_error e;
   const char *addr = co->addr ? co->addr : cc_default_addr();
   if (cc_connect(addr, &o, c, &e)) {
-    fprintf(stderr, "contactctl: cannot connect to %s: %s\n", addr, e.message);
-    return e.code == CC_EINVALID_ARGUMENT ? EX_USAGE : EX_CONN;
+    fprintf(stderr, "contactctl: cannot connect to %s: %s%s%s\n", addr, e.remote ? cc_code_name(e.code) : "",
+            e.remote ? ": " : "", e.message);
+    return e.code == CC_EINVALID_ARGUMENT ? EX_USAGE : e.remote ? EX_SERVER : EX_CONN;
   }
   return 0;
 }
