@@ -186,7 +186,10 @@ int main(int argc, char **argv) {
   const char *addr = NULL; /* cc_connect: $CONTACTD_ADDR, else the default */
   double T = 25, fine = 0.05, check = -1;
   int trace = 0;
+  cc_options opt; /* TLS and token flags (cc_options_flag) go here too */
+  cc_options_default(&opt);
   for (int i = 1; i < argc; i++) {
+    if (cc_options_flag(&opt, argc, argv, &i, NULL) == 1) continue;
     if (!strcmp(argv[i], "--addr") && i + 1 < argc) addr = argv[++i];
     else if (!strcmp(argv[i], "--time") && i + 1 < argc) T = atof(argv[++i]);
     else if (!strcmp(argv[i], "--fine") && i + 1 < argc) fine = atof(argv[++i]);
@@ -194,14 +197,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--trace")) trace = 1;
     else if (!strcmp(argv[i], "--publish") && i + 1 < argc) g_publish = argv[++i];
     else {
-      fprintf(stderr, "usage: bowl [--addr A] [--time T] [--fine H] [--check TOL] [--trace] [--publish NAME]\n");
+      fprintf(stderr, "usage: bowl [--addr A] [--time T] [--fine H] [--check TOL] [--trace] [--publish NAME]\n"
+                      "       %s\n", "[--tls] [--ca F] [--cert F --key F] [--server-name N] [--token-file F]");
       return 2;
     }
   }
   cc_client *c;
   cc_error err;
-  cc_options opt;
-  cc_options_default(&opt);
   opt.timeout_ms = 120000;
   opt.retry_queries = 1; /* through a server restart: a lost query is sent once more */
   if (cc_connect(addr, &opt, &c, &err)) {

@@ -58,19 +58,20 @@ static int reg(cc_client *c, int box, char id[CC_ID_MAX], cc_error *err) {
 int main(int argc, char **argv) {
   const char *addr = NULL; /* cc_connect: $CONTACTD_ADDR, else the default */
   double T = 0.5, check = -1;
+  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
+  cc_options_default(&ropt);
   for (int i = 1; i < argc; i++) {
+    if (cc_options_flag(&ropt, argc, argv, &i, NULL) == 1) continue; /* TLS and token */
     if (!strcmp(argv[i], "--addr") && i + 1 < argc) addr = argv[++i];
     else if (!strcmp(argv[i], "--time") && i + 1 < argc) T = atof(argv[++i]);
     else if (!strcmp(argv[i], "--check") && i + 1 < argc) check = atof(argv[++i]);
     else {
-      fprintf(stderr, "usage: box_on_plane [--addr A] [--time T] [--check TOL]\n");
+      fprintf(stderr, "usage: box_on_plane [--addr A] [--time T] [--check TOL] [--tls] [--ca F] [--cert F --key F] [--server-name N] [--token-file F]\n");
       return 2;
     }
   }
   cc_client *c;
   cc_error err;
-  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
-  cc_options_default(&ropt);
   ropt.retry_queries = 1;
   if (cc_connect(addr, &ropt, &c, &err)) {
     fprintf(stderr, "box_on_plane: %s\n", err.message);

@@ -330,7 +330,8 @@ static int run(sim *S, double eps0, double stop, double courant, double dt_max, 
 static int usage(void) {
   fprintf(stderr,
           "usage: coin [--addr A] [--eps0 LIST] [--modulus E] [--hint H] [--compliant-coin]\n"
-          "            [--stop F] [--courant C] [--check TOL] [--trace] [--publish NAME]\n");
+          "            [--stop F] [--courant C] [--check TOL] [--trace] [--publish NAME]\n"
+          "            [--tls] [--ca F] [--cert F --key F] [--server-name N] [--token-file F]\n");
   return 2;
 }
 
@@ -339,7 +340,12 @@ int main(int argc, char **argv) {
   double eps0s[32] = {0.1, 0.3, 1, 3, 10};
   int neps = 5, rigid_coin = 1;
   double E = 1e5, hint = R / 16, stop = 1e-5, courant = 0.02, check = -1, dt_max = 1e-3;
+  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
+  cc_options_default(&ropt);
   for (int i = 1; i < argc; i++) {
+    int net = cc_options_flag(&ropt, argc, argv, &i, NULL); /* TLS and token */
+    if (net == 1) continue;
+    if (net) return usage();
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(f, "--trace") == 0) {
       g_trace = 1;
@@ -373,8 +379,6 @@ int main(int argc, char **argv) {
   sim S;
   memset(&S, 0, sizeof S);
   cc_error e;
-  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
-  cc_options_default(&ropt);
   ropt.retry_queries = 1;
   if (cc_connect(addr, &ropt, &S.c, &e)) {
     fprintf(stderr, "coin: %s\n", e.message);

@@ -61,26 +61,29 @@ static void cross(const double a[3], const double b[3], double o[3]) {
 int main(int argc, char **argv) {
   const char *addr = NULL, *publish = NULL;
   double T_end = 4.0, dt = 1e-3;
-  int every = 100;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--addr") == 0) addr = argv[i + 1];
-    else if (strcmp(argv[i], "--time") == 0) T_end = atof(argv[i + 1]);
-    else if (strcmp(argv[i], "--dt") == 0) dt = atof(argv[i + 1]);
-    else if (strcmp(argv[i], "--every") == 0) every = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--publish") == 0) publish = argv[i + 1];
-    else {
-      fprintf(stderr, "usage: desk [--addr A] [--time T] [--dt DT] [--every N] [--publish NAME]\n");
-      return 2;
-    }
+  int every = 100, bad = 0;
+  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
+  cc_options_default(&ropt);
+  for (int i = 1; i < argc && !bad; i++) {
+    int net = cc_options_flag(&ropt, argc, argv, &i, NULL); /* TLS and token */
+    if (net == 1) continue;
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (net || !v) bad = 1;
+    else if (strcmp(argv[i], "--addr") == 0) addr = v;
+    else if (strcmp(argv[i], "--time") == 0) T_end = atof(v);
+    else if (strcmp(argv[i], "--dt") == 0) dt = atof(v);
+    else if (strcmp(argv[i], "--every") == 0) every = atoi(v);
+    else if (strcmp(argv[i], "--publish") == 0) publish = v;
+    else bad = 1;
+    i++;
   }
-  if (argc % 2 == 0 || !(dt > 0) || every < 1) {
-    fprintf(stderr, "usage: desk [--addr A] [--time T] [--dt DT] [--every N]\n");
+  if (bad || !(dt > 0) || every < 1) {
+    fprintf(stderr, "usage: desk [--addr A] [--time T] [--dt DT] [--every N] [--publish NAME]\n"
+                    "            %s\n", "[--tls] [--ca F] [--cert F --key F] [--server-name N] [--token-file F]");
     return 2;
   }
   cc_client *c;
   cc_error e;
-  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
-  cc_options_default(&ropt);
   ropt.retry_queries = 1;
   if (cc_connect(addr, &ropt, &c, &e)) {
     fprintf(stderr, "desk: %s\n", e.message);

@@ -61,7 +61,8 @@ static const double AXIS_TILT = 5 * M_PI / 180;    /* rad */
 static const double ECP_LINE_TOL = 1e-9, ECP_END = 0.1;
 
 static const char USAGE[] = "usage: dumbbell [--addr A] [--duration T] [--steps N] [--dt DT] [--every N] "
-                            "[--csv FILE] [--publish NAME]\n";
+                            "[--csv FILE] [--publish NAME]\n"
+                            "       [--tls] [--ca F] [--cert F --key F] [--server-name N] [--token-file F]\n";
 
 /* Diagonal inertia about the CM (axis = body z). */
 static void dumbbell_inertia(double Ib[3]) {
@@ -230,8 +231,7 @@ int main(int argc, char **argv) {
   char *obj = dumbbell_obj(&len);
   if (!obj) return fprintf(stderr, "dumbbell: out of memory\n"), 1;
   cc_error e;
-  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
-  cc_options_default(&ropt);
+  cc_options ropt = a.opt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
   ropt.retry_queries = 1;
   if (cc_connect(a.addr, &ropt, &S.cl, &e)) {
     fprintf(stderr, "dumbbell: %s\n", e.message);

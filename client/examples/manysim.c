@@ -52,11 +52,10 @@ static int register_all(cc_client *c, char ids[3][CC_ID_MAX], cc_error *e) {
 }
 
 /* One client's simulation; writes "steps seconds z0 z1 z2 z3" to fd. */
-static int child(const char *addr, int k, int steps, int fd) {
+static int child(const char *addr, const cc_options *net, int k, int steps, int fd) {
   cc_client *c;
   cc_error e;
-  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
-  cc_options_default(&ropt);
+  cc_options ropt = *net; /* through a server restart: a lost query is sent once more (queries are idempotent) */
   ropt.retry_queries = 1;
   if (cc_connect(addr, &ropt, &c, &e)) {
     fprintf(stderr, "client %d: %s\n", k, e.message);
@@ -156,10 +155,10 @@ static int child(const char *addr, int k, int steps, int fd) {
   return write(fd, line, (size_t)n) == n ? 0 : 1;
 }
 
-static int get_stats(const char *addr, Contactd__V1__StatsReply **s) {
+static int get_stats(const char *addr, const cc_options *opt, Contactd__V1__StatsReply **s) {
   cc_client *c;
   cc_error e;
-  if (cc_connect(addr, NULL, &c, &e) || cc_stats(c, s, &e)) {
+  if (cc_connect(addr, opt, &c, &e) || cc_stats(c, s, &e)) {
     fprintf(stderr, "manysim: stats: %s\n", e.message);
     return -1;
   }
@@ -169,23 +168,28 @@ static int get_stats(const char *addr, Contactd__V1__StatsReply **s) {
 
 int main(int argc, char **argv) {
   const char *addr = NULL;
-  int nclients = 8, steps = 300;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--addr") == 0) addr = argv[i + 1];
-    else if (strcmp(argv[i], "--clients") == 0) nclients = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--steps") == 0) steps = atoi(argv[i + 1]);
-    else {
-      fprintf(stderr, "usage: manysim [--addr A] [--clients N] [--steps S]\n");
-      return 2;
-    }
+  int nclients = 8, steps = 300, bad = 0;
+  cc_options opt;
+  cc_options_default(&opt);
+  for (int i = 1; i < argc && !bad; i++) {
+    int net = cc_options_flag(&opt, argc, argv, &i, NULL); /* TLS and token */
+    if (net == 1) continue;
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (net || !v) bad = 1;
+    else if (strcmp(argv[i], "--addr") == 0) addr = v;
+    else if (strcmp(argv[i], "--clients") == 0) nclients = atoi(v);
+    else if (strcmp(argv[i], "--steps") == 0) steps = atoi(v);
+    else bad = 1;
+    i++;
   }
-  if (argc % 2 == 0 || nclients < 1 || nclients > 256 || steps < 1) {
-    fprintf(stderr, "usage: manysim [--addr A] [--clients N] [--steps S]\n");
+  if (bad || nclients < 1 || nclients > 256 || steps < 1) {
+    fprintf(stderr, "usage: manysim [--addr A] [--clients N] [--steps S]\n"
+                    "               %s\n", "[--tls] [--ca F] [--cert F --key F] [--server-name N] [--token-file F]");
     return 2;
   }
   if (!addr) addr = cc_default_addr();
   Contactd__V1__StatsReply *s0, *s1;
-  if (get_stats(addr, &s0)) return 3;
+  if (get_stats(addr, &opt, &s0)) return 3;
   int(*pipes)[2] = calloc((size_t)nclients, sizeof *pipes);
   pid_t *pids = calloc((size_t)nclients, sizeof *pids);
   double t0 = now_s();
@@ -194,7 +198,7 @@ int main(int argc, char **argv) {
     pids[k] = fork();
     if (pids[k] == 0) {
       close(pipes[k][0]);
-      _exit(child(addr, k, steps, pipes[k][1]));
+      _exit(child(addr, &opt, k, steps, pipes[k][1]));
     }
     close(pipes[k][1]);
   }
@@ -219,7 +223,7 @@ int main(int argc, char **argv) {
     printf("%6d %8d %9.3f %10.1f   %.4f %.4f %.4f %.4f\n", k, steps_k, wall, steps_k / wall, z[0], z[1], z[2], z[3]);
   }
   double wall = now_s() - t0;
-  if (get_stats(addr, &s1)) return 3;
+  if (get_stats(addr, &opt, &s1)) return 3;
   unsigned long long builds = s1->cache_builds - s0->cache_builds, hits = s1->cache_hits - s0->cache_hits;
   printf("%d clients in %.2f s: %.1f steps/s in total\n", nclients, wall, total_rate);
   printf("cache: %llu builds, %llu hits during the run (3 geometries x %d clients = %d registrations); "

@@ -97,11 +97,16 @@ typedef struct rb_args {
   double dt;           /* --dt DT, s */
   long steps;          /* --steps N (overrides --duration when > 0) */
   int every;           /* --every N: print every N-th step */
+  cc_options opt;      /* connection options: defaults, and the TLS and token flags (cc_options_flag) */
 } rb_args;
 
 /* Parse the shared options; returns 0, or 2 (usage) after printing usage. */
 static inline int rb_parse_args(int argc, char **argv, const char *usage, rb_args *a) {
+  cc_options_default(&a->opt);
   for (int i = 1; i < argc; i++) {
+    int net = cc_options_flag(&a->opt, argc, argv, &i, NULL);
+    if (net == 1) continue;
+    if (net) goto bad;
     const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) goto bad;
     if (!strcmp(k, "--addr")) a->addr = v;

@@ -73,7 +73,8 @@ static const double PEN_BOUND = 5e-3;  /* m */
 static const double POINT_SIZE = 0.025; /* m, see "mode" above */
 
 static const char USAGE[] = "usage: tbar [--addr A] [--duration T] [--steps N] [--dt DT] [--every N] "
-                            "[--csv FILE] [--publish NAME]\n";
+                            "[--csv FILE] [--publish NAME]\n"
+                            "       [--tls] [--ca F] [--cert F --key F] [--server-name N] [--token-file F]\n";
 
 /* ---- geometry ----------------------------------------------------------- */
 
@@ -379,8 +380,7 @@ int main(int argc, char **argv) {
   if (!obj) return fprintf(stderr, "tbar: out of memory\n"), 1;
   cc_client *cl;
   cc_error e;
-  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
-  cc_options_default(&ropt);
+  cc_options ropt = a.opt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
   ropt.retry_queries = 1;
   if (cc_connect(a.addr, &ropt, &cl, &e)) {
     fprintf(stderr, "tbar: %s\n", e.message);

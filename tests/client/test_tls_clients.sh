@@ -4,12 +4,14 @@
 # certificates made now (tests/common/make_certs.sh): each answer equals
 # the same request's answer in plaintext, and a wrong token is refused
 # with an error that says so.
-# usage: test_tls_clients.sh CONTACTD CONTACTCTL [PYTHON]
+# An example simulator (manysim) runs through the same flags.
+# usage: test_tls_clients.sh CONTACTD CONTACTCTL MANYSIM [PYTHON]
 # (PYTHON: an interpreter with contactd_client installed; none = skip it)
 set -eu
 BIN=$1
 CTL=$2
-PY=${3:-}
+SIM=$3
+PY=${4:-}
 SRC=${CONTACTD_SOURCE_DIR:?CONTACTD_SOURCE_DIR must name the source tree}
 T=$(mktemp -d)
 PID=
@@ -31,7 +33,7 @@ fail() {
 sh "$SRC/tests/common/make_certs.sh" "$T/certs"
 TOKEN=robot-7-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 HASH=$(printf %s "$TOKEN" | openssl dgst -sha256 -r | cut -c1-64)
-printf '{"principals": [{"name": "robot-7", "token_sha256": "%s", "roles": ["query", "register"], "tenant": "lab-a"}]}\n' \
+printf '{"principals": [{"name": "robot-7", "token_sha256": "%s", "roles": ["query", "register", "admin"], "tenant": "lab-a"}]}\n' \
   "$HASH" > "$T/principals.json"
 ( umask 077; printf '%s\n' "$TOKEN" > "$T/robot-7.token"; printf 'not-the-token\n' > "$T/wrong.token" )
 export CONTACTD_TOKEN_FILE="$T/robot-7.token"
@@ -104,6 +106,15 @@ tail -n 1 "$T/json.plain" > "$T/q.plain"
 tail -n 1 "$T/json.tls" > "$T/q.tls"
 same "$T/q.plain" "$T/q.tls" || fail "s_client: TLS and plaintext ContactReply differ: $(cat "$T/q.plain" "$T/q.tls")"
 echo "ok: openssl s_client (TLS 1.3, JSON) equals plaintext"
+
+# ---- an example simulator: the shared flags (cc_options_flag) ----------------------
+"$SIM" --addr "localhost:$PORT" --ca "$CA" --token-file "$CONTACTD_TOKEN_FILE" --clients 2 --steps 20 \
+  > "$T/manysim.out" 2>&1 || fail "manysim over TLS: $(cat "$T/manysim.out")"
+rc=0
+"$SIM" --addr "$ADDR" --tls --ca "$CA" --token-file "$T/wrong.token" --clients 1 --steps 5 > "$T/manysim.out" 2>&1 || rc=$?
+[ $rc -ne 0 ] && grep -q 'matches no principal' "$T/manysim.out" ||
+  fail "manysim with a wrong token: exit $rc, $(cat "$T/manysim.out")"
+echo "ok: manysim over TLS with --ca and --token-file"
 
 # ---- the Python client -----------------------------------------------------------
 if [ -n "$PY" ]; then
