@@ -91,6 +91,12 @@ typedef struct cd_loop {
   atomic_int pump_posted, sweep_posted;
   char *rbuf;          /* the loop's read buffer (cd_conn.c) and whether a read holds it */
   int rbuf_busy;
+  /* the longest turn: time between two passes of the prepare phase less
+   * the time spent waiting in the poll (uv_metrics_idle_time), i.e. the
+   * callbacks one turn ran; written by this loop, read by /metrics */
+  uv_prepare_t turn;
+  uint64_t turn_at_ns, turn_idle_ns;
+  _Atomic uint64_t longest_turn_ns;
 } cd_loop;
 
 /* The loop of the calling thread (NULL on workers). */

@@ -30,6 +30,12 @@ static void render_loops(cd_fmt_buf *o, cd_server *s) {
                 "# TYPE contactd_loop_requests_total counter\n");
   for (int i = 0; i < s->nloops; i++)
     cd_fmt_append(o, "contactd_loop_requests_total{loop=\"%d\"} %llu\n", i, (unsigned long long)s->loops[i].requests);
+  cd_fmt_append(o, "# HELP contactd_loop_longest_turn_seconds the longest time one turn of each event loop spent "
+                "running callbacks (not waiting), since start\n"
+                "# TYPE contactd_loop_longest_turn_seconds gauge\n");
+  for (int i = 0; i < s->nloops; i++)
+    cd_fmt_append(o, "contactd_loop_longest_turn_seconds{loop=\"%d\"} %.6f\n", i,
+                  1e-9 * (double)s->loops[i].longest_turn_ns);
 }
 
 
