@@ -4,7 +4,10 @@
  *
  *  1. queries/s, p50 and p99 of small 2-body queries (a compliant sphere on
  *     a rigid half space, wrench only) at 1 and 32 clients, each client a
- *     thread with its own cc_client keeping one query in flight:
+ *     thread with its own cc_client keeping one query in flight, in
+ *     rounds that take each mode in turn (so that a neighbour's load on a
+ *     shared machine falls on all modes alike; queries/s is the rounds'
+ *     mean, p50 and p99 their medians):
  *     plaintext, TLS 1.3, and TLS 1.3 with a token (a daemon with a
  *     principals file); beside them a Redis PING client of the same shape
  *     (a thread per connection, one PING in flight) against redis-server;
@@ -19,10 +22,10 @@
  *     second includes the CPU the 200 client threads' own handshakes take
  *     from the daemon.
  *
- * Usage: bench_tls [--daemon PATH] [--seconds S] [--workers N]
+ * Usage: bench_tls [--daemon PATH] [--seconds S] [--rounds R] [--workers N]
  *                  [--redis-server PATH] [--no-redis]
  * Defaults: contactd next to this binary's directory (../server/daemon),
- * 2 s per cell, 2 workers. The daemon has one I/O loop throughout, so
+ * 5 rounds of 1 s per cell, 2 workers. The daemon has one I/O loop throughout, so
  * every connection's cryptography shares one thread. */
 #include "bench_tmp.h"
 #include <arpa/inet.h>
@@ -55,7 +58,8 @@ static const char TOKEN[] = "bench-tls-token-0123456789abcdef";
 static char g_token_hash[65];
 static char g_dir[512], g_daemon[4096];
 static int g_workers = 2;
-static double g_seconds = 2;
+static double g_seconds = 1;
+static int g_rounds = 5;
 
 static double now_s(void) {
   struct timespec ts;
@@ -269,6 +273,11 @@ static int cmp_f(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 typedef struct cell {
   double qps, p50_us, p99_us;
 } cell_t;
@@ -343,7 +352,7 @@ static double handshakes_per_s(int port, mode_t_ m, int threads) {
     pthread_create(&h[i].th, NULL, hs_main, &h[i]);
   }
   double t0 = now_s();
-  usleep((useconds_t)(g_seconds * 1e6));
+  usleep(2000000);
   atomic_store(&stop, 1);
   size_t n = 0;
   for (int i = 0; i < threads; i++) {
@@ -489,6 +498,7 @@ int main(int argc, char **argv) {
     else if (!v) die("usage: bench_tls [--daemon PATH] [--seconds S] [--workers N] [--redis-server PATH] [--no-redis]");
     else if (!strcmp(a, "--daemon")) snprintf(g_daemon, sizeof g_daemon, "%s", v), i++;
     else if (!strcmp(a, "--seconds")) g_seconds = atof(v), i++;
+    else if (!strcmp(a, "--rounds")) g_rounds = atoi(v) > 0 ? atoi(v) : 1, i++;
     else if (!strcmp(a, "--workers")) g_workers = atoi(v), i++;
     else if (!strcmp(a, "--redis-server")) redis = v, i++;
     else die("unknown option (see the comment at the top of bench_tls.c)");
@@ -510,26 +520,38 @@ int main(int argc, char **argv) {
   int rport = 0;
   pid_t rpid = redis ? start_redis(redis, &rport) : 0;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  printf("bench_tls: %ld cores, contactd --workers %d --io-threads 1, %.1f s per cell, OpenSSL's default TLS 1.3 "
-         "suite, P-256 certificates\n\n1. small 2-body queries (wrench only), one in flight per client\n",
-         cores, g_workers, g_seconds);
+  printf("bench_tls: %ld cores, contactd --workers %d --io-threads 1, %d rounds of %.1f s per cell, OpenSSL's default "
+         "TLS 1.3 suite, P-256 certificates\n\n1. small 2-body queries (wrench only), one in flight per client\n",
+         cores, g_workers, g_rounds, g_seconds);
   printf("   %-24s %8s %12s %10s %10s\n", "", "clients", "queries/s", "p50 us", "p99 us");
-  cell_t plain32 = {0}, tok32 = {0}, plain1 = {0}, tok1 = {0};
+  cell_t res[2][4];
   const int counts[2] = {1, 32};
   for (int k = 0; k < 2; k++) {
+    double qps[4] = {0}, p50[4][64], p99[4][64];
+    for (int r = 0; r < g_rounds && r < 64; r++)
+      for (int m = PLAIN; m <= REDIS; m++) {
+        if (m == REDIS && !rpid) continue;
+        int port = m == REDIS ? rport : m == TLS_TOKEN ? B.port : A.port;
+        cell_t c = run_cell((mode_t_)m, port, m == TLS_TOKEN ? &sb : &sa, counts[k]);
+        qps[m] += c.qps / g_rounds;
+        p50[m][r] = c.p50_us;
+        p99[m][r] = c.p99_us;
+      }
     for (int m = PLAIN; m <= REDIS; m++) {
       if (m == REDIS && !rpid) continue;
-      int port = m == REDIS ? rport : m == TLS_TOKEN ? B.port : A.port;
-      cell_t r = run_cell((mode_t_)m, port, m == TLS_TOKEN ? &sb : &sa, counts[k]);
-      printf("   %-24s %8d %12.0f %10.1f %10.1f\n", MODE_NAME[m], counts[k], r.qps, r.p50_us, r.p99_us);
-      fflush(stdout);
-      if (m == PLAIN) *(k ? &plain32 : &plain1) = r;
-      if (m == TLS_TOKEN) *(k ? &tok32 : &tok1) = r;
+      int n = g_rounds < 64 ? g_rounds : 64;
+      qsort(p50[m], (size_t)n, sizeof(double), cmp_d);
+      qsort(p99[m], (size_t)n, sizeof(double), cmp_d);
+      res[k][m] = (cell_t){qps[m], p50[m][n / 2], p99[m][n / 2]};
+      printf("   %-24s %8d %12.0f %10.1f %10.1f\n", MODE_NAME[m], counts[k], qps[m], p50[m][n / 2], p99[m][n / 2]);
     }
+    fflush(stdout);
   }
   if (!rpid && redis) printf("   (Redis reference skipped: %s did not start)\n", redis);
-  printf("   TLS + token at 32 clients: %.2fx plaintext's queries/s; at 1 client p50 %+.1f us\n",
-         tok32.qps / plain32.qps, tok1.p50_us - plain1.p50_us);
+  printf("   TLS + token at 32 clients: %.2fx plaintext's queries/s (TLS alone %.2fx); at 1 client p50 %+.1f us "
+         "(TLS alone %+.1f us)\n",
+         res[1][TLS_TOKEN].qps / res[1][PLAIN].qps, res[1][TLS].qps / res[1][PLAIN].qps,
+         res[0][TLS_TOKEN].p50_us - res[0][PLAIN].p50_us, res[0][TLS].p50_us - res[0][PLAIN].p50_us);
   printf("\n2. connections per second on one loop (connect, handshake, Hello, close; 4 client threads)\n");
   printf("   plaintext: %.0f/s   TLS 1.3: %.0f/s   TLS 1.3 + token: %.0f/s\n", handshakes_per_s(A.port, PLAIN, 4),
          handshakes_per_s(A.port, TLS, 4), handshakes_per_s(B.port, TLS_TOKEN, 4));
