@@ -136,6 +136,13 @@ struct cd_conn {
   int has_cred;       /* a Unix-socket peer: its uid and gid (SO_PEERCRED) */
   uid_t uid;
   gid_t gid;
+  /* tls_handshake_turn_us: handshake bytes received while the loop's
+   * budget was spent, kept for a later turn (hs_queued: on the loop's
+   * hs_head list, through hs_next) */
+  uint8_t *hs_buf;
+  size_t hs_len;
+  int hs_queued;
+  cd_conn *hs_next;
   cd_conn *prev, *next;
 };
 

@@ -69,6 +69,7 @@ static void conn_free(cd_conn *c) {
   free(c->ring);
   free(c->line);
   free(c->held);
+  free(c->hs_buf);
   free(c->session.geoms);
   cd_frame_decoder_free(&c->dec);
   cd_budget_destroy(&c->scratch);
@@ -143,9 +144,12 @@ static void on_handle_closed(uv_handle_t *h) {
   }
 }
 
+static void hs_unqueue(cd_conn *c);
+
 void cd_conn_close(cd_conn *c, const char *reason) {
   if (c->state == CD_CONN_CLOSED) return;
   c->state = CD_CONN_CLOSED;
+  hs_unqueue(c);
   cd_outmem_closing(c->srv, c); /* its queued replies are cancelled as it closes */
   cd__input_closing(c);          /* its input is dropped: its request memory goes back */
   atomic_store_explicit(&c->cancelled, 1, memory_order_relaxed);
@@ -323,6 +327,91 @@ static void tls_input(cd_conn *c, const uint8_t *p, size_t n) {
   }
 }
 
+/* ---- tls_handshake_turn_us ---------------------------------------------------
+ * A handshake costs its loop the server's key exchange and signature
+ * (hundreds of microseconds); a loop whose poll returns hundreds of
+ * ClientHellos at once would spend one turn on all of them while its open
+ * connections wait. Past the budget, handshake bytes are kept (one read's
+ * worth: the connection stops reading meanwhile) and the connection
+ * queued; an idle handle (which also keeps the poll from sleeping) takes
+ * the queue a budget at a time, and each poll between serves the open
+ * connections. */
+
+static void tls_input_timed(cd_conn *c, const uint8_t *p, size_t n) {
+  if (cd_tls_handshake_done(c->tls)) {
+    tls_input(c, p, n);
+    return;
+  }
+  cd_loop *l = c->loop;
+  uint64_t t0 = uv_hrtime();
+  tls_input(c, p, n);
+  l->hs_spent_ns += uv_hrtime() - t0;
+}
+
+static void hs_unqueue(cd_conn *c) {
+  if (!c->hs_queued) return;
+  cd_loop *l = c->loop;
+  cd_conn **pp = &l->hs_head, *prev = NULL;
+  while (*pp && *pp != c) prev = *pp, pp = &(*pp)->hs_next;
+  if (*pp) *pp = c->hs_next;
+  if (l->hs_tail == c) l->hs_tail = prev;
+  c->hs_queued = 0;
+  c->hs_next = NULL;
+}
+
+static void on_hs_idle(uv_idle_t *h) {
+  cd_loop *l = h->data;
+  uint64_t budget = (uint64_t)l->srv->cfg.limits.tls_handshake_turn_us * 1000;
+  l->hs_spent_ns = 0;
+  while (l->hs_head && l->hs_spent_ns <= budget) {
+    cd_conn *c = l->hs_head;
+    hs_unqueue(c);
+    uint8_t *b = c->hs_buf;
+    size_t n = c->hs_len;
+    c->hs_buf = NULL;
+    c->hs_len = 0;
+    cd_conn_ref(c);
+    if (c->state == CD_CONN_OPEN && !c->srv->draining) cd__conn_start_reading(c);
+    if (c->state < CD_CONN_FAILED) tls_input_timed(c, b, n);
+    cd_conn_unref(c);
+    free(b);
+  }
+  if (!l->hs_head) uv_idle_stop(h);
+}
+
+/* Keep the bytes for a later turn (after any kept before); 0, or -1 when
+ * there is no memory for them. */
+static int hs_defer(cd_conn *c, const uint8_t *p, size_t n) {
+  uint8_t *b = realloc(c->hs_buf, c->hs_len + n);
+  if (!b) return -1;
+  memcpy(b + c->hs_len, p, n);
+  c->hs_buf = b;
+  c->hs_len += n;
+  if (c->hs_queued) return 0;
+  cd_loop *l = c->loop;
+  if (!l->hs_idle_init) {
+    uv_idle_init(l->uv, &l->hs_idle);
+    l->hs_idle.data = l;
+    l->hs_idle_init = 1;
+  }
+  c->hs_queued = 1;
+  c->hs_next = NULL;
+  if (l->hs_tail) l->hs_tail->hs_next = c;
+  else l->hs_head = c;
+  l->hs_tail = c;
+  uv_idle_start(&l->hs_idle, on_hs_idle);
+  cd__conn_stop_reading(c);
+  return 0;
+}
+
+/* TLS bytes: now, or (a handshake's, past the loop's budget) later. */
+static void tls_bytes(cd_conn *c, const uint8_t *p, size_t n) {
+  uint64_t budget = (uint64_t)lim(c)->tls_handshake_turn_us * 1000;
+  int later = c->hs_queued || (budget && !cd_tls_handshake_done(c->tls) && c->loop->hs_spent_ns > budget);
+  if (!later) tls_input_timed(c, p, n);
+  else if (hs_defer(c, p, n)) cd_conn_close(c, "out of memory for TLS handshake bytes");
+}
+
 /* The socket's bytes. The first ones decide TLS: a listener with a
  * context makes a session when TLS is required or the client says
  * ClientHello; a listener without one refuses a ClientHello by name. */
@@ -341,7 +430,7 @@ static void conn_input(cd_conn *c, const uint8_t *p, size_t n) {
       return;
     }
   }
-  if (c->tls) tls_input(c, p, n);
+  if (c->tls) tls_bytes(c, p, n);
   else cd__input_process(c, p, n);
 }
 

@@ -151,6 +151,10 @@
      "a new connection must finish its TLS handshake and its first request (an "          \
      "authenticated Hello when principals are set) within this long, or it is closed; "    \
      "then idle_timeout_ms applies (0 = no deadline)")                                     \
+  XX(tls_handshake_turn_us, 2000, 0, "us",                                                  \
+     "TLS handshake work one turn of an event loop does before it leaves the other "       \
+     "handshakes' bytes for its next turns, so that many clients connecting at once do "   \
+     "not stall the loop's open connections (0 = no bound)")                               \
   XX(max_connections_per_address, 64, 0, "connections",                                    \
      "open TCP connections from one source address (0 = no cap)")                          \
   XX(per_address_exempt_loopback, 1, 0, "0 or 1",                                          \

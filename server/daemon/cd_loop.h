@@ -93,10 +93,20 @@ typedef struct cd_loop {
   int rbuf_busy;
   /* the longest turn: time between two passes of the prepare phase less
    * the time spent waiting in the poll (uv_metrics_idle_time), i.e. the
-   * callbacks one turn ran; written by this loop, read by /metrics */
+   * callbacks one turn ran, and the most CPU time one turn took (the
+   * thread's clock: on a busy machine the first also counts waiting for a
+   * core); written by this loop, read by /metrics */
   uv_prepare_t turn;
-  uint64_t turn_at_ns, turn_idle_ns;
-  _Atomic uint64_t longest_turn_ns;
+  uint64_t turn_at_ns, turn_idle_ns, turn_cpu_ns;
+  _Atomic uint64_t longest_turn_ns, longest_turn_cpu_ns;
+  /* tls_handshake_turn_us (cd_conn.c): handshake work done since the
+   * turn's poll began (reset by `turn`) or since hs_idle began; the
+   * connections whose handshake bytes wait for a later turn, oldest first,
+   * and the idle handle that takes them (initialised on first use) */
+  uint64_t hs_spent_ns;
+  cd_conn *hs_head, *hs_tail;
+  uv_idle_t hs_idle;
+  int hs_idle_init;
 } cd_loop;
 
 /* The loop of the calling thread (NULL on workers). */

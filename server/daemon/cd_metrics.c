@@ -36,6 +36,12 @@ static void render_loops(cd_fmt_buf *o, cd_server *s) {
   for (int i = 0; i < s->nloops; i++)
     cd_fmt_append(o, "contactd_loop_longest_turn_seconds{loop=\"%d\"} %.6f\n", i,
                   1e-9 * (double)s->loops[i].longest_turn_ns);
+  cd_fmt_append(o, "# HELP contactd_loop_longest_turn_cpu_seconds the most CPU time one turn of each event loop "
+                "took, since start\n"
+                "# TYPE contactd_loop_longest_turn_cpu_seconds gauge\n");
+  for (int i = 0; i < s->nloops; i++)
+    cd_fmt_append(o, "contactd_loop_longest_turn_cpu_seconds{loop=\"%d\"} %.6f\n", i,
+                  1e-9 * (double)s->loops[i].longest_turn_cpu_ns);
 }
 
 

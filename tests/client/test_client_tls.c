@@ -4,9 +4,13 @@
  * token comes from $CONTACTD_TOKEN_FILE (or $CONTACTD_TOKEN) and is sent
  * again after a restart of the daemon, a wrong token, an unknown CA and a
  * wrong server name are refused with errors that say so (and never hold
- * the token), and a client certificate maps to its principal. */
+ * the token), a client certificate maps to its principal, and 100 clients
+ * handshaking at once past the loop's handshake budget
+ * (tls_handshake_turn_us) all get in. */
 #include <criterion/criterion.h>
 #include <openssl/sha.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,6 +276,68 @@ Test(client_tls, reconnects_over_tls_after_a_restart) {
   cr_expect_eq(reconnected, 1);
   cr_expect_eq(memcmp(before, after, sizeof before), 0, "the answer after the restart differs");
   hello_principal(c, "robot-7");
+  cc_close(c);
+  cr_expect_eq(td_stop(&d, 1), 0);
+}
+
+/* 100 clients connect at once to a daemon whose loop may spend 1 us a turn
+ * on handshakes: nearly every handshake waits for a later turn
+ * (cd_conn.c), and every one must still complete and be served. */
+typedef struct crowd {
+  const char *addr;
+  const scene *s;
+  pthread_barrier_t *go;
+  atomic_int *ok;
+  double want[7];
+} crowd;
+
+static void *crowd_client(void *arg) {
+  crowd *k = arg;
+  cc_options o = tls_options();
+  pthread_barrier_wait(k->go);
+  cc_client *c = NULL;
+  cc_error e;
+  if (cc_connect(k->addr, &o, &c, &e)) return NULL;
+  cc_body b[2];
+  memset(b, 0, sizeof b);
+  b[0].id = 1, b[0].geometry_id = k->s->ball, b[0].p[2] = 0.048;
+  b[1].id = 2, b[1].geometry_id = k->s->floor;
+  static const uint32_t pair[1][2] = {{1, 2}};
+  Contactd__V1__ContactReply *r = NULL;
+  if (cc_query_bodies(c, b, 2, pair, 1, NULL, &r, &e) == 0 && r->n_results == 1 && r->results[0]->wrench_a &&
+      r->results[0]->wrench_a->force && r->results[0]->wrench_a->force->z == k->want[2])
+    atomic_fetch_add(k->ok, 1);
+  cc_free(r);
+  cc_close(c);
+  return NULL;
+}
+
+Test(client_tls, handshakes_past_the_turn_budget_all_complete) {
+  write_file(path("budget.json"), "{\"limits\": {\"tls_handshake_turn_us\": 1}}\n", 0600);
+  const char *args[] = {"--config", path("budget.json"), "--io-threads", "1", "--tls-cert", path("server.pem"),
+                        "--tls-key", path("server.key"), "--principals", path("principals.json"), NULL};
+  td_proc d;
+  const char *why = NULL;
+  cr_assert_eq(td_start(&d, CONTACTD_BIN, args, &why), 0, "contactd: %s", why);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", d.port);
+  cc_options o = tls_options();
+  cc_client *c = connect_ok(addr, &o);
+  scene s;
+  register_scene(c, &s);
+  enum { N = 100 };
+  pthread_barrier_t go;
+  pthread_barrier_init(&go, NULL, N);
+  atomic_int ok = 0;
+  crowd k = {.addr = addr, .s = &s, .go = &go, .ok = &ok};
+  query(c, &s, k.want);
+  pthread_t th[N];
+  for (int i = 0; i < N; i++) cr_assert_eq(pthread_create(&th[i], NULL, crowd_client, &k), 0);
+  for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&go);
+  cr_expect_eq(atomic_load(&ok), N, "%d of %d clients got in and were answered", atomic_load(&ok), N);
+  double again[7];
+  query(c, &s, again); /* the connection opened before goes on */
   cc_close(c);
   cr_expect_eq(td_stop(&d, 1), 0);
 }
