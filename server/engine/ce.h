@@ -324,7 +324,13 @@ typedef struct ce_options {
    * (ce_energy.c). Off: those stay zero and nothing else changes. */
   int want_energy;
   int want_jacobian; /* fill result.jacobian (see "wrench Jacobians" below) */
+  /* K > 0: fill result.reduced with at most K point contacts per patch
+   * whose forces and moments add up to the patch's (ce_reduced_contact;
+   * also fills result.patches). 0 = off; at most CE_REDUCE_MAX_POINTS. */
+  int32_t reduced_contacts;
 } ce_options;
+
+#define CE_REDUCE_MAX_POINTS 64
 
 void ce_options_default(ce_options *o);
 
@@ -377,6 +383,30 @@ typedef struct ce_face_contact {
   double stiffness; /* k = g A, N/m */
   double phi0;      /* -p0/g, m (a signed distance, negative in contact) */
 } ce_face_contact;
+
+/* One point of a patch's reduced contact set (ce_options.reduced_contacts,
+ * ce_reduce.c), for solvers that take point constraints. A patch of K
+ * points: its centre of pressure and the centroids of the faces where the
+ * patch reaches furthest in K - 1 tangent directions; every face goes to
+ * its nearest point. The forces are the clusters' forces, then adjusted by
+ * the least-squares (minimum sum of squares) correction with zero net force
+ * that makes the points' moments equal the patch's: sum over the points of
+ * force equals the patch's net force and sum of (position x force) +
+ * couple its net moment, to rounding. `couple` is nonzero only on a
+ * patch's first point and only when its points are fewer than three or
+ * collinear (K = 1, K = 2, one-face patches): the moment that forces at
+ * those points cannot carry (for a flat patch, K = 1: the torsional moment
+ * about the normal). Point-contact pairs give one point per contact. */
+typedef struct ce_reduced_contact {
+  int32_t patch;      /* index of the patch (ce_result.patches) */
+  ce_vec3 position;   /* m, world */
+  ce_vec3 normal;     /* unit, out of B into A: the cluster's force-weighted normal */
+  ce_vec3 force;      /* on A, N (normal and tangential parts) */
+  ce_vec3 couple;     /* pure moment on A carried with the point, N m (see above) */
+  double stiffness;   /* k = sum of g A over the cluster's faces, N/m (Masterjohn et al. 2022) */
+  double dissipation; /* Hunt-Crossley d of the pair, s/m */
+  double separation;  /* phi, m: k (-phi) = the cluster's elastic normal force (integral of p) */
+} ce_reduced_contact;
 
 typedef enum {
   CE_CONTACT_NONE = 0,        /* no overlap */
@@ -514,6 +544,10 @@ typedef struct ce_result {
   ce_jacobian_status jacobian_status;
   ce_jacobian *jacobian;
   const char *jacobian_note;   /* static text: why it is unavailable */
+  /* Filled when options.reduced_contacts > 0 (arena memory): the points of
+   * patch 0, then of patch 1, ... */
+  int32_t nreduced;
+  ce_reduced_contact *reduced;
 } ce_result;
 
 /* Compute the contact between bodies a and b. All result arrays live in

@@ -1,0 +1,340 @@
+/* ce_reduce.c — a few point contacts per patch whose forces and moments
+ * add up exactly to the patch's, for solvers that take point constraints.
+ *
+ * The patch's net wrench. Face f carries the force F_f = fn_f n_f + ft_f
+ * on A (fn_f the integral of the normal traction, ft_f of the friction
+ * traction; ce_wrench.c) and the moment about the patch's centre of
+ * pressure x* (ce_patch.c, Xie & Chakraborty)
+ *   M_f = (fn_x_f - fn_f x*) x n_f + tt_f + (C - x*) x ft_f
+ * (fn_x_f = integral of tn x, tt_f the friction moment about the surface
+ * centroid C). The patch's net force and moment about x* are their sums;
+ * summed over the patches they are the pair's wrench.
+ *
+ * The points (at most K). Point 0 is x*: the point about which the normal
+ * tractions of a flat patch have no moment, so that K = 1 is the
+ * equivalent contact point. Points 1 .. K-1 are the centroids of the faces
+ * where the patch reaches furthest (its support) in K - 1 tangent
+ * directions at equal angles (2 directions: 0 and 90 degrees, so that the
+ * three points are not collinear), measured from t1, the major axis of the
+ * faces' area distribution in the plane normal to the net normal force N
+ * (the sign of t1 set by the distribution's third moment: the frame turns
+ * with the bodies). A face chosen twice, or at x* itself, is one point.
+ * Face centroids lie on the surface; x* is a convex combination of surface
+ * points with weights tn >= 0, so every point lies in the patch's convex
+ * hull (on a curved patch x* lies within the sagitta below the surface).
+ *
+ * The forces. Every face goes to its nearest point (its cluster); point i
+ * gets F_i = sum of its cluster's F_f, so sum F_i is the net force. Their
+ * moment about x* misses dM = M - sum (p_i - x*) x F_i (the clusters'
+ * forces act spread over their faces, not at the points). The correction
+ * d_i of least sum |d_i|^2 with sum d_i = 0 and sum r_i x d_i = dM
+ * (r_i = p_i - mean of the points, so that sum r_i = 0) follows from the
+ * Lagrange conditions: d_i = mu x r_i with J mu = dM,
+ * J = sum (|r_i|^2 I - r_i r_i^T) (the points' unit-mass inertia tensor).
+ * J is solved through its eigen-decomposition; directions whose eigenvalue
+ * is below CE_REDUCE_RANK_TOL of the largest (all three for one point, the
+ * line's direction for collinear points) cannot be reached by point forces:
+ * what of dM lies there is reported as the couple of the patch's first
+ * point, so force and moment match to rounding in every case.
+ *
+ * Per point: the normal is its cluster's normal-force-weighted mean normal
+ * (N when the cluster is empty); the stiffness k = sum g A over the
+ * cluster's faces with g = gA gB / (gA + gB) (Masterjohn et al. 2022, Eq.
+ * for the per-face spring; ce_face_contact.c excludes the same faces, g <=
+ * 0); the separation phi = -P / k with P = sum p(centroid) A, the integral
+ * of the (linear) pressure over the cluster, i.e. its elastic normal force
+ * (Hunt-Crossley dissipation and the correction are not part of it).
+ *
+ * What this gives up: on a strongly curved patch a cluster's faces have
+ * different normals, and one point force replaces their fan of forces; the
+ * correction keeps the wrench exact, but the points' forces then lean away
+ * from their normals. When the surface's topology changes (a face appears
+ * or vanishes) the net wrench stays continuous but a support point can
+ * jump from one face centroid to another (by up to a face's size), and the
+ * clusters' forces with it; a rotationally symmetric patch has no major
+ * axis, and its frame is then taken from N alone. Every step runs in a
+ * fixed order over the patch's faces, so results do not depend on threads. */
+#include <math.h>
+#include <string.h>
+
+#include "ce_arena.h"
+#include "ce_passes.h"
+
+/* Eigenvalues of J below this fraction of the largest are taken as zero. */
+#define CE_REDUCE_RANK_TOL 1e-10
+
+/* A unit vector normal to unit n (Frisvad's branch on the sign of n.z is
+ * avoided: the largest-component rule keeps it continuous away from ties). */
+static ce_vec3 any_perp(ce_vec3 n) {
+  ce_vec3 a = fabs(n.x) <= fabs(n.y) && fabs(n.x) <= fabs(n.z) ? ce_v3(1, 0, 0)
+              : fabs(n.y) <= fabs(n.z)                         ? ce_v3(0, 1, 0)
+                                                               : ce_v3(0, 0, 1);
+  return ce_normalize(ce_cross(n, a));
+}
+
+/* Symmetric 3x3 eigen-decomposition by cyclic Jacobi rotations: J = V diag(w) V^T,
+ * eigenvector k in column k of V. */
+static void sym_eig3(double A[3][3], double w[3], double V[3][3]) {
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) V[i][j] = i == j;
+  for (int sweep = 0; sweep < 32; sweep++) {
+    double off = fabs(A[0][1]) + fabs(A[0][2]) + fabs(A[1][2]);
+    double scale = fabs(A[0][0]) + fabs(A[1][1]) + fabs(A[2][2]);
+    if (!(off > 1e-300) || off <= 1e-18 * scale) break;
+    for (int p = 0; p < 2; p++)
+      for (int q = p + 1; q < 3; q++) {
+        if (A[p][q] == 0) continue;
+        double th = (A[q][q] - A[p][p]) / (2 * A[p][q]);
+        double t = (th >= 0 ? 1.0 : -1.0) / (fabs(th) + sqrt(th * th + 1));
+        double c = 1 / sqrt(t * t + 1), s = t * c;
+        for (int k = 0; k < 3; k++) { /* A <- A G (columns p, q) */
+          double akp = A[k][p], akq = A[k][q];
+          A[k][p] = c * akp - s * akq;
+          A[k][q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < 3; k++) { /* A <- G^T A (rows p, q) */
+          double apk = A[p][k], aqk = A[q][k];
+          A[p][k] = c * apk - s * aqk;
+          A[q][k] = s * apk + c * aqk;
+        }
+        for (int k = 0; k < 3; k++) {
+          double vkp = V[k][p], vkq = V[k][q];
+          V[k][p] = c * vkp - s * vkq;
+          V[k][q] = s * vkp + c * vkq;
+        }
+      }
+  }
+  for (int i = 0; i < 3; i++) w[i] = A[i][i];
+}
+
+/* One cluster's sums. */
+typedef struct rcluster {
+  ce_vec3 pos, force, moment, nsum;
+  double k, elastic;
+} rcluster;
+
+/* Per patch: its faces' indices (in face order), the net wrench about x*. */
+typedef struct rpatch {
+  const int32_t *faces;
+  int32_t nf;
+  ce_vec3 xs, N, F, M;
+} rpatch;
+
+/* The wrench pass's per-face sums; fr's arrays may be NULL (no friction). */
+typedef struct rfaces {
+  const ce_face_forces *ff;
+  const ce_face_friction *fr;
+} rfaces;
+
+static ce_vec3 face_force(const rfaces *q, const ce_surface *s, int32_t f) {
+  ce_vec3 F = ce_scale(s->normal[f], q->ff->fn[f]);
+  return q->fr->ft ? ce_add(F, q->fr->ft[f]) : F;
+}
+
+static ce_vec3 face_moment(const rfaces *q, const ce_surface *s, int32_t f, ce_vec3 xs, ce_vec3 C) {
+  ce_vec3 M = ce_cross(ce_axpy(q->ff->fn_x[f], -q->ff->fn[f], xs), s->normal[f]);
+  if (q->fr->ft) M = ce_add(M, ce_add(q->fr->tt[f], ce_cross(ce_sub(C, xs), q->fr->ft[f])));
+  return M;
+}
+
+/* The per-face spring stiffness g A (Masterjohn et al. 2022; 0 where a
+ * compliant side's gradient does not increase into it, as in
+ * ce_face_contact.c). */
+static double face_stiffness(const ce_surface *s, int32_t f) {
+  ce_vec3 n = s->normal[f];
+  double gA = s->grad_a ? ce_dot(s->grad_a[f], n) : INFINITY;
+  double gB = s->grad_b ? -ce_dot(s->grad_b[f], n) : INFINITY;
+  if (!(gA > 0) || !(gB > 0) || (isinf(gA) && isinf(gB))) return 0;
+  double g = isinf(gA) ? gB : isinf(gB) ? gA : gA * gB / (gA + gB);
+  return s->area[f] > 0 ? g * s->area[f] : 0;
+}
+
+/* The tangent frame (t1, t2) of a patch: major axis of its faces' area
+ * distribution about x* in the plane normal to N, signed by the third
+ * moment; from N alone when the distribution has no major axis. */
+static void patch_frame(const ce_surface *s, const rpatch *P, ce_vec3 *t1, ce_vec3 *t2) {
+  ce_vec3 u = any_perp(P->N), v = ce_cross(P->N, u);
+  double cxx = 0, cxy = 0, cyy = 0;
+  for (int32_t i = 0; i < P->nf; i++) {
+    int32_t f = P->faces[i];
+    ce_vec3 r = ce_sub(s->centroid[f], P->xs);
+    double x = ce_dot(r, u), y = ce_dot(r, v), A = s->area[f];
+    cxx += A * x * x;
+    cxy += A * x * y;
+    cyy += A * y * y;
+  }
+  double an = hypot(cxx - cyy, 2 * cxy);
+  double th = an > 1e-9 * (cxx + cyy) ? 0.5 * atan2(2 * cxy, cxx - cyy) : 0;
+  *t1 = ce_add(ce_scale(u, cos(th)), ce_scale(v, sin(th)));
+  double m3 = 0;
+  for (int32_t i = 0; i < P->nf; i++) {
+    int32_t f = P->faces[i];
+    double x = ce_dot(ce_sub(s->centroid[f], P->xs), *t1);
+    m3 += s->area[f] * x * x * x;
+  }
+  if (m3 < 0) *t1 = ce_neg(*t1);
+  *t2 = ce_cross(P->N, *t1);
+}
+
+/* The points of a patch (at most K, x* first) into pos; returns their count. */
+static int32_t choose_points(const ce_surface *s, const rpatch *P, int32_t K, ce_vec3 *pos, int32_t *chosen) {
+  int32_t m = 0;
+  pos[m++] = P->xs;
+  if (K <= 1 || P->nf == 0) return m;
+  ce_vec3 t1, t2;
+  patch_frame(s, P, &t1, &t2);
+  const int32_t nd = K - 1;
+  for (int32_t j = 0; j < nd; j++) {
+    double ang = nd == 2 ? j * (M_PI / 2) : j * (2 * M_PI / nd);
+    ce_vec3 d = ce_add(ce_scale(t1, cos(ang)), ce_scale(t2, sin(ang)));
+    int32_t best = P->faces[0];
+    double bd = ce_dot(d, ce_sub(s->centroid[best], P->xs));
+    for (int32_t i = 1; i < P->nf; i++) {
+      int32_t f = P->faces[i];
+      double h = ce_dot(d, ce_sub(s->centroid[f], P->xs));
+      if (h > bd) {
+        bd = h;
+        best = f;
+      }
+    }
+    int dup = s->centroid[best].x == P->xs.x && s->centroid[best].y == P->xs.y && s->centroid[best].z == P->xs.z;
+    for (int32_t q = 0; q < m - 1 && !dup; q++) dup = chosen[q] == best;
+    if (dup) continue;
+    chosen[m - 1] = best;
+    pos[m++] = s->centroid[best];
+  }
+  return m;
+}
+
+/* The minimum-norm correction (see the top of the file): adds d_i to each
+ * cluster's force; returns the part of dM that the points cannot carry. */
+static ce_vec3 correct_moments(rcluster *c, int32_t m, ce_vec3 xs, ce_vec3 M) {
+  ce_vec3 have = ce_v3(0, 0, 0), mean = ce_v3(0, 0, 0);
+  for (int32_t i = 0; i < m; i++) {
+    have = ce_add(have, ce_cross(ce_sub(c[i].pos, xs), c[i].force));
+    mean = ce_add(mean, c[i].pos);
+  }
+  ce_vec3 dM = ce_sub(M, have);
+  mean = ce_scale(mean, 1.0 / m);
+  double J[3][3] = {{0}}, w[3], V[3][3];
+  for (int32_t i = 0; i < m; i++) {
+    ce_vec3 r = ce_sub(c[i].pos, mean);
+    double rr[3] = {r.x, r.y, r.z}, r2 = ce_norm2(r);
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) J[a][b] += (a == b ? r2 : 0) - rr[a] * rr[b];
+  }
+  sym_eig3(J, w, V);
+  double wmax = fmax(w[0], fmax(w[1], w[2]));
+  ce_vec3 mu = ce_v3(0, 0, 0);
+  int rank = 0;
+  for (int k = 0; k < 3; k++) {
+    if (!(wmax > 0) || !(w[k] > CE_REDUCE_RANK_TOL * wmax)) continue;
+    ce_vec3 e = ce_v3(V[0][k], V[1][k], V[2][k]);
+    mu = ce_axpy(mu, ce_dot(e, dM) / w[k], e);
+    rank++;
+  }
+  for (int32_t i = 0; i < m; i++) c[i].force = ce_add(c[i].force, ce_cross(mu, ce_sub(c[i].pos, mean)));
+  if (rank == 3) return ce_v3(0, 0, 0);
+  ce_vec3 now = ce_v3(0, 0, 0);
+  for (int32_t i = 0; i < m; i++) now = ce_add(now, ce_cross(ce_sub(c[i].pos, xs), c[i].force));
+  return ce_sub(M, now);
+}
+
+/* One patch's points into out (room for K); returns their count. */
+static int32_t reduce_patch(const ce_surface *s, const rfaces *ff, const rpatch *P, int32_t K, double d,
+                            int32_t patch, rcluster *c, int32_t *chosen, ce_reduced_contact *out) {
+  ce_vec3 pos[CE_REDUCE_MAX_POINTS];
+  int32_t m = choose_points(s, P, K, pos, chosen);
+  for (int32_t i = 0; i < m; i++) {
+    memset(&c[i], 0, sizeof c[i]);
+    c[i].pos = pos[i];
+  }
+  for (int32_t q = 0; q < P->nf; q++) {
+    int32_t f = P->faces[q], best = 0;
+    double bd = ce_norm2(ce_sub(s->centroid[f], pos[0]));
+    for (int32_t i = 1; i < m; i++) {
+      double h = ce_norm2(ce_sub(s->centroid[f], pos[i]));
+      if (h < bd) {
+        bd = h;
+        best = i;
+      }
+    }
+    rcluster *k = &c[best];
+    k->force = ce_add(k->force, face_force(ff, s, f));
+    k->nsum = ce_axpy(k->nsum, ff->ff->fn[f], s->normal[f]);
+    k->k += face_stiffness(s, f);
+    k->elastic += s->centroid_pressure[f] * s->area[f];
+  }
+  ce_vec3 couple = correct_moments(c, m, P->xs, P->M);
+  for (int32_t i = 0; i < m; i++) {
+    ce_reduced_contact *o = &out[i];
+    memset(o, 0, sizeof *o);
+    o->patch = patch;
+    o->position = c[i].pos;
+    o->normal = ce_norm2(c[i].nsum) > 0 ? ce_normalize(c[i].nsum) : P->N;
+    o->force = c[i].force;
+    o->couple = i == 0 ? couple : ce_v3(0, 0, 0);
+    o->stiffness = c[i].k;
+    o->dissipation = d;
+    o->separation = c[i].k > 0 ? -c[i].elastic / c[i].k : 0;
+  }
+  return m;
+}
+
+ce_errno ce_reduce_compute(const ce_surface *s, const ce_face_forces *fforces, const ce_face_friction *fr, int32_t K,
+                           double d, ce_arena *arena, ce_result *r) {
+  const ce_face_friction none = {NULL, NULL};
+  const rfaces q = {fforces, fr ? fr : &none}, *ff = &q;
+  r->nreduced = 0;
+  r->reduced = NULL;
+  const int32_t nf = s->nf, np = r->npatches;
+  if (nf <= 0 || np <= 0 || K <= 0 || !fforces->fn) return CE_OK;
+  if (K > CE_REDUCE_MAX_POINTS) K = CE_REDUCE_MAX_POINTS;
+  /* the faces grouped by patch, in face order (a counting sort) */
+  int32_t *start = ce_arena_calloc(arena, (size_t)np + 1, sizeof *start);
+  int32_t *order = ce_arena_alloc(arena, (size_t)nf * sizeof *order);
+  rpatch *P = ce_arena_calloc(arena, (size_t)np, sizeof *P);
+  r->reduced = ce_arena_alloc(arena, (size_t)np * (size_t)K * sizeof *r->reduced);
+  if (!start || !order || !P || !r->reduced) return CE_ENOMEM;
+  for (int32_t f = 0; f < nf; f++) start[s->patch[f] + 1]++;
+  for (int32_t i = 0; i < np; i++) start[i + 1] += start[i];
+  for (int32_t f = 0; f < nf; f++) order[start[s->patch[f]]++] = f;
+  for (int32_t i = np; i > 0; i--) start[i] = start[i - 1];
+  start[0] = 0;
+  const ce_vec3 C = r->centroid;
+  for (int32_t i = 0; i < np; i++) {
+    rpatch *p = &P[i];
+    p->faces = order + start[i];
+    p->nf = start[i + 1] - start[i];
+    p->xs = r->patches[i].point;
+    ce_vec3 an = ce_v3(0, 0, 0);
+    for (int32_t q = 0; q < p->nf; q++) {
+      int32_t f = p->faces[q];
+      p->F = ce_add(p->F, face_force(ff, s, f));
+      p->M = ce_add(p->M, face_moment(ff, s, f, p->xs, C));
+      an = ce_axpy(an, s->area[f], s->normal[f]);
+    }
+    ce_vec3 nf_ = r->patches[i].normal_force;
+    p->N = ce_norm2(nf_) > 0 ? ce_normalize(nf_) : ce_norm2(an) > 0 ? ce_normalize(an) : s->normal[p->faces[0]];
+  }
+  rcluster c[CE_REDUCE_MAX_POINTS];
+  int32_t chosen[CE_REDUCE_MAX_POINTS];
+  int32_t n = 0;
+  for (int32_t i = 0; i < np; i++) n += reduce_patch(s, ff, &P[i], K, d, i, c, chosen, r->reduced + n);
+  r->nreduced = n;
+  return CE_OK;
+}
+
+ce_reduced_contact ce_reduce_point(int32_t patch, ce_vec3 pt, ce_vec3 n, double fn, ce_vec3 ft, double k, double d,
+                                   double depth) {
+  ce_reduced_contact o;
+  memset(&o, 0, sizeof o);
+  o.patch = patch;
+  o.position = pt;
+  o.normal = n;
+  o.force = ce_axpy(ft, fn, n);
+  o.stiffness = k;
+  o.dissipation = d;
+  o.separation = -depth;
+  return o;
+}
