@@ -136,6 +136,18 @@ class PythonClientTest(unittest.TestCase):
         off = self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0]
         self.assertEqual((off.energy, off.strain_energy), ("unspecified", 0.0))
         self.assertEqual(off.force_a, p.force_a)
+    def test_query_reduce(self):
+        p = self.c.query(self.bodies(), pairs=[(1, 2)], reduce=8).pairs[0]
+        self.assertTrue(1 <= len(p.reduced_contacts) <= 8)
+        for k in range(3):
+            self.assertAlmostEqual(sum(q["force"][k] for q in p.reduced_contacts), p.force_a[k],
+                                   delta=1e-9 * abs(p.force_a[2]))
+        q = p.reduced_contacts[0]
+        self.assertEqual(q["patch"], 0)
+        self.assertLess(q["separation"], 0)
+        self.assertGreater(q["stiffness"], 0)
+        self.assertEqual(self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0].reduced_contacts, [])
+
     def test_query_jacobian(self):
         res = self.c.query(self.bodies(), pairs=[(1, 2)], jacobian=True)
         j = res.pairs[0].jacobian

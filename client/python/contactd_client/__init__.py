@@ -214,6 +214,12 @@ class PairResult:
     strain_energy: float = 0.0
     energy: str = "unspecified"
     jacobian: Optional[WrenchJacobian] = None  # when queried with jacobian=True
+    # When queried with reduce=K: at most K points per patch whose forces and
+    # moments (plus `couple`) add up to the patch's (proto ReducedContact):
+    # dicts of patch, position, normal, force (on A), couple, stiffness (N/m),
+    # dissipation (s/m), separation (m; stiffness * -separation is the
+    # point's elastic normal force).
+    reduced_contacts: List[dict] = field(default_factory=list)
 
     @staticmethod
     def _from(m) -> "PairResult":
@@ -229,7 +235,10 @@ class PairResult:
             Surface._from(m.surface) if m.HasField("surface") else None,
             pcs, m.penetration.depth if m.HasField("penetration") else None, m.compute_time_us,
             m.strain_energy, pb.EnergyStatus.Name(m.energy).replace("ENERGY_STATUS_", "").lower(),
-            WrenchJacobian._from(m.jacobian) if m.HasField("jacobian") else None)
+            WrenchJacobian._from(m.jacobian) if m.HasField("jacobian") else None,
+            [dict(patch=p.patch, position=_v(p.position), normal=_v(p.normal), force=_v(p.force),
+                  couple=_v(p.couple), stiffness=p.stiffness, dissipation=p.dissipation,
+                  separation=p.separation) for p in m.reduced_contacts])
 
 
 @dataclass
@@ -301,7 +310,7 @@ _ENUMS = {
 
 def _fill_options(m, detail=None, representation=None, point_contacts=False,
                   stiction_tolerance=None, contact_model=None, energy=False,
-                  jacobian=False):
+                  jacobian=False, reduce=0):
     for key, val in (("detail", detail), ("representation", representation),
                      ("contact_model", contact_model)):
         if val is not None:
@@ -310,6 +319,7 @@ def _fill_options(m, detail=None, representation=None, point_contacts=False,
     m.point_contacts = bool(point_contacts)
     m.want_energy = bool(energy)
     m.want_jacobian = bool(jacobian)
+    m.reduced_contacts = int(reduce)
     if stiction_tolerance is not None:
         m.stiction_tolerance = float(stiction_tolerance)
 
@@ -698,7 +708,8 @@ class Client:
         ("polygon" | "triangle"), point_contacts, stiction_tolerance,
         contact_model ("hydroelastic" | "point" | ...), energy (strain
         energy per pair and patch: PairResult.strain_energy), jacobian (True: each
-        PairResult.jacobian holds the wrench Jacobians)."""
+        PairResult.jacobian holds the wrench Jacobians), reduce (K: at most K
+        point contacts per patch in PairResult.reduced_contacts)."""
         r = self.call(query_request(bodies, pairs, margin=margin, **options), "contact_reply")
         return QueryResult([PairResult._from(p) for p in r.results], r.compute_time_us, r.candidate_pairs)
 
