@@ -16,6 +16,9 @@
  *   cr-e: the same for a compliant sphere against a rigid one (convex
  *       path, and the general closed-mesh path) and against a terrain;
  *   cr: compliant sphere R = 0.1 vs rigid sphere R = 0.1, same distance;
+ *   reduce: the cc, cc-g and cr pairs queried for the wrench alone and
+ *       with reduced contacts (ce_options.reduced_contacts) K = 4 and 8,
+ *       runs alternating, cpu medians and their ratios to the plain query;
  *   cr-m: the cr pair with two more parts in the rigid mesh (three
  *       components): spheres R = 0.025 at -0.24 and R = 0.03 at +0.15
  *       along x of its frame, the first wholly inside the compliant sphere
@@ -28,7 +31,7 @@
  * per output polygon. Single thread; asserts nothing.
  *
  * Usage: bench_contact [runs [hint [case]]]   (default 300 runs, every hint
- * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr-e, cr, cr-m, jac or jac-pt, the
+ * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr-e, cr, cr-m, reduce, jac or jac-pt, the
  * last the point-contact model's Jacobians of rigid primitives: spheres
  * and boxes (analytic MTD), ellipsoids and a cylinder on a box (GJK/EPA),
  * B moving). For profiling one case, e.g.
@@ -223,6 +226,51 @@ static void time_energy(const char *name, double hint, const ce_body *pa, const 
          hint, U, s.median, se.median, se.median / s.median);
 }
 
+/* What reduced contacts cost: the query for the wrench alone, and with
+ * K = 4 and K = 8 points per patch, taking turns run by run so that all
+ * three see the same machine; CPU medians and their ratios. B turned as in
+ * cc-g when `turned`. */
+static void run_reduce(const char *name, double hint, const ce_geometry *ga, const ce_geometry *gb, int turned,
+                       int runs, ce_arena *arena) {
+  ce_body a = body_at(ga, 0), b = body_at(gb, 0.18);
+  if (turned) {
+    ce_quat q = {0.9, 0.2, -0.3, 0.25};
+    double l = sqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
+    b.X_WB = ce_pose_from_quat((ce_quat){q.w / l, q.x / l, q.y / l, q.z / l}, ce_v3(0.18, 0, 0));
+  }
+  ce_options opt[3];
+  for (int k = 0; k < 3; k++) ce_options_default(&opt[k]);
+  opt[1].reduced_contacts = 4;
+  opt[2].reduced_contacts = 8;
+  double *t[3];
+  for (int k = 0; k < 3; k++) t[k] = malloc(sizeof(double) * (size_t)runs);
+  ce_result r;
+  ce_error err;
+  int32_t np[3] = {0, 0, 0};
+  int ok = t[0] && t[1] && t[2];
+  for (int i = 0; ok && i < 3 * runs + 30; i++) {
+    int k = i % 3;
+    ce_arena_reset(arena);
+    double c0 = cpu_us();
+    if (ce_contact(&a, &b, &opt[k], arena, &r, &err) != CE_OK) {
+      printf("%-4s hint %.4f: ce_contact failed: %s\n", name, hint, err.message);
+      ok = 0;
+      break;
+    }
+    double dt = cpu_us() - c0;
+    np[k] = r.nreduced;
+    if (i >= 30) t[k][(i - 30) / 3] = dt;
+  }
+  if (ok) {
+    stats s0 = summarize(t[0], runs), s4 = summarize(t[1], runs), s8 = summarize(t[2], runs);
+    printf("reduce %-4s hint %.4f  poly %5lld | cpu median plain %8.1f us, K=4 (%d points) %8.1f us ratio %.3f, "
+           "K=8 (%d points) %8.1f us ratio %.3f\n",
+           name, hint, (long long)r.polygons, s0.median, (int)np[1], s4.median, s4.median / s0.median, (int)np[2],
+           s8.median, s8.median / s0.median);
+  }
+  for (int k = 0; k < 3; k++) free(t[k]);
+}
+
 /* The strain energy against rigid meshes and a terrain (cr-e): the
  * compliant sphere A against the rigid sphere B (centres 0.18 m apart), B's
  * mesh through the convex path and, its convexity flag cleared, through
@@ -391,7 +439,7 @@ int main(int argc, char **argv) {
   int do_cc = !only || !strcmp(only, "cc"), do_v = !only || !strcmp(only, "cc-v"), do_x = !only || !strcmp(only, "cc-x"), do_cr = !only || !strcmp(only, "cr");
   int do_g = !only || !strcmp(only, "cc-g"), do_crm = !only || !strcmp(only, "cr-m");
   int do_e = !only || !strcmp(only, "cc-e"), do_re = !only || !strcmp(only, "cr-e");
-  int do_j = !only || !strcmp(only, "jac");
+  int do_j = !only || !strcmp(only, "jac"), do_red = !only || !strcmp(only, "reduce");
   if (only && !strcmp(only, "jac-pt")) nh = 0;
   ce_arena *arena = ce_arena_create(1 << 20);
   double *t = malloc(sizeof(double) * (size_t)runs), *tc = malloc(sizeof(double) * (size_t)runs);
@@ -402,9 +450,10 @@ int main(int argc, char **argv) {
     double b0 = cpu_us();
     ce_geometry *c1 = sphere(CE_COMPLIANT, hints[h]);
     double b1 = cpu_us();
-    ce_geometry *c2 = (do_cc || do_v || do_g || do_x || do_e || do_j) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
+    ce_geometry *c2 =
+        (do_cc || do_v || do_g || do_x || do_e || do_j || do_red) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
     double b2 = cpu_us();
-    ce_geometry *r1 = (do_cr || do_re) ? sphere(CE_RIGID, hints[h]) : NULL;
+    ce_geometry *r1 = (do_cr || do_re || do_red) ? sphere(CE_RIGID, hints[h]) : NULL;
     double b3 = cpu_us();
     if (c1) {
       ce_geometry_info ic;
@@ -433,6 +482,11 @@ int main(int argc, char **argv) {
     }
     if (c1 && r1 && do_cr) run_contact("cr", hints[h], c1, r1, 0, runs, arena, t, tc);
     if (c1 && r1 && do_re) run_energy_rigid(hints[h], c1, r1, runs, arena, t, tc);
+    if (c1 && c2 && do_red) {
+      run_reduce("cc", hints[h], c1, c2, 0, runs, arena);
+      run_reduce("cc-g", hints[h], c1, c2, 1, runs, arena);
+    }
+    if (c1 && r1 && do_red) run_reduce("cr", hints[h], c1, r1, 0, runs, arena);
     ce_geometry *rm = do_crm ? rigid_parts(hints[h]) : NULL;
     if (c1 && rm) run_contact("cr-m", hints[h], c1, rm, 0, runs, arena, t, tc);
     ce_geometry_free(rm);

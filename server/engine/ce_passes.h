@@ -12,8 +12,8 @@ typedef struct ce_face_forces {
   ce_vec3 *fn_x;     /* per face: integral of (normal traction * x), N m */
 } ce_face_forces;
 
-/* Per-face friction from the wrench pass, for the reduction pass (zero
- * where no friction acts). */
+/* Per-face friction from the wrench pass, for the reduction pass (NULL
+ * arrays: no friction acts). */
 typedef struct ce_face_friction {
   ce_vec3 *ft;       /* per face: friction force on A, N */
   ce_vec3 *tt;       /* per face: its moment about r->centroid, N m */

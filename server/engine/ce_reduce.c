@@ -1,7 +1,8 @@
 /* ce_reduce.c — a few point contacts per patch whose forces and moments
  * add up exactly to the patch's, for solvers that take point constraints.
  *
- * The patch's net wrench. Face f carries the force F_f = fn_f n_f + ft_f
+ * The patch's net wrench (for a surface of one patch, the pair's wrench
+ * about the surface centroid, shifted). Face f carries the force F_f = fn_f n_f + ft_f
  * on A (fn_f the integral of the normal traction, ft_f of the friction
  * traction; ce_wrench.c) and the moment about the patch's centre of
  * pressure x* (ce_patch.c, Xie & Chakraborty)
@@ -109,16 +110,23 @@ static void sym_eig3(double A[3][3], double w[3], double V[3][3]) {
 
 /* One cluster's sums. */
 typedef struct rcluster {
-  ce_vec3 pos, force, moment, nsum;
+  ce_vec3 pos, force, nsum;
   double k, elastic;
 } rcluster;
 
-/* Per patch: its faces' indices (in face order), the net wrench about x*. */
+/* Per patch: its faces (indices in face order; NULL: all faces, the only
+ * patch), centre of pressure x*, normal N, the basis (u, v) of the plane
+ * normal to N, and the sums of the first pass: net force F and moment M
+ * about x*, the faces' area moments about x* in (u, v) (second: cxx, cxy,
+ * cyy; third: m30 = sum A x^3, m21 = sum A x^2 y, ...). */
 typedef struct rpatch {
   const int32_t *faces;
   int32_t nf;
-  ce_vec3 xs, N, F, M;
+  ce_vec3 xs, N, u, v, F, M;
+  double cxx, cxy, cyy, m30, m21, m12, m03;
 } rpatch;
+
+static inline int32_t pface(const rpatch *P, int32_t i) { return P->faces ? P->faces[i] : i; }
 
 /* The wrench pass's per-face sums; fr's arrays may be NULL (no friction). */
 typedef struct rfaces {
@@ -126,12 +134,13 @@ typedef struct rfaces {
   const ce_face_friction *fr;
 } rfaces;
 
-static ce_vec3 face_force(const rfaces *q, const ce_surface *s, int32_t f) {
+static inline ce_vec3 face_force(const rfaces *q, const ce_surface *s, int32_t f) {
   ce_vec3 F = ce_scale(s->normal[f], q->ff->fn[f]);
   return q->fr->ft ? ce_add(F, q->fr->ft[f]) : F;
 }
 
-static ce_vec3 face_moment(const rfaces *q, const ce_surface *s, int32_t f, ce_vec3 xs, ce_vec3 C) {
+/* Face f's moment about xs: (fn_x - fn xs) x n + tt + (C - xs) x ft. */
+static inline ce_vec3 face_moment(const rfaces *q, const ce_surface *s, int32_t f, ce_vec3 xs, ce_vec3 C) {
   ce_vec3 M = ce_cross(ce_axpy(q->ff->fn_x[f], -q->ff->fn[f], xs), s->normal[f]);
   if (q->fr->ft) M = ce_add(M, ce_add(q->fr->tt[f], ce_cross(ce_sub(C, xs), q->fr->ft[f])));
   return M;
@@ -140,7 +149,7 @@ static ce_vec3 face_moment(const rfaces *q, const ce_surface *s, int32_t f, ce_v
 /* The per-face spring stiffness g A (Masterjohn et al. 2022; 0 where a
  * compliant side's gradient does not increase into it, as in
  * ce_face_contact.c). */
-static double face_stiffness(const ce_surface *s, int32_t f) {
+static inline double face_stiffness(const ce_surface *s, int32_t f) {
   ce_vec3 n = s->normal[f];
   double gA = s->grad_a ? ce_dot(s->grad_a[f], n) : INFINITY;
   double gB = s->grad_b ? -ce_dot(s->grad_b[f], n) : INFINITY;
@@ -149,59 +158,90 @@ static double face_stiffness(const ce_surface *s, int32_t f) {
   return s->area[f] > 0 ? g * s->area[f] : 0;
 }
 
-/* The tangent frame (t1, t2) of a patch: major axis of its faces' area
- * distribution about x* in the plane normal to N, signed by the third
- * moment; from N alone when the distribution has no major axis. */
-static void patch_frame(const ce_surface *s, const rpatch *P, ce_vec3 *t1, ce_vec3 *t2) {
-  ce_vec3 u = any_perp(P->N), v = ce_cross(P->N, u);
-  double cxx = 0, cxy = 0, cyy = 0;
-  for (int32_t i = 0; i < P->nf; i++) {
-    int32_t f = P->faces[i];
-    ce_vec3 r = ce_sub(s->centroid[f], P->xs);
-    double x = ce_dot(r, u), y = ce_dot(r, v), A = s->area[f];
-    cxx += A * x * x;
-    cxy += A * x * y;
-    cyy += A * y * y;
+/* The first pass, over all faces in order: each patch's sums (rpatch), and
+ * each face centroid's coordinates (x, y) in its patch's (u, v) plane
+ * about x* into xy[2 f], xy[2 f + 1]. */
+static void patch_sums(const ce_surface *s, const rfaces *ff, ce_vec3 C, rpatch *P, double *xy, int wrench) {
+  for (int32_t f = 0; f < s->nf; f++) {
+    rpatch *p = &P[s->patch[f]];
+    if (wrench) {
+      p->F = ce_add(p->F, face_force(ff, s, f));
+      p->M = ce_add(p->M, face_moment(ff, s, f, p->xs, C));
+    }
+    ce_vec3 r = ce_sub(s->centroid[f], p->xs);
+    double x = ce_dot(r, p->u), y = ce_dot(r, p->v), A = s->area[f];
+    xy[2 * f] = x;
+    xy[2 * f + 1] = y;
+    double Ax = A * x, Ay = A * y, Axx = Ax * x, Ayy = Ay * y, Axy = Ax * y;
+    p->cxx += Axx;
+    p->cxy += Axy;
+    p->cyy += Ayy;
+    p->m30 += Axx * x;
+    p->m21 += Axx * y;
+    p->m12 += Ayy * x;
+    p->m03 += Ayy * y;
   }
-  double an = hypot(cxx - cyy, 2 * cxy);
-  double th = an > 1e-9 * (cxx + cyy) ? 0.5 * atan2(2 * cxy, cxx - cyy) : 0;
-  *t1 = ce_add(ce_scale(u, cos(th)), ce_scale(v, sin(th)));
-  double m3 = 0;
-  for (int32_t i = 0; i < P->nf; i++) {
-    int32_t f = P->faces[i];
-    double x = ce_dot(ce_sub(s->centroid[f], P->xs), *t1);
-    m3 += s->area[f] * x * x * x;
-  }
-  if (m3 < 0) *t1 = ce_neg(*t1);
-  *t2 = ce_cross(P->N, *t1);
 }
 
-/* The points of a patch (at most K, x* first) into pos; returns their count. */
-static int32_t choose_points(const ce_surface *s, const rpatch *P, int32_t K, ce_vec3 *pos, int32_t *chosen) {
+/* The tangent frame of a patch as the direction (c, sn) of t1 in (u, v)
+ * (t1 = c u + sn v, t2 = N x t1 = c v - sn u): the major axis of its
+ * faces' area distribution about x* in the plane normal to N, signed by
+ * the third moment along it; u when the distribution has no major axis. */
+static void patch_frame(const rpatch *P, double *c, double *sn) {
+  double an = hypot(P->cxx - P->cyy, 2 * P->cxy);
+  double th = an > 1e-9 * (P->cxx + P->cyy) ? 0.5 * atan2(2 * P->cxy, P->cxx - P->cyy) : 0;
+  double a = cos(th), b = sin(th);
+  /* sum A (a x + b y)^3 */
+  double m3 = a * a * a * P->m30 + 3 * a * a * b * P->m21 + 3 * a * b * b * P->m12 + b * b * b * P->m03;
+  if (m3 < 0) a = -a, b = -b;
+  *c = a;
+  *sn = b;
+}
+
+/* The points of a patch (at most K, x* first) into pos, and their (x, y)
+ * in (u, v) into pxy; returns their count. One pass over the faces finds
+ * the support in every direction: direction j at angle a_j from t1 is
+ * cos(a_j) t1 + sin(a_j) t2 = (c cos a_j - sn sin a_j) u + (sn cos a_j +
+ * c sin a_j) v. */
+static int32_t choose_points(const ce_surface *s, const rpatch *P, int32_t K, const double *xy, ce_vec3 *pos,
+                             double *pxy) {
   int32_t m = 0;
+  pxy[0] = pxy[1] = 0;
   pos[m++] = P->xs;
   if (K <= 1 || P->nf == 0) return m;
-  ce_vec3 t1, t2;
-  patch_frame(s, P, &t1, &t2);
+  double c, sn;
+  patch_frame(P, &c, &sn);
   const int32_t nd = K - 1;
+  double du[CE_REDUCE_MAX_POINTS], dv[CE_REDUCE_MAX_POINTS], best[CE_REDUCE_MAX_POINTS];
+  int32_t arg[CE_REDUCE_MAX_POINTS];
   for (int32_t j = 0; j < nd; j++) {
-    double ang = nd == 2 ? j * (M_PI / 2) : j * (2 * M_PI / nd);
-    ce_vec3 d = ce_add(ce_scale(t1, cos(ang)), ce_scale(t2, sin(ang)));
-    int32_t best = P->faces[0];
-    double bd = ce_dot(d, ce_sub(s->centroid[best], P->xs));
-    for (int32_t i = 1; i < P->nf; i++) {
-      int32_t f = P->faces[i];
-      double h = ce_dot(d, ce_sub(s->centroid[f], P->xs));
-      if (h > bd) {
-        bd = h;
-        best = f;
+    double ang = nd == 2 ? j * (M_PI / 2) : j * (2 * M_PI / nd), ca = cos(ang), sa = sin(ang);
+    du[j] = c * ca - sn * sa;
+    dv[j] = sn * ca + c * sa;
+    best[j] = -INFINITY;
+    arg[j] = -1;
+  }
+  for (int32_t i = 0; i < P->nf; i++) {
+    int32_t f = pface(P, i);
+    double x = xy[2 * f], y = xy[2 * f + 1];
+    for (int32_t j = 0; j < nd; j++) {
+      double h = du[j] * x + dv[j] * y;
+      if (h > best[j]) {
+        best[j] = h;
+        arg[j] = f;
       }
     }
-    int dup = s->centroid[best].x == P->xs.x && s->centroid[best].y == P->xs.y && s->centroid[best].z == P->xs.z;
-    for (int32_t q = 0; q < m - 1 && !dup; q++) dup = chosen[q] == best;
+  }
+  for (int32_t j = 0; j < nd; j++) {
+    const int32_t f = arg[j];
+    if (f < 0) continue;
+    const ce_vec3 cf = s->centroid[f];
+    int dup = cf.x == P->xs.x && cf.y == P->xs.y && cf.z == P->xs.z;
+    for (int32_t q = 0; q < j && !dup; q++) dup = arg[q] == f;
     if (dup) continue;
-    chosen[m - 1] = best;
-    pos[m++] = s->centroid[best];
+    pxy[2 * m] = xy[2 * f];
+    pxy[2 * m + 1] = xy[2 * f + 1];
+    pos[m++] = cf;
   }
   return m;
 }
@@ -242,18 +282,21 @@ static ce_vec3 correct_moments(rcluster *c, int32_t m, ce_vec3 xs, ce_vec3 M) {
 
 /* One patch's points into out (room for K); returns their count. */
 static int32_t reduce_patch(const ce_surface *s, const rfaces *ff, const rpatch *P, int32_t K, double d,
-                            int32_t patch, rcluster *c, int32_t *chosen, ce_reduced_contact *out) {
+                            int32_t patch, const double *xy, rcluster *c, ce_reduced_contact *out) {
   ce_vec3 pos[CE_REDUCE_MAX_POINTS];
-  int32_t m = choose_points(s, P, K, pos, chosen);
+  double pxy[2 * CE_REDUCE_MAX_POINTS];
+  int32_t m = choose_points(s, P, K, xy, pos, pxy);
   for (int32_t i = 0; i < m; i++) {
     memset(&c[i], 0, sizeof c[i]);
     c[i].pos = pos[i];
   }
+  /* each face to the point nearest in the plane normal to N */
   for (int32_t q = 0; q < P->nf; q++) {
-    int32_t f = P->faces[q], best = 0;
-    double bd = ce_norm2(ce_sub(s->centroid[f], pos[0]));
+    int32_t f = pface(P, q), best = 0;
+    const double x = xy[2 * f], y = xy[2 * f + 1];
+    double bd = x * x + y * y;
     for (int32_t i = 1; i < m; i++) {
-      double h = ce_norm2(ce_sub(s->centroid[f], pos[i]));
+      double ex = x - pxy[2 * i], ey = y - pxy[2 * i + 1], h = ex * ex + ey * ey;
       if (h < bd) {
         bd = h;
         best = i;
@@ -281,46 +324,61 @@ static int32_t reduce_patch(const ce_surface *s, const rfaces *ff, const rpatch 
   return m;
 }
 
-ce_errno ce_reduce_compute(const ce_surface *s, const ce_face_forces *fforces, const ce_face_friction *fr, int32_t K,
-                           double d, ce_arena *arena, ce_result *r) {
-  const ce_face_friction none = {NULL, NULL};
-  const rfaces q = {fforces, fr ? fr : &none}, *ff = &q;
-  r->nreduced = 0;
-  r->reduced = NULL;
-  const int32_t nf = s->nf, np = r->npatches;
-  if (nf <= 0 || np <= 0 || K <= 0 || !fforces->fn) return CE_OK;
-  if (K > CE_REDUCE_MAX_POINTS) K = CE_REDUCE_MAX_POINTS;
-  /* the faces grouped by patch, in face order (a counting sort) */
+/* The faces grouped by patch, in face order (a counting sort); one patch
+ * needs none. */
+static ce_errno group_faces(const ce_surface *s, rpatch *P, int32_t np, ce_arena *arena) {
+  const int32_t nf = s->nf;
+  if (np == 1) {
+    P[0].faces = NULL;
+    P[0].nf = nf;
+    return CE_OK;
+  }
   int32_t *start = ce_arena_calloc(arena, (size_t)np + 1, sizeof *start);
   int32_t *order = ce_arena_alloc(arena, (size_t)nf * sizeof *order);
-  rpatch *P = ce_arena_calloc(arena, (size_t)np, sizeof *P);
-  r->reduced = ce_arena_alloc(arena, (size_t)np * (size_t)K * sizeof *r->reduced);
-  if (!start || !order || !P || !r->reduced) return CE_ENOMEM;
+  if (!start || !order) return CE_ENOMEM;
   for (int32_t f = 0; f < nf; f++) start[s->patch[f] + 1]++;
   for (int32_t i = 0; i < np; i++) start[i + 1] += start[i];
   for (int32_t f = 0; f < nf; f++) order[start[s->patch[f]]++] = f;
   for (int32_t i = np; i > 0; i--) start[i] = start[i - 1];
   start[0] = 0;
-  const ce_vec3 C = r->centroid;
+  for (int32_t i = 0; i < np; i++) {
+    P[i].faces = order + start[i];
+    P[i].nf = start[i + 1] - start[i];
+  }
+  return CE_OK;
+}
+
+ce_errno ce_reduce_compute(const ce_surface *s, const ce_face_forces *fforces, const ce_face_friction *fr, int32_t K,
+                           double d, ce_arena *arena, ce_result *r) {
+  const ce_face_friction none = {NULL, NULL};
+  const rfaces q = {fforces, fr ? fr : &none};
+  r->nreduced = 0;
+  r->reduced = NULL;
+  const int32_t nf = s->nf, np = r->npatches;
+  if (nf <= 0 || np <= 0 || K <= 0 || !fforces->fn) return CE_OK;
+  if (K > CE_REDUCE_MAX_POINTS) K = CE_REDUCE_MAX_POINTS;
+  rpatch *P = ce_arena_calloc(arena, (size_t)np, sizeof *P);
+  double *xy = ce_arena_alloc(arena, 2 * (size_t)nf * sizeof *xy);
+  r->reduced = ce_arena_alloc(arena, (size_t)np * (size_t)K * sizeof *r->reduced);
+  if (!P || !xy || !r->reduced || group_faces(s, P, np, arena) != CE_OK) return CE_ENOMEM;
   for (int32_t i = 0; i < np; i++) {
     rpatch *p = &P[i];
-    p->faces = order + start[i];
-    p->nf = start[i + 1] - start[i];
     p->xs = r->patches[i].point;
-    ce_vec3 an = ce_v3(0, 0, 0);
-    for (int32_t q = 0; q < p->nf; q++) {
-      int32_t f = p->faces[q];
-      p->F = ce_add(p->F, face_force(ff, s, f));
-      p->M = ce_add(p->M, face_moment(ff, s, f, p->xs, C));
-      an = ce_axpy(an, s->area[f], s->normal[f]);
-    }
-    ce_vec3 nf_ = r->patches[i].normal_force;
-    p->N = ce_norm2(nf_) > 0 ? ce_normalize(nf_) : ce_norm2(an) > 0 ? ce_normalize(an) : s->normal[p->faces[0]];
+    ce_vec3 nfv = r->patches[i].normal_force;
+    p->N = ce_norm2(nfv) > 0 ? ce_normalize(nfv) : s->normal[pface(p, 0)];
+    p->u = any_perp(p->N);
+    p->v = ce_cross(p->N, p->u);
+  }
+  /* one patch: its wrench is the pair's (the wrench pass summed the same
+   * face forces and moments about the surface centroid) */
+  patch_sums(s, &q, r->centroid, P, xy, np > 1);
+  if (np == 1) {
+    P[0].F = r->wrench_a_centroid.force;
+    P[0].M = ce_sub(r->wrench_a_centroid.torque, ce_cross(ce_sub(P[0].xs, r->centroid), P[0].F));
   }
   rcluster c[CE_REDUCE_MAX_POINTS];
-  int32_t chosen[CE_REDUCE_MAX_POINTS];
   int32_t n = 0;
-  for (int32_t i = 0; i < np; i++) n += reduce_patch(s, ff, &P[i], K, d, i, c, chosen, r->reduced + n);
+  for (int32_t i = 0; i < np; i++) n += reduce_patch(s, &q, &P[i], K, d, i, xy, c, r->reduced + n);
   r->nreduced = n;
   return CE_OK;
 }

@@ -377,15 +377,16 @@ static inline __attribute__((always_inline)) void face_moments(const ce_surface 
   static_polygon_moments(s->vertices, s->pressure, s->face_vertices + so[f], so[f + 1] - so[f], C, n, fn, fnr);
 }
 
-/* The per-face arrays of *ff: fn and fn_x (every entry written by the
- * wrench pass), and of *fr (may be NULL; zero where no friction acts). */
-static ce_errno face_forces_alloc(ce_face_forces *ff, ce_face_friction *fr, int32_t nf, ce_arena *arena) {
+/* The per-face arrays of *ff (fn, fn_x) and, where tractions have
+ * friction (kin) of *fr (fr may be NULL); every entry is written by the
+ * wrench pass. Without relative motion fr's arrays stay NULL: no friction. */
+static ce_errno face_forces_alloc(ce_face_forces *ff, ce_face_friction *fr, int kin, int32_t nf, ce_arena *arena) {
   ff->fn = ce_arena_alloc(arena, (size_t)nf * sizeof *ff->fn);
   ff->fn_x = ce_arena_alloc(arena, (size_t)nf * sizeof *ff->fn_x);
   if (!ff->fn || !ff->fn_x) return CE_ENOMEM;
-  if (fr) {
-    fr->ft = ce_arena_calloc(arena, (size_t)nf, sizeof *fr->ft);
-    fr->tt = ce_arena_calloc(arena, (size_t)nf, sizeof *fr->tt);
+  if (fr && kin) {
+    fr->ft = ce_arena_alloc(arena, (size_t)nf * sizeof *fr->ft);
+    fr->tt = ce_arena_alloc(arena, (size_t)nf * sizeof *fr->tt);
     if (!fr->ft || !fr->tt) return CE_ENOMEM;
   }
   return CE_OK;
@@ -411,7 +412,6 @@ ce_errno ce_wrench_compute_friction(const ce_surface *s, const ce_body *a, const
   if (fr) fr->ft = fr->tt = NULL;
   int32_t nf = s ? s->nf : 0;
   if (nf <= 0) return CE_OK;
-  if (face_forces_alloc(ff, fr, nf, arena) != CE_OK) return CE_ENOMEM;
 
   /* Surface centroid: area-weighted face centroids (their plain mean if all
    * faces are degenerate, so C stays on the surface). */
@@ -437,6 +437,7 @@ ce_errno ce_wrench_compute_friction(const ce_surface *s, const ce_body *a, const
   /* Without relative motion (vC = 0 and w = 0 exactly) the tractions are
    * p n whatever d and mu: hc = 1 and the slip, hence the friction, is 0. */
   c.kin = (c.d > 0 || c.mu > 0) && (ce_norm2(c.vC) > 0 || ce_norm2(c.w) > 0);
+  if (face_forces_alloc(ff, fr, c.kin, nf, arena) != CE_OK) return CE_ENOMEM;
 
   int32_t cid[CE_WRENCH_MAX_CORNERS];
   ce_vec3 force = ce_v3(0, 0, 0), torque = ce_v3(0, 0, 0), nforce = ce_v3(0, 0, 0);
