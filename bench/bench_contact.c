@@ -16,9 +16,11 @@
  *   cr-e: the same for a compliant sphere against a rigid one (convex
  *       path, and the general closed-mesh path) and against a terrain;
  *   cr: compliant sphere R = 0.1 vs rigid sphere R = 0.1, same distance;
- *   reduce: the cc, cc-g and cr pairs queried for the wrench alone and
- *       with reduced contacts (ce_options.reduced_contacts) K = 4 and 8,
- *       runs alternating, cpu medians and their ratios to the plain query;
+ *   reduce: the cc, cc-g and cr pairs queried for the wrench alone, with
+ *       patches (want_patches) and with reduced contacts
+ *       (ce_options.reduced_contacts) K = 4 and 8, runs alternating, cpu
+ *       medians and their ratios to the plain query (K = 8 also to the
+ *       query with patches, which reduction computes too);
  *   cr-m: the cr pair with two more parts in the rigid mesh (three
  *       components): spheres R = 0.025 at -0.24 and R = 0.03 at +0.15
  *       along x of its frame, the first wholly inside the compliant sphere
@@ -226,10 +228,10 @@ static void time_energy(const char *name, double hint, const ce_body *pa, const 
          hint, U, s.median, se.median, se.median / s.median);
 }
 
-/* What reduced contacts cost: the query for the wrench alone, and with
- * K = 4 and K = 8 points per patch, taking turns run by run so that all
- * three see the same machine; CPU medians and their ratios. B turned as in
- * cc-g when `turned`. */
+/* What reduced contacts cost: the query for the wrench alone, with
+ * patches, and with K = 4 and K = 8 points per patch, taking turns run by
+ * run so that all four see the same machine; CPU medians and their
+ * ratios. B turned as in cc-g when `turned`. */
 static void run_reduce(const char *name, double hint, const ce_geometry *ga, const ce_geometry *gb, int turned,
                        int runs, ce_arena *arena) {
   ce_body a = body_at(ga, 0), b = body_at(gb, 0.18);
@@ -238,18 +240,20 @@ static void run_reduce(const char *name, double hint, const ce_geometry *ga, con
     double l = sqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
     b.X_WB = ce_pose_from_quat((ce_quat){q.w / l, q.x / l, q.y / l, q.z / l}, ce_v3(0.18, 0, 0));
   }
-  ce_options opt[3];
-  for (int k = 0; k < 3; k++) ce_options_default(&opt[k]);
+  enum { NC = 4 };
+  ce_options opt[NC];
+  for (int k = 0; k < NC; k++) ce_options_default(&opt[k]);
   opt[1].reduced_contacts = 4;
   opt[2].reduced_contacts = 8;
-  double *t[3];
-  for (int k = 0; k < 3; k++) t[k] = malloc(sizeof(double) * (size_t)runs);
+  opt[3].want_patches = 1;
+  double *t[NC];
+  for (int k = 0; k < NC; k++) t[k] = malloc(sizeof(double) * (size_t)runs);
   ce_result r;
   ce_error err;
-  int32_t np[3] = {0, 0, 0};
-  int ok = t[0] && t[1] && t[2];
-  for (int i = 0; ok && i < 3 * runs + 30; i++) {
-    int k = i % 3;
+  int32_t np[NC] = {0, 0, 0, 0};
+  int ok = t[0] && t[1] && t[2] && t[3];
+  for (int i = 0; ok && i < NC * runs + 40; i++) {
+    int k = i % NC;
     ce_arena_reset(arena);
     double c0 = cpu_us();
     if (ce_contact(&a, &b, &opt[k], arena, &r, &err) != CE_OK) {
@@ -259,16 +263,17 @@ static void run_reduce(const char *name, double hint, const ce_geometry *ga, con
     }
     double dt = cpu_us() - c0;
     np[k] = r.nreduced;
-    if (i >= 30) t[k][(i - 30) / 3] = dt;
+    if (i >= 40) t[k][(i - 40) / NC] = dt;
   }
   if (ok) {
-    stats s0 = summarize(t[0], runs), s4 = summarize(t[1], runs), s8 = summarize(t[2], runs);
+    stats s0 = summarize(t[0], runs), s4 = summarize(t[1], runs), s8 = summarize(t[2], runs),
+          sp = summarize(t[3], runs);
     printf("reduce %-4s hint %.4f  poly %5lld | cpu median plain %8.1f us, K=4 (%d points) %8.1f us ratio %.3f, "
-           "K=8 (%d points) %8.1f us ratio %.3f\n",
+           "K=8 (%d points) %8.1f us ratio %.3f | with patches %8.1f us, K=8 over it %.3f\n",
            name, hint, (long long)r.polygons, s0.median, (int)np[1], s4.median, s4.median / s0.median, (int)np[2],
-           s8.median, s8.median / s0.median);
+           s8.median, s8.median / s0.median, sp.median, s8.median / sp.median);
   }
-  for (int k = 0; k < 3; k++) free(t[k]);
+  for (int k = 0; k < NC; k++) free(t[k]);
 }
 
 /* The strain energy against rigid meshes and a terrain (cr-e): the

@@ -388,11 +388,12 @@ typedef struct ce_face_contact {
  * ce_reduce.c), for solvers that take point constraints. A patch of K
  * points: its centre of pressure and the centroids of the faces where the
  * patch reaches furthest in K - 1 tangent directions; every face goes to
- * its nearest point. The forces are the clusters' forces, then adjusted by
- * the least-squares (minimum sum of squares) correction with zero net force
- * that makes the points' moments equal the patch's: sum over the points of
- * force equals the patch's net force and sum of (position x force) +
- * couple its net moment, to rounding. `couple` is nonzero only on a
+ * its nearest point (in the plane normal to the patch's net normal force).
+ * The forces are the clusters' forces, then adjusted by the least-squares
+ * correction (each point's change weighted by its cluster's normal force)
+ * with zero net force that makes the points' moments equal the patch's:
+ * the points' forces sum to the patch's net force, and their moments
+ * (position x force) plus `couple` to its net moment, to rounding. `couple` is nonzero only on a
  * patch's first point and only when its points are fewer than three or
  * collinear (K = 1, K = 2, one-face patches): the moment that forces at
  * those points cannot carry (for a flat patch, K = 1: the torsional moment

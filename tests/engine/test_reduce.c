@@ -91,6 +91,7 @@ static ce_body body(const ce_geometry *g, ce_pose X, uint64_t *rng, int moving) 
  * contacts' wrench about A's origin and wrench_a: |dF| / |F| and
  * |dM| / (|M| + |F| L), L = 0.1 m the bodies' size. Also checks the count
  * per patch (<= K, patches in order, at least one point each). */
+static double worst_pull; /* the most negative point normal force over |F| seen */
 static double wrench_mismatch(const ce_result *r, const ce_body *a, int32_t K) {
   ce_vec3 F = ce_v3(0, 0, 0), M = ce_v3(0, 0, 0);
   int32_t last = -1, run = 0;
@@ -109,9 +110,10 @@ static double wrench_mismatch(const ce_result *r, const ce_body *a, int32_t K) {
   if (!(fs > 0)) return 0;
   for (int32_t i = 0; i < r->nreduced; i++) {
     double fn = ce_dot(r->reduced[i].force, r->reduced[i].normal);
+    worst_pull = fmin(worst_pull, fn / fs);
     /* the moment correction may tilt a light point's force slightly
      * against its normal, never by much */
-    cr_assert_geq(fn, -0.02 * fs, "point %d pulls: fn %.3g of |F| %.3g", i, fn, fs);
+    cr_assert_geq(fn, -0.01 * fs, "point %d pulls: fn %.3g of |F| %.3g", i, fn, fs);
   }
   double ef = ce_norm(ce_sub(F, r->wrench_a.force)) / fs, em = ce_norm(ce_sub(M, r->wrench_a.torque)) / ms;
   return fmax(ef, em);
@@ -128,6 +130,7 @@ static double run_pair(const char *what, ce_geometry *ga, ce_geometry *gb, pose_
   uint64_t rng = seed;
   double worst = 0;
   int touching = 0;
+  worst_pull = 0;
   for (int i = 0; i < nposes; i++) {
     ce_pose xa, xb;
     pose(&rng, &xa, &xb);
@@ -150,7 +153,8 @@ static double run_pair(const char *what, ce_geometry *ga, ce_geometry *gb, pose_
     }
   }
   cr_assert_geq(touching, nposes / 2, "%s: only %d of %d poses touch", what, touching, nposes);
-  cr_log_info("%s: worst wrench mismatch %.3g over %d touching poses", what, worst, touching);
+  cr_log_info("%s: worst wrench mismatch %.3g over %d touching poses; least point normal force %.3g of |F|", what,
+              worst, touching, worst_pull);
   return worst;
 }
 
@@ -436,4 +440,56 @@ Test(reduce, refuses_bad_k_and_repeats_exactly) {
   free(first);
   ce_geometry_free(cs);
   ce_geometry_free(cb);
+}
+
+/* Continuity: a sphere (hint h = 0.02) rolling on a plane about its
+ * centre in steps of 1e-3 rad, so that its tets cross the plane and the
+ * surface's faces change. The net wrench changes smoothly; a support
+ * point jumps between face centroids along the patch's rim, by less than
+ * 2.5 h (measured: 1.6 h). */
+Test(reduce, points_jump_by_at_most_a_face) {
+  const double h = 0.02;
+  ce_geometry *cs = shape(CE_SHAPE_SPHERE, CE_COMPLIANT, h), *hr = halfspace(CE_RIGID);
+  ce_body b = ce_test_body(hr, ce_quat_identity(), ce_v3(0, 0, 0));
+  ce_reduced_contact prev[8];
+  ce_vec3 fprev = ce_v3(0, 0, 0);
+  int32_t nprev = 0;
+  double jump = 0, fjump = 0, wjump = 0;
+  for (int i = 0; i <= 200; i++) {
+    ce_body a = ce_test_body(cs, ce_quat_from_axis_angle(ce_v3(0.3, 1, 0.2), 1e-3 * i), ce_v3(0, 0, 0.085));
+    ce_options o;
+    ce_options_default(&o);
+    o.reduced_contacts = 8;
+    ce_result r;
+    ce_error err;
+    ce_arena_reset(arena);
+    cr_assert_eq(ce_contact(&a, &b, &o, arena, &r, &err), CE_OK, "%s", err.message);
+    cr_assert_eq(r.npatches, 1);
+    double F = ce_norm(r.wrench_a.force);
+    if (i > 0) wjump = fmax(wjump, ce_norm(ce_sub(r.wrench_a.force, fprev)) / F);
+    /* each point against the nearest point of the previous step, both ways */
+    for (int pass = 0; i > 0 && pass < 2; pass++) {
+      const ce_reduced_contact *x = pass ? prev : r.reduced, *y = pass ? r.reduced : prev;
+      int32_t nx = pass ? nprev : r.nreduced, ny = pass ? r.nreduced : nprev;
+      for (int32_t j = 0; j < nx; j++) {
+        double best = INFINITY, df = 0;
+        for (int32_t k = 0; k < ny; k++) {
+          double dk = ce_norm(ce_sub(x[j].position, y[k].position));
+          if (dk < best) best = dk, df = ce_norm(ce_sub(x[j].force, y[k].force)) / F;
+        }
+        jump = fmax(jump, best);
+        fjump = fmax(fjump, df);
+      }
+    }
+    nprev = r.nreduced;
+    memcpy(prev, r.reduced, (size_t)r.nreduced * sizeof *prev);
+    fprev = r.wrench_a.force;
+  }
+  cr_log_info("rolling 1e-3 rad steps: net force changes by %.3g of itself, points jump by up to %.3g m (%.2f h), "
+              "the nearest point's force by %.3g of the net",
+              wjump, jump, jump / h, fjump);
+  cr_assert_lt(wjump, 1e-3);
+  cr_assert_lt(jump, 2.5 * h);
+  ce_geometry_free(cs);
+  ce_geometry_free(hr);
 }
