@@ -242,12 +242,11 @@ static int32_t choose_points(const ce_surface *s, const rpatch *P, int32_t K, co
   for (int32_t i = 0; i < P->nf; i++) {
     int32_t f = pface(P, i);
     double x = xy[2 * f], y = xy[2 * f + 1];
-    for (int32_t j = 0; j < nd; j++) {
+    for (int32_t j = 0; j < nd; j++) { /* branch-free: the compiler may run it in vector lanes */
       double h = du[j] * x + dv[j] * y;
-      if (h > best[j]) {
-        best[j] = h;
-        arg[j] = f;
-      }
+      int gt = h > best[j];
+      best[j] = gt ? h : best[j];
+      arg[j] = gt ? f : arg[j];
     }
   }
   for (int32_t j = 0; j < nd; j++) {

@@ -1,9 +1,9 @@
 /* test_daemon_reduce.c — reduced contacts over the wire (QueryOptions.
  * reduced_contacts, PairResult.reduced_contacts) against the real contactd:
  * a compliant sphere pressed into a rigid half space, in protobuf (the
- * points' forces and moments add up to the served wrench), in JSON, under
- * the point-contact model, with a K out of range, and the same bytes
- * whatever the server's worker count. */
+ * points' forces and moments add up to the served wrench), in JSON, on a
+ * stream, under the point-contact model, with a K out of range, and the
+ * same bytes whatever the server's worker count. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -129,6 +129,25 @@ Test(reduce_wire, json_and_a_bad_k) {
             "%.600s", l);
   free(l);
   close(fj);
+  free(s);
+  free(p);
+}
+
+Test(reduce_wire, streams_accept_the_option) {
+  char *s = tc_register_sphere(fd, 1, R, E, 0.03), *p = tc_register_halfspace(fd, 2, 0, 0);
+  cr_assert(s && p);
+  Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  o.reduced_contacts = 5;
+  uint64_t sid = tc_open_pair_stream(fd, s, 0.09, p, 0, &o, 0, 10, 10000);
+  cr_assert_neq(sid, 0, "the stream opens");
+  cr_assert_eq(tc_send_stream_update_z(fd, 11, sid, 1, 1, 0.085), 0);
+  Env *r = tc_recv(fd, 30000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT, "a stream result");
+  cr_assert_eq(r->stream_result->n_results, 1);
+  const Contactd__V1__PairResult *pr = r->stream_result->results[0];
+  cr_expect_eq(pr->n_reduced_contacts, 5, "the stream's results carry the points (%zu)", pr->n_reduced_contacts);
+  expect_matched(pr, 0.085, 5);
+  contactd__v1__envelope__free_unpacked(r, NULL);
   free(s);
   free(p);
 }
