@@ -168,9 +168,30 @@ static inline double face_stiffness(const ce_surface *s, int32_t f) {
 /* The first pass, over all faces in order: each patch's sums (rpatch), and
  * each face centroid's coordinates (x, y) in its patch's (u, v) plane
  * about x* into xy[2 f], xy[2 f + 1]. */
+/* Adds the sums of a run of faces (one patch's) to the patch's. */
+static void flush_run(rpatch *p, const double *m) {
+  p->area += m[0];
+  p->cxx += m[1];
+  p->cxy += m[2];
+  p->cyy += m[3];
+  p->m30 += m[4];
+  p->m21 += m[5];
+  p->m12 += m[6];
+  p->m03 += m[7];
+}
+
+/* The moments are summed over runs of consecutive faces of one patch in
+ * locals (a surface of one patch is one run), then added to the patch. */
 static void patch_sums(const ce_surface *s, const rfaces *ff, ce_vec3 C, rpatch *P, double *xy, int wrench) {
+  double m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int32_t cur = s->nf > 0 ? s->patch[0] : 0;
   for (int32_t f = 0; f < s->nf; f++) {
-    rpatch *p = &P[s->patch[f]];
+    if (s->patch[f] != cur) {
+      flush_run(&P[cur], m);
+      memset(m, 0, sizeof m);
+      cur = s->patch[f];
+    }
+    rpatch *p = &P[cur];
     if (wrench) {
       p->F = ce_add(p->F, face_force(ff, s, f));
       p->M = ce_add(p->M, face_moment(ff, s, f, p->xs, C));
@@ -180,15 +201,16 @@ static void patch_sums(const ce_surface *s, const rfaces *ff, ce_vec3 C, rpatch 
     xy[2 * f] = x;
     xy[2 * f + 1] = y;
     double Ax = A * x, Ay = A * y, Axx = Ax * x, Ayy = Ay * y, Axy = Ax * y;
-    p->area += A;
-    p->cxx += Axx;
-    p->cxy += Axy;
-    p->cyy += Ayy;
-    p->m30 += Axx * x;
-    p->m21 += Axx * y;
-    p->m12 += Ayy * x;
-    p->m03 += Ayy * y;
+    m[0] += A;
+    m[1] += Axx;
+    m[2] += Axy;
+    m[3] += Ayy;
+    m[4] += Axx * x;
+    m[5] += Axx * y;
+    m[6] += Ayy * x;
+    m[7] += Ayy * y;
   }
+  if (s->nf > 0) flush_run(&P[cur], m);
 }
 
 /* The tangent frame of a patch as the direction (c, sn) of t1 in (u, v)
@@ -318,17 +340,23 @@ static int32_t reduce_patch(const ce_surface *s, const rfaces *ff, const rpatch 
     memset(&c[i], 0, sizeof c[i]);
     c[i].pos = pos[i];
   }
-  /* each face to the point nearest in the plane normal to N */
+  /* each face to the point nearest in the plane normal to N: the least
+   * |p_i|^2 - 2 (x, y).p_i (point 0, x*, is the origin: 0) */
+  double px[CE_REDUCE_MAX_POINTS], py[CE_REDUCE_MAX_POINTS], pp[CE_REDUCE_MAX_POINTS];
+  for (int32_t i = 0; i < m; i++) {
+    px[i] = -2 * pxy[2 * i];
+    py[i] = -2 * pxy[2 * i + 1];
+    pp[i] = pxy[2 * i] * pxy[2 * i] + pxy[2 * i + 1] * pxy[2 * i + 1];
+  }
   for (int32_t q = 0; q < P->nf; q++) {
     int32_t f = pface(P, q), best = 0;
     const double x = xy[2 * f], y = xy[2 * f + 1];
-    double bd = x * x + y * y;
+    double bd = 0;
     for (int32_t i = 1; i < m; i++) {
-      double ex = x - pxy[2 * i], ey = y - pxy[2 * i + 1], h = ex * ex + ey * ey;
-      if (h < bd) {
-        bd = h;
-        best = i;
-      }
+      double h = pp[i] + px[i] * x + py[i] * y;
+      int lt = h < bd;
+      bd = lt ? h : bd;
+      best = lt ? i : best;
     }
     rcluster *k = &c[best];
     k->force = ce_add(k->force, face_force(ff, s, f));
