@@ -118,6 +118,16 @@ typedef struct ce_props {
    * this (a lower bound is compared: the arrays and hierarchy nodes every
    * such geometry has), before the expensive part (0: no limit). */
   size_t max_bytes;
+  /* Margin delta, m (>= 0; 0 = none): compliant spheres, boxes, cylinders
+   * and capsules only (ce_geometry_from_shape; every other builder refuses
+   * a margin). The geometry keeps its mesh and field for contact, and also
+   * holds a copy inflated by delta: a layer of tets over its boundary
+   * (sphere, capsule: along the radius; box, cylinder: each face plane
+   * moved out by delta) whose field extends the primitive's analytic field,
+   * zero on the original surface and negative in the layer. Pairs whose
+   * bodies do not touch but whose inflated copies do are
+   * CE_CONTACT_SPECULATIVE (ce_result.speculative, ce_margin.c). */
+  double margin;
 } ce_props;
 
 /* ---- shapes ----------------------------------------------------------- */
@@ -415,7 +425,25 @@ typedef enum {
   CE_CONTACT_UNSUPPORTED = 2, /* no model for the pair (e.g. rigid-rigid under
                                  CE_MODEL_HYDROELASTIC, two half spaces) */
   CE_CONTACT_POINT = 3,       /* a point contact (penetration, point model) */
+  CE_CONTACT_SPECULATIVE = 4, /* apart, but within the bodies' margins
+                                 (ce_props.margin): zero force, and
+                                 result.speculative says how far and how
+                                 stiff the contact will be */
 } ce_contact_status;
+
+/* A speculative contact (ce_margin.c): the surface of the bodies' inflated
+ * copies, all of it where the extended fields are negative (apart). Per
+ * face f of it, with g_f = gA gB / (gA + gB) the effective gradient along
+ * its normal (Masterjohn et al. 2022) and p its (negative) pressure, the
+ * bodies must approach by -p / g_f for the fields to reach zero there. */
+typedef struct ce_speculative {
+  double separation; /* m, > 0: the least -p / g over the faces' corners */
+  ce_vec3 normal;    /* unit, out of B into A: the normal of that face */
+  ce_vec3 point;     /* m, world: that corner */
+  double stiffness;  /* N/m: sum of g_f A_f over the speculative surface,
+                        the per-face springs' stiffness at touch */
+  int32_t faces;     /* faces of the speculative surface */
+} ce_speculative;
 
 /* The point-contact answer of a pair (model CE_MODEL_POINT): the minimum
  * translational distance (MTD) between the two (convex) shapes and the
@@ -549,6 +577,8 @@ typedef struct ce_result {
    * patch 0, then of patch 1, ... */
   int32_t nreduced;
   ce_reduced_contact *reduced;
+  /* Filled when status is CE_CONTACT_SPECULATIVE (wrenches zero). */
+  ce_speculative speculative;
 } ce_result;
 
 /* Compute the contact between bodies a and b. All result arrays live in

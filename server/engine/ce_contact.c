@@ -258,10 +258,34 @@ static void energy_status(const ce_options *opt, ce_result *r) {
   for (int32_t i = 0; i < r->npatches; i++) r->patches[i].strain_energy = 0;
 }
 
+/* Bodies apart but within their margins (ce_margin.c): the hydroelastic
+ * surface of their inflated copies, all of it at negative pressure, gives
+ * r->speculative; r keeps its zero wrenches. */
+static ce_errno speculative(const ce_body *a, const ce_body *b, const ce_options *opt, ce_arena *arena, ce_result *r,
+                            ce_error *err) {
+  ce_body ia = *a, ib = *b;
+  if (a->geometry->inflated) ia.geometry = a->geometry->inflated;
+  if (b->geometry->inflated) ib.geometry = b->geometry->inflated;
+  ce_options o;
+  ce_options_default(&o);
+  o.representation = opt ? opt->representation : CE_REPRESENTATION_POLYGON;
+  o.model = CE_MODEL_HYDROELASTIC;
+  o.want_surface = 1;
+  ce_result s;
+  ce_errno e = contact(&ia, &ib, &o, arena, &s, err);
+  if (e != CE_OK) return e;
+  if (s.status == CE_CONTACT_SURFACE && ce_margin_speculative(&s.surface, &r->speculative))
+    r->status = CE_CONTACT_SPECULATIVE;
+  return CE_OK;
+}
+
 ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt, ce_arena *arena, ce_result *r,
                     ce_error *err) {
   ce_errno e = contact(a, b, opt, arena, r, err);
   if (e != CE_OK) return e;
+  if (r->status == CE_CONTACT_NONE && r->model == CE_MODEL_HYDROELASTIC &&
+      (a->geometry->inflated || b->geometry->inflated) && (e = speculative(a, b, opt, arena, r, err)) != CE_OK)
+    return e;
   energy_status(opt, r);
   if (opt && opt->want_jacobian && r->jacobian_status == CE_JACOBIAN_NOT_REQUESTED && r->status == CE_CONTACT_POINT) {
     const double vs = opt->stiction_tolerance > 0 ? opt->stiction_tolerance : 1e-4;
@@ -269,7 +293,7 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt, c
       return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");
   }
   if (opt && opt->want_jacobian && r->jacobian_status == CE_JACOBIAN_NOT_REQUESTED) {
-    if (r->status == CE_CONTACT_NONE) { /* apart: the wrench is zero nearby */
+    if (r->status == CE_CONTACT_NONE || r->status == CE_CONTACT_SPECULATIVE) { /* apart: zero nearby */
       r->jacobian = ce_arena_calloc(arena, 1, sizeof *r->jacobian);
       if (!r->jacobian) return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");
       r->jacobian_status = CE_JACOBIAN_OK;

@@ -53,6 +53,11 @@ ce_errno ce_reduce_compute(const ce_surface *s, const ce_face_forces *ff, const 
 ce_reduced_contact ce_reduce_point(int32_t patch, ce_vec3 pt, ce_vec3 n, double fn, ce_vec3 ft, double k, double d,
                                    double depth);
 
+/* The speculative contact from the surface s of two bodies' inflated
+ * copies (ce_margin.c): fills *out and returns 1, or 0 when no face of s
+ * has a positive effective gradient. */
+int ce_margin_speculative(const ce_surface *s, ce_speculative *out);
+
 /* Strain energy of a hydroelastic pair (ce_energy.c), M and N as for the
  * intersectors (X_MN places N in M's frame): fills r->strain_energy,
  * r->total.strain_energy and r->energy, and with want_patches each patch's
