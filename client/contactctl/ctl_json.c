@@ -145,6 +145,14 @@ cJSON *ctl_jpair(const cc_scene *s, const Contactd__V1__PairResult *r) {
     }
   }
   if (r->n_reduced_contacts) add_reduced(o, r);
+  if (r->speculative) {
+    cJSON *e = cJSON_AddObjectToObject(o, "speculative");
+    cJSON_AddNumberToObject(e, "separation", r->speculative->separation);
+    cJSON_AddItemToObject(e, "normal", jvec(r->speculative->normal));
+    cJSON_AddItemToObject(e, "point", jvec(r->speculative->point));
+    cJSON_AddNumberToObject(e, "stiffness", r->speculative->stiffness);
+    cJSON_AddNumberToObject(e, "faces", r->speculative->faces);
+  }
   if (r->penetration) {
     cJSON *e = cJSON_AddObjectToObject(o, "penetration");
     cJSON_AddNumberToObject(e, "depth", r->penetration->depth);

@@ -58,6 +58,9 @@ static void print_table(const cc_scene *s, const Contactd__V1__ContactReply *rep
     if (r->status == CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE)
       printf(", %d faces, area %.6e m^2", r->total ? r->total->faces : 0, r->area);
     if (r->penetration) printf(", depth %.6e m", r->penetration->depth);
+    if (r->speculative)
+      printf(", separation %.6e m, stiffness at touch %.6e N/m", r->speculative->separation,
+             r->speculative->stiffness);
     printf(", %llu us\n", (unsigned long long)r->compute_time_us);
     if (r->energy != CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_UNSPECIFIED)
       printf("  strain energy     [J]    %.6e (%s)\n", r->strain_energy, ctl_energy_name((int)r->energy));

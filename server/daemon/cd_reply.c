@@ -77,6 +77,7 @@ static int want_surface(const ce_result *r, const ce_options *o) { return o->wan
 static int want_patches(const ce_result *r, const ce_options *o) { return o->want_patches && r->npatches > 0; }
 static int want_face_contacts(const ce_result *r, const ce_options *o) { return o->want_face_contacts && r->nface_contacts > 0; }
 static int want_reduced(const ce_result *r, const ce_options *o) { return o->reduced_contacts > 0 && r->nreduced > 0; }
+static int is_speculative(const ce_result *r) { return r->status == CE_CONTACT_SPECULATIVE; }
 static int has_penetration(const ce_result *r) { return r->model == CE_MODEL_POINT && r->status == CE_CONTACT_POINT; }
 
 static int want_jacobian(const ce_result *r, const ce_options *o) {
@@ -162,6 +163,7 @@ size_t cd_reply_estimate(const ce_result *r, const ce_options *o) {
   const size_t pa = CD_RA(sizeof(Contactd__V1__Patch)) + 2 * v3;
   size_t n = CD_RA(sizeof(Contactd__V1__PairResult)) + 3 * wr + v3 + pa + CD_RA(sizeof(Contactd__V1__Material));
   if (has_penetration(r)) n += CD_RA(sizeof(Contactd__V1__Penetration)) + 3 * v3;
+  if (is_speculative(r)) n += CD_RA(sizeof(Contactd__V1__Speculative)) + 2 * v3;
   if (want_jacobian(r, o))
     n += CD_RA(sizeof(Contactd__V1__WrenchJacobian)) + 4 * CD_RA(36 * sizeof(double)) +
          CD_RA(r->jacobian_note ? strlen(r->jacobian_note) + 1 : 32);
@@ -192,6 +194,7 @@ Contactd__V1__PairResult *cd_reply_convert(cd_budget *a, const ce_options *o, ui
     case CE_CONTACT_SURFACE: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE; break;
     case CE_CONTACT_UNSUPPORTED: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_UNSUPPORTED; break;
     case CE_CONTACT_POINT: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_POINT; break;
+    case CE_CONTACT_SPECULATIVE: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SPECULATIVE; break;
     default: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_NONE; break;
   }
   switch (r->model) {
@@ -251,6 +254,17 @@ Contactd__V1__PairResult *cd_reply_convert(cd_budget *a, const ce_options *o, ui
     }
   }
   if (want_reduced(r, o) && reduced(a, r, m) != 0) return NULL;
+  if (is_speculative(r)) {
+    Contactd__V1__Speculative *sp = NEW(a, Contactd__V1__Speculative, CONTACTD__V1__SPECULATIVE__INIT);
+    if (!sp) return NULL;
+    sp->separation = r->speculative.separation;
+    sp->normal = vec3(a, r->speculative.normal);
+    sp->point = vec3(a, r->speculative.point);
+    sp->stiffness = r->speculative.stiffness;
+    sp->faces = r->speculative.faces;
+    if (!sp->normal || !sp->point) return NULL;
+    m->speculative = sp;
+  }
   m->points_excluded = r->face_contacts_excluded;
   m->candidate_pairs = r->candidate_pairs;
   m->polygons = r->polygons;

@@ -220,6 +220,9 @@ class PairResult:
     # dissipation (s/m), separation (m; stiffness * -separation is the
     # point's elastic normal force).
     reduced_contacts: List[dict] = field(default_factory=list)
+    # status "speculative" (bodies apart within their margins): separation (m),
+    # normal, point, stiffness at touch (N/m), faces; None otherwise.
+    speculative: Optional[dict] = None
 
     @staticmethod
     def _from(m) -> "PairResult":
@@ -238,7 +241,10 @@ class PairResult:
             WrenchJacobian._from(m.jacobian) if m.HasField("jacobian") else None,
             [dict(patch=p.patch, position=_v(p.position), normal=_v(p.normal), force=_v(p.force),
                   couple=_v(p.couple), stiffness=p.stiffness, dissipation=p.dissipation,
-                  separation=p.separation) for p in m.reduced_contacts])
+                  separation=p.separation) for p in m.reduced_contacts],
+            dict(separation=m.speculative.separation, normal=_v(m.speculative.normal),
+                 point=_v(m.speculative.point), stiffness=m.speculative.stiffness, faces=m.speculative.faces)
+            if m.HasField("speculative") else None)
 
 
 @dataclass
@@ -345,16 +351,19 @@ def hello_request(client_name: str = "contactd_client.py") -> pb.Envelope:
 
 def register_request(shape: str, *, rigid: bool = False, modulus: float = 0.0, hint: float = 0.0,
                      slab: Optional[float] = None, dissipation: float = 0.0, friction: float = 0.0,
-                     name: str = "", **dims) -> pb.Envelope:
+                     name: str = "", margin: float = 0.0, **dims) -> pb.Envelope:
     """A RegisterGeometry. shape: sphere (radius), box (size=(x, y, z)),
     cylinder / capsule (radius, length), ellipsoid (semi_axes=(a, b, c)),
     half_space, convex (points=[(x, y, z), ...]), mesh (data=bytes or
     path=..., format="obj"|...; compliant surfaces also take
     edge_length, field="laplace"|"distance", core_depth, hull_if_open),
     heightfield (heights = ny rows of nx values or a flat list with nx,
-    ny; dx, dy, origin=(x, y, z), continuity=1|2; always rigid)."""
+    ny; dx, dy, origin=(x, y, z), continuity=1|2; always rigid). margin
+    (m, compliant sphere, box, cylinder, capsule): pairs apart within it
+    are "speculative" (PairResult.speculative)."""
     env = pb.Envelope()
     r = env.register_geometry
+    r.margin = float(margin)
     shape = shape.replace("-", "_")
     if shape == "sphere":
         r.sphere.radius = dims.pop("radius")
