@@ -237,3 +237,23 @@ Test(margin, same_force_with_and_without) {
   cr_assert_geq(touching, 16);
   ce_geometry_free(p);
 }
+
+/* A sphere with a margin over a rigid box (the rigid mesh path): its top
+ * face is flat, so the separation is the gap. */
+Test(margin, sphere_over_a_rigid_box) {
+  ce_geometry *s = build(CE_SHAPE_SPHERE, DELTA, 0.02);
+  ce_geometry *box = ce_test_shape(CE_SHAPE_BOX, CE_RIGID, 0.1, ce_v3(0.4, 0.4, 0.2), 0.05);
+  cr_assert(box);
+  ce_quat q = vertex_down(s);
+  for (int i = 0; i < 5; i++) {
+    double gap = 0.002 * i + 0.001;
+    ce_result r = query(s, q, 0.1 + R + gap, box);
+    cr_assert_eq(r.status, CE_CONTACT_SPECULATIVE, "gap %g: status %d", gap, r.status);
+    cr_assert(fabs(r.speculative.separation - gap) <= 1e-9, "gap %g: separation %.17g", gap,
+              r.speculative.separation);
+  }
+  cr_assert_eq(query(s, q, 0.1 + R + 1.5 * DELTA, box).status, CE_CONTACT_NONE);
+  cr_assert_eq(query(s, q, 0.1 + R - 0.001, box).status, CE_CONTACT_SURFACE);
+  ce_geometry_free(s);
+  ce_geometry_free(box);
+}
