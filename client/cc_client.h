@@ -279,7 +279,10 @@ typedef struct cc_body {
 /* A ContactQuery over plain bodies and explicit pairs (pairs[i][0] = A,
  * pairs[i][1] = B; npairs = 0 = all pairs by the broad phase). opt may be
  * NULL (server defaults); opt->want_energy adds each pair's and patch's
- * strain energy (PairResult.strain_energy, .energy; docs/energy.md). */
+ * strain energy (PairResult.strain_energy, .energy; docs/energy.md);
+ * opt->reduced_contacts = K adds at most K point contacts per patch whose
+ * forces and moments add up to the patch's (PairResult.reduced_contacts,
+ * ReducedContact; docs/physics.md, "Reduced contacts"). */
 int cc_query_bodies(cc_client *c, const cc_body *bodies, size_t n, const uint32_t (*pairs)[2],
                     size_t npairs, const Contactd__V1__QueryOptions *opt,
                     Contactd__V1__ContactReply **out, cc_error *err);

@@ -136,6 +136,28 @@ class PythonClientTest(unittest.TestCase):
         off = self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0]
         self.assertEqual((off.energy, off.strain_energy), ("unspecified", 0.0))
         self.assertEqual(off.force_a, p.force_a)
+    def test_margin_speculative(self):
+        ball = self.c.register_sphere(R, modulus=E, hint=0.4 * R, margin=0.2 * R)
+        p = self.c.query([dict(id=1, geometry_id=ball, position=(0, 0, 1.1 * R)),
+                          dict(id=2, geometry_id=self.floor)], pairs=[(1, 2)]).pairs[0]
+        self.assertEqual(p.status, "speculative")
+        self.assertEqual(p.force_a, (0.0, 0.0, 0.0))
+        self.assertGreater(p.speculative["separation"], 0)
+        self.assertLess(p.speculative["separation"], 0.2 * R)
+        self.assertGreater(p.speculative["stiffness"], 0)
+
+    def test_query_reduce(self):
+        p = self.c.query(self.bodies(), pairs=[(1, 2)], reduce=8).pairs[0]
+        self.assertTrue(1 <= len(p.reduced_contacts) <= 8)
+        for k in range(3):
+            self.assertAlmostEqual(sum(q["force"][k] for q in p.reduced_contacts), p.force_a[k],
+                                   delta=1e-9 * abs(p.force_a[2]))
+        q = p.reduced_contacts[0]
+        self.assertEqual(q["patch"], 0)
+        self.assertLess(q["separation"], 0)
+        self.assertGreater(q["stiffness"], 0)
+        self.assertEqual(self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0].reduced_contacts, [])
+
     def test_query_jacobian(self):
         res = self.c.query(self.bodies(), pairs=[(1, 2)], jacobian=True)
         j = res.pairs[0].jacobian

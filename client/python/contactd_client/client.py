@@ -334,7 +334,8 @@ class Client:
         ("polygon" | "triangle"), point_contacts, stiction_tolerance,
         contact_model ("hydroelastic" | "point" | ...), energy (strain
         energy per pair and patch: PairResult.strain_energy), jacobian (True: each
-        PairResult.jacobian holds the wrench Jacobians)."""
+        PairResult.jacobian holds the wrench Jacobians), reduce (K: at most K
+        point contacts per patch in PairResult.reduced_contacts)."""
         r = self.call(query_request(bodies, pairs, margin=margin, **options), "contact_reply", idempotent=True)
         return QueryResult([PairResult._from(p) for p in r.results], r.compute_time_us, r.candidate_pairs)
 

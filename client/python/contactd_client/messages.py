@@ -2,7 +2,7 @@
 floats, tuples and lists) made from the replies, Body, and one builder per
 request that returns its Envelope unsent (request_id unset)."""
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ._pb import pb
@@ -120,6 +120,15 @@ class PairResult:
     strain_energy: float = 0.0
     energy: str = "unspecified"
     jacobian: Optional[WrenchJacobian] = None  # when queried with jacobian=True
+    # When queried with reduce=K: at most K points per patch whose forces and
+    # moments (plus `couple`) add up to the patch's (proto ReducedContact):
+    # dicts of patch, position, normal, force (on A), couple, stiffness (N/m),
+    # dissipation (s/m), separation (m; stiffness * -separation is the
+    # point's elastic normal force).
+    reduced_contacts: List[dict] = field(default_factory=list)
+    # status "speculative" (bodies apart within their margins): separation (m),
+    # normal, point, stiffness at touch (N/m), faces; None otherwise.
+    speculative: Optional[dict] = None
 
     @staticmethod
     def _from(m) -> "PairResult":
@@ -135,7 +144,13 @@ class PairResult:
             Surface._from(m.surface) if m.HasField("surface") else None,
             pcs, m.penetration.depth if m.HasField("penetration") else None, m.compute_time_us,
             m.strain_energy, pb.EnergyStatus.Name(m.energy).replace("ENERGY_STATUS_", "").lower(),
-            WrenchJacobian._from(m.jacobian) if m.HasField("jacobian") else None)
+            WrenchJacobian._from(m.jacobian) if m.HasField("jacobian") else None,
+            [dict(patch=p.patch, position=_v(p.position), normal=_v(p.normal), force=_v(p.force),
+                  couple=_v(p.couple), stiffness=p.stiffness, dissipation=p.dissipation,
+                  separation=p.separation) for p in m.reduced_contacts],
+            dict(separation=m.speculative.separation, normal=_v(m.speculative.normal),
+                 point=_v(m.speculative.point), stiffness=m.speculative.stiffness, faces=m.speculative.faces)
+            if m.HasField("speculative") else None)
 
 
 @dataclass
@@ -207,7 +222,7 @@ _ENUMS = {
 
 def _fill_options(m, detail=None, representation=None, point_contacts=False,
                   stiction_tolerance=None, contact_model=None, energy=False,
-                  jacobian=False):
+                  jacobian=False, reduce=0):
     for key, val in (("detail", detail), ("representation", representation),
                      ("contact_model", contact_model)):
         if val is not None:
@@ -216,6 +231,7 @@ def _fill_options(m, detail=None, representation=None, point_contacts=False,
     m.point_contacts = bool(point_contacts)
     m.want_energy = bool(energy)
     m.want_jacobian = bool(jacobian)
+    m.reduced_contacts = int(reduce)
     if stiction_tolerance is not None:
         m.stiction_tolerance = float(stiction_tolerance)
 
@@ -241,16 +257,19 @@ def hello_request(client_name: str = "contactd_client.py") -> pb.Envelope:
 
 def register_request(shape: str, *, rigid: bool = False, modulus: float = 0.0, hint: float = 0.0,
                      slab: Optional[float] = None, dissipation: float = 0.0, friction: float = 0.0,
-                     name: str = "", **dims) -> pb.Envelope:
+                     name: str = "", margin: float = 0.0, **dims) -> pb.Envelope:
     """A RegisterGeometry. shape: sphere (radius), box (size=(x, y, z)),
     cylinder / capsule (radius, length), ellipsoid (semi_axes=(a, b, c)),
     half_space, convex (points=[(x, y, z), ...]), mesh (data=bytes or
     path=..., format="obj"|...; compliant surfaces also take
     edge_length, field="laplace"|"distance", core_depth, hull_if_open),
     heightfield (heights = ny rows of nx values or a flat list with nx,
-    ny; dx, dy, origin=(x, y, z), continuity=1|2; always rigid)."""
+    ny; dx, dy, origin=(x, y, z), continuity=1|2; always rigid). margin
+    (m, compliant sphere, box, cylinder, capsule): pairs apart within it
+    are "speculative" (PairResult.speculative)."""
     env = pb.Envelope()
     r = env.register_geometry
+    r.margin = float(margin)
     shape = shape.replace("-", "_")
     if shape == "sphere":
         r.sphere.radius = dims.pop("radius")
