@@ -456,8 +456,8 @@ void cd_geomspec_id(const R *r, char id[CD_HASH_HEX_LEN + 1]) {
    * apply, so ids of everything else stay what they were. */
   if (r->margin > 0) {
     static const char mtag[] = "margin";
-    cd_sha256_bytes(&h, mtag, sizeof mtag - 1);
-    cd_sha256_f64(&h, r->margin);
+    cd_hash_sha256_bytes(&h, mtag, sizeof mtag - 1);
+    cd_hash_sha256_f64(&h, r->margin);
   }
   if (uses_surface_build(r) || (r->surface && r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE)) {
     ce_surface_build_options o;
