@@ -8,7 +8,7 @@ these functions raise NumpyMissing (an ImportError naming the method and
 the package to install); no result changes type with numpy's presence
 (the tuple API gives tuples either way)."""
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, List, Optional, Sequence
 
 from ._pb import pb
 from .messages import PairResult, _bad
@@ -70,7 +70,7 @@ def stream_update_arrays_request(stream_id: int, sequence: int, ids: Any, poses:
         raise _bad("ids: expected a 1-D array of integer body ids, got shape %s dtype %s"
                    % (ids_a.shape, ids_a.dtype), "ids")
     n = int(ids_a.shape[0])
-    cols = []
+    cols: List[Optional[List[List[float]]]] = []
     for name, arr, width in (("poses", poses, 7), ("velocities", velocities, 6)):
         if arr is None:
             cols.append(None)

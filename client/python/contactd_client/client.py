@@ -73,7 +73,10 @@ class _Slot:
     __slots__ = ("reply",)
 
     def __init__(self) -> None:
-        self.reply: Any = None
+        self.reply: Optional[object] = None
+
+    def get(self) -> Optional[object]:
+        return self.reply
 
 
 class Client:
@@ -223,12 +226,12 @@ class Client:
         """After NOT_FOUND for a geometry id of env: register again the kept
         geometry the server lacks. True when env is to be sent again (the
         id is kept here)."""
-        gid = missing_geometry(env, err)
-        if gid is None or gid not in self.registrations:
+        lacking = missing_geometry(env, err)
+        if lacking is None or lacking not in self.registrations:
             return False  # not registered through this client (or no longer kept)
         ids = [g for g in geometry_ids(env) if g in self.registrations]
-        missing = list(self._call_once(has_request(ids), "has_geometry_reply", deadline).missing)
-        done = []
+        missing: List[str] = list(self._call_once(has_request(ids), "has_geometry_reply", deadline).missing)
+        done: List[str] = []
         for gid in missing:
             try:
                 reg = self.registrations.envelope(gid)
@@ -339,7 +342,7 @@ class Client:
         env.request_id = rid
         try:
             self._send(env)
-            rep = self._wait(lambda: slot.reply, deadline, epoch)
+            rep: Any = self._wait(slot.get, deadline, epoch)
         finally:
             with self._cond:
                 self._pending.pop(rid, None)
@@ -542,7 +545,7 @@ class Client:
                     continue
                 return env
             return None
-        env = self._wait(take, deadline, epoch)
+        env: Any = self._wait(take, deadline, epoch)
         if env.WhichOneof("msg") == "error":
             raise self._error(env.error)
         r = env.stream_result

@@ -12,7 +12,7 @@ import random
 import socket
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from ._pb import pb
 from .errors import ConnectionLost, ContactdError
@@ -33,7 +33,7 @@ def encode_varint(n: int) -> bytes:
             return bytes(out)
 
 
-def decode_varint(buf) -> Optional[Tuple[int, int]]:
+def decode_varint(buf: Union[bytes, bytearray, memoryview]) -> Optional[Tuple[int, int]]:
     """The varint at the start of buf as (value, its length in bytes); None
     when buf ends inside it; ValueError when it runs past 10 bytes."""
     n, shift = 0, 0
@@ -82,8 +82,8 @@ class Backoff:
     cap: float = 2.0
     give_up_after: Optional[float] = 30.0
 
-    def delay(self, n: int, rng=random) -> float:
-        return rng.uniform(0.0, min(self.cap, self.initial * self.factor ** n))
+    def delay(self, n: int, rng: Any = random) -> float:
+        return float(rng.uniform(0.0, min(self.cap, self.initial * self.factor ** n)))
 
 
 def _open(addr: str, timeout: float) -> socket.socket:
