@@ -32,9 +32,8 @@ int cc_mesh_format_parse(const char *s) {
 
 static int bad(cc_error *err, const char *msg) {
   if (err) {
+    memset(err, 0, sizeof *err);
     err->code = CC_EINVALID_ARGUMENT;
-    err->remote = 0;
-    err->field[0] = 0;
     snprintf(err->message, sizeof err->message, "%s", msg);
   }
   return CC_EINVALID_ARGUMENT;
@@ -152,6 +151,42 @@ int cc_register_shape(cc_client *c, const cc_shape *s, char id[CC_ID_MAX],
   return 0;
 }
 
+/* Uses cc_has and cc_register_shape only: the calls stay one-way, from this
+ * file into cc_client.c. */
+int cc_ensure_shapes(cc_client *c, const cc_shape *const *shapes, char *const *ids, size_t n, size_t *registered,
+                     cc_error *err) {
+  if (registered) *registered = 0;
+  const char **known = calloc(n ? n : 1, sizeof *known);
+  if (!known) {
+    if (err) {
+      memset(err, 0, sizeof *err);
+      err->code = CC_ERESOURCE_EXHAUSTED;
+      snprintf(err->message, sizeof err->message, "out of memory");
+    }
+    return CC_ERESOURCE_EXHAUSTED;
+  }
+  size_t nk = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ids[i][0]) known[nk++] = ids[i];
+  Contactd__V1__HasGeometryReply *h = NULL;
+  int rc = nk ? cc_has(c, known, nk, &h, err) : 0;
+  free(known);
+  for (size_t i = 0; !rc && i < n; i++) {
+    int need = !ids[i][0];
+    for (size_t k = 0; h && !need && k < h->n_missing; k++) need = strcmp(h->missing[k], ids[i]) == 0;
+    if (!need) continue;
+    rc = cc_register_shape(c, shapes[i], ids[i], NULL, err);
+    if (!rc && registered) ++*registered;
+    if (rc && err && shapes[i]->name) { /* which one, for a scene of many */
+      char m[sizeof err->message];
+      snprintf(m, sizeof m, "%s", err->message);
+      snprintf(err->message, sizeof err->message, "geometry \"%.64s\": %.400s", shapes[i]->name, m);
+    }
+  }
+  if (h) cc_free(h);
+  return rc;
+}
+
 /* ---- bodies --------------------------------------------------------------- */
 
 /* Storage for n bodies' messages in one block. */
@@ -211,9 +246,8 @@ static int build(const cc_body *bodies, size_t n, const uint32_t (*pairs)[2], si
   B->pairs = calloc(npairs ? npairs : 1, sizeof *B->pairs);
   if (!B->m || !B->bodies || !B->states || !B->pair || !B->pairs) {
     if (err) {
+      memset(err, 0, sizeof *err);
       err->code = CC_ERESOURCE_EXHAUSTED;
-      err->remote = 0;
-      err->field[0] = 0;
       snprintf(err->message, sizeof err->message, "out of memory");
     }
     return CC_ERESOURCE_EXHAUSTED;

@@ -30,6 +30,10 @@
  *  - Timeouts: cc_options.connect_timeout_ms bounds connect();
  *    cc_options.timeout_ms bounds each wait for a reply (and each blocked
  *    write). After a timeout the late reply, if it ever comes, is discarded.
+ *  - A lost connection: calls fail with CC_EUNAVAILABLE and err->retryable;
+ *    the next call reconnects (address lists, backoff), registrations the
+ *    server lacks are sent again and open streams reopened (client/README.md,
+ *    "Surviving the server").
  *  - A cc_client is not thread-safe: use one per thread (connections are
  *    cheap; the daemon's geometry cache is shared by all of them).
  *  - Streams: cc_stream_update() only sends; results arrive in order and are
@@ -84,6 +88,13 @@ typedef struct cc_error {
   /* A stream's computation failed (from cc_stream_recv): the stream and
    * the sequence number of the update it answers; 0 otherwise. */
   uint64_t stream_id, sequence;
+  /* 1 = the connection broke (remote is 0, code CC_EUNAVAILABLE): the
+   * request may or may not have run and may be sent again; with reopened,
+   * a stream was reopened on a new connection (stream_id is the caller's
+   * id, sequence the last result handed out before the break; results of
+   * later updates sent before the break never come: send them again). A
+   * server's own errors never set it. */
+  int retryable, reopened;
 } cc_error;
 
 /* "INVALID_ARGUMENT", ... ("OK" for 0, "UNKNOWN" for codes out of range). */
@@ -93,6 +104,15 @@ typedef struct cc_options {
   int connect_timeout_ms;  /* default 5000; < 0 = wait forever */
   int timeout_ms;          /* per reply; default 60000; < 0 = wait forever */
   size_t max_frame_bytes;  /* largest reply accepted; default 256 MiB (the server's max_reply_bytes) */
+  /* Recovery (client/README.md, "Surviving the server"). */
+  int reconnect;           /* 1 (default) = reconnect at the next call after a break */
+  int backoff_initial_ms;  /* first wait between rounds over the address list; default 50 */
+  int backoff_max_ms;      /* the doubling wait's cap; default 2000 */
+  int reconnect_timeout_ms; /* give up (CC_EUNAVAILABLE, retryable) after this; default 30000; < 0 = never */
+  int retry_queries;       /* 1 = a ContactQuery, HasGeometry, Stats or Hello lost in a break is
+                            * sent once more on the new connection; default 0 */
+  size_t keep_registrations; /* registrations kept to re-register; default 1024, 0 = none */
+  size_t keep_bytes;        /* ... and their packed bytes at most; default 64 MiB */
 } cc_options;
 
 void cc_options_default(cc_options *o);
@@ -104,7 +124,9 @@ typedef struct cc_client cc_client;
 const char *cc_default_addr(void);
 
 /* Connect to addr ("host:port", "[::1]:port", "unix:/path"; NULL = the
- * default address). opt may be NULL (defaults). */
+ * default address), or to the first that answers of a comma-separated list
+ * of them (replicas): each is tried once, in turn. opt may be NULL
+ * (defaults). */
 int cc_connect(const char *addr, const cc_options *opt, cc_client **out, cc_error *err);
 /* Close the connection and free everything (NULL is fine). The server then
  * drops this session's geometry references and streams. */
@@ -114,6 +136,28 @@ void cc_set_timeout(cc_client *c, int timeout_ms);
 /* The socket, e.g. for poll() (readable = cc_stream_recv will not block
  * long). */
 int cc_fd(const cc_client *c);
+
+/* What recovery did, told as it happens (cc_set_event). */
+typedef enum cc_event_kind {
+  CC_EVENT_RECONNECTED = 1, /* a new connection after a break: addr, attempts */
+  CC_EVENT_REREGISTERED,    /* registrations sent again: registered */
+  CC_EVENT_STREAM_REOPENED, /* stream_id reopened with the same bodies; last_sequence */
+} cc_event_kind;
+
+typedef struct cc_event {
+  cc_event_kind kind;
+  const char *addr;       /* the address now connected */
+  int attempts;           /* connection attempts the reconnect took */
+  size_t registered;      /* REREGISTERED: how many */
+  uint64_t stream_id;     /* STREAM_REOPENED: the caller's id (unchanged) */
+  uint64_t last_sequence; /* STREAM_REOPENED: last result handed out before the break */
+} cc_event;
+typedef void (*cc_event_fn)(void *user, const cc_event *ev);
+/* fn NULL = no callback (cc_stream_recv still reports each reopened
+ * stream once, see cc_error.reopened). */
+void cc_set_event(cc_client *c, cc_event_fn fn, void *user);
+/* The address of the current connection. */
+const char *cc_addr(const cc_client *c);
 
 /* Free any message returned by this library (NULL is fine). */
 void cc_free(void *msg);
@@ -151,7 +195,9 @@ int cc_stream_update(cc_client *c, const Contactd__V1__StreamUpdate *u, cc_error
 /* The next stream result of any stream on this connection, waiting up to
  * timeout_ms (< 0 = the client's timeout). An Error the server sent for an
  * update (or for a stream computation) is returned as its code. A timeout is
- * CC_EDEADLINE_EXCEEDED with the connection still usable. */
+ * CC_EDEADLINE_EXCEEDED with the connection still usable. After a break the
+ * client reconnects and reopens its streams, and returns CC_EUNAVAILABLE
+ * once per reopened stream with err->retryable and err->reopened set. */
 int cc_stream_recv(cc_client *c, int timeout_ms, Contactd__V1__StreamResult **out, cc_error *err);
 /* Close a stream. Results of updates sent before are delivered first (they
  * are queued for cc_stream_recv). *out may be NULL. */

@@ -23,6 +23,7 @@ typedef struct common {
   const char *addr;
   int timeout_ms;
   int json;
+  char publish[65]; /* view: the scene name a query or stream publishes under ("" = none) */
 } common;
 
 double ctl_now_s(void);
@@ -38,19 +39,18 @@ int ctl_common_flag(int argc, char **argv, int *i, common *co);
 int ctl_connect_or_report(const common *co, cc_client **c);
 const char *ctl_status_name(int v, char *buf, size_t n);
 
-/* view: the scene name the query or stream publishes under ("" = none). */
-extern char ctl_publish[65];
 /* Connect and register a loaded scene (freed on failure). */
 int ctl_scene_connect(const common *co, cc_scene *s, cc_client **c);
-/* Load + connect + register; with ctl_publish set, also print the viewer URL. */
+/* Load + connect + register; with co->publish set, also print the viewer URL. */
 int ctl_scene_setup(const char *path, const common *co, cc_scene *s, cc_client **c);
 
 /* ---- JSON output (ctl_json.c) --------------------------------------------- */
 
 /* A double as the shortest decimal that reads back exactly. */
 cJSON *ctl_jnum(double v);
-/* Every number contactctl prints as JSON goes through ctl_jnum. */
-#define cJSON_AddNumberToObject(o, k, v) cJSON_AddItemToObject((o), (k), ctl_jnum((double)(v)))
+/* Add a number to an object, as ctl_jnum writes it: every number contactctl
+ * prints as JSON goes through here (never cJSON_AddNumberToObject). */
+void ctl_jadd(cJSON *o, const char *key, double v);
 cJSON *ctl_jarray(const double *a, size_t n);
 const char *ctl_energy_name(int e);
 /* A WrenchJacobian's four 6x6 matrices, in the order of CTL_JAC_NAMES. */

@@ -81,6 +81,7 @@ int ctl_connect_or_report(const common *co, cc_client **c) {
   cc_options o;
   cc_options_default(&o);
   if (co->timeout_ms > 0) o.connect_timeout_ms = o.timeout_ms = co->timeout_ms;
+  o.retry_queries = 1; /* every query contactctl sends is idempotent */
   cc_error e;
   const char *addr = co->addr ? co->addr : cc_default_addr();
   if (cc_connect(addr, &o, c, &e)) {
@@ -126,8 +127,6 @@ int ctl_scene_connect(const common *co, cc_scene *s, cc_client **c) {
   return 0;
 }
 
-char ctl_publish[65];
-
 /* The viewer's URL for the scene: the server's HTTP port (from its Hello
  * capabilities) on the host contactctl connected to. */
 static void print_view_url(const common *co, cc_client *c) {
@@ -145,9 +144,9 @@ static void print_view_url(const common *co, cc_client *c) {
   if (strncmp(addr, "unix:", 5) != 0 && colon && colon > addr && (size_t)(colon - addr) < sizeof host)
     snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
   char url[256];
-  if (port > 0) snprintf(url, sizeof url, "http://%s:%d/#%s", host, port, ctl_publish);
+  if (port > 0) snprintf(url, sizeof url, "http://%s:%d/#%s", host, port, co->publish);
   else snprintf(url, sizeof url, "(the server's HTTP port is off: start contactd with --http-port)");
-  if (co->json) printf("{\"view_url\": \"%s\", \"scene\": \"%s\"}\n", url, ctl_publish);
+  if (co->json) printf("{\"view_url\": \"%s\", \"scene\": \"%s\"}\n", url, co->publish);
   else printf("viewer: %s\n", url);
   fflush(stdout);
 }
@@ -159,8 +158,8 @@ int ctl_scene_setup(const char *path, const common *co, cc_scene *s, cc_client *
     return EX_INPUT;
   }
   int rc = ctl_scene_connect(co, s, c);
-  if (!rc && ctl_publish[0]) {
-    s->options.publish = ctl_publish;
+  if (!rc && co->publish[0]) {
+    s->options.publish = (char *)co->publish; /* borrowed: co outlives the scene */
     print_view_url(co, *c);
   }
   return rc;

@@ -152,9 +152,9 @@ int cmd_export(int argc, char **argv, common *co) {
       cJSON *o = cJSON_CreateObject();
       cJSON_AddStringToObject(o, "file", out);
       cJSON_AddStringToObject(o, "format", vtk ? "vtk" : "ply");
-      cJSON_AddNumberToObject(o, "vertices", (double)(r->surface->n_vertices / 3));
-      cJSON_AddNumberToObject(o, "faces", (double)nf);
-      cJSON_AddNumberToObject(o, "area", r->area);
+      ctl_jadd(o, "vertices", (double)(r->surface->n_vertices / 3));
+      ctl_jadd(o, "faces", (double)nf);
+      ctl_jadd(o, "area", r->area);
       ctl_print_json(o);
     } else {
       printf("wrote %s: %zu vertices, %zu faces, area %.6e m^2\n", out, r->surface->n_vertices / 3, nf, r->area);

@@ -20,6 +20,8 @@ cJSON *ctl_jnum(double v) {
   return cJSON_CreateRaw(buf);
 }
 
+void ctl_jadd(cJSON *o, const char *key, double v) { cJSON_AddItemToObject(o, key, ctl_jnum(v)); }
+
 cJSON *ctl_jarray(const double *a, size_t n) {
   cJSON *arr = cJSON_CreateArray();
   for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(arr, ctl_jnum(a[i]));
@@ -40,10 +42,10 @@ static cJSON *jwrench(const Contactd__V1__Wrench *w) {
 
 static cJSON *jpatch(const Contactd__V1__Patch *p) {
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "faces", p ? p->faces : 0);
-  cJSON_AddNumberToObject(o, "area", p ? p->area : 0);
+  ctl_jadd(o, "faces", p ? p->faces : 0);
+  ctl_jadd(o, "area", p ? p->area : 0);
   cJSON_AddItemToObject(o, "normal_force", jvec(p ? p->normal_force : NULL));
-  cJSON_AddNumberToObject(o, "normal_force_magnitude", p ? p->normal_force_magnitude : 0);
+  ctl_jadd(o, "normal_force_magnitude", p ? p->normal_force_magnitude : 0);
   cJSON_AddItemToObject(o, "point", jvec(p ? p->point : NULL));
   return o;
 }
@@ -55,12 +57,12 @@ const char *ctl_energy_name(int e) {
 
 /* The strain energies (query --energy) into a pair's JSON object. */
 static void add_energy(cJSON *o, const Contactd__V1__PairResult *r) {
-  cJSON_AddNumberToObject(o, "strain_energy", r->strain_energy);
+  ctl_jadd(o, "strain_energy", r->strain_energy);
   cJSON_AddStringToObject(o, "energy", ctl_energy_name((int)r->energy));
   cJSON *t = cJSON_GetObjectItem(o, "total"), *ps = cJSON_GetObjectItem(o, "patches");
-  if (t && r->total) cJSON_AddNumberToObject(t, "strain_energy", r->total->strain_energy);
+  if (t && r->total) ctl_jadd(t, "strain_energy", r->total->strain_energy);
   for (size_t i = 0; i < r->n_patches; i++)
-    cJSON_AddNumberToObject(cJSON_GetArrayItem(ps, (int)i), "strain_energy", r->patches[i]->strain_energy);
+    ctl_jadd(cJSON_GetArrayItem(ps, (int)i), "strain_energy", r->patches[i]->strain_energy);
 }
 
 /* A WrenchJacobian: four 6x6 matrices as arrays of rows, or the reason it
@@ -95,14 +97,14 @@ static cJSON *jjacobian(const Contactd__V1__WrenchJacobian *j) {
 cJSON *ctl_jpair(const cc_scene *s, const Contactd__V1__PairResult *r) {
   char sb[64];
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "a", r->a);
-  cJSON_AddNumberToObject(o, "b", r->b);
+  ctl_jadd(o, "a", r->a);
+  ctl_jadd(o, "b", r->b);
   if (s) {
     cJSON_AddStringToObject(o, "a_name", cc_scene_body_name(s, r->a));
     cJSON_AddStringToObject(o, "b_name", cc_scene_body_name(s, r->b));
   }
   cJSON_AddStringToObject(o, "status", ctl_status_name(r->status, sb, sizeof sb));
-  cJSON_AddNumberToObject(o, "area", r->area);
+  ctl_jadd(o, "area", r->area);
   cJSON_AddItemToObject(o, "centroid", jvec(r->centroid));
   cJSON_AddItemToObject(o, "wrench_a", jwrench(r->wrench_a));
   cJSON_AddItemToObject(o, "wrench_b", jwrench(r->wrench_b));
@@ -115,26 +117,26 @@ cJSON *ctl_jpair(const cc_scene *s, const Contactd__V1__PairResult *r) {
     for (size_t i = 0; i < r->n_point_contacts; i++) {
       const Contactd__V1__PointContact *p = r->point_contacts[i];
       cJSON *e = cJSON_CreateObject();
-      cJSON_AddNumberToObject(e, "face", p->face);
+      ctl_jadd(e, "face", p->face);
       cJSON_AddItemToObject(e, "position", jvec(p->position));
       cJSON_AddItemToObject(e, "normal", jvec(p->normal));
-      cJSON_AddNumberToObject(e, "area", p->area);
-      cJSON_AddNumberToObject(e, "pressure", p->pressure);
-      cJSON_AddNumberToObject(e, "g", p->g);
-      cJSON_AddNumberToObject(e, "stiffness", p->stiffness);
-      cJSON_AddNumberToObject(e, "phi0", p->phi0);
+      ctl_jadd(e, "area", p->area);
+      ctl_jadd(e, "pressure", p->pressure);
+      ctl_jadd(e, "g", p->g);
+      ctl_jadd(e, "stiffness", p->stiffness);
+      ctl_jadd(e, "phi0", p->phi0);
       cJSON_AddItemToArray(pc, e);
     }
   }
   if (r->penetration) {
     cJSON *e = cJSON_AddObjectToObject(o, "penetration");
-    cJSON_AddNumberToObject(e, "depth", r->penetration->depth);
+    ctl_jadd(e, "depth", r->penetration->depth);
     cJSON_AddItemToObject(e, "normal", jvec(r->penetration->normal));
   }
   if (r->energy != CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_UNSPECIFIED) add_energy(o, r);
   if (r->jacobian) cJSON_AddItemToObject(o, "jacobian", jjacobian(r->jacobian));
-  cJSON_AddNumberToObject(o, "faces", r->total ? r->total->faces : 0);
-  cJSON_AddNumberToObject(o, "compute_time_us", (double)r->compute_time_us);
+  ctl_jadd(o, "faces", r->total ? r->total->faces : 0);
+  ctl_jadd(o, "compute_time_us", (double)r->compute_time_us);
   return o;
 }
 

@@ -46,10 +46,10 @@ int cmd_ping(int argc, char **argv, common *co) {
   if (co->json) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "server_version", hr->server_version);
-    cJSON_AddNumberToObject(o, "protocol_version", hr->protocol_version);
+    ctl_jadd(o, "protocol_version", hr->protocol_version);
     cJSON_AddStringToObject(o, "store", hr->store ? hr->store : "");
-    cJSON_AddNumberToObject(o, "round_trip_ms_min", best * 1e3);
-    cJSON_AddNumberToObject(o, "round_trip_ms_mean", sum / (double)count * 1e3);
+    ctl_jadd(o, "round_trip_ms_min", best * 1e3);
+    ctl_jadd(o, "round_trip_ms_mean", sum / (double)count * 1e3);
     cJSON *caps = cJSON_AddArrayToObject(o, "capabilities");
     for (size_t i = 0; i < hr->n_capabilities; i++) cJSON_AddItemToArray(caps, cJSON_CreateString(hr->capabilities[i]));
     ctl_print_json(o);

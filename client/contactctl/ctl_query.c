@@ -155,9 +155,9 @@ int cmd_query(int argc, char **argv, common *co) {
       cJSON *o = cJSON_CreateObject();
       cJSON *ps = cJSON_AddArrayToObject(o, "pairs");
       for (size_t i = 0; i < rep->n_results; i++) cJSON_AddItemToArray(ps, ctl_jpair(&s, rep->results[i]));
-      cJSON_AddNumberToObject(o, "compute_time_us", (double)rep->compute_time_us);
-      cJSON_AddNumberToObject(o, "candidate_pairs", (double)rep->candidate_pairs);
-      cJSON_AddNumberToObject(o, "round_trip_us", rtt * 1e6);
+      ctl_jadd(o, "compute_time_us", (double)rep->compute_time_us);
+      ctl_jadd(o, "candidate_pairs", (double)rep->candidate_pairs);
+      ctl_jadd(o, "round_trip_us", rtt * 1e6);
       ctl_print_json(o);
     } else {
       print_table(&s, rep, rtt);

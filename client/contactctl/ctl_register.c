@@ -315,15 +315,15 @@ static void register_print(const common *co, const char *id, const Contactd__V1_
   const Contactd__V1__GeometryStats *st = rep->stats;
   if (st) {
     cJSON *j = cJSON_AddObjectToObject(o, "stats");
-    cJSON_AddNumberToObject(j, "vertices", st->vertices);
-    cJSON_AddNumberToObject(j, "tetrahedra", st->tetrahedra);
-    cJSON_AddNumberToObject(j, "triangles", st->triangles);
-    cJSON_AddNumberToObject(j, "bvh_nodes", st->bvh_nodes);
-    cJSON_AddNumberToObject(j, "bytes", (double)st->bytes);
-    cJSON_AddNumberToObject(j, "build_time_us", (double)st->build_time_us);
-    cJSON_AddNumberToObject(j, "min_pressure", st->min_pressure);
-    cJSON_AddNumberToObject(j, "max_pressure", st->max_pressure);
-    cJSON_AddNumberToObject(j, "volume", st->volume);
+    ctl_jadd(j, "vertices", st->vertices);
+    ctl_jadd(j, "tetrahedra", st->tetrahedra);
+    ctl_jadd(j, "triangles", st->triangles);
+    ctl_jadd(j, "bvh_nodes", st->bvh_nodes);
+    ctl_jadd(j, "bytes", (double)st->bytes);
+    ctl_jadd(j, "build_time_us", (double)st->build_time_us);
+    ctl_jadd(j, "min_pressure", st->min_pressure);
+    ctl_jadd(j, "max_pressure", st->max_pressure);
+    ctl_jadd(j, "volume", st->volume);
   }
   ctl_print_json(o);
 }

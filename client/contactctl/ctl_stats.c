@@ -47,28 +47,28 @@ int cmd_stats(int argc, char **argv, common *co) {
   double p50 = hist_quantile(s, 0.5), p99 = hist_quantile(s, 0.99);
   if (co->json) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "connections", (double)s->connections);
-    cJSON_AddNumberToObject(o, "connections_total", (double)s->connections_total);
-    cJSON_AddNumberToObject(o, "requests", (double)s->requests);
-    cJSON_AddNumberToObject(o, "pairs", (double)s->pairs);
-    cJSON_AddNumberToObject(o, "errors", (double)s->errors);
-    cJSON_AddNumberToObject(o, "streams", (double)s->streams);
-    cJSON_AddNumberToObject(o, "cache_entries", (double)s->cache_entries);
-    cJSON_AddNumberToObject(o, "cache_bytes", (double)s->cache_bytes);
-    cJSON_AddNumberToObject(o, "cache_builds", (double)s->cache_builds);
-    cJSON_AddNumberToObject(o, "cache_hits", (double)s->cache_hits);
-    cJSON_AddNumberToObject(o, "cache_evictions", (double)s->cache_evictions);
-    cJSON_AddNumberToObject(o, "uptime_s", s->uptime_s);
+    ctl_jadd(o, "connections", (double)s->connections);
+    ctl_jadd(o, "connections_total", (double)s->connections_total);
+    ctl_jadd(o, "requests", (double)s->requests);
+    ctl_jadd(o, "pairs", (double)s->pairs);
+    ctl_jadd(o, "errors", (double)s->errors);
+    ctl_jadd(o, "streams", (double)s->streams);
+    ctl_jadd(o, "cache_entries", (double)s->cache_entries);
+    ctl_jadd(o, "cache_bytes", (double)s->cache_bytes);
+    ctl_jadd(o, "cache_builds", (double)s->cache_builds);
+    ctl_jadd(o, "cache_hits", (double)s->cache_hits);
+    ctl_jadd(o, "cache_evictions", (double)s->cache_evictions);
+    ctl_jadd(o, "uptime_s", s->uptime_s);
     cJSON_AddItemToObject(o, "worker_utilisation", ctl_jarray(s->worker_utilisation, s->n_worker_utilisation));
     cJSON *h = cJSON_AddArrayToObject(o, "latency");
     for (size_t i = 0; i < s->n_latency; i++) {
       cJSON *b = cJSON_CreateObject();
-      cJSON_AddNumberToObject(b, "upper_bound_us", s->latency[i]->upper_bound_us);
-      cJSON_AddNumberToObject(b, "count", (double)s->latency[i]->count);
+      ctl_jadd(b, "upper_bound_us", s->latency[i]->upper_bound_us);
+      ctl_jadd(b, "count", (double)s->latency[i]->count);
       cJSON_AddItemToArray(h, b);
     }
-    if (!isinf(p50)) cJSON_AddNumberToObject(o, "latency_p50_us_at_most", p50);
-    if (!isinf(p99)) cJSON_AddNumberToObject(o, "latency_p99_us_at_most", p99);
+    if (!isinf(p50)) ctl_jadd(o, "latency_p50_us_at_most", p50);
+    if (!isinf(p99)) ctl_jadd(o, "latency_p99_us_at_most", p99);
     ctl_print_json(o);
   } else {
     printf("uptime            %.1f s\n", s->uptime_s);

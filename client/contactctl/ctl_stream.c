@@ -49,10 +49,10 @@ static double quantile(const double *v, size_t n, double q) {
 
 static void print_stream_result(const cc_scene *s, const Contactd__V1__StreamResult *res, double lat) {
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "sequence", (double)res->sequence);
-  cJSON_AddNumberToObject(o, "dropped_updates", (double)res->dropped_updates);
-  cJSON_AddNumberToObject(o, "compute_time_us", (double)res->compute_time_us);
-  cJSON_AddNumberToObject(o, "round_trip_us", lat * 1e6);
+  ctl_jadd(o, "sequence", (double)res->sequence);
+  ctl_jadd(o, "dropped_updates", (double)res->dropped_updates);
+  ctl_jadd(o, "compute_time_us", (double)res->compute_time_us);
+  ctl_jadd(o, "round_trip_us", lat * 1e6);
   cJSON *ps = cJSON_AddArrayToObject(o, "pairs");
   for (size_t i = 0; i < res->n_results; i++) cJSON_AddItemToArray(ps, ctl_jpair(s, res->results[i]));
   ctl_print_json(o);
@@ -77,6 +77,7 @@ typedef struct stream_run {
   double *all_lat;
   size_t nall, call;
   uint64_t seq, received, dropped, last_seq;
+  uint64_t reopened; /* times the library reopened the stream after a break */
   double t_start, next_send, period;
   uint64_t window; /* keep at most this many updates unanswered (below the server's limit) */
 } stream_run;
@@ -202,7 +203,7 @@ static int stream_loop(const common *co, stream_run *st) {
     int done_sending = st->count > 0 && st->seq >= (uint64_t)st->count;
     if (done_sending && st->last_seq >= st->seq) break;
     double now = ctl_now_s();
-    uint64_t answered = st->received + st->dropped;
+    uint64_t answered = st->last_seq; /* updates after it are unanswered */
     if (!done_sending && now >= st->next_send && st->seq - answered < st->window) {
       int rc = stream_send(st, now);
       if (rc != CTL_GO_ON) return rc;
@@ -221,6 +222,18 @@ static int stream_loop(const common *co, stream_run *st) {
         fprintf(stderr, "contactctl: stream: no result for 60 s\n");
         return EX_CONN;
       }
+      continue;
+    }
+    if (r && e.reopened) {
+      /* The library reconnected and reopened the stream: updates after the
+       * last result are lost with the old connection; send those frames
+       * again (frames are cycled by sequence, so the same poses). */
+      fprintf(stderr, "contactctl: stream: connection lost; reopened on %s, resending from update %llu\n",
+              cc_addr(st->c), (unsigned long long)e.sequence + 1);
+      st->reopened++;
+      st->seq = e.sequence;
+      st->last_seq = e.sequence;
+      st->next_send = ctl_now_s();
       continue;
     }
     if (r) return ctl_report("stream", &e);
@@ -244,18 +257,20 @@ static void stream_summary(const common *co, const stream_run *st, const Contact
   if (co->json) {
     cJSON *o = cJSON_CreateObject();
     cJSON *sm = cJSON_AddObjectToObject(o, "summary");
-    cJSON_AddNumberToObject(sm, "updates", (double)st->seq);
-    cJSON_AddNumberToObject(sm, "results", (double)st->received);
-    cJSON_AddNumberToObject(sm, "dropped_updates", (double)dropped);
-    cJSON_AddNumberToObject(sm, "elapsed_s", elapsed);
-    cJSON_AddNumberToObject(sm, "round_trip_ms_p50", p50 * 1e3);
-    cJSON_AddNumberToObject(sm, "round_trip_ms_p99", p99 * 1e3);
-    cJSON_AddNumberToObject(sm, "round_trip_ms_max", mx * 1e3);
+    ctl_jadd(sm, "updates", (double)st->seq);
+    ctl_jadd(sm, "results", (double)st->received);
+    ctl_jadd(sm, "dropped_updates", (double)dropped);
+    ctl_jadd(sm, "elapsed_s", elapsed);
+    ctl_jadd(sm, "round_trip_ms_p50", p50 * 1e3);
+    ctl_jadd(sm, "round_trip_ms_p99", p99 * 1e3);
+    ctl_jadd(sm, "round_trip_ms_max", mx * 1e3);
+    ctl_jadd(sm, "reopened", (double)st->reopened);
     ctl_print_json(o);
   } else {
     printf("%llu updates, %llu results, %llu dropped in %.2f s (%.1f results/s); round trip p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
            (unsigned long long)st->seq, (unsigned long long)st->received, (unsigned long long)dropped, elapsed,
            elapsed > 0 ? (double)st->received / elapsed : 0.0, p50 * 1e3, p99 * 1e3, mx * 1e3);
+    if (st->reopened) printf("stream reopened %llu times after a lost connection\n", (unsigned long long)st->reopened);
   }
 }
 

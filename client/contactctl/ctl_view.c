@@ -42,12 +42,12 @@ int cmd_view(int argc, char **argv, common *co) {
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     size_t n = strcspn(b, ".");
-    snprintf(ctl_publish, sizeof ctl_publish, "%.*s", (int)(n < 64 ? n : 64), b);
-    for (char *p = ctl_publish; *p; p++)
+    snprintf(co->publish, sizeof co->publish, "%.*s", (int)(n < 64 ? n : 64), b);
+    for (char *p = co->publish; *p; p++)
       if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_') *p = '_';
-    if (!ctl_publish[0] || strcmp(path, "-") == 0) snprintf(ctl_publish, sizeof ctl_publish, "scene");
+    if (!co->publish[0] || strcmp(path, "-") == 0) snprintf(co->publish, sizeof co->publish, "scene");
   } else if (name) {
-    snprintf(ctl_publish, sizeof ctl_publish, "%s", name);
+    snprintf(co->publish, sizeof co->publish, "%s", name);
   }
   int rc = stream ? cmd_stream(nrest, rest, co) : cmd_query(nrest, rest, co);
   free(rest);

@@ -203,6 +203,7 @@ int main(int argc, char **argv) {
   cc_options opt;
   cc_options_default(&opt);
   opt.timeout_ms = 120000;
+  opt.retry_queries = 1; /* through a server restart: a lost query is sent once more */
   if (cc_connect(addr, &opt, &c, &err)) {
     fprintf(stderr, "bowl: %s\n", err.message);
     return 1;

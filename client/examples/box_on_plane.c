@@ -69,7 +69,10 @@ int main(int argc, char **argv) {
   }
   cc_client *c;
   cc_error err;
-  if (cc_connect(addr, NULL, &c, &err)) {
+  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
+  cc_options_default(&ropt);
+  ropt.retry_queries = 1;
+  if (cc_connect(addr, &ropt, &c, &err)) {
     fprintf(stderr, "box_on_plane: %s\n", err.message);
     return 1;
   }

@@ -373,7 +373,10 @@ int main(int argc, char **argv) {
   sim S;
   memset(&S, 0, sizeof S);
   cc_error e;
-  if (cc_connect(addr, NULL, &S.c, &e)) {
+  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
+  cc_options_default(&ropt);
+  ropt.retry_queries = 1;
+  if (cc_connect(addr, &ropt, &S.c, &e)) {
     fprintf(stderr, "coin: %s\n", e.message);
     return 3;
   }

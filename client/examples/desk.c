@@ -79,7 +79,10 @@ int main(int argc, char **argv) {
   }
   cc_client *c;
   cc_error e;
-  if (cc_connect(addr, NULL, &c, &e)) {
+  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
+  cc_options_default(&ropt);
+  ropt.retry_queries = 1;
+  if (cc_connect(addr, &ropt, &c, &e)) {
     fprintf(stderr, "desk: %s\n", e.message);
     return 3;
   }

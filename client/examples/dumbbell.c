@@ -230,7 +230,10 @@ int main(int argc, char **argv) {
   char *obj = dumbbell_obj(&len);
   if (!obj) return fprintf(stderr, "dumbbell: out of memory\n"), 1;
   cc_error e;
-  if (cc_connect(a.addr, NULL, &S.cl, &e)) {
+  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
+  cc_options_default(&ropt);
+  ropt.retry_queries = 1;
+  if (cc_connect(a.addr, &ropt, &S.cl, &e)) {
     fprintf(stderr, "dumbbell: %s\n", e.message);
     free(obj);
     return 3;

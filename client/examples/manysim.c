@@ -55,7 +55,10 @@ static int register_all(cc_client *c, char ids[3][CC_ID_MAX], cc_error *e) {
 static int child(const char *addr, int k, int steps, int fd) {
   cc_client *c;
   cc_error e;
-  if (cc_connect(addr, NULL, &c, &e)) {
+  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
+  cc_options_default(&ropt);
+  ropt.retry_queries = 1;
+  if (cc_connect(addr, &ropt, &c, &e)) {
     fprintf(stderr, "client %d: %s\n", k, e.message);
     return 1;
   }
@@ -102,7 +105,14 @@ static int child(const char *addr, int k, int steps, int fd) {
       return 1;
     }
     Contactd__V1__StreamResult *r;
-    if (cc_stream_recv(c, -1, &r, &e)) {
+    int rc;
+    while ((rc = cc_stream_recv(c, -1, &r, &e)) && e.reopened) {
+      /* The server restarted and the library reopened the stream: this
+       * step's update went with the old connection; send it again. */
+      fprintf(stderr, "client %d: %s\n", k, e.message);
+      if (cc_stream_send(c, sid, (uint64_t)s, b, NBALLS, &e)) break;
+    }
+    if (rc) {
       fprintf(stderr, "client %d: result: %s\n", k, e.message);
       return 1;
     }

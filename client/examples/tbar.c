@@ -379,7 +379,10 @@ int main(int argc, char **argv) {
   if (!obj) return fprintf(stderr, "tbar: out of memory\n"), 1;
   cc_client *cl;
   cc_error e;
-  if (cc_connect(a.addr, NULL, &cl, &e)) {
+  cc_options ropt; /* through a server restart: a lost query is sent once more (queries are idempotent) */
+  cc_options_default(&ropt);
+  ropt.retry_queries = 1;
+  if (cc_connect(a.addr, &ropt, &cl, &e)) {
     fprintf(stderr, "tbar: %s\n", e.message);
     free(obj);
     return 3;

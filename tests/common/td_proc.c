@@ -79,14 +79,9 @@ static void remove_dir(td_proc *d) {
   rmdir(d->dir);
 }
 
-int td_start(td_proc *d, const char *bin, const char *const *extra, const char **why) {
-  memset(d, 0, sizeof *d);
-  if (td_mkdtemp(d->dir, sizeof d->dir, "contactd-test-") != 0) {
-    *why = "mkdtemp failed";
-    return -1;
-  }
-  snprintf(d->unix_path, sizeof d->unix_path, "%s/contactd.sock", d->dir);
-  snprintf(d->log_path, sizeof d->log_path, "%s/contactd.log", d->dir);
+/* Run bin in d's directory, listening on `listen`, and wait until it is
+ * ready (td_start's second half; td_restart's whole). */
+static int spawn(td_proc *d, const char *bin, const char *listen, const char *const *extra, const char **why) {
   /* CONTACTD_TEST_BIN replaces the contactd under test (not other
    * binaries, such as the fault-injecting one): tests/run.sh points it at a
    * ThreadSanitizer build of the daemon, whose exit status (66) fails the
@@ -97,7 +92,7 @@ int td_start(td_proc *d, const char *bin, const char *const *extra, const char *
   int n = 0;
   argv[n++] = bin;
   argv[n++] = "--listen";
-  argv[n++] = "127.0.0.1:0";
+  argv[n++] = listen;
   argv[n++] = "--unix";
   argv[n++] = d->unix_path;
   argv[n++] = "--workers";
@@ -132,6 +127,7 @@ int td_start(td_proc *d, const char *bin, const char *const *extra, const char *
     _exit(127);
   }
   d->pid = pid;
+  d->port = 0;
   long t0 = now_ms();
   while (now_ms() - t0 < 20000) {
     char *b = td_read_log(d);
@@ -168,13 +164,27 @@ int td_start(td_proc *d, const char *bin, const char *const *extra, const char *
   return -1;
 }
 
+int td_start(td_proc *d, const char *bin, const char *const *extra, const char **why) {
+  memset(d, 0, sizeof *d);
+  if (td_mkdtemp(d->dir, sizeof d->dir, "contactd-test-") != 0) {
+    *why = "mkdtemp failed";
+    return -1;
+  }
+  snprintf(d->unix_path, sizeof d->unix_path, "%s/contactd.sock", d->dir);
+  snprintf(d->log_path, sizeof d->log_path, "%s/contactd.log", d->dir);
+  return spawn(d, bin, "127.0.0.1:0", extra, why);
+}
+
 int td_alive(const td_proc *d) {
   int st;
   return d->pid > 0 && waitpid(d->pid, &st, WNOHANG) == 0;
 }
 
 int td_stop(td_proc *d, int show_log) {
-  if (d->pid <= 0) return -1;
+  if (d->pid <= 0) { /* killed (td_kill): only the directory is left */
+    remove_dir(d);
+    return -1;
+  }
   kill(d->pid, SIGTERM);
   int st = 0, code = -1;
   long t0 = now_ms();
@@ -198,4 +208,27 @@ int td_stop(td_proc *d, int show_log) {
   }
   remove_dir(d);
   return code;
+}
+
+int td_kill(td_proc *d) {
+  if (d->pid <= 0) return -1;
+  kill(d->pid, SIGKILL);
+  int st = 0;
+  waitpid(d->pid, &st, 0);
+  d->pid = 0;
+  return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+int td_restart(td_proc *d, const char *bin, const char *const *extra, const char **why) {
+  if (d->pid > 0) td_kill(d);
+  char listen[32];
+  snprintf(listen, sizeof listen, "127.0.0.1:%d", d->port);
+  int port = d->port;
+  if (spawn(d, bin, listen, extra, why) != 0) return -1;
+  if (d->port != port) {
+    *why = "contactd restarted on another port";
+    td_stop(d, 0);
+    return -1;
+  }
+  return 0;
 }

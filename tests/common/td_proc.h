@@ -48,6 +48,13 @@ int td_start(td_proc *d, const char *bin, const char *const *extra, const char *
  * to stderr. Removes the directory; returns the exit status (128 + signal
  * when killed by one). */
 int td_stop(td_proc *d, int show_log);
+/* SIGKILL (a crash: no clean shutdown) and reap; the directory stays, for
+ * td_restart. Returns the status (128 + 9). */
+int td_kill(td_proc *d);
+/* Kill the daemon if it runs, then start bin again in the same directory,
+ * on the same TCP port and Unix socket, with these extra arguments; 0, or
+ * -1 with *why (the directory is removed then). */
+int td_restart(td_proc *d, const char *bin, const char *const *extra, const char **why);
 /* 1 while the process runs. */
 int td_alive(const td_proc *d);
 /* The log so far (malloc'd, NUL-terminated), or NULL. */
