@@ -60,7 +60,7 @@ static int run(cc_client *c, int mode, cc_body *b, int nb, const uint32_t (*pair
     double ts = now_s(CLOCK_MONOTONIC);
     if (mode == 0) {
       Contactd__V1__StreamResult *r = NULL;
-      if (cc_stream_send(c, sid, (uint64_t)k + 1, b, (size_t)nb, &err) || cc_stream_recv(c, -1, &r, &err)) {
+      if (cc_stream_send(c, sid, (uint64_t)k + 1, b, (size_t)nb, &err) || cc_stream_next(c, sid, -1, &r, NULL, &err)) {
         fprintf(stderr, "stream tick %d: %s\n", k, err.message);
         return 1;
       }
