@@ -1,5 +1,5 @@
 /* bench_control.c — a 1 kHz controller loop through the C client library:
- * each tick (on an absolute 1 ms clock) sends the bodies' states and waits
+ * each tick (1 ms apart; a late one starts at once, without catching up) sends the bodies' states and waits
  * for their contact, either as a stream update and its result or as one
  * ContactQuery. Prints, per mode: ticks, achieved rate, p50 / p99 / max
  * latency (send to result), ticks over 1 ms, and the client's CPU (share
@@ -44,17 +44,15 @@ static int run(cc_client *c, int mode, cc_body *b, int nb, const uint32_t (*pair
     fprintf(stderr, "open stream: %s\n", err.message);
     return 1;
   }
-  int ticks = (int)(secs * 1000);
-  double *lat = malloc((size_t)ticks * sizeof *lat);
-  struct timespec next;
-  clock_gettime(CLOCK_MONOTONIC, &next);
-  double t0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
-  for (int k = 0; k < ticks; k++) {
-    next.tv_nsec += 1000000;
-    if (next.tv_nsec >= 1000000000) {
-      next.tv_nsec -= 1000000000;
-      next.tv_sec++;
-    }
+  int cap = (int)(secs * 1000) + 1, k = 0;
+  double *lat = malloc((size_t)cap * sizeof *lat);
+  double t0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID), due = t0;
+  for (;; k++) {
+    /* ticks 1 ms apart; a late tick starts at once (no catching up) */
+    due += 1e-3;
+    if (due < now_s(CLOCK_MONOTONIC)) due = now_s(CLOCK_MONOTONIC);
+    if (due > t0 + secs || k >= cap) break;
+    struct timespec next = {(time_t)due, (long)((due - (double)(time_t)due) * 1e9)};
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
     for (int i = 0; i < nb; i++) b[i].p[2] = 0.045 + 0.0005 * (double)((k + i) % 5);
     double ts = now_s(CLOCK_MONOTONIC);
@@ -79,7 +77,7 @@ static int run(cc_client *c, int mode, cc_body *b, int nb, const uint32_t (*pair
     }
     lat[k] = now_s(CLOCK_MONOTONIC) - ts;
   }
-  report(mode == 0 ? "stream" : "query", nb, lat, ticks, now_s(CLOCK_MONOTONIC) - t0,
+  report(mode == 0 ? "stream" : "query", nb, lat, k, now_s(CLOCK_MONOTONIC) - t0,
          now_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
   free(lat);
   if (mode == 0) cc_stream_close(c, sid, NULL, &err);

@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """A 1 kHz controller loop against one contactd, from Python and from C.
 
-Each tick (on an absolute 1 ms clock) sends the bodies' states and waits
+Each tick (1 ms apart for `seconds`; a tick that starts late starts at
+once, without catching up) sends the bodies' states and waits
 for their contact: as a stream update and its result (Stream.update /
 update_arrays, then Stream.result), or as one ContactQuery. Printed per
 client, mode and body count: ticks, achieved rate, p50 / p99 / max latency
 (send to result), ticks whose latency passed 1 ms, and the client's CPU
 (share of one core). 1 body: a sphere on a rigid floor; 100 bodies: 100
-spheres on it (100 pairs), sent through update_arrays ((100, 7) poses).
+spheres on it (100 pairs), sent through update_arrays ((100, 7) poses)
+and read as arrays (Stream.result(arrays=True)).
 The C rows come from bench_control (the C library). Prints, asserts nothing.
 
 usage: bench/controller_loop.py BUILD_DIR [seconds]     (needs the Python
@@ -45,14 +47,18 @@ def loop(c, mode, nb, secs, ball, floor):
     poses[:, :2] = xy
     poses[:, 3] = 1.0
     s = c.stream(bodies, pairs=pairs) if mode == "stream" else None
-    ticks = int(secs * 1000)
     lat = []
     t0, c0 = time.monotonic(), time.process_time()
-    for k in range(ticks):
-        due = t0 + (k + 1) * 1e-3
+    due, k = t0, 0
+    while True:
+        # ticks 1 ms apart; a late tick starts at once and the clock moves on (no catching up)
+        due = max(due + 1e-3, time.monotonic())
+        if due > t0 + secs:
+            break
         left = due - time.monotonic()
         if left > 0:
             time.sleep(left)  # (no spinning: the CPU column is the client's work)
+        k += 1
         poses[:, 2] = 0.045 + 0.0005 * ((k + ids) % 5)
         ts = time.monotonic()
         if s is not None:
@@ -60,8 +66,8 @@ def loop(c, mode, nb, secs, ball, floor):
                 seq = s.update({1: {"position": tuple(poses[0, :3])}})
             else:
                 seq = s.update_arrays(ids, poses)
-            r = s.result()
-            assert r.sequence == seq and len(r.pairs) == nb
+            r = s.result(arrays=nb > 1)
+            assert r.sequence == seq and len(r.arrays().a if nb > 1 else r.pairs) == nb
         else:
             for i, b in enumerate(bodies[:nb]):
                 b.position = (xy[i, 0], xy[i, 1], poses[i, 2])

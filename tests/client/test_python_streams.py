@@ -192,6 +192,12 @@ class StreamsTest(unittest.TestCase):
         self.assertEqual(aa.torque_a.tobytes(), np.array([p.torque_a for p in rt.pairs]).tobytes())
         self.assertEqual(aa.centroid.tobytes(), np.array([p.centroid for p in rt.pairs]).tobytes())
         self.assertTrue(all(p.status == cc.ContactStatus.SURFACE for p in rt.pairs))
+        # arrays straight from the reply (no PairResult objects): the same bits
+        sa.update_arrays(ids, poses, vel)
+        rd = sa.result(arrays=True)
+        self.assertEqual(rd.pairs, [])
+        for k in ("a", "b", "force_a", "torque_a", "force_b", "torque_b", "centroid", "area"):
+            self.assertEqual(getattr(rd.arrays(), k).tobytes(), getattr(aa, k).tobytes(), k)
         # wrong shapes and unknown bodies raise at once, naming the argument
         with self.assertRaises(ContactdError) as e:
             sa.update_arrays(ids, poses[:, :6])

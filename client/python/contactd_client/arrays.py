@@ -57,6 +57,28 @@ class PairArrays:
                           np.array([p.area for p in pairs], dtype=np.float64))
 
 
+def pair_arrays_from_messages(results: Sequence[Any]) -> PairArrays:
+    """PairArrays straight from the reply's PairResult messages, without
+    making PairResult objects (what Stream.result(arrays=True) hands out;
+    100 pairs: about 380 us with parsing, against 480 us through
+    PairResult, the protobuf module's field access being most of either).
+    The same values."""
+    np = numpy_or_raise("arrays")
+    n = len(results)
+
+    def v3(get: Any) -> Any:
+        out = np.empty((n, 3), dtype=np.float64)
+        for i, m in enumerate(results):
+            v = get(m)
+            out[i, 0], out[i, 1], out[i, 2] = v.x, v.y, v.z
+        return out
+    return PairArrays(np.fromiter((m.a for m in results), dtype=np.int64, count=n),
+                      np.fromiter((m.b for m in results), dtype=np.int64, count=n),
+                      v3(lambda m: m.wrench_a.force), v3(lambda m: m.wrench_a.torque),
+                      v3(lambda m: m.wrench_b.force), v3(lambda m: m.wrench_b.torque), v3(lambda m: m.centroid),
+                      np.fromiter((m.area for m in results), dtype=np.float64, count=n))
+
+
 def stream_update_arrays_request(stream_id: int, sequence: int, ids: Any, poses: Any, velocities: Any = None,
                                  body_ids: Optional[Iterable[int]] = None) -> Any:
     """A StreamUpdate of N bodies: ids (N,) integers; poses (N, 7) rows of

@@ -48,7 +48,7 @@ import time
 from typing import Any, Callable, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from ._pb import pb
-from .arrays import stream_update_arrays_request
+from .arrays import pair_arrays_from_messages, stream_update_arrays_request
 from .errors import ConnectionLost, ContactdError, StreamReopened
 from .messages import (BodyLike, ContactModel, Detail, GeometryRef, HelloResult, PairResult, Pairs, QueryResult,
                        RegisterResult, Representation, State, StreamResult, close_stream_request, geometry_id,
@@ -523,7 +523,7 @@ class Client:
             ev, s._untold = s._untold, None
             raise StreamReopened(ev)
 
-    def _stream_next(self, s: "Stream", latest: bool, timeout: Optional[float]) -> StreamResult:
+    def _stream_next(self, s: "Stream", latest: bool, timeout: Optional[float], arrays: bool) -> StreamResult:
         self._stream_check(s)
         deadline = self._deadline(timeout)
         with self._cond:
@@ -552,6 +552,9 @@ class Client:
         with self._cond:
             s.last_result_sequence = r.sequence
             queued = len(s._results)
+        if arrays:
+            return StreamResult(r.stream_id, r.sequence, r.dropped_updates, [], r.compute_time_us, s.sequence, queued,
+                                skipped, pair_arrays_from_messages(r.results))
         return StreamResult(r.stream_id, r.sequence, r.dropped_updates, [PairResult._from(p) for p in r.results],
                             r.compute_time_us, s.sequence, queued, skipped)
 
@@ -655,19 +658,21 @@ class Stream:
         return self._send_update(
             lambda sid, seq: stream_update_arrays_request(sid, seq, ids, poses, velocities, self.body_ids), sequence)
 
-    def result(self, timeout: Optional[float] = None) -> StreamResult:
+    def result(self, timeout: Optional[float] = None, *, arrays: bool = False) -> StreamResult:
         """This stream's next result, in order (timeout: seconds; None = the
         client's timeout; math.inf = no limit). Each result has a higher
         sequence than the one before; ``stale`` says a newer update was
         sent, ``queued`` how many newer results wait. An error about one of
         this stream's updates is raised in its place. Raises StreamReopened
-        once after an untold reopening (see Client)."""
-        return self.client._stream_next(self, False, timeout)
+        once after an untold reopening (see Client). arrays=True (needs
+        numpy): the pairs only as ``pair_arrays`` (``arrays()``), ``pairs``
+        left empty, for many pairs at a high rate (no PairResult objects)."""
+        return self.client._stream_next(self, False, timeout, arrays)
 
-    def latest(self, timeout: Optional[float] = None) -> StreamResult:
+    def latest(self, timeout: Optional[float] = None, *, arrays: bool = False) -> StreamResult:
         """The newest result received: waits (as result()) until there is
         one, then discards the older ones (counted in ``skipped``)."""
-        return self.client._stream_next(self, True, timeout)
+        return self.client._stream_next(self, True, timeout, arrays)
 
     def close(self, timeout: Optional[float] = None) -> Dict[str, int]:
         if self.closed:

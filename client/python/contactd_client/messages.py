@@ -244,6 +244,7 @@ class StreamResult:
     newest_sent: int = 0
     queued: int = 0
     skipped: int = 0
+    pair_arrays: Any = None  # Stream.result(arrays=True): PairArrays, and ``pairs`` left empty
 
     @property
     def stale(self) -> bool:
@@ -251,6 +252,8 @@ class StreamResult:
 
     def arrays(self) -> Any:
         """As QueryResult.arrays()."""
+        if self.pair_arrays is not None:
+            return self.pair_arrays
         from .arrays import PairArrays
         return PairArrays.of(self.pairs)
 
