@@ -39,8 +39,8 @@
  *  - Streams: cc_stream_update() only sends; results arrive in order and are
  *    read with cc_stream_recv(). Results that arrive while another call waits
  *    for its reply are queued and handed out by cc_stream_recv() later. Keep
- *    the number of unanswered updates below the server's max_in_flight limit
- *    (HelloReply.limits), or use CC latest-only mode.
+ *    the number of unanswered updates below the server's max_inflight_per_conn limit
+ *    (HelloReply.config_limits), or use CC latest-only mode.
  */
 #ifndef CC_CLIENT_H
 #define CC_CLIENT_H
