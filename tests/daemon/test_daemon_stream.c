@@ -262,7 +262,7 @@ Test(stream, every_bad_update_names_its_stream_and_sequence) {
   cr_assert_eq(tc_send_raw(fd, bad, sizeof bad), 0);
   expect_update_error(sid, 9, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, "invalid envelope");
   uint64_t other = open_stream(s, p, 0, 0, 0, 1301);
-  close_stream(other, 1302);
+  contactd__v1__envelope__free_unpacked(close_stream(other, 1302), NULL);
   send_update(other, 0, 4, 0.09);
   expect_update_error(other, 4, CONTACTD__V1__ERROR_CODE__FAILED_PRECONDITION, "is closed");
   /* the stream is unharmed: the next good update is computed */
