@@ -1175,7 +1175,7 @@ class Health:
             with cc.Client("127.0.0.1:%d" % port, timeout=HEALTH_TIMEOUT_S) as c:
                 if self.auth:
                     c.call(login_request(), "hello_reply")
-                if c.hello("fuzz-health")["protocol_version"] != 1:
+                if c.hello("fuzz-health").protocol_version != 1:
                     raise Finding("health check: hello answered a protocol version other than 1")
                 ball = c.register_sphere(R, modulus=E, hint=R / 4)
                 floor = c.register_half_space(rigid=True)
