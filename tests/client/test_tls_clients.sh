@@ -126,29 +126,33 @@ port = addr.rsplit(":", 1)[1]
 token = open(os.environ["CONTACTD_TOKEN_FILE"]).read().strip()
 
 def query(c):
-    bodies = [cd.Body(1, ball, position=(0, 0, 0.048)), cd.Body(2, floor)]
-    r = c.query(bodies, pairs=[(1, 2)])
-    p = r.results[0]
-    f, t = p.wrench_a.force, p.wrench_a.torque
-    return (f.x, f.y, f.z, t.x, t.y, t.z, p.area)
+    r = c.query([cd.Body(1, ball, position=(0, 0, 0.048)), cd.Body(2, floor)], pairs=[(1, 2)])
+    p = r.pairs[0]
+    return tuple(p.force_a) + tuple(p.torque_a) + (p.area,)
 
 with cd.Client(addr, token=token) as c:
     plain = query(c)
 ctx = ssl.create_default_context(cafile=ca)
 with cd.Client(addr, tls=ctx, token=token) as c:
-    assert c.hello().principal == "robot-7"
+    assert c.hello().principal == "robot-7", c.hello()
     over_tls = query(c)
 with cd.Client("localhost:" + port, tls=True, tls_ca_file=ca) as c:  # the token from $CONTACTD_TOKEN_FILE
     by_name = query(c)
 assert plain[2] > 0, plain
 assert plain == over_tls == by_name, (plain, over_tls, by_name)
 try:
-    cd.Client(addr, tls=ctx, token="not-the-token").query([cd.Body(1, ball), cd.Body(2, floor)], pairs=[(1, 2)])
+    cd.Client(addr, tls=ctx, token="not-the-token")
 except cd.ContactdError as e:
-    assert e.code == cd.ErrorCode.UNAUTHENTICATED, e
-    assert "not-the-token" not in str(e), e
+    assert e.code == cd.pb.UNAUTHENTICATED and e.remote, e
+    assert "not-the-token" not in str(e) and "matches no principal" in str(e), e
 else:
     raise AssertionError("a wrong token was accepted")
+try:
+    cd.Client(addr, tls=ssl.create_default_context(cafile=os.path.join(tmp, "certs", "rogue-ca.pem")), token=token)
+except cd.ContactdError as e:
+    assert e.code == cd.pb.UNAUTHENTICATED and not e.remote and "not trusted" in str(e), e
+else:
+    raise AssertionError("an untrusted server certificate was accepted")
 print("ok: the Python client over TLS equals plaintext; a wrong token is refused")
 EOF
 fi

@@ -43,6 +43,7 @@ Recovery, in three parts (client/README.md, "Surviving the server"):
 import collections
 import math
 import os
+import ssl
 import threading
 import time
 from typing import Any, Callable, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
@@ -95,15 +96,32 @@ class Client:
     registrations kept to register them again (0: none). on_event: called
     with each ReconnectedEvent, GeometryReregisteredEvent and
     StreamReopenedEvent (also kept, the last 100, in ``events``); an
-    exception it raises propagates out of the call that recovered."""
+    exception it raises propagates out of the call that recovered.
+
+    tls: True (TLS 1.3 on TCP addresses, the server's certificate verified
+    against the system's CAs, or tls_ca_file), or an ssl.SSLContext of
+    the caller's (a client certificate for mutual TLS:
+    ``ctx.load_cert_chain(cert, key)``); the Unix socket stays plaintext.
+    tls_server_name: the name the certificate must carry (default: the
+    address's host). token: sent in Hello on every connection and
+    reconnection (default: the file $CONTACTD_TOKEN_FILE, else
+    $CONTACTD_TOKEN); never logged or put into an error. A token that
+    matches no principal raises ContactdError (UNAUTHENTICATED) here, and
+    stops reconnecting later; so does a server certificate that does not
+    verify (``remote`` False)."""
 
     def __init__(self, addr: Union[None, str, Sequence[str]] = None, timeout: Optional[float] = 60.0,
                  connect_timeout: float = 5.0, max_frame: int = 256 << 20, *,
                  reconnect: Union[bool, Backoff] = True, retry_idempotent: bool = False,
-                 keep_registrations: int = 64 << 20, on_event: Optional[Callable[[Event], None]] = None):
+                 keep_registrations: int = 64 << 20, on_event: Optional[Callable[[Event], None]] = None,
+                 tls: Union[None, bool, ssl.SSLContext] = None, tls_ca_file: Optional[str] = None,
+                 tls_server_name: Optional[str] = None, token: Optional[str] = None):
         addr = addr or os.environ.get("CONTACTD_ADDR") or DEFAULT_ADDR
         backoff = Backoff() if reconnect is True else (reconnect or None)
-        self._t = Transport(addr, timeout, connect_timeout, max_frame, backoff)
+        ctx = tls if isinstance(tls, ssl.SSLContext) else \
+            ssl.create_default_context(cafile=tls_ca_file) if tls or tls_ca_file else None
+        self._token, self._token_from = _token(token)
+        self._t = Transport(addr, timeout, connect_timeout, max_frame, backoff, tls=ctx, server_name=tls_server_name)
         self.retry_idempotent = retry_idempotent
         self.on_event = on_event
         self.registrations = Registrations(keep_registrations)
@@ -124,6 +142,16 @@ class Client:
         self._reopen: List["Stream"] = []  # streams of a broken connection, to open again
         self._t.connect()
         self._t.handshake = self._handshake
+        if self._token:
+            try:
+                self._handshake(time.monotonic() + connect_timeout)
+            except BaseException:
+                self._t.close()
+                raise
+
+    def __repr__(self) -> str:
+        return "Client(%r, tls=%s, token=%s)" % (self._t.addresses, self._t.tls is not None,
+                                                 "yes" if self._token else "no")
 
     @property
     def addr(self) -> str:
@@ -330,7 +358,18 @@ class Client:
                              sequence=err.sequence)
 
     def _handshake(self, deadline: float) -> None:
-        self._call_once(hello_request("contactd_client.py (reconnect)"), "hello_reply", deadline)
+        """A Hello on a new connection, with the token (which authenticates
+        the connection) when there is one."""
+        env = hello_request("contactd_client.py (reconnect)" if self._t.generation > 1 else "contactd_client.py")
+        if self._token:
+            env.hello.token = self._token
+        try:
+            self._call_once(env, "hello_reply", deadline)
+        except ContactdError as e:
+            if not (e.remote and self._token):
+                raise
+            raise ContactdError(e.code, "authenticating to %s with the token from %s: %s"
+                                % (self._t.address, self._token_from, e.message), e.field, remote=True) from None
 
     def _call_once(self, env: Any, want: str, deadline: Optional[float]) -> Any:
         slot = _Slot()
@@ -395,7 +434,8 @@ class Client:
         if not limits:  # a server older than config_limits: the protocol-1 names
             limits = {f.name: getattr(r.limits, f.name) for f in r.limits.DESCRIPTOR.fields}
         return HelloResult(r.server_version, r.protocol_version, limits, units, list(r.capabilities),
-                           getattr(r, "store", ""))
+                           getattr(r, "store", ""), getattr(r, "principal", ""), getattr(r, "tenant", ""),
+                           list(getattr(r, "roles", [])))
 
     def register(self, shape: str, *, timeout: Optional[float] = None, **kw: Any) -> RegisterResult:
         """Register a geometry (arguments: register_request). The
@@ -689,3 +729,23 @@ class Stream:
     def __exit__(self, *exc: object) -> None:
         if not self.client._t.closed:
             self.close()
+
+
+def _token(token: Optional[str]) -> Tuple[str, str]:
+    """The token and where it came from (for errors: never the token)."""
+    if token:
+        return token, "the token argument"
+    path = os.environ.get("CONTACTD_TOKEN_FILE")
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                t = f.read().rstrip("\r\n\t ")
+        except OSError as e:
+            raise ContactdError(pb.INVALID_ARGUMENT, "cannot read the token file %s ($CONTACTD_TOKEN_FILE): %s"
+                                % (path, e.strerror or e), remote=False) from None
+        if not t:
+            raise ContactdError(pb.INVALID_ARGUMENT, "the token file %s ($CONTACTD_TOKEN_FILE) holds no token"
+                                % path, remote=False)
+        return t, "the file %s ($CONTACTD_TOKEN_FILE)" % path
+    t = os.environ.get("CONTACTD_TOKEN", "")
+    return t, "$CONTACTD_TOKEN" if t else ""

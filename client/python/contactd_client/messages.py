@@ -327,6 +327,10 @@ class HelloResult:
     units: Dict[str, str]
     capabilities: List[str]
     store: str
+    # who the connection is, when the server has principals (docs/security.md)
+    principal: str = ""
+    tenant: str = ""
+    roles: List[str] = field(default_factory=list)
 
 
 GeometryRef = str  # a geometry id, or the RegisterResult that is one

@@ -10,6 +10,8 @@ replicas tried in turn: no load balancer is needed in front of them.
 """
 import random
 import socket
+import ssl
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
@@ -105,6 +107,66 @@ def _open(addr: str, timeout: float) -> socket.socket:
         raise
 
 
+def _host(addr: str) -> str:
+    return addr.rpartition(":")[0].strip("[]") or "127.0.0.1"
+
+
+class _TLS:
+    """TLS over the plain socket through memory BIOs (ssl.SSLObject): the
+    socket keeps its plain sendall and recv with their timeouts, one thread
+    may send while another receives, and the SSLObject, which is not safe
+    to use from two threads at once, is used under ``lock``. ``wlock``
+    keeps whole writes of ciphertext apart (a read may have some to send:
+    a key update's answer)."""
+
+    def __init__(self, ctx: ssl.SSLContext, server_name: str):
+        self.inc, self.out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.obj = ctx.wrap_bio(self.inc, self.out, server_side=False, server_hostname=server_name)
+        self.lock, self.wlock = threading.Lock(), threading.Lock()
+
+    def handshake(self, sock: socket.socket, timeout: float) -> None:
+        """Raises ssl.SSLError (ssl.SSLCertVerificationError: the server's
+        certificate did not verify), socket.timeout, or ConnectionError
+        when the server closed the connection."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.obj.do_handshake()
+                done = True
+            except ssl.SSLWantReadError:
+                done = False
+            pending = self.out.read()
+            if pending:
+                sock.settimeout(max(deadline - time.monotonic(), 1e-3))
+                sock.sendall(pending)
+            if done:
+                return
+            sock.settimeout(max(deadline - time.monotonic(), 1e-3))
+            data = sock.recv(1 << 16)
+            if not data:
+                raise ConnectionError("the server closed the connection during the TLS handshake (a plaintext "
+                                      "port, or it refused this client)")
+            self.inc.write(data)
+
+    def encrypt(self, data: bytes) -> bytes:
+        with self.lock:
+            self.obj.write(data)
+            return self.out.read()
+
+    def decrypt(self, data: bytes) -> Tuple[bytes, bytes]:
+        """Ciphertext in; (plaintext, ciphertext to send back) out.
+        ssl.SSLZeroReturnError when the server closed the session."""
+        with self.lock:
+            self.inc.write(data)
+            chunks = []
+            while True:
+                try:
+                    chunks.append(self.obj.read(1 << 16))
+                except ssl.SSLWantReadError:
+                    break
+            return b"".join(chunks), self.out.read()
+
+
 class Transport:
     """One connection at a time to one of ``addresses``. send() and recv()
     raise ConnectionLost when the connection breaks; it then stays broken
@@ -115,8 +177,14 @@ class Transport:
 
     def __init__(self, addresses: Union[str, Sequence[str]], timeout: Optional[float] = 60.0,
                  connect_timeout: float = 5.0, max_frame: int = 256 << 20,
-                 backoff: Optional[Backoff] = None):
+                 backoff: Optional[Backoff] = None, tls: Optional[ssl.SSLContext] = None,
+                 server_name: Optional[str] = None):
         self.addresses = parse_addresses(addresses)
+        # TLS on TCP addresses (a Unix socket stays plaintext); the name the
+        # certificate must carry: server_name, else each address's host.
+        self.tls = tls
+        self.server_name = server_name
+        self._tls: Optional[_TLS] = None
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.max_frame = max_frame
@@ -155,6 +223,7 @@ class Transport:
         for k in range(n):
             i = (start + k) % n
             a = self.addresses[i]
+            tls = None
             try:
                 s = _open(a, self.connect_timeout)
             except socket.timeout:
@@ -165,7 +234,28 @@ class Transport:
                 errs.append("connect to %s: %s" % (a, e.strerror or e))
                 code = pb.UNAVAILABLE
                 continue
+            if self.tls is not None and not a.startswith("unix:"):
+                try:
+                    tls = _TLS(self.tls, self.server_name or _host(a))
+                    tls.handshake(s, self.connect_timeout)
+                except ssl.SSLCertVerificationError as e:
+                    s.close()
+                    errs.append("TLS handshake with %s: the server's certificate is not trusted: %s"
+                                % (a, e.verify_message))
+                    code = pb.UNAUTHENTICATED
+                    continue
+                except socket.timeout:
+                    s.close()
+                    errs.append("TLS handshake with %s timed out" % a)
+                    code = pb.DEADLINE_EXCEEDED
+                    continue
+                except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+                    s.close()
+                    errs.append("TLS handshake with %s failed: %s" % (a, getattr(e, "reason", None) or e))
+                    code = pb.UNAVAILABLE
+                    continue
             self._sock = s
+            self._tls = tls
             self._buf = bytearray()
             self.index = i
             self.generation += 1
@@ -212,8 +302,8 @@ class Transport:
                     self.handshake(time.monotonic() + self.connect_timeout)
                 return rounds
             except ContactdError as e:
-                if e.remote:
-                    raise  # the server answered, with an error: not a matter of connecting
+                if e.remote or e.code == pb.UNAUTHENTICATED:
+                    raise  # the server answered, with an error, or is not the one trusted: not a matter of connecting
                 if connected:  # the handshake failed: that address goes last
                     start = (self.index + 1) % len(self.addresses)
                 self._drop()
@@ -229,6 +319,7 @@ class Transport:
             self._sock.close()
             self._sock = None
             self.broken_at = time.monotonic()
+        self._tls = None
         self._buf = bytearray()
 
     def _lost(self, why: str) -> ConnectionLost:
@@ -250,7 +341,13 @@ class Transport:
         try:
             # never None (blocking mode): a recv in another thread shares the socket's mode
             sock.settimeout(_FOREVER if self.timeout is None else self.timeout)
-            sock.sendall(encode_varint(len(body)) + body)
+            frame = encode_varint(len(body)) + body
+            tls = self._tls
+            if tls is None:
+                sock.sendall(frame)
+            else:
+                with tls.wlock:
+                    sock.sendall(tls.encrypt(frame))
         except socket.timeout:
             raise self._lost("sending timed out (part of a frame may have gone: the connection is dropped)") \
                 from None
@@ -299,4 +396,17 @@ class Transport:
                 raise self._lost(e.strerror or str(e)) from None
             if not data:
                 raise self._lost("the server closed the connection")
+            tls = self._tls
+            if tls is not None:
+                try:
+                    data, back = tls.decrypt(data)
+                    if back:
+                        with tls.wlock:
+                            sock.sendall(back)
+                except ssl.SSLZeroReturnError:
+                    raise self._lost("the server closed the TLS session") from None
+                except ssl.SSLError as e:
+                    raise self._lost("TLS: %s" % (e.reason or e)) from None
+                except OSError as e:
+                    raise self._lost(e.strerror or str(e)) from None
             self._buf += data
