@@ -28,7 +28,15 @@ def _bad(message: str, field_: str = "") -> ContactdError:
 # is also what the option arguments accept.
 
 
-class ContactStatus(str, enum.Enum):
+class _StrEnum(str, enum.Enum):
+    """An enum whose members are their strings: they compare equal to them
+    ("surface") and print as them, as the results' plain strings did."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class ContactStatus(_StrEnum):
     """PairResult.status: no contact, a hydroelastic surface, a point
     contact, or a pair no model applies to."""
     UNSPECIFIED = "unspecified"
@@ -39,7 +47,7 @@ class ContactStatus(str, enum.Enum):
     SPECULATIVE = "speculative"  # apart within their margins: PairResult.speculative
 
 
-class EnergyStatus(str, enum.Enum):
+class EnergyStatus(_StrEnum):
     """How PairResult.strain_energy was obtained (UNSPECIFIED: not asked)."""
     UNSPECIFIED = "unspecified"
     EXACT = "exact"
@@ -47,20 +55,20 @@ class EnergyStatus(str, enum.Enum):
     UNAVAILABLE = "unavailable"
 
 
-class Detail(str, enum.Enum):
+class Detail(_StrEnum):
     """How much of each contact a query returns."""
     WRENCH = "wrench"
     PATCHES = "patches"
     SURFACE = "surface"
 
 
-class Representation(str, enum.Enum):
+class Representation(_StrEnum):
     """Contact surfaces as polygons or triangles."""
     POLYGON = "polygon"
     TRIANGLE = "triangle"
 
 
-class ContactModel(str, enum.Enum):
+class ContactModel(_StrEnum):
     """The contact model of a query (proto ContactModel)."""
     HYDROELASTIC = "hydroelastic"
     POINT = "point"
