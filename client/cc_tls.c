@@ -141,10 +141,17 @@ static int failed(cc_client *c, int rc, const char *stage, char *why, size_t n) 
              X509_verify_cert_error_string(v));
     return CC_EUNAUTHENTICATED;
   }
-  char w[64];
-  snprintf(w, sizeof w, "TLS %s failed", stage);
+  /* The server's alert about this client's certificate (mutual TLS): no
+   * reconnection will mend it. */
+  int r = ERR_GET_REASON(ERR_peek_last_error());
+  int refused = r == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED || r == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+                r == SSL_R_TLSV1_ALERT_UNKNOWN_CA || r == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED ||
+                r == SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED || r == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
+                r == SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE || r == SSL_R_TLSV1_ALERT_ACCESS_DENIED;
+  char w[96];
+  snprintf(w, sizeof w, refused ? "TLS %s: the server refused this client's certificate" : "TLS %s failed", stage);
   last_error(why, n, w);
-  return CC_EUNAVAILABLE;
+  return refused ? CC_EUNAUTHENTICATED : CC_EUNAVAILABLE;
 }
 
 int cc_tls_handshake(cc_client *c, char *why, size_t n) {

@@ -244,6 +244,33 @@ Test(client_tls, client_certificate_maps_to_its_principal) {
   cc_error e;
   cr_expect_eq(cc_stats(c, &st, &e), CC_EPERMISSION_DENIED, "stats needs admin: %s", e.message);
   cc_close(c);
+  /* No certificate, one from another CA, an expired one: the server's
+   * refusal (an alert after TLS 1.3's handshake) is UNAUTHENTICATED,
+   * saying so, and reconnecting gives up at once instead of retrying. */
+  const char *bad[][2] = {{NULL, NULL}, {"rogue.pem", "rogue.key"}, {"expired.pem", "expired.key"}};
+  for (int k = 0; k < 3; k++) {
+    o = tls_options();
+    o.tls_cert_file = bad[k][0] ? path(bad[k][0]) : NULL;
+    o.tls_key_file = bad[k][1] ? path(bad[k][1]) : NULL;
+    o.reconnect_timeout_ms = 20000;
+    c = NULL;
+    int rc = cc_connect(addr, &o, &c, &e);
+    if (rc == 0) { /* the alert comes with the first read: the first call fails */
+      Contactd__V1__HelloReply *h = NULL;
+      struct timespec a, b;
+      clock_gettime(CLOCK_MONOTONIC, &a);
+      rc = cc_hello(c, "refused", &h, &e);
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      cc_free(h);
+      if (rc == CC_EUNAVAILABLE && e.retryable) /* the break is seen; the next call reconnects and gives up */
+        rc = cc_hello(c, "refused", NULL, &e);
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      cr_expect_lt((double)(b.tv_sec - a.tv_sec), 10.0, "case %d: gave up at once, not after the reconnect timeout", k);
+      cc_close(c);
+    }
+    cr_expect_eq(rc, CC_EUNAUTHENTICATED, "case %d: %s: %s", k, cc_code_name(rc), e.message);
+    cr_expect(strstr(e.message, "refused this client's certificate"), "case %d: %s", k, e.message);
+  }
   cr_expect_eq(td_stop(&d, 1), 0);
 }
 

@@ -156,5 +156,45 @@ else:
 print("ok: the Python client over TLS equals plaintext; a wrong token is refused")
 EOF
 fi
+
+# ---- mutual TLS: a client without a certificate is refused, saying so -------------
+kill "$PID"
+wait "$PID" 2> /dev/null || true
+PID=
+"$BIN" --listen 127.0.0.1:0 --workers 1 --tls-cert "$T/certs/server.pem" --tls-key "$T/certs/server.key" \
+  --tls-client-ca "$CA" --principals "$T/principals.json" > "$T/contactd.log" 2>&1 &
+PID=$!
+i=0
+until grep -q 'msg="ready"' "$T/contactd.log"; do
+  i=$((i + 1))
+  [ $i -lt 400 ] || fail "contactd (mutual TLS) did not become ready"
+  sleep 0.05
+done
+PORT=$(sed -n 's/.*msg="listening" tcp=[^ ]* port=\([0-9]*\).*/\1/p' "$T/contactd.log" | head -n 1)
+rc=0
+"$CTL" --addr "127.0.0.1:$PORT" --ca "$CA" ping > /dev/null 2> "$T/ctl.err" || rc=$?
+[ $rc -eq 3 ] && grep -q "refused this client's certificate" "$T/ctl.err" ||
+  fail "contactctl without a client certificate: exit $rc, $(cat "$T/ctl.err")"
+"$CTL" --addr "127.0.0.1:$PORT" --ca "$CA" --cert "$T/certs/client.pem" --key "$T/certs/client.key" ping \
+  > /dev/null || fail "contactctl with a client certificate"
+echo "ok: contactctl with mutual TLS (refused without a certificate)"
+if [ -n "$PY" ]; then
+  "$PY" - "127.0.0.1:$PORT" "$CA" "$T" << 'EOF' || fail "the Python client with mutual TLS"
+import os, ssl, sys
+import contactd_client as cd
+addr, ca, tmp = sys.argv[1:4]
+try:
+    cd.Client(addr, tls=True, tls_ca_file=ca)  # the token file's Hello meets the refusal
+except cd.ContactdError as e:
+    assert e.code == cd.pb.UNAUTHENTICATED and "refused this client's certificate" in str(e), e
+else:
+    raise AssertionError("no client certificate, yet accepted")
+ctx = ssl.create_default_context(cafile=ca)
+ctx.load_cert_chain(os.path.join(tmp, "certs", "client.pem"), os.path.join(tmp, "certs", "client.key"))
+with cd.Client(addr, tls=ctx) as c:
+    c.hello()
+print("ok: the Python client with mutual TLS (refused without a certificate)")
+EOF
+fi
 grep -q "$TOKEN" "$T/contactd.log" && fail "the daemon's log holds the token"
 echo "ok: all TLS clients"

@@ -107,6 +107,13 @@ def _open(addr: str, timeout: float) -> socket.socket:
         raise
 
 
+# The server's alerts about the client's certificate (OpenSSL's reasons).
+_REFUSED_CERT = frozenset(("TLSV13_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_BAD_CERTIFICATE",
+                           "TLSV1_ALERT_UNKNOWN_CA", "SSLV3_ALERT_CERTIFICATE_EXPIRED",
+                           "SSLV3_ALERT_CERTIFICATE_REVOKED", "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+                           "SSLV3_ALERT_UNSUPPORTED_CERTIFICATE", "TLSV1_ALERT_ACCESS_DENIED"))
+
+
 def _host(addr: str) -> str:
     return addr.rpartition(":")[0].strip("[]") or "127.0.0.1"
 
@@ -406,6 +413,10 @@ class Transport:
                 except ssl.SSLZeroReturnError:
                     raise self._lost("the server closed the TLS session") from None
                 except ssl.SSLError as e:
+                    if (e.reason or "") in _REFUSED_CERT:  # mutual TLS: no reconnection will mend it
+                        self._drop()
+                        raise ContactdError(pb.UNAUTHENTICATED, "TLS: the server at %s refused this client's "
+                                            "certificate: %s" % (self.address, e.reason), remote=False) from None
                     raise self._lost("TLS: %s" % (e.reason or e)) from None
                 except OSError as e:
                     raise self._lost(e.strerror or str(e)) from None
