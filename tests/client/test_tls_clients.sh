@@ -161,6 +161,7 @@ fi
 kill "$PID"
 wait "$PID" 2> /dev/null || true
 PID=
+: > "$T/contactd.log" # now, not in the child: the wait below must not read the last daemon's lines
 "$BIN" --listen 127.0.0.1:0 --workers 1 --tls-cert "$T/certs/server.pem" --tls-key "$T/certs/server.key" \
   --tls-client-ca "$CA" --principals "$T/principals.json" > "$T/contactd.log" 2>&1 &
 PID=$!
