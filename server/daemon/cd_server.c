@@ -43,9 +43,11 @@ static void on_conn(uv_stream_t *ls, int status, int is_tcp) {
   if (tmp) {
     if (is_tcp) uv_tcp_init(s->loop, &tmp->tcp);
     else uv_pipe_init(s->loop, &tmp->pipe, 0);
+    cd_loop_fd_lock(); /* (ThreadSanitizer builds: see cd_loop.h) */
     if (uv_accept(ls, (uv_stream_t *)tmp) == 0 && uv_fileno((uv_handle_t *)tmp, &fd) == 0) fd = dup(fd);
     else fd = -1;
     uv_close((uv_handle_t *)tmp, on_tmp_closed);
+    cd_loop_fd_unlock();
     if (fd < 0) return; /* the peer went away, or no descriptor for the copy */
   }
   cd_loop *l = cd_server_pick_loop(s);
