@@ -315,6 +315,28 @@ Test(tenants, survives_restart_with_dir, .timeout = 180) {
   cr_expect_eq(system(cmd), 0);
 }
 
+/* Without principals nothing of this applies: no marker is written. */
+Test(tenants, no_principals_no_markers, .timeout = 120) {
+  char dir[256], store[300], cmd[700];
+  cr_assert(td_mkdtemp(dir, sizeof dir, "cd_tenants_") == 0);
+  snprintf(store, sizeof store, "dir:%s", dir);
+  tc_daemon d;
+  const char *extra[] = {"--store", store, NULL};
+  tc_start(&d, extra);
+  int fd = tc_connect_tcp(d.port);
+  char *id = tc_register_sphere(fd, 3, 0.1, 1e6, 0.05);
+  cr_expect(!missing(fd, id));
+  cr_expect(release(fd, id));
+  close(fd);
+  cr_assert_eq(tc_stop(&d), 0);
+  snprintf(cmd, sizeof cmd, "test \"$(ls %s | grep -c '^contactd:v1:spec:')\" = 1 && ! ls %s | grep -q seen", dir,
+           dir);
+  cr_expect_eq(system(cmd), 0, "one record and no marker in %s", dir);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  cr_expect_eq(system(cmd), 0);
+  free(id);
+}
+
 /* ---- replicas (Redis) ------------------------------------------------------------ */
 
 typedef struct redis {
