@@ -45,6 +45,8 @@ typedef struct fetch_wait {
 typedef struct lookup {
   char id[CD_HASH_HEX_LEN + 1];
   char tenant[CD_PRINCIPAL_NAME_MAX]; /* "" = the registration */
+  int recheck;    /* confirming a pair the tenant sees (cd_tenants_check) */
+  uint64_t stamp; /* its stamp */
   cd_server *srv;
   uv_loop_t *loop; /* the loop that asked, and is answered */
   fetch_wait *waiters;
@@ -247,6 +249,7 @@ static void unavailable(fetch_req *f, const char *id) {
 static void on_seen(lookup *lk, cd_store_result res) {
   cd_server *s = lk->srv;
   if (res == CD_STORE_HIT) cd_tenants_add(s->tenants, lk->tenant, lk->id);
+  else if (res == CD_STORE_MISS && lk->recheck) cd_tenants_forget(s->tenants, lk->tenant, lk->id, lk->stamp);
   for (fetch_wait *w = lk->waiters, *n; w; w = n) {
     n = w->next;
     fetch_req *f = w->f;
@@ -346,6 +349,31 @@ static void want(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id, co
   f->pending++;
 }
 
+/* Confirm with the store that tenant still sees id (a release on another
+ * replica deletes the marker), the request that found it due going on at
+ * once: a lookup no request waits for, unless one for the same marker is
+ * in flight already. */
+static void recheck(cd_server *s, uv_loop_t *loop, const char *tenant, const char *id, uint64_t stamp) {
+  pthread_mutex_lock(&s->fetch->mu);
+  lookup *lk = s->fetch->lookups;
+  while (lk && (lk->loop != loop || strcmp(lk->id, id) != 0 || strcmp(lk->tenant, tenant) != 0)) lk = lk->next;
+  if (!lk && (lk = calloc(1, sizeof *lk))) {
+    snprintf(lk->id, sizeof lk->id, "%s", id);
+    snprintf(lk->tenant, sizeof lk->tenant, "%s", tenant);
+    lk->srv = s;
+    lk->loop = loop;
+    lk->recheck = 1;
+    lk->stamp = stamp;
+    if (cd_store_get_seen(s->store, loop, tenant, id, on_lookup, lk) == 0) {
+      lk->next = s->fetch->lookups;
+      s->fetch->lookups = lk;
+    } else {
+      free(lk);
+    }
+  }
+  pthread_mutex_unlock(&s->fetch->mu);
+}
+
 /* f names id: settle what it needs first. A tenant that does not see id
  * asks the store for its marker (the same lookup whether or not the cache
  * holds the id: an id only another tenant sees costs what an unknown one
@@ -353,9 +381,14 @@ static void want(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id, co
  * waited for. */
 static void consider(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id, const char *tenant) {
   if (!is_id(id)) return; /* not an id: the handler says so */
-  if (tenant && !cd_tenants_sees(s->tenants, tenant, id)) {
-    want(f, s, loop, id, tenant);
-    return;
+  if (tenant) {
+    uint64_t stamp = 0;
+    int seen = cd_tenants_check(s->tenants, tenant, id, s->cfg.limits.tenant_recheck_ms, &stamp);
+    if (!seen) {
+      want(f, s, loop, id, tenant);
+      return;
+    }
+    if (seen == 2) recheck(s, loop, tenant, id, stamp);
   }
   cd_cache_lock(s->cache);
   cd_cache_entry *e = cd_cache_find(s->cache, id);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cd_hash.h"
 #include "cd_principals.h"
@@ -16,6 +17,7 @@ typedef struct pair {
   struct pair *chain;        /* hash bucket */
   struct pair *older, *newer; /* insertion order */
   uint64_t h;
+  uint64_t stamp_ns; /* added or last confirmed */
   char id[CD_HASH_HEX_LEN + 1];
   char tenant[]; /* NUL-terminated */
 } pair;
@@ -57,6 +59,12 @@ const char *cd_tenants_of(cd_conn *c) {
   const cd_principal *p = cd_conn_session(c)->principal;
   if (!p || strcmp(p->tenant, CD_TENANT_ALL) == 0) return NULL;
   return p->tenant;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* FNV-1a over tenant, a NUL, and id. */
@@ -121,13 +129,17 @@ int cd_tenants_add(cd_tenants *t, const char *tenant, const char *id) {
   size_t tl = strlen(tenant);
   int rc = 0;
   pthread_mutex_lock(&t->mu);
+  uint64_t now = now_ns();
   pair **pp = find(t, h, tenant, id);
-  if (!*pp) {
+  if (*pp) {
+    (*pp)->stamp_ns = now;
+  } else {
     pair *p = malloc(sizeof *p + tl + 1);
     if (!p) {
       rc = -1;
     } else {
       p->h = h;
+      p->stamp_ns = now;
       snprintf(p->id, sizeof p->id, "%s", id);
       memcpy(p->tenant, tenant, tl + 1);
       p->chain = NULL;
@@ -156,6 +168,34 @@ int cd_tenants_remove(cd_tenants *t, const char *tenant, const char *id) {
   if (had) unlink_pair(t, pp);
   pthread_mutex_unlock(&t->mu);
   return had;
+}
+
+int cd_tenants_check(cd_tenants *t, const char *tenant, const char *id, uint64_t recheck_ms, uint64_t *stamp) {
+  if (!tenant) return 1;
+  if (!t) return 0;
+  uint64_t h = hash(tenant, id);
+  pthread_mutex_lock(&t->mu);
+  pair *p = *find(t, h, tenant, id);
+  int rc = p ? 1 : 0;
+  if (p && recheck_ms) {
+    uint64_t now = now_ns();
+    if (now - p->stamp_ns > recheck_ms * 1000000ull) {
+      p->stamp_ns = now;
+      *stamp = now;
+      rc = 2;
+    }
+  }
+  pthread_mutex_unlock(&t->mu);
+  return rc;
+}
+
+void cd_tenants_forget(cd_tenants *t, const char *tenant, const char *id, uint64_t stamp) {
+  if (!tenant || !t) return;
+  uint64_t h = hash(tenant, id);
+  pthread_mutex_lock(&t->mu);
+  pair **pp = find(t, h, tenant, id);
+  if (*pp && (*pp)->stamp_ns == stamp) unlink_pair(t, pp);
+  pthread_mutex_unlock(&t->mu);
 }
 
 uint64_t cd_tenants_count(cd_tenants *t) {

@@ -69,6 +69,14 @@ static void start(tc_daemon *d, const char *store) {
   tc_start(d, extra);
 }
 
+/* With a store, each pair confirmed again after 200 ms. */
+static void start_recheck(tc_daemon *d, const char *store) {
+  const char *p = principals_file();
+  const char *extra[] = {"--principals", p, "--store", store, "--config",
+                         tc_limits_file("recheck.json", "\"tenant_recheck_ms\": 200"), NULL};
+  tc_start(d, extra);
+}
+
 /* A connection authenticated with token (as `name`). */
 static int as(tc_daemon *d, const char *token, const char *name) {
   int fd = tc_connect_tcp(d->port);
@@ -423,8 +431,8 @@ Test(tenants, second_replica_with_redis, .timeout = 180) {
   redis rd;
   redis_start(&rd);
   tc_daemon r1, r2;
-  start(&r1, rd.uri);
-  start(&r2, rd.uri);
+  start_recheck(&r1, rd.uri);
+  start_recheck(&r2, rd.uri);
   int a1 = as(&r1, "a-token", "a"), already;
   char *id = reg(a1, 0.1, &already);
   wait_markers(&rd, 1);
@@ -439,6 +447,13 @@ Test(tenants, second_replica_with_redis, .timeout = 180) {
   seen(b1, id, "B on the first replica, registered on the second");
   cr_expect(release(b2, id));
   wait_markers(&rd, 1);
+  /* the first replica learned B's visibility from the store: it confirms
+   * it again 200 ms on, and forgets it once the store says released */
+  double t0 = now_ms();
+  while (!missing(b1, id) && now_ms() - t0 < 5000) usleep(20000);
+  printf("tenants: a release on one replica reached the other in %.0f ms (tenant_recheck_ms 200)\n", now_ms() - t0);
+  unseen(b1, id, "B on the first replica after its release on the second");
+  seen(a1, id, "A on the first replica after B's release");
   /* a third replica, and a fresh connection to the first, ask the store */
   tc_daemon r3;
   start(&r3, rd.uri);
