@@ -295,7 +295,15 @@ Test(tenants, survives_restart_with_dir, .timeout = 180) {
   cr_expect(release(b, idab));
   close(a);
   close(b);
-  cr_assert_eq(tc_stop(&d), 0); /* the marker writes still queued go out during the shutdown */
+  /* A's two markers and B's one (B's second deleted) are files: waited for,
+   * so that the restart reads them (writes still queued at a shutdown go
+   * out too: test_daemon_store) */
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "test \"$(ls %s/geometry | grep -c '^contactd:v1:seen:')\" = 3", dir);
+  double t0 = now_ms();
+  while (system(cmd) != 0 && now_ms() - t0 < 5000) usleep(10000);
+  cr_expect_eq(system(cmd), 0, "three visibility markers in %s/geometry", dir);
+  cr_assert_eq(tc_stop(&d), 0);
 
   start(&d, store);
   a = as(&d, "a-token", "a");
@@ -318,7 +326,6 @@ Test(tenants, survives_restart_with_dir, .timeout = 180) {
   free(idb);
   free(idab);
   cr_expect_eq(tc_stop(&d), 0);
-  char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   cr_expect_eq(system(cmd), 0);
 }
