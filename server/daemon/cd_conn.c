@@ -161,8 +161,10 @@ void cd_conn_close(cd_conn *c, const char *reason) {
   c->srv->proto->closed(c);
   uv_os_fd_t fd = -1;
   uv_fileno((uv_handle_t *)&c->h, &fd);
+  cd_loop_fd_lock();
   uv_close((uv_handle_t *)&c->h, on_handle_closed); /* closes the descriptor now */
   if (fd >= 0) cd_loop_fd_closed(fd);
+  cd_loop_fd_unlock();
   uv_close((uv_handle_t *)&c->idle, on_handle_closed);
 }
 

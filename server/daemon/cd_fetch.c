@@ -19,8 +19,10 @@
 #include "cd_proto.h"
 #include "cd_loop.h"
 #include "cd_log.h"
+#include "cd_principals.h"
 #include "cd_server.h"
 #include "cd_store.h"
+#include "cd_tenants.h"
 
 /* A request held back until each of its ids is settled. */
 typedef struct fetch_req {
@@ -38,9 +40,13 @@ typedef struct fetch_wait {
   struct fetch_wait *next;
 } fetch_wait;
 
-/* A store lookup in flight. */
+/* A store lookup in flight: of a registration, or (tenant set) of that
+ * tenant's visibility marker for the id. */
 typedef struct lookup {
   char id[CD_HASH_HEX_LEN + 1];
+  char tenant[CD_PRINCIPAL_NAME_MAX]; /* "" = the registration */
+  int recheck;    /* confirming a pair the tenant sees (cd_tenants_check) */
+  uint64_t stamp; /* its stamp */
   cd_server *srv;
   uv_loop_t *loop; /* the loop that asked, and is answered */
   fetch_wait *waiters;
@@ -116,7 +122,8 @@ static void finish(fetch_req *f) {
     cd_cache *c = cd_conn_server(r->conn)->cache;
     cd_cache_lock(c);
     cd_cache_entry *e = cd_cache_find(c, f->unavailable_id);
-    int ready = e && e->state == CD_ENTRY_READY;
+    int ready = e && e->state == CD_ENTRY_READY &&
+                cd_tenants_sees(cd_conn_server(r->conn)->tenants, cd_tenants_of(r->conn), f->unavailable_id);
     cd_cache_unlock(c);
     if (!ready) {
       char field[192];
@@ -227,6 +234,33 @@ static void start_load(cd_server *s, cd_cache_entry *e, Contactd__V1__RegisterGe
 
 /* ---- lookups ------------------------------------------------------------- */
 
+static void consider(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id, const char *tenant);
+
+static void unavailable(fetch_req *f, const char *id) {
+  if (f->unavailable) return;
+  f->unavailable = 1;
+  snprintf(f->unavailable_id, sizeof f->unavailable_id, "%s", id);
+}
+
+/* A tenant's marker was looked up: found, the tenant sees the id from now
+ * on and each waiting request goes on to the geometry itself; not found,
+ * the id stays unseen (its requests are answered as for an id not cached);
+ * the store failing, as for a registration the store failed to give. */
+static void on_seen(lookup *lk, cd_store_result res) {
+  cd_server *s = lk->srv;
+  if (res == CD_STORE_HIT) cd_tenants_add(s->tenants, lk->tenant, lk->id);
+  else if (res == CD_STORE_MISS && lk->recheck) cd_tenants_forget(s->tenants, lk->tenant, lk->id, lk->stamp);
+  for (fetch_wait *w = lk->waiters, *n; w; w = n) {
+    n = w->next;
+    fetch_req *f = w->f;
+    free(w);
+    if (res == CD_STORE_HIT) consider(f, s, lk->loop, lk->id, NULL);
+    else if (res == CD_STORE_UNAVAILABLE) unavailable(f, lk->id);
+    settle_one(f);
+  }
+  free(lk);
+}
+
 static void on_lookup(void *arg, cd_store_result res, Contactd__V1__RegisterGeometry *m) {
   lookup *lk = arg;
   cd_server *s = lk->srv;
@@ -235,6 +269,10 @@ static void on_lookup(void *arg, cd_store_result res, Contactd__V1__RegisterGeom
   while (*pp && *pp != lk) pp = &(*pp)->next;
   if (*pp) *pp = lk->next;
   pthread_mutex_unlock(&s->fetch->mu);
+  if (lk->tenant[0]) {
+    on_seen(lk, res);
+    return;
+  }
   /* the cache may have the id by now (a registration, or another loop's
    * lookup): prefer it. Under the cache lock: find, begin, and pin or wait,
    * so that no other loop evicts the entry in between; the requests are
@@ -266,10 +304,7 @@ static void on_lookup(void *arg, cd_store_result res, Contactd__V1__RegisterGeom
       on_entry(w, e, 0, NULL);
       continue;
     }
-    if (res == CD_STORE_UNAVAILABLE && !f->unavailable) {
-      f->unavailable = 1;
-      snprintf(f->unavailable_id, sizeof f->unavailable_id, "%s", lk->id);
-    }
+    if (res == CD_STORE_UNAVAILABLE) unavailable(f, lk->id);
     free(w);
     settle_one(f);
   }
@@ -277,28 +312,31 @@ static void on_lookup(void *arg, cd_store_result res, Contactd__V1__RegisterGeom
   free(lk);
 }
 
-/* f waits for id: join a lookup in flight or start one. */
-static void want(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id) {
+/* f waits for id's registration (tenant NULL) or tenant's marker for it:
+ * join a lookup in flight or start one. */
+static void want(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id, const char *tenant) {
+  if (!tenant) tenant = "";
   fetch_wait *w = calloc(1, sizeof *w);
   if (!w) return;
   w->f = f;
   pthread_mutex_lock(&s->fetch->mu);
   lookup *lk = s->fetch->lookups;
-  while (lk && (lk->loop != loop || strcmp(lk->id, id) != 0)) lk = lk->next;
+  while (lk && (lk->loop != loop || strcmp(lk->id, id) != 0 || strcmp(lk->tenant, tenant) != 0)) lk = lk->next;
   if (!lk) {
     lk = calloc(1, sizeof *lk);
     if (lk) {
       snprintf(lk->id, sizeof lk->id, "%s", id);
+      snprintf(lk->tenant, sizeof lk->tenant, "%s", tenant);
       lk->srv = s;
       lk->loop = loop;
     }
     /* (answered later, on this loop: never from inside this call) */
-    if (!lk || cd_store_get_spec(s->store, loop, id, on_lookup, lk) != 0) {
+    if (!lk || (tenant[0] ? cd_store_get_seen(s->store, loop, tenant, id, on_lookup, lk)
+                          : cd_store_get_spec(s->store, loop, id, on_lookup, lk)) != 0) {
       pthread_mutex_unlock(&s->fetch->mu);
       free(lk);
       free(w);
-      f->unavailable = 1;
-      snprintf(f->unavailable_id, sizeof f->unavailable_id, "%s", id);
+      unavailable(f, id);
       return;
     }
     lk->next = s->fetch->lookups;
@@ -311,8 +349,47 @@ static void want(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id) {
   f->pending++;
 }
 
-static void consider(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id) {
+/* Confirm with the store that tenant still sees id (a release on another
+ * replica deletes the marker), the request that found it due going on at
+ * once: a lookup no request waits for, unless one for the same marker is
+ * in flight already. */
+static void recheck(cd_server *s, uv_loop_t *loop, const char *tenant, const char *id, uint64_t stamp) {
+  pthread_mutex_lock(&s->fetch->mu);
+  lookup *lk = s->fetch->lookups;
+  while (lk && (lk->loop != loop || strcmp(lk->id, id) != 0 || strcmp(lk->tenant, tenant) != 0)) lk = lk->next;
+  if (!lk && (lk = calloc(1, sizeof *lk))) {
+    snprintf(lk->id, sizeof lk->id, "%s", id);
+    snprintf(lk->tenant, sizeof lk->tenant, "%s", tenant);
+    lk->srv = s;
+    lk->loop = loop;
+    lk->recheck = 1;
+    lk->stamp = stamp;
+    if (cd_store_get_seen(s->store, loop, tenant, id, on_lookup, lk) == 0) {
+      lk->next = s->fetch->lookups;
+      s->fetch->lookups = lk;
+    } else {
+      free(lk);
+    }
+  }
+  pthread_mutex_unlock(&s->fetch->mu);
+}
+
+/* f names id: settle what it needs first. A tenant that does not see id
+ * asks the store for its marker (the same lookup whether or not the cache
+ * holds the id: an id only another tenant sees costs what an unknown one
+ * does); an id the cache does not hold is looked up, one being built is
+ * waited for. */
+static void consider(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id, const char *tenant) {
   if (!is_id(id)) return; /* not an id: the handler says so */
+  if (tenant) {
+    uint64_t stamp = 0;
+    int seen = cd_tenants_check(s->tenants, tenant, id, s->cfg.limits.tenant_recheck_ms, &stamp);
+    if (!seen) {
+      want(f, s, loop, id, tenant);
+      return;
+    }
+    if (seen == 2) recheck(s, loop, tenant, id, stamp);
+  }
   cd_cache_lock(s->cache);
   cd_cache_entry *e = cd_cache_find(s->cache, id);
   if (e && e->state == CD_ENTRY_PENDING) { /* being built: wait for it */
@@ -322,7 +399,7 @@ static void consider(fetch_req *f, cd_server *s, uv_loop_t *loop, const char *id
     else free(w);
   }
   cd_cache_unlock(s->cache);
-  if (!e) want(f, s, loop, id);
+  if (!e) want(f, s, loop, id, NULL);
 }
 
 int cd_fetch_intercept(cd_req *r) {
@@ -355,12 +432,13 @@ int cd_fetch_intercept(cd_req *r) {
   f->r = r;
   f->pending = 1;
   uv_loop_t *loop = cd_conn_loop(r->conn)->uv;
+  const char *tenant = cd_tenants_of(r->conn);
   const char *prev = NULL;
   for (size_t i = 0; i < nb + nids; i++) {
     const char *id = i < nb ? b[i]->geometry_id : ids[i - nb];
     if (prev && strcmp(prev, id) == 0) continue; /* runs of one id (many bodies of one shape) */
     prev = id;
-    consider(f, s, loop, id);
+    consider(f, s, loop, id, tenant);
   }
   if (f->pending == 1 && !f->unavailable) {
     free(f);

@@ -3,7 +3,11 @@
  *
  * A ContactQuery, OpenStream or HasGeometry naming an id the cache does not
  * hold READY is held back while the store is asked (off the loop,
- * cd_store.h); a hit is built on the workers as a PENDING cache entry, so
+ * cd_store.h). So is one naming an id that the connection's tenant is not
+ * known here to see (cd_tenants.h): the tenant's marker is asked for
+ * first, and found, the tenant sees the id and its geometry is looked at
+ * as above; not found, the id is left unseen (the handler answers as for
+ * an unknown id). A hit is built on the workers as a PENDING cache entry, so
  * every request (and registration) wanting that id waits for the one
  * build. Once each of its ids is settled the request is handled as if it
  * had just arrived: ids found are in the cache (pinned until then), ids

@@ -18,6 +18,7 @@
 #include "cd_server.h"
 #include "cd_session.h"
 #include "cd_store.h"
+#include "cd_tenants.h"
 #include "cd_version.h"
 
 typedef Contactd__V1__Envelope Envelope;
@@ -251,6 +252,21 @@ static void reply_registered(cd_req *r, cd_cache_entry *e, int already) {
     fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory holding the geometry for this session");
     return;
   }
+  /* The registering tenant sees the id from now on; to a tenant that did
+   * not, the geometry was not "already cached" (cd_tenants.h). */
+  const char *tenant = cd_tenants_of(r->conn);
+  if (tenant) {
+    cd_server *s = cd_conn_server(r->conn);
+    int added = cd_tenants_add(s->tenants, tenant, e->id);
+    if (added < 0) {
+      fail(r, CD_EXHAUSTED, "registerGeometry", "%s", "out of memory recording the tenant's geometry");
+      return;
+    }
+    if (added) {
+      already = 0;
+      cd_store_put_seen(s->store, tenant, e->id);
+    }
+  }
   Contactd__V1__GeometryStats gs = CONTACTD__V1__GEOMETRY_STATS__INIT;
   gs.vertices = e->info.vertices;
   gs.tetrahedra = e->info.tetrahedra;
@@ -454,6 +470,13 @@ void cd_handlers_register(cd_req *r) {
 
 /* ---- has / release ---------------------------------------------------- */
 
+static int is_geometry_id(const char *s) {
+  size_t n = 0;
+  for (; s[n]; n++)
+    if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f'))) return 0;
+  return n == CD_HASH_HEX_LEN;
+}
+
 void cd_handlers_has(cd_req *r) {
   const Contactd__V1__HasGeometry *h = r->env->has_geometry;
   char **missing = cd_budget_calloc(&r->budget, h->n_geometry_ids ? h->n_geometry_ids : 1, sizeof(char *));
@@ -462,13 +485,15 @@ void cd_handlers_has(cd_req *r) {
     return;
   }
   size_t n = 0;
-  cd_cache *cache = cd_conn_server(r->conn)->cache;
-  cd_cache_lock(cache); /* `state` changes when a build completes on another loop */
+  cd_server *s = cd_conn_server(r->conn);
+  const char *tenant = cd_tenants_of(r->conn);
+  cd_cache_lock(s->cache); /* `state` changes when a build completes on another loop */
   for (size_t i = 0; i < h->n_geometry_ids; i++) {
-    cd_cache_entry *e = cd_cache_find(cache, h->geometry_ids[i]);
-    if (!e || e->state != CD_ENTRY_READY) missing[n++] = h->geometry_ids[i];
+    cd_cache_entry *e = cd_cache_find(s->cache, h->geometry_ids[i]);
+    if (!e || e->state != CD_ENTRY_READY || !cd_tenants_sees(s->tenants, tenant, h->geometry_ids[i]))
+      missing[n++] = h->geometry_ids[i];
   }
-  cd_cache_unlock(cache);
+  cd_cache_unlock(s->cache);
   Contactd__V1__HasGeometryReply hr = CONTACTD__V1__HAS_GEOMETRY_REPLY__INIT;
   hr.n_missing = n;
   hr.missing = missing;
@@ -488,9 +513,17 @@ void cd_handlers_release(cd_req *r) {
     return;
   }
   size_t nr = 0, nu = 0;
+  cd_server *s = cd_conn_server(r->conn);
+  const char *tenant = cd_tenants_of(r->conn);
   for (size_t i = 0; i < h->n_geometry_ids; i++) {
-    cd_cache_entry *e = cd_cache_find(cd_conn_server(r->conn)->cache, h->geometry_ids[i]);
-    if (e && cd_session_release_geometry(r->conn, e)) rel[nr++] = h->geometry_ids[i];
+    const char *id = h->geometry_ids[i];
+    cd_cache_entry *e = cd_cache_find(s->cache, id);
+    int held = e && cd_session_release_geometry(r->conn, e);
+    /* A principal's release ends its tenant's visibility of the id, here
+     * and in the store (whose marker another replica may have written). */
+    int seen = tenant && cd_tenants_remove(s->tenants, tenant, id);
+    if (tenant && is_geometry_id(id)) cd_store_del_seen(s->store, tenant, id);
+    if (held || seen) rel[nr++] = h->geometry_ids[i];
     else unk[nu++] = h->geometry_ids[i];
   }
   Contactd__V1__ReleaseReply rr = CONTACTD__V1__RELEASE_REPLY__INIT;
@@ -545,7 +578,7 @@ void cd_handlers_query(cd_req *r) {
   if (cd_conn_is_proto(r->conn)) /* the workers pack the results */
     q->pack_field = cd_splice_field(&contactd__v1__contact_reply__descriptor, "results");
   if (cd_qparse_opts(m->options, "contactQuery.options", &q->opt, &st) ||
-      cd_qparse_bodies(s, m->bodies, m->n_bodies, "contactQuery.bodies", &q->bodies, &st)) {
+      cd_qparse_bodies(s, cd_tenants_of(r->conn), m->bodies, m->n_bodies, "contactQuery.bodies", &q->bodies, &st)) {
     cd_query_free(q);
     cd_req_fail(r, &st);
     return;

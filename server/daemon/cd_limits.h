@@ -170,7 +170,15 @@
      "how long a locked-out address is refused without its credentials being checked")     \
   XX(refusal_log_window_ms, 10000, 1, "ms",                                                \
      "refusals of one kind (per-address cap, lock-outs, the HTTP port's) are counted "    \
-     "always and logged at most once per this window")
+     "always and logged at most once per this window")                                    \
+  XX(tenant_visible_max, 262144, 1, "pairs",                                               \
+     "(tenant, geometry id) pairs whose visibility the server remembers (about 150 bytes "  \
+     "each); past it the oldest is forgotten here and asked of the store again (without "  \
+     "a store, that tenant registers the geometry again)")                                 \
+  XX(tenant_recheck_ms, 10000, 0, "ms",                                                    \
+     "with a store, a tenant's visibility of an id not confirmed by the store for this "   \
+     "long is confirmed again when next used (answered meanwhile), so a release on "       \
+     "another replica reaches this one within it (0 = never)")
 
 typedef struct cd_limits {
 #define CD_XX_FIELD(field, def, min, unit, desc) uint64_t field;

@@ -43,6 +43,15 @@ void cd_loop_fd_closed(int fd) {
 #endif
 }
 
+#if defined(__SANITIZE_THREAD__)
+static pthread_mutex_t fd_mu = PTHREAD_MUTEX_INITIALIZER;
+void cd_loop_fd_lock(void) { pthread_mutex_lock(&fd_mu); }
+void cd_loop_fd_unlock(void) { pthread_mutex_unlock(&fd_mu); }
+#else
+void cd_loop_fd_lock(void) {}
+void cd_loop_fd_unlock(void) {}
+#endif
+
 void cd_loop_set_current(cd_loop *l) {
   tls_loop = l;
   cd_pool_sink_set_current(l ? l->sink : NULL);

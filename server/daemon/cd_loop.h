@@ -117,8 +117,12 @@ void cd_loop_set_current(cd_loop *l);
  * connection). libuv closes with a raw system call that ThreadSanitizer
  * does not see, so without this the accepting loop reusing the number for
  * a new connection is reported as a race with this loop's last use of it.
- * Does nothing in other builds. */
+ * The close and this call, and the accepting loop's making of descriptors,
+ * each hold cd_loop_fd_lock: otherwise the number can be reused between
+ * the real close and the annotation. Both do nothing in other builds. */
 void cd_loop_fd_closed(int fd);
+void cd_loop_fd_lock(void);
+void cd_loop_fd_unlock(void);
 
 /* Initialise loop l on uv (loop 0: the main loop) or on its own libuv loop
  * (uv NULL); 0 on success. */

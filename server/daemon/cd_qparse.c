@@ -12,6 +12,7 @@
 #include "cd_broadphase.h"
 #include "cd_qcheck.h"
 #include "cd_server.h"
+#include "cd_tenants.h"
 
 void cd_qparse_bodies_unpin(cd_qbody *b, int32_t n) {
   cd_cache *c = NULL;
@@ -51,8 +52,8 @@ void cd_qparse_index_free(cd_qindex *x) {
   x->n = 0;
 }
 
-int cd_qparse_bodies(cd_server *s, Contactd__V1__Body **in, size_t n, const char *field, cd_qbody **out,
-                     cd_status *st) {
+int cd_qparse_bodies(cd_server *s, const char *tenant, Contactd__V1__Body **in, size_t n, const char *field,
+                     cd_qbody **out, cd_status *st) {
   const cd_limits *l = &s->cfg.limits;
   *out = NULL;
   if (n > l->max_bodies_per_query)
@@ -78,6 +79,8 @@ int cd_qparse_bodies(cd_server *s, Contactd__V1__Body **in, size_t n, const char
     q->id = m->body_id;
     ids[i] = m->body_id;
     cd_cache_entry *e = cd_cache_find(s->cache, m->geometry_id);
+    /* an id the tenant does not see is answered as one not cached (cd_tenants.h) */
+    if (e && tenant && !cd_tenants_sees(s->tenants, tenant, m->geometry_id)) e = NULL;
     if (!e || e->state != CD_ENTRY_READY) {
       cd_qcheck_where_field(&w, "geometryId", f, sizeof f);
       cd_qcheck_where_body(&w, what, sizeof what);

@@ -31,11 +31,13 @@ typedef struct cd_qopts {
 } cd_qopts;
 
 /* Parse and check bodies (field: "contactQuery.bodies"): unique ids,
- * registered READY geometry (NOT_FOUND otherwise), finite poses, the
+ * registered READY geometry that tenant sees (NOT_FOUND otherwise, the
+ * same for an id only another tenant sees; NULL tenant: every id,
+ * cd_tenants.h), finite poses, the
  * quaternion rule, finite velocities, valid material overrides. Pins each
  * body's entry (undo with cd_qparse_bodies_unpin). */
-int cd_qparse_bodies(cd_server *s, Contactd__V1__Body **in, size_t n, const char *field, cd_qbody **out,
-                     cd_status *st);
+int cd_qparse_bodies(cd_server *s, const char *tenant, Contactd__V1__Body **in, size_t n, const char *field,
+                     cd_qbody **out, cd_status *st);
 void cd_qparse_bodies_unpin(cd_qbody *b, int32_t n);
 /* Body id -> index in b via a sorted copy (n log n to build, log n per
  * lookup), so lookups on untrusted counts never go quadratic. */

@@ -22,6 +22,7 @@
 #include "cd_publish.h"
 #include "cd_viewer.h"
 #include "cd_store.h"
+#include "cd_tenants.h"
 #include "cd_outmem.h"
 
 static void on_tmp_closed(uv_handle_t *h) { free(h); }
@@ -43,9 +44,11 @@ static void on_conn(uv_stream_t *ls, int status, int is_tcp) {
   if (tmp) {
     if (is_tcp) uv_tcp_init(s->loop, &tmp->tcp);
     else uv_pipe_init(s->loop, &tmp->pipe, 0);
+    cd_loop_fd_lock(); /* (ThreadSanitizer builds: see cd_loop.h) */
     if (uv_accept(ls, (uv_stream_t *)tmp) == 0 && uv_fileno((uv_handle_t *)tmp, &fd) == 0) fd = dup(fd);
     else fd = -1;
     uv_close((uv_handle_t *)tmp, on_tmp_closed);
+    cd_loop_fd_unlock();
     if (fd < 0) return; /* the peer went away, or no descriptor for the copy */
   }
   cd_loop *l = cd_server_pick_loop(s);
@@ -389,7 +392,8 @@ static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, cons
   int sfail = 0;
   s->store = cd_store_create(cfg->store, cfg->store_password_file, &cfg->limits, &sfail, serr, sizeof serr);
   s->fetch = cd_fetch_create();
-  if (sfail || !s->fetch) {
+  s->tenants = cd_tenants_create(cfg->limits.tenant_visible_max);
+  if (sfail || !s->fetch || !s->tenants) {
     CD_ERROR("cannot set up the geometry store", "error=\"%s\"", sfail ? serr : "out of memory");
     return -1;
   }
@@ -445,6 +449,8 @@ void cd_server_free(cd_server *s) {
   s->store = NULL;
   cd_fetch_destroy(s->fetch);
   s->fetch = NULL;
+  cd_tenants_destroy(s->tenants);
+  s->tenants = NULL;
   cd_cache_destroy(s->cache);
   s->cache = NULL;
   cd_publish_destroy(s->publish);

@@ -34,6 +34,7 @@ typedef struct cd_server {
   cd_cache *cache;
   cd_store *store;     /* NULL = memory only (cd_store.h) */
   cd_fetch *fetch;     /* store lookups in flight (cd_fetch.h) */
+  struct cd_tenants *tenants; /* which tenant sees which geometry id (cd_tenants.h) */
   cd_stats stats;
   cd_security sec;     /* TLS, principals, per-address accounting, SIGHUP reloads (cd_security.h) */
   cd_http *http;       /* the HTTP port (cd_http.c), or NULL */

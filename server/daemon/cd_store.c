@@ -15,7 +15,10 @@
 
 typedef struct cd_mailbox cd_mailbox;
 
-typedef enum { OP_GET = 1, OP_PUT = 2 } op_kind;
+/* OP_GET / OP_PUT: registration records; OP_SEEN_*: a tenant's visibility
+ * marker (looked up like a record, written and deleted in order by one
+ * thread). */
+typedef enum { OP_GET = 1, OP_PUT = 2, OP_SEEN_GET = 3, OP_SEEN_PUT = 4, OP_SEEN_DEL = 5 } op_kind;
 
 /* One operation. A lookup is owned by two parties, the store thread and the
  * loop (its deadline timer), each dropping its reference when done; the
@@ -23,6 +26,7 @@ typedef enum { OP_GET = 1, OP_PUT = 2 } op_kind;
 typedef struct cd_store_op {
   op_kind kind;
   char id[72];
+  char key[CD_STORE_KEY_MAX];
   uint64_t deadline_ns; /* lookups: answered UNAVAILABLE past it */
   /* put */
   uint8_t *record;
@@ -57,6 +61,8 @@ struct cd_store {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   cd_store_op *head, *tail; /* queued operations */
+  cd_store_op *mhead, *mtail; /* queued marker writes: the first store thread's, in order */
+  atomic_int next_thread;
   uint64_t queued_puts, queued_bytes; /* writes waiting, and their records' bytes */
   int stop;
   pthread_t *threads;
@@ -314,23 +320,30 @@ static void run_get(cd_store *s, void *ctx, cd_store_op *op) {
     deliver(op);
     return;
   }
-  char key[128], why[256] = "";
-  snprintf(key, sizeof key, "%s%s", CD_STORE_KEY_PREFIX, op->id);
+  char why[256] = "";
   uint8_t *data = NULL;
   size_t len = 0;
-  cd_be_rc rc = s->be->get(ctx, key, &data, &len, why, sizeof why);
+  cd_be_rc rc = s->be->get(ctx, op->key, &data, &len, why, sizeof why);
   Contactd__V1__RegisterGeometry *m = NULL;
   char vwhy[256] = "";
-  if (rc == CD_BE_OK) m = cd_store_record_decode(data, len, op->id, &s->limits, vwhy, sizeof vwhy);
+  if (rc == CD_BE_OK && op->kind == OP_GET) m = cd_store_record_decode(data, len, op->id, &s->limits, vwhy, sizeof vwhy);
   free(data);
   pthread_mutex_lock(&s->mu);
   note_latency(s, t0);
   breaker_result(s, rc != CD_BE_ERROR, probe, why);
   if (rc == CD_BE_ERROR) s->st.errors++;
+  else if (op->kind == OP_SEEN_GET && rc == CD_BE_OK) s->st.seen_hits++;
+  else if (op->kind == OP_SEEN_GET) s->st.seen_misses++;
   else if (rc == CD_BE_OK && m) s->st.hits++;
   else if (rc == CD_BE_OK) s->st.verify_failures++;
   else s->st.misses++;
   pthread_mutex_unlock(&s->mu);
+  if (op->kind == OP_SEEN_GET) {
+    if (rc == CD_BE_ERROR) CD_DEBUG("store read failed", "marker=seen geometry=%s error=\"%s\"", op->id, why);
+    op->res = rc == CD_BE_ERROR ? CD_STORE_UNAVAILABLE : rc == CD_BE_OK ? CD_STORE_HIT : CD_STORE_MISS;
+    deliver(op);
+    return;
+  }
   if (rc == CD_BE_ERROR)
     CD_DEBUG("store read failed", "geometry=%s error=\"%s\"", op->id, why);
   else if (rc == CD_BE_OK && !m)
@@ -348,34 +361,57 @@ static void run_put(cd_store *s, void *ctx, cd_store_op *op) {
   if (!admit) s->st.write_drops++;
   pthread_mutex_unlock(&s->mu);
   if (!admit) return;
-  char key[128], why[256] = "";
-  snprintf(key, sizeof key, "%s%s", CD_STORE_KEY_PREFIX, op->id);
-  cd_be_rc rc = s->be->put(ctx, key, op->record, op->len, why, sizeof why);
+  char why[256] = "";
+  cd_be_rc rc = op->kind == OP_SEEN_DEL ? s->be->del(ctx, op->key, why, sizeof why)
+                                        : s->be->put(ctx, op->key, op->record, op->len, why, sizeof why);
   pthread_mutex_lock(&s->mu);
   note_latency(s, t0);
   breaker_result(s, rc != CD_BE_ERROR, probe, why);
-  if (rc == CD_BE_OK) s->st.writes++;
+  if (op->kind != OP_PUT) {
+    if (rc == CD_BE_ERROR) {
+      s->st.errors++;
+      s->st.write_drops++;
+    } else {
+      s->st.seen_writes++;
+    }
+  } else if (rc == CD_BE_OK) s->st.writes++;
   else if (rc == CD_BE_EXISTS) s->st.write_exists++;
   else {
     s->st.errors++;
     s->st.write_drops++;
   }
   pthread_mutex_unlock(&s->mu);
-  if (rc == CD_BE_ERROR)
+  if (rc == CD_BE_ERROR && op->kind != OP_PUT)
+    CD_WARN("store write failed: a tenant's visibility of the geometry is kept here only", "geometry=%s error=\"%s\"",
+            op->id, why);
+  else if (rc == CD_BE_ERROR)
     CD_WARN("store write failed: the geometry stays registered here only", "geometry=%s error=\"%s\"", op->id, why);
+}
+
+/* The next operation for a store thread (under s->mu): the first thread
+ * takes the marker writes first, in order; every thread the rest. */
+static cd_store_op *dequeue(cd_store *s, int first) {
+  cd_store_op *op = first ? s->mhead : NULL;
+  if (op) {
+    s->mhead = op->next;
+    if (!s->mhead) s->mtail = NULL;
+  } else if ((op = s->head)) {
+    s->head = op->next;
+    if (!s->head) s->tail = NULL;
+  }
+  return op;
 }
 
 static void *store_thread(void *arg) {
   cd_store *s = arg;
+  int first = atomic_fetch_add(&s->next_thread, 1) == 0;
   void *ctx = s->be->open(&s->cfg);
   for (;;) {
     pthread_mutex_lock(&s->mu);
-    while (!s->head && !s->stop) pthread_cond_wait(&s->cv, &s->mu);
-    cd_store_op *op = s->head;
+    while (!s->head && !(first && s->mhead) && !s->stop) pthread_cond_wait(&s->cv, &s->mu);
+    cd_store_op *op = dequeue(s, first);
     if (op) {
-      s->head = op->next;
-      if (!s->head) s->tail = NULL;
-      if (op->kind == OP_PUT) {
+      if (op->kind != OP_GET && op->kind != OP_SEEN_GET) {
         s->queued_puts--;
         s->queued_bytes -= op->len;
       }
@@ -386,8 +422,9 @@ static void *store_thread(void *arg) {
     /* Shutting down: lookups are answered at once, writes still go out (a
      * registration just before a restart is kept; a failing store opens
      * the breaker after a few timeouts and the rest are dropped). */
-    if (!ctx || (stop && op->kind == OP_GET)) {
-      if (op->kind == OP_GET) {
+    int lookup = op->kind == OP_GET || op->kind == OP_SEEN_GET;
+    if (!ctx || (stop && lookup)) {
+      if (lookup) {
         op->res = CD_STORE_UNAVAILABLE;
         deliver(op);
       } else {
@@ -395,7 +432,7 @@ static void *store_thread(void *arg) {
       }
       continue;
     }
-    if (op->kind == OP_GET) {
+    if (lookup) {
       run_get(s, ctx, op);
     } else {
       run_put(s, ctx, op);
@@ -414,12 +451,27 @@ static void enqueue(cd_store *s, cd_store_op *op) {
   pthread_cond_signal(&s->cv);
 }
 
-int cd_store_get_spec(cd_store *s, uv_loop_t *loop, const char *id, cd_store_get_fn cb, void *arg) {
+/* The marker key of (tenant, id): the tenant in hex, so that any name is
+ * a safe file name and key. */
+static void seen_key(char *key, size_t cap, const char *tenant, const char *id) {
+  static const char hx[] = "0123456789abcdef";
+  size_t n = (size_t)snprintf(key, cap, "%s", CD_STORE_SEEN_PREFIX);
+  for (const unsigned char *t = (const unsigned char *)tenant; *t && n + 3 < cap; t++) {
+    key[n++] = hx[*t >> 4];
+    key[n++] = hx[*t & 15];
+  }
+  snprintf(key + n, cap - n, ":%s", id);
+}
+
+static int lookup(cd_store *s, uv_loop_t *loop, op_kind kind, const char *tenant, const char *id, cd_store_get_fn cb,
+                  void *arg) {
   cd_mailbox *mb = mailbox_for(s, loop);
   cd_store_op *op = mb ? calloc(1, sizeof *op) : NULL;
   if (!op) return -1;
-  op->kind = OP_GET;
+  op->kind = kind;
   snprintf(op->id, sizeof op->id, "%s", id);
+  if (kind == OP_SEEN_GET) seen_key(op->key, sizeof op->key, tenant, id);
+  else snprintf(op->key, sizeof op->key, "%s%s", CD_STORE_KEY_PREFIX, id);
   op->cb = cb;
   op->arg = arg;
   op->mb = mb;
@@ -433,6 +485,48 @@ int cd_store_get_spec(cd_store *s, uv_loop_t *loop, const char *id, cd_store_get
   pthread_mutex_unlock(&s->mu);
   return 0;
 }
+
+int cd_store_get_spec(cd_store *s, uv_loop_t *loop, const char *id, cd_store_get_fn cb, void *arg) {
+  return lookup(s, loop, OP_GET, NULL, id, cb, arg);
+}
+
+int cd_store_get_seen(cd_store *s, uv_loop_t *loop, const char *tenant, const char *id, cd_store_get_fn cb,
+                      void *arg) {
+  return lookup(s, loop, OP_SEEN_GET, tenant, id, cb, arg);
+}
+
+static void mark(cd_store *s, op_kind kind, const char *tenant, const char *id) {
+  if (!s) return;
+  cd_store_op *op = calloc(1, sizeof *op);
+  if (op && kind == OP_SEEN_PUT) op->record = (uint8_t *)strdup("1");
+  pthread_mutex_lock(&s->mu);
+  int full = !op || (kind == OP_SEEN_PUT && !op->record) || s->queued_puts >= s->limits.store_write_queue ||
+             s->breaker == CD_BREAKER_OPEN;
+  if (full) {
+    s->st.write_drops++;
+  } else {
+    op->kind = kind;
+    op->len = op->record ? 1 : 0;
+    snprintf(op->id, sizeof op->id, "%s", id);
+    seen_key(op->key, sizeof op->key, tenant, id);
+    atomic_init(&op->refs, 1);
+    op->next = NULL;
+    if (s->mtail) s->mtail->next = op;
+    else s->mhead = op;
+    s->mtail = op;
+    s->queued_puts++;
+    s->queued_bytes += op->len;
+    pthread_cond_broadcast(&s->cv); /* the first thread must wake, whichever else does */
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (full && op) {
+    free(op->record);
+    free(op);
+  }
+}
+
+void cd_store_put_seen(cd_store *s, const char *tenant, const char *id) { mark(s, OP_SEEN_PUT, tenant, id); }
+void cd_store_del_seen(cd_store *s, const char *tenant, const char *id) { mark(s, OP_SEEN_DEL, tenant, id); }
 
 void cd_store_put_spec(cd_store *s, const char *id, const Contactd__V1__RegisterGeometry *m) {
   if (!s) return;
@@ -452,6 +546,7 @@ void cd_store_put_spec(cd_store *s, const char *id, const Contactd__V1__Register
   }
   op->kind = OP_PUT;
   snprintf(op->id, sizeof op->id, "%s", id);
+  snprintf(op->key, sizeof op->key, "%s%s", CD_STORE_KEY_PREFIX, id);
   atomic_init(&op->refs, 1);
   pthread_mutex_lock(&s->mu);
   /* the records waiting hold copies of their registrations: at most

@@ -44,6 +44,7 @@ typedef enum { CD_BREAKER_CLOSED = 0, CD_BREAKER_OPEN = 1, CD_BREAKER_HALF_OPEN 
 
 typedef struct cd_store_stats {
   uint64_t hits, misses, writes, write_exists, write_drops, verify_failures, errors;
+  uint64_t seen_hits, seen_misses, seen_writes; /* tenants' visibility markers: found, not found, written or deleted */
   uint64_t ops, latency_us_sum, latency_us_max; /* completed backend operations */
   cd_breaker_state breaker;
 } cd_store_stats;
@@ -87,11 +88,32 @@ int cd_store_get_spec(cd_store *s, uv_loop_t *loop, const char *id, cd_store_get
  * packing a large mesh never runs on a loop). Queued; never blocks on I/O. */
 void cd_store_put_spec(cd_store *s, const char *id, const Contactd__V1__RegisterGeometry *m);
 
+/* Per-tenant visibility (cd_tenants.h): the marker key
+ * CD_STORE_SEEN_PREFIX "<tenant in hex>:<id>" exists while a tenant sees
+ * an id (a file in dir:, a string in Redis), written when a principal of
+ * the tenant registers the id and deleted when one releases it. */
+#define CD_STORE_SEEN_PREFIX "contactd:v1:seen:"
+/* Whether tenant's marker for id exists (on loop's thread): cb runs once on
+ * that loop, within store_timeout_ms, with CD_STORE_HIT (msg NULL),
+ * CD_STORE_MISS or CD_STORE_UNAVAILABLE. -1 (cb never runs) when out of
+ * memory. */
+int cd_store_get_seen(cd_store *s, uv_loop_t *loop, const char *tenant, const char *id, cd_store_get_fn cb,
+                      void *arg);
+/* Write (put) or delete (del) tenant's marker for id: queued like the
+ * records, but all marker writes go out in the order they were asked (one
+ * store thread takes them), so a release after a registration leaves no
+ * marker behind. Never blocks on I/O. */
+void cd_store_put_seen(cd_store *s, const char *tenant, const char *id);
+void cd_store_del_seen(cd_store *s, const char *tenant, const char *id);
+
 void cd_store_get_stats(cd_store *s, cd_store_stats *st);
 const char *cd_store_breaker_name(cd_breaker_state b);
 
 /* Record encoding, for the backends and tests. */
 #define CD_STORE_KEY_PREFIX "contactd:v1:spec:"
+/* The longest key: a marker's, with a tenant of CD_PRINCIPAL_NAME_MAX - 1
+ * bytes in hex. */
+#define CD_STORE_KEY_MAX 256
 /* The record for m (malloc'd, *len bytes) or NULL when out of memory. */
 uint8_t *cd_store_record_encode(const Contactd__V1__RegisterGeometry *m, size_t *len);
 /* The registration in a record, if it is one and its id is `id`; NULL
@@ -118,6 +140,8 @@ typedef struct cd_store_backend {
   cd_be_rc (*get)(void *ctx, const char *key, uint8_t **data, size_t *len, char *why, size_t whylen);
   /* Write key unless it exists: CD_BE_OK, CD_BE_EXISTS or CD_BE_ERROR. */
   cd_be_rc (*put)(void *ctx, const char *key, const uint8_t *data, size_t len, char *why, size_t whylen);
+  /* Delete key: CD_BE_OK, CD_BE_MISS (it did not exist) or CD_BE_ERROR. */
+  cd_be_rc (*del)(void *ctx, const char *key, char *why, size_t whylen);
   void (*close)(void *ctx);
 } cd_store_backend;
 

@@ -3,7 +3,8 @@
  * linked to its key (link fails when the key exists: a second writer does
  * nothing, and a reader never sees a partial file) and the directory is
  * fsync'd so the new name survives a crash. A full disk (ENOSPC) or any
- * other error fails that one write; the temporary file is removed. */
+ * other error fails that one write; the temporary file is removed. A
+ * delete unlinks the key and fsyncs the directory. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -136,10 +137,25 @@ static cd_be_rc dir_put(void *ctx, const char *key, const uint8_t *data, size_t 
   return rc;
 }
 
+static cd_be_rc dir_del(void *ctx, const char *key, char *why, size_t whylen) {
+  dir_ctx *c = ctx;
+  if (ensure_dir(c, why, whylen)) return CD_BE_ERROR;
+  if (unlinkat(c->dirfd, key, 0) != 0) {
+    if (errno == ENOENT) return CD_BE_MISS;
+    snprintf(why, whylen, "unlink %s/%s: %s", c->cfg->path, key, strerror(errno));
+    return CD_BE_ERROR;
+  }
+  if (fsync(c->dirfd) != 0) { /* the removal survives a crash */
+    snprintf(why, whylen, "fsync %s: %s", c->cfg->path, strerror(errno));
+    return CD_BE_ERROR;
+  }
+  return CD_BE_OK;
+}
+
 static void dir_close(void *ctx) {
   dir_ctx *c = ctx;
   if (c->dirfd >= 0) close(c->dirfd);
   free(c);
 }
 
-const cd_store_backend cd_store_dir_backend = {"dir", dir_open, dir_get, dir_put, dir_close};
+const cd_store_backend cd_store_dir_backend = {"dir", dir_open, dir_get, dir_put, dir_del, dir_close};

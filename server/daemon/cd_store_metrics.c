@@ -32,6 +32,13 @@ void cd_store_metrics_render(cd_server *s, cd_fmt_buf *o) {
   counter(o, "loads_total", "geometries built from store records", cd_fetch_loads(s->fetch));
   counter(o, "ops_total", "store operations completed", st.ops);
   cd_fmt_append(o,
+                "# HELP contactd_store_seen_total tenants' visibility markers: found, not found, written or deleted\n"
+                "# TYPE contactd_store_seen_total counter\n"
+                "contactd_store_seen_total{result=\"hit\"} %llu\ncontactd_store_seen_total{result=\"miss\"} %llu\n"
+                "contactd_store_seen_total{result=\"written\"} %llu\n",
+                (unsigned long long)st.seen_hits, (unsigned long long)st.seen_misses,
+                (unsigned long long)st.seen_writes);
+  cd_fmt_append(o,
                 "# HELP contactd_store_latency_us_sum store operation time, microseconds\n"
                 "# TYPE contactd_store_latency_us_sum counter\ncontactd_store_latency_us_sum %llu\n"
                 "# HELP contactd_store_latency_us_max slowest store operation, microseconds\n"

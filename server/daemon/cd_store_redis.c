@@ -3,7 +3,8 @@
  * within store_connect_timeout_ms, every command bounded by
  * store_timeout_ms (redisSetTimeout). After any error the connection is
  * dropped and the next operation reconnects (AUTH, SELECT). Writes are
- * SET key value NX: the first writer stores, a second does nothing. */
+ * SET key value NX: the first writer stores, a second does nothing;
+ * deletes are DEL. */
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,10 +125,22 @@ static cd_be_rc redis_put(void *ctx, const char *key, const uint8_t *data, size_
   return rc;
 }
 
+static cd_be_rc redis_del(void *ctx, const char *key, char *why, size_t whylen) {
+  redis_ctx *c = ctx;
+  if (ensure(c, why, whylen)) return CD_BE_ERROR;
+  const char *argv[2] = {"DEL", key};
+  size_t lens[2] = {3, strlen(key)};
+  redisReply *r = command(c, 2, argv, lens, why, whylen);
+  if (!r) return CD_BE_ERROR;
+  cd_be_rc rc = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? CD_BE_OK : CD_BE_MISS;
+  freeReplyObject(r);
+  return rc;
+}
+
 static void redis_close(void *ctx) {
   redis_ctx *c = ctx;
   drop(c);
   free(c);
 }
 
-const cd_store_backend cd_store_redis_backend = {"redis", redis_open, redis_get, redis_put, redis_close};
+const cd_store_backend cd_store_redis_backend = {"redis", redis_open, redis_get, redis_put, redis_del, redis_close};

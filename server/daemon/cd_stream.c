@@ -7,6 +7,7 @@
 #include "cd_proto.h"
 #include "cd_qcheck.h"
 #include "cd_server.h"
+#include "cd_tenants.h"
 
 typedef Contactd__V1__Envelope Envelope;
 
@@ -68,7 +69,7 @@ void cd_stream_open(cd_req *r) {
   s->conn = c;
   cd_conn_ref(c);
   if (cd_qparse_opts(m->options, "openStream.options", &s->opt, &st) ||
-      cd_qparse_bodies(srv, m->bodies, m->n_bodies, "openStream.bodies", &s->bodies, &st)) {
+      cd_qparse_bodies(srv, cd_tenants_of(c), m->bodies, m->n_bodies, "openStream.bodies", &s->bodies, &st)) {
     stream_free(s);
     cd_req_fail(r, &st);
     return;
