@@ -206,13 +206,14 @@ Test(auth, failed_authentications_are_throttled_per_address, .timeout = 180) {
   char *g = tc_register_sphere(good, 2, 0.1, 1e6, 0.05);
   int attacker = tc_connect_tcp(d.port);
   int locked = 0, delayed = 0;
-  double worst_good = 0;
+  double worst_good = 0, took[1000];
   for (int i = 0; i < 1000; i++) {
     double t0 = now_ms();
     Env *r = hello(attacker, "guess");
     cr_assert_eq(code_of(r), CONTACTD__V1__ERROR_CODE__UNAUTHENTICATED, "attempt %d", i);
     if (strstr(r->error->message, "too many failed authentications")) locked++;
-    if (now_ms() - t0 >= 90) delayed++;
+    took[i] = now_ms() - t0;
+    if (took[i] >= 90) delayed++;
     contactd__v1__envelope__free_unpacked(r, NULL);
     if (i % 10 == 0) {
       double q0 = now_ms();
@@ -222,7 +223,9 @@ Test(auth, failed_authentications_are_throttled_per_address, .timeout = 180) {
   }
   printf("auth throttling: 1000 wrong tokens: %d delayed, %d refused locked out; the other address's slowest "
          "query %.2f ms\n", delayed, locked, worst_good);
-  cr_expect_eq(delayed, 5, "failures 5 to 9 wait auth_fail_delay_ms");
+  /* attempts 6 to 10 come after 5 failures: each answer waits the delay (a
+   * lower bound; a loaded machine may slow any answer, so no upper one) */
+  for (int i = 5; i < 10; i++) cr_expect_geq(took[i], 95, "attempt %d waited auth_fail_delay_ms (%.1f ms)", i + 1, took[i]);
   cr_expect_eq(locked, 990, "the tenth locks the address out");
   cr_expect_eq(login(attacker, "sim-token", "sim"), -1, "even the right token, while locked out");
   cr_expect_eq(tc_log_count(&d, "address locked out after failed authentications"), 1, "logged once");
