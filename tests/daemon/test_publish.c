@@ -38,11 +38,11 @@ Test(publish, latest_started_wins_and_versions_count) {
   cd_publish *t = cd_publish_create(4);
   cd_publish_set_notify(t, on_notify, &notified);
   notified = 0;
-  cr_assert_null(cd_publish_get(t, "a"));
+  cr_assert_null(cd_publish_get(t, "a", NULL, NULL));
   cd_publish_put(t, snap("a", 10));
   cd_publish_put(t, snap("a", 30));
   cd_publish_put(t, snap("a", 20)); /* finished after, started before: dropped */
-  cd_pub_snap *s = cd_publish_get(t, "a");
+  cd_pub_snap *s = cd_publish_get(t, "a", NULL, NULL);
   cr_assert_not_null(s);
   cr_assert_eq(s->started_ns, 30);
   cr_assert_eq(s->version, 2);
@@ -51,7 +51,7 @@ Test(publish, latest_started_wins_and_versions_count) {
   cr_assert_eq(s->started_ns, 30);
   cd_publish_snap_unref(s);
   size_t n;
-  char *j = cd_publish_list_json(t, &n);
+  char *j = cd_publish_list_json(t, &n, NULL, NULL);
   cr_assert_str_eq(j, "{\"scenes\":[{\"name\":\"a\",\"version\":3,\"bodies\":1,\"pairs\":0}]}\n");
   cr_assert_eq(n, strlen(j));
   free(j);
@@ -67,7 +67,7 @@ Test(publish, full_table_forgets_the_least_recently_published) {
   cd_publish_put(t, snap("b", 2));
   cd_publish_put(t, snap("a", 3)); /* a is now the most recent */
   cd_publish_put(t, snap("c", 4)); /* forgets b */
-  cd_pub_snap *a = cd_publish_get(t, "a"), *b = cd_publish_get(t, "b"), *c = cd_publish_get(t, "c");
+  cd_pub_snap *a = cd_publish_get(t, "a", NULL, NULL), *b = cd_publish_get(t, "b", NULL, NULL), *c = cd_publish_get(t, "c", NULL, NULL);
   cr_assert_not_null(a);
   cr_assert_null(b);
   cr_assert_not_null(c);
