@@ -119,8 +119,8 @@
      "256 loops take about 90 KiB); past it GET /metrics is answered 500, never "        \
      "truncated")                                                                          \
   XX(metrics_timeout_ms, 10000, 0, "ms",                                                   \
-     "a metrics connection is closed this long after it opened, answered or not "          \
-     "(0 = never)")                                                                        \
+     "a connection of the HTTP port is closed this long after it opened, answered or not " \
+     "(an event stream, once its request is read, stays; 0 = never)")                       \
   XX(max_viewers, 8, 0, "viewers",                                                         \
      "open viewer event streams on the HTTP port, each also one of its connections "       \
      "(0 = no event streams)")                                                             \
