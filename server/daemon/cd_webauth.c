@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cd_limits.h"
 #include "cd_log.h"
@@ -60,6 +61,7 @@ int cd_webauth_sees(const cd_principal *p, const char *tenant) {
 const char *cd_webauth_header(const char *h, const char *name, size_t *len) {
   size_t nl = strlen(name);
   for (const char *line = h; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    if (*line == '\r' || *line == '\n') break; /* the blank line ends the head */
     if (strncasecmp(line, name, nl) != 0 || line[nl] != ':') continue;
     const char *v = line + nl + 1, *end = v;
     while (*end && *end != '\r' && *end != '\n') end++;
