@@ -7,6 +7,8 @@
                 cannot flake, measured far lower), the protocol client
                 unaffected, the slow ones closed by http_head_timeout_ms,
                 the refusals counted in /metrics and logged once per window;
+                past max_metrics_connections a request gets 503 and probes
+                are still answered;
   ViewerAuth    principals set: no token -> 401 on every viewer path,
                 /healthz and /readyz open; a bearer token or a ?token=
                 exchanged for an HttpOnly SameSite=Strict session cookie
@@ -25,6 +27,8 @@ import shutil
 import socket
 import ssl
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -34,12 +38,41 @@ import http_security_fixture as hf
 import viewer_fixture as vf
 
 
+# N connections to the HTTP port, each sending one header line and then
+# nothing; prints how long opening them took, then on a line from stdin
+# waits 2.5 s (past http_head_timeout_ms) and prints how many are still open.
+SLOW_HEADS = r"""
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+t0 = time.monotonic()
+socks = []
+for i in range(n):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"GET /v1/scenes HTTP/1.0\r\n")
+    socks.append(s)
+print("%.2f" % (time.monotonic() - t0), flush=True)
+sys.stdin.readline()
+time.sleep(2.5)
+left = 0
+for s in socks:
+    s.settimeout(0.5)
+    try:
+        if s.recv(1) != b"":
+            left += 1
+    except socket.timeout:
+        left += 1
+    except OSError:
+        pass
+print(left, flush=True)
+"""
+
+
 class SlowHeads(unittest.TestCase):
     N = 600
 
     def test_600_slow_heads(self):
         d = vf.Daemon(config={"limits": {"http_head_timeout_ms": 2000, "refusal_log_window_ms": 10000}})
-        socks = []
+        slow = None
         try:
             probe_ms, proto_ms, stop = [], [], threading.Event()
 
@@ -62,19 +95,19 @@ class SlowHeads(unittest.TestCase):
             threads = [threading.Thread(target=probe), threading.Thread(target=proto)]
             for t in threads:
                 t.start()
-            t0 = time.monotonic()
-            for i in range(self.N):
-                s = socket.create_connection(("127.0.0.1", d.http), timeout=10)
-                s.sendall(b"GET /v1/scenes HTTP/1.0\r\n")
-                socks.append(s)
-            opened = time.monotonic() - t0
+            time.sleep(0.2)
+            # the attacker in its own process, so that its work does not hold
+            # this one's interpreter while the probes are timed
+            slow = subprocess.Popen([sys.executable, "-c", SLOW_HEADS, str(d.http), str(self.N)],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            opened = slow.stdout.readline().strip()
             time.sleep(1.0)  # probes while all of them are open
             stop.set()
             for t in threads:
                 t.join(30)
             lat = sorted(m for m, _, _ in probe_ms)
             plat = sorted(m for m, _ in proto_ms)
-            print("%d slow connections opened in %.2f s; /healthz during them: %d probes, p50 %.2f ms, "
+            print("%d slow connections opened in %s s; /healthz during them: %d probes, p50 %.2f ms, "
                   "max %.2f ms; protocol hasGeometry: %d, p50 %.2f ms, max %.2f ms" %
                   (self.N, opened, len(lat), statistics.median(lat), lat[-1], len(plat),
                    statistics.median(plat), plat[-1]))
@@ -83,18 +116,13 @@ class SlowHeads(unittest.TestCase):
             self.assertLess(lat[-1], 1000, "a probe waited %.1f ms" % lat[-1])
             self.assertTrue(all(ok for _, ok in proto_ms))
             self.assertLess(plat[-1], 1000)
+            slow.stdin.write("check\n")
+            slow.stdin.flush()
             # the slow ones are closed by http_head_timeout_ms (2 s) at the latest
-            time.sleep(2.5)
-            open_left = 0
-            for s in socks:
-                s.settimeout(0.5)
-                try:
-                    if s.recv(1) != b"":
-                        open_left += 1
-                except socket.timeout:
-                    open_left += 1
-                except OSError:
-                    pass
+            open_left = int(slow.stdout.readline())
+            slow.stdin.close()
+            slow.stdout.close()
+            slow.wait(30)
             print("after the head deadline: %d of %d slow connections still open" % (open_left, self.N))
             self.assertEqual(open_left, 0)
             st, _, body = vf.get(d.http, "/metrics")
@@ -106,14 +134,45 @@ class SlowHeads(unittest.TestCase):
             self.assertGreaterEqual(refused, self.N - 256)
             self.assertGreaterEqual(refused + timeouts, self.N)
         finally:
-            for s in socks:
-                s.close()
+            if slow and slow.poll() is None:
+                slow.kill()
+                slow.wait()
             code, log = d.stop()
         lines = log.count('msg="HTTP connections refused"')
         print("'HTTP connections refused' log lines: %d" % lines)
         self.assertEqual(code, 0, log[-3000:])
         self.assertGreaterEqual(lines, 1)
         self.assertLessEqual(lines, 2)  # once per 10 s window; the test runs within two
+
+
+    def test_probes_past_the_cap(self):
+        """max_metrics_connections requests held open (event streams): a
+        further request gets 503 with Retry-After, probes are answered."""
+        d = vf.Daemon(config={"limits": {"max_metrics_connections": 2}})
+        streams = []
+        try:
+            for _ in range(2):
+                s = socket.create_connection(("127.0.0.1", d.http), timeout=10)
+                s.sendall(b"GET /v1/scenes/nothing/events HTTP/1.0\r\n\r\n")
+                self.assertIn(b"200 OK", s.recv(4096))
+                streams.append(s)
+            st, head, body = vf.get(d.http, "/v1/scenes")
+            self.assertEqual(st, 503, body)
+            self.assertIn("Retry-After: 1", head)
+            self.assertIn(b"max_metrics_connections", body)
+            for path, want in (("/healthz", b"ok\n"), ("/readyz", b"ready\n")):
+                st, _, body = vf.get(d.http, path)
+                self.assertEqual((st, body), (200, want))
+            for s in streams:
+                s.close()
+            time.sleep(0.2)
+            self.assertEqual(vf.get(d.http, "/v1/scenes")[0], 200)
+        finally:
+            for s in streams:
+                s.close()
+            code, log = d.stop()
+        self.assertEqual(code, 0, log[-3000:])
+        self.assertEqual(log.count('msg="HTTP connections refused"'), 1)
 
 
 class ViewerAuth(unittest.TestCase):
