@@ -26,7 +26,7 @@ typedef struct wsession {
 
 struct cd_webauth {
   wsession *s;
-  size_t cap, n;
+  size_t cap;
   uint64_t ttl_ms;
 };
 
@@ -49,8 +49,6 @@ void cd_webauth_free(cd_webauth *w) {
   free(w->s);
   free(w);
 }
-
-size_t cd_webauth_sessions(const cd_webauth *w) { return w ? w->n : 0; }
 
 int cd_webauth_sees(const cd_principal *p, const char *tenant) {
   return p && ((p->roles & CD_ROLE_ADMIN) || cd_principals_sees(p, tenant));
@@ -160,7 +158,6 @@ static wsession *find_session(cd_webauth *w, const uint8_t h[32], uint64_t now) 
     if (!s->used) continue;
     if (s->expires_ms <= now) {
       OPENSSL_cleanse(s, sizeof *s);
-      w->n--;
       continue;
     }
     if (CRYPTO_memcmp(s->sid_sha256, h, 32) == 0) found = s;
@@ -183,8 +180,6 @@ static int open_session(cd_webauth *w, const uint8_t th[32], uint64_t now, char 
     slot = &w->s[0];
     for (size_t i = 1; i < w->cap; i++)
       if (w->s[i].expires_ms < slot->expires_ms) slot = &w->s[i];
-  } else if (!slot->used) {
-    w->n++;
   }
   if (sha256(sid, 2 * SID_BYTES, slot->sid_sha256)) return -1;
   memcpy(slot->token_sha256, th, 32);
@@ -262,7 +257,6 @@ static const cd_principal *resolve(cd_webauth *w, const cd_principals *set, cons
   const cd_principal *who = s ? by_token_hash(set, s->token_sha256) : NULL;
   if (s && !who) { /* its principal was removed or its token changed */
     OPENSSL_cleanse(s, sizeof *s);
-    w->n--;
   }
   OPENSSL_cleanse(h, sizeof h);
   if (!who) *why = "unknown or expired session";

@@ -71,7 +71,4 @@ const char *cd_webauth_bearer(const char *headers, size_t *len);
  * tenant "*" or the admin role. */
 int cd_webauth_sees(const cd_principal *p, const char *tenant);
 
-/* Sessions open now (for /metrics and tests). */
-size_t cd_webauth_sessions(const cd_webauth *w);
-
 #endif
