@@ -18,14 +18,17 @@ TOKENS = {"a": "tok-a-" + os.urandom(12).hex(), "b": "tok-b-" + os.urandom(12).h
           "ops": "tok-ops-" + os.urandom(12).hex()}
 
 
-def principals_file(directory):
-    """The principals file: robot-a (lab-a), robot-b (lab-b), ops (admin, *)."""
+def principals_file(directory, tokens=None):
+    """The principals file: robot-a (lab-a), robot-b (lab-b), ops (admin, *),
+    with TOKENS or the tokens given."""
+    tokens = tokens or TOKENS
+
     def h(t):
         return hashlib.sha256(t.encode()).hexdigest()
     doc = {"principals": [
-        {"name": "robot-a", "token_sha256": h(TOKENS["a"]), "roles": ["query", "register"], "tenant": "lab-a"},
-        {"name": "robot-b", "token_sha256": h(TOKENS["b"]), "roles": ["query", "register"], "tenant": "lab-b"},
-        {"name": "ops", "token_sha256": h(TOKENS["ops"]), "roles": ["admin"], "tenant": "*"}]}
+        {"name": "robot-a", "token_sha256": h(tokens["a"]), "roles": ["query", "register"], "tenant": "lab-a"},
+        {"name": "robot-b", "token_sha256": h(tokens["b"]), "roles": ["query", "register"], "tenant": "lab-b"},
+        {"name": "ops", "token_sha256": h(tokens["ops"]), "roles": ["admin"], "tenant": "*"}]}
     path = os.path.join(directory, "principals.json")
     with open(path, "w") as f:
         json.dump(doc, f)

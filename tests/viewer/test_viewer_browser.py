@@ -11,7 +11,9 @@ page made went to the daemon.
 With principals set (ViewerBrowserAuth): the page opened once with
 ?token= of tenant lab-a is redirected to a URL without it, keeps a session
 cookie, lists only lab-a's scenes and draws one of them (its event stream
-authorised by the cookie); opened without a token it gets 401. Exits 77
+authorised by the cookie); when its principal's token changes (SIGHUP) its
+session ends and the page says so; opened without a token it gets 401.
+Exits 77
 (skipped) only when Chromium is not installed."""
 import json
 import math
@@ -159,12 +161,38 @@ class ViewerBrowserAuth(unittest.TestCase):
             ball_b = b.publish_ball("a-one", 0.06)  # the same name in the other tenant
             a.close()
             b.close()
-            page = vf.drive(d.origin, [{"goto": "/?token=%s#a-one" % hf.TOKENS["a"]}, {"waitApplied": 1},
-                                       {"text": "#scene"}, {"text": "#pairs"}])
+            # the page signs in, draws; then robot-a's token changes (SIGHUP) and
+            # its session ends: the page says so at its next scene-list refresh
+            signed_in, reloaded = os.path.join(tmp, "signed-in"), os.path.join(tmp, "reloaded")
+            drv, plan = vf.start_drive(d.origin, [{"goto": "/?token=%s#a-one" % hf.TOKENS["a"]},
+                                                  {"waitApplied": 1}, {"text": "#scene"}, {"touch": signed_in},
+                                                  {"waitFile": reloaded}, {"sleep": 2500}, {"text": "#status"}])
+            try:
+                t0 = time.monotonic()
+                while not os.path.exists(signed_in) and drv.poll() is None and time.monotonic() - t0 < 120:
+                    time.sleep(0.05)
+                hf.principals_file(tmp, dict(hf.TOKENS, a=hf.TOKENS["a"] + "-rotated"))
+                d.proc.send_signal(signal.SIGHUP)
+                t0 = time.monotonic()
+                while 'msg="reloaded"' not in d.log() and time.monotonic() - t0 < 30:
+                    time.sleep(0.05)
+                open(reloaded, "w").close()
+                stdout, stderr = drv.communicate(timeout=120)
+            finally:
+                if drv.poll() is None:
+                    drv.kill()
+                os.unlink(plan)
+            self.assertEqual(drv.returncode, 0, stderr[-3000:])
+            page = json.loads(stdout.strip().splitlines()[-1])
+            status = page["texts"]["#status"]
+            print("after robot-a's token changed: %r" % status)
+            self.assertIn("not signed in, or the session expired", status)
+            # the only console errors: the refused scene list after the reload
+            for e in page["console"]:
+                self.assertIn("401", e)
             names = page["texts"]["#scene"]
             print("tenant lab-a's page lists %r; %d requests" % (names, len(page["requests"])))
             self.assertEqual(page["blocked"], [])
-            self.assertEqual(page["console"], [])
             self.assertEqual(names, "a-onea-two")
             self.assertGreaterEqual(page["applied"], 1)
             # only the first request carried the token: the redirect dropped it
