@@ -16,6 +16,15 @@
  *   cr-e: the same for a compliant sphere against a rigid one (convex
  *       path, and the general closed-mesh path) and against a terrain;
  *   cr: compliant sphere R = 0.1 vs rigid sphere R = 0.1, same distance;
+ *   reduce: the cc, cc-g and cr pairs queried for the wrench alone, with
+ *       patches (want_patches) and with reduced contacts
+ *       (ce_options.reduced_contacts) K = 4 and 8, runs alternating, cpu
+ *       medians and their ratios to the plain query (K = 8 also to the
+ *       query with patches, which reduction computes too);
+ *   margin: the cc, cc-g and cr pairs with A (and B, if compliant) built
+ *       with a margin of one hint: in contact (the same surface as without)
+ *       and apart by half the margin (speculative: the inflated copies'
+ *       surface), cpu medians against the plain query in contact;
  *   cr-m: the cr pair with two more parts in the rigid mesh (three
  *       components): spheres R = 0.025 at -0.24 and R = 0.03 at +0.15
  *       along x of its frame, the first wholly inside the compliant sphere
@@ -28,7 +37,7 @@
  * per output polygon. Single thread; asserts nothing.
  *
  * Usage: bench_contact [runs [hint [case]]]   (default 300 runs, every hint
- * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr-e, cr, cr-m, jac or jac-pt, the
+ * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr-e, cr, cr-m, reduce, margin, jac or jac-pt, the
  * last the point-contact model's Jacobians of rigid primitives: spheres
  * and boxes (analytic MTD), ellipsoids and a cylinder on a box (GJK/EPA),
  * B moving). For profiling one case, e.g.
@@ -223,6 +232,109 @@ static void time_energy(const char *name, double hint, const ce_body *pa, const 
          hint, U, s.median, se.median, se.median / s.median);
 }
 
+/* What reduced contacts cost: the query for the wrench alone, with
+ * patches, and with K = 4 and K = 8 points per patch, taking turns run by
+ * run so that all four see the same machine; CPU medians and their
+ * ratios. B turned as in cc-g when `turned`. */
+static void run_reduce(const char *name, double hint, const ce_geometry *ga, const ce_geometry *gb, int turned,
+                       int runs, ce_arena *arena) {
+  ce_body a = body_at(ga, 0), b = body_at(gb, 0.18);
+  if (turned) {
+    ce_quat q = {0.9, 0.2, -0.3, 0.25};
+    double l = sqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
+    b.X_WB = ce_pose_from_quat((ce_quat){q.w / l, q.x / l, q.y / l, q.z / l}, ce_v3(0.18, 0, 0));
+  }
+  enum { NC = 4 };
+  ce_options opt[NC];
+  for (int k = 0; k < NC; k++) ce_options_default(&opt[k]);
+  opt[1].reduced_contacts = 4;
+  opt[2].reduced_contacts = 8;
+  opt[3].want_patches = 1;
+  double *t[NC];
+  for (int k = 0; k < NC; k++) t[k] = malloc(sizeof(double) * (size_t)runs);
+  ce_result r;
+  ce_error err;
+  int32_t np[NC] = {0, 0, 0, 0};
+  int ok = t[0] && t[1] && t[2] && t[3];
+  for (int i = 0; ok && i < NC * runs + 40; i++) {
+    int k = i % NC;
+    ce_arena_reset(arena);
+    double c0 = cpu_us();
+    if (ce_contact(&a, &b, &opt[k], arena, &r, &err) != CE_OK) {
+      printf("%-4s hint %.4f: ce_contact failed: %s\n", name, hint, err.message);
+      ok = 0;
+      break;
+    }
+    double dt = cpu_us() - c0;
+    np[k] = r.nreduced;
+    if (i >= 40) t[k][(i - 40) / NC] = dt;
+  }
+  if (ok) {
+    stats s0 = summarize(t[0], runs), s4 = summarize(t[1], runs), s8 = summarize(t[2], runs),
+          sp = summarize(t[3], runs);
+    printf("reduce %-4s hint %.4f  poly %5lld | cpu median plain %8.1f us, K=4 (%d points) %8.1f us ratio %.3f, "
+           "K=8 (%d points) %8.1f us ratio %.3f | with patches %8.1f us, K=8 over it %.3f\n",
+           name, hint, (long long)r.polygons, s0.median, (int)np[1], s4.median, s4.median / s0.median, (int)np[2],
+           s8.median, s8.median / s0.median, sp.median, s8.median / sp.median);
+  }
+  for (int k = 0; k < NC; k++) free(t[k]);
+}
+
+/* One CPU-timed median of `runs` queries of (a, b). */
+static double median_query(const ce_body *a, const ce_body *b, int runs, ce_arena *arena, double *t,
+                           ce_result *r) {
+  ce_options opt;
+  ce_options_default(&opt);
+  ce_error err;
+  for (int i = 0; i < runs + 10; i++) {
+    ce_arena_reset(arena);
+    double c0 = cpu_us();
+    if (ce_contact(a, b, &opt, arena, r, &err) != CE_OK) {
+      printf("margin: ce_contact failed: %s\n", err.message);
+      return -1;
+    }
+    if (i >= 10) t[i - 10] = cpu_us() - c0;
+  }
+  return summarize(t, runs).median;
+}
+
+/* What a margin costs (case margin): A and B (compliant) with a margin of
+ * one hint, in contact and half a margin apart. */
+static void run_margin(const char *name, double hint, const ce_geometry *ga, const ce_geometry *gb,
+                       const ce_geometry *gam, const ce_geometry *gbm, int turned, int runs, ce_arena *arena,
+                       double *t) {
+  ce_body a = body_at(ga, 0), b = body_at(gb, 0.18), am = body_at(gam, 0), bm = body_at(gbm, 0.18);
+  if (turned) {
+    ce_quat q = {0.9, 0.2, -0.3, 0.25};
+    double l = sqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
+    b.X_WB = bm.X_WB = ce_pose_from_quat((ce_quat){q.w / l, q.x / l, q.y / l, q.z / l}, ce_v3(0.18, 0, 0));
+  }
+  ce_result r;
+  double plain = median_query(&a, &b, runs, arena, t, &r), with = median_query(&am, &bm, runs, arena, t, &r);
+  int in_contact = r.status == CE_CONTACT_SURFACE;
+  /* half a margin apart (both compliant: the margins add up) */
+  bm.X_WB.p.x = 0.2 + 0.5 * hint;
+  double apart = median_query(&am, &bm, runs, arena, t, &r);
+  printf("margin %-4s hint %.4f | cpu median in contact: plain %8.1f us, with margins %8.1f us ratio %.3f (%s) | "
+         "apart by half a margin: %8.1f us (%s, separation %.3g m, %d faces)\n",
+         name, hint, plain, with, with / plain, in_contact ? "surface" : "NOT IN CONTACT", apart,
+         r.status == CE_CONTACT_SPECULATIVE ? "speculative" : "NOT SPECULATIVE", r.speculative.separation,
+         (int)r.speculative.faces);
+}
+
+static ce_geometry *margin_sphere(double hint) {
+  ce_shape sh;
+  memset(&sh, 0, sizeof sh);
+  sh.type = CE_SHAPE_SPHERE;
+  sh.radius = 0.1;
+  ce_props pr = bench_props(CE_COMPLIANT, hint);
+  pr.margin = hint;
+  ce_geometry *g = NULL;
+  ce_error err;
+  if (ce_geometry_from_shape(&sh, &pr, &g, &err) != CE_OK) printf("margin sphere: %s\n", err.message);
+  return g;
+}
+
 /* The strain energy against rigid meshes and a terrain (cr-e): the
  * compliant sphere A against the rigid sphere B (centres 0.18 m apart), B's
  * mesh through the convex path and, its convexity flag cleared, through
@@ -391,7 +503,8 @@ int main(int argc, char **argv) {
   int do_cc = !only || !strcmp(only, "cc"), do_v = !only || !strcmp(only, "cc-v"), do_x = !only || !strcmp(only, "cc-x"), do_cr = !only || !strcmp(only, "cr");
   int do_g = !only || !strcmp(only, "cc-g"), do_crm = !only || !strcmp(only, "cr-m");
   int do_e = !only || !strcmp(only, "cc-e"), do_re = !only || !strcmp(only, "cr-e");
-  int do_j = !only || !strcmp(only, "jac");
+  int do_j = !only || !strcmp(only, "jac"), do_red = !only || !strcmp(only, "reduce");
+  int do_mar = !only || !strcmp(only, "margin");
   if (only && !strcmp(only, "jac-pt")) nh = 0;
   ce_arena *arena = ce_arena_create(1 << 20);
   double *t = malloc(sizeof(double) * (size_t)runs), *tc = malloc(sizeof(double) * (size_t)runs);
@@ -402,9 +515,10 @@ int main(int argc, char **argv) {
     double b0 = cpu_us();
     ce_geometry *c1 = sphere(CE_COMPLIANT, hints[h]);
     double b1 = cpu_us();
-    ce_geometry *c2 = (do_cc || do_v || do_g || do_x || do_e || do_j) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
+    ce_geometry *c2 =
+        (do_cc || do_v || do_g || do_x || do_e || do_j || do_red || do_mar) ? sphere(CE_COMPLIANT, hints[h]) : NULL;
     double b2 = cpu_us();
-    ce_geometry *r1 = (do_cr || do_re) ? sphere(CE_RIGID, hints[h]) : NULL;
+    ce_geometry *r1 = (do_cr || do_re || do_red || do_mar) ? sphere(CE_RIGID, hints[h]) : NULL;
     double b3 = cpu_us();
     if (c1) {
       ce_geometry_info ic;
@@ -433,6 +547,21 @@ int main(int argc, char **argv) {
     }
     if (c1 && r1 && do_cr) run_contact("cr", hints[h], c1, r1, 0, runs, arena, t, tc);
     if (c1 && r1 && do_re) run_energy_rigid(hints[h], c1, r1, runs, arena, t, tc);
+    if (c1 && c2 && do_red) {
+      run_reduce("cc", hints[h], c1, c2, 0, runs, arena);
+      run_reduce("cc-g", hints[h], c1, c2, 1, runs, arena);
+    }
+    if (c1 && r1 && do_red) run_reduce("cr", hints[h], c1, r1, 0, runs, arena);
+    if (c1 && c2 && r1 && do_mar) {
+      ce_geometry *m1 = margin_sphere(hints[h]), *m2 = margin_sphere(hints[h]);
+      if (m1 && m2) {
+        run_margin("cc", hints[h], c1, c2, m1, m2, 0, runs, arena, t);
+        run_margin("cc-g", hints[h], c1, c2, m1, m2, 1, runs, arena, t);
+        run_margin("cr", hints[h], c1, r1, m1, r1, 0, runs, arena, t);
+      }
+      ce_geometry_free(m1);
+      ce_geometry_free(m2);
+    }
     ce_geometry *rm = do_crm ? rigid_parts(hints[h]) : NULL;
     if (c1 && rm) run_contact("cr-m", hints[h], c1, rm, 0, runs, arena, t, tc);
     ce_geometry_free(rm);

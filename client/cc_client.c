@@ -268,8 +268,11 @@ int cc_stream_update(cc_client *c, const Contactd__V1__StreamUpdate *u, cc_error
   int rc = ready(c, err);
   if (rc) return rc;
   Contactd__V1__StreamUpdate m = *u;
-  const cc_open_stream *s = cc_wire_stream(c, u->stream_id);
-  if (s) m.stream_id = s->server_id;
+  cc_open_stream *s = cc_wire_stream(c, u->stream_id);
+  if (s) {
+    m.stream_id = s->server_id;
+    if (u->sequence > s->sent_seq) s->sent_seq = u->sequence;
+  }
   Envelope env = CONTACTD__V1__ENVELOPE__INIT;
   env.request_id = CC_STREAM_RID_BIT | c->next_stream_rid++;
   env.msg_case = CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE;
@@ -339,6 +342,134 @@ int cc_stream_recv(cc_client *c, int timeout_ms, Contactd__V1__StreamResult **ou
     }
     contactd__v1__envelope__free_unpacked(env, NULL);
   }
+}
+
+/* The stream (caller's id) a queued item is about, 0 if none. */
+static uint64_t item_stream(const cc_queued *q) {
+  if (q->notice) return q->notice->stream_id;
+  if (q->env->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT && q->env->stream_result)
+    return q->env->stream_result->stream_id;
+  if (q->env->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR && q->env->error) return q->env->error->stream_id;
+  return 0;
+}
+
+static int item_is_result(const cc_queued *q) {
+  return !q->notice && q->env->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT;
+}
+
+/* Take stream sid's item from the queue (after prev, NULL = the head). */
+static void unlink_item(cc_client *c, cc_queued *prev, cc_queued *q) {
+  if (prev) prev->next = q->next;
+  else c->qhead = q->next;
+  if (c->qtail == q) c->qtail = prev;
+}
+
+/* Stream sid's next item from the queue (1: *out or the returned code set),
+ * older results than the last handed out dropped, and with latest every
+ * result followed by a newer one of the same stream. 0: none queued. */
+static int take_item(cc_client *c, cc_open_stream *s, int latest, Contactd__V1__StreamResult **out,
+                     cc_stream_info *info, cc_error *err, int *rc) {
+  cc_queued *prev = NULL, *q = c->qhead;
+  while (q) {
+    if (item_stream(q) != s->stream_id) {
+      prev = q;
+      q = q->next;
+      continue;
+    }
+    cc_queued *nx = q->next;
+    if (item_is_result(q)) {
+      const Contactd__V1__StreamResult *r = q->env->stream_result;
+      int newer = 0;
+      for (cc_queued *o = nx; latest && o && !newer; o = o->next)
+        newer = item_stream(o) == s->stream_id && item_is_result(o);
+      if (r->sequence <= s->last_seq || newer) { /* older than one handed out, or overtaken */
+        unlink_item(c, prev, q);
+        contactd__v1__envelope__free_unpacked(q->env, NULL);
+        free(q);
+        info->skipped++;
+        q = nx;
+        continue;
+      }
+    }
+    unlink_item(c, prev, q);
+    if (q->notice) {
+      if (err) *err = *q->notice;
+      if (err && q->notice->reopened) err->sequence = s->last_seq;
+      *rc = q->notice->code;
+      free(q->notice);
+    } else if (q->env->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR) {
+      *rc = cc_wire_remote(err, q->env->error);
+      contactd__v1__envelope__free_unpacked(q->env, NULL);
+    } else {
+      Contactd__V1__StreamResult *r = detach(q->env, (void **)&q->env->stream_result);
+      s->last_seq = r->sequence;
+      info->sequence = r->sequence;
+      info->newest_sent = s->sent_seq;
+      info->stale = r->sequence < s->sent_seq;
+      for (cc_queued *o = c->qhead; o; o = o->next) info->queued += item_stream(o) == s->stream_id;
+      *out = r;
+      *rc = cc_wire_ok(err);
+    }
+    free(q);
+    return 1;
+  }
+  return 0;
+}
+
+static int stream_take(cc_client *c, uint64_t stream_id, int latest, int timeout_ms,
+                       Contactd__V1__StreamResult **out, cc_stream_info *info, cc_error *err) {
+  cc_error local;
+  cc_stream_info li;
+  if (!err) err = &local;
+  if (!info) info = &li;
+  memset(info, 0, sizeof *info);
+  *out = NULL;
+  int64_t t = timeout_ms < 0 ? c->timeout_ms : timeout_ms;
+  int64_t dl = t < 0 ? -1 : cc_wire_now_ms() + t;
+  for (;;) {
+    cc_open_stream *s = cc_wire_stream(c, stream_id);
+    if (!s) return cc_wire_fail(err, CC_EFAILED_PRECONDITION, "stream %llu is not open", (unsigned long long)stream_id);
+    int rc = 0;
+    if (take_item(c, s, latest, out, info, err, &rc)) return rc;
+    Envelope *env = NULL;
+    if (c->broken && c->opt.reconnect) { /* reopens the streams, queueing a notice for each */
+      rc = cc_recover_reconnect(c, err);
+      if (rc) return rc;
+      continue;
+    }
+    rc = cc_wire_recv(c, dl, &env, err);
+    if (rc && err->retryable && c->opt.reconnect && c->nstreams) {
+      rc = cc_recover_reconnect(c, err); /* queues a notice per reopened stream */
+      if (rc) return rc;
+      continue;
+    }
+    if (rc) return rc;
+    if (!env) continue;
+    if ((env->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT && env->stream_result) ||
+        (env->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR && env->error &&
+         (env->error->stream_id || cc_wire_is_stream_rid(c, env->request_id))))
+      cc_wire_enqueue(c, env, NULL);
+    else
+      contactd__v1__envelope__free_unpacked(env, NULL); /* a late reply to an abandoned call */
+  }
+}
+
+int cc_stream_next(cc_client *c, uint64_t stream_id, int timeout_ms, Contactd__V1__StreamResult **out,
+                   cc_stream_info *info, cc_error *err) {
+  return stream_take(c, stream_id, 0, timeout_ms, out, info, err);
+}
+
+int cc_stream_latest(cc_client *c, uint64_t stream_id, int timeout_ms, Contactd__V1__StreamResult **out,
+                     cc_stream_info *info, cc_error *err) {
+  return stream_take(c, stream_id, 1, timeout_ms, out, info, err);
+}
+
+int cc_call_timeout(cc_client *c, Envelope *req, Envelope **reply, int timeout_ms, cc_error *err) {
+  int saved = c->timeout_ms;
+  c->timeout_ms = timeout_ms;
+  int rc = cc_call(c, req, reply, err);
+  c->timeout_ms = saved;
+  return rc;
 }
 
 int cc_stream_close(cc_client *c, uint64_t stream_id, Contactd__V1__CloseStreamReply **out,

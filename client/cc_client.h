@@ -39,8 +39,8 @@
  *  - Streams: cc_stream_update() only sends; results arrive in order and are
  *    read with cc_stream_recv(). Results that arrive while another call waits
  *    for its reply are queued and handed out by cc_stream_recv() later. Keep
- *    the number of unanswered updates below the server's max_in_flight limit
- *    (HelloReply.limits), or use CC latest-only mode.
+ *    the number of unanswered updates below the server's max_inflight_per_conn limit
+ *    (HelloReply.config_limits), or use CC latest-only mode.
  */
 #ifndef CC_CLIENT_H
 #define CC_CLIENT_H
@@ -169,6 +169,11 @@ void cc_free(void *msg);
  * reply becomes the return code. *reply is the whole Envelope. */
 int cc_call(cc_client *c, Contactd__V1__Envelope *req, Contactd__V1__Envelope **reply,
             cc_error *err);
+/* cc_call waiting at most timeout_ms for this call's reply (< 0 = forever);
+ * the client's own timeout (cc_set_timeout) is unchanged. Every other call
+ * waits cc_set_timeout's; the stream readers take their own. */
+int cc_call_timeout(cc_client *c, Contactd__V1__Envelope *req, Contactd__V1__Envelope **reply, int timeout_ms,
+                    cc_error *err);
 
 int cc_hello(cc_client *c, const char *client_name, Contactd__V1__HelloReply **out, cc_error *err);
 int cc_register(cc_client *c, const Contactd__V1__RegisterGeometry *req,
@@ -199,6 +204,28 @@ int cc_stream_update(cc_client *c, const Contactd__V1__StreamUpdate *u, cc_error
  * client reconnects and reopens its streams, and returns CC_EUNAVAILABLE
  * once per reopened stream with err->retryable and err->reopened set. */
 int cc_stream_recv(cc_client *c, int timeout_ms, Contactd__V1__StreamResult **out, cc_error *err);
+/* Where a result handed out by cc_stream_next / cc_stream_latest stands. */
+typedef struct cc_stream_info {
+  uint64_t sequence;    /* the update it answers */
+  uint64_t newest_sent; /* the stream's last update sent when it was handed out */
+  int stale;            /* sequence < newest_sent: a newer update was sent */
+  size_t queued;        /* this stream's newer results (or errors) already received */
+  size_t skipped;       /* older results discarded for it: overtaken (latest), or older
+                         * than one handed out before (never handed out as new) */
+} cc_stream_info;
+/* Stream stream_id's own next result, in increasing sequence: results of
+ * other streams that arrive meanwhile stay queued for them. timeout_ms as
+ * cc_stream_recv (< 0 = the client's timeout); a timeout is
+ * CC_EDEADLINE_EXCEEDED and a result that comes later is handed out in
+ * order, saying it is stale. An Error about one of its updates is returned
+ * as its code (err->stream_id, err->sequence name the update) in its
+ * place. info may be NULL. */
+int cc_stream_next(cc_client *c, uint64_t stream_id, int timeout_ms, Contactd__V1__StreamResult **out,
+                   cc_stream_info *info, cc_error *err);
+/* Its newest result received: waits as cc_stream_next until there is one,
+ * then discards the older ones (info->skipped). */
+int cc_stream_latest(cc_client *c, uint64_t stream_id, int timeout_ms, Contactd__V1__StreamResult **out,
+                     cc_stream_info *info, cc_error *err);
 /* Close a stream. Results of updates sent before are delivered first (they
  * are queued for cc_stream_recv). *out may be NULL. */
 int cc_stream_close(cc_client *c, uint64_t stream_id, Contactd__V1__CloseStreamReply **out,
@@ -279,7 +306,10 @@ typedef struct cc_body {
 /* A ContactQuery over plain bodies and explicit pairs (pairs[i][0] = A,
  * pairs[i][1] = B; npairs = 0 = all pairs by the broad phase). opt may be
  * NULL (server defaults); opt->want_energy adds each pair's and patch's
- * strain energy (PairResult.strain_energy, .energy; docs/energy.md). */
+ * strain energy (PairResult.strain_energy, .energy; docs/energy.md);
+ * opt->reduced_contacts = K adds at most K point contacts per patch whose
+ * forces and moments add up to the patch's (PairResult.reduced_contacts,
+ * ReducedContact; docs/physics.md, "Reduced contacts"). */
 int cc_query_bodies(cc_client *c, const cc_body *bodies, size_t n, const uint32_t (*pairs)[2],
                     size_t npairs, const Contactd__V1__QueryOptions *opt,
                     Contactd__V1__ContactReply **out, cc_error *err);

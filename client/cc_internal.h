@@ -33,6 +33,7 @@ typedef struct cc_open_stream {
   uint64_t server_id; /* the id on the current connection */
   uint64_t open_rid;  /* request id of the OpenStream on the current connection */
   uint64_t last_seq;  /* sequence of the last result handed to the caller */
+  uint64_t sent_seq;  /* sequence of the last update sent */
   uint8_t *open_msg;  /* the OpenStream, packed */
   size_t open_len;
 } cc_open_stream;

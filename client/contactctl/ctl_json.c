@@ -80,6 +80,24 @@ void ctl_jac_mats(const Contactd__V1__WrenchJacobian *j, const double *m[4], siz
   n[3] = j->n_d_velocity_b;
 }
 
+/* PairResult.reduced_contacts as "reduced_contacts": [{patch, position, ...}]. */
+static void add_reduced(cJSON *o, const Contactd__V1__PairResult *r) {
+  cJSON *rc = cJSON_AddArrayToObject(o, "reduced_contacts");
+  for (size_t i = 0; i < r->n_reduced_contacts; i++) {
+    const Contactd__V1__ReducedContact *p = r->reduced_contacts[i];
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "patch", p->patch);
+    cJSON_AddItemToObject(e, "position", jvec(p->position));
+    cJSON_AddItemToObject(e, "normal", jvec(p->normal));
+    cJSON_AddItemToObject(e, "force", jvec(p->force));
+    cJSON_AddItemToObject(e, "couple", jvec(p->couple));
+    cJSON_AddNumberToObject(e, "stiffness", p->stiffness);
+    cJSON_AddNumberToObject(e, "dissipation", p->dissipation);
+    cJSON_AddNumberToObject(e, "separation", p->separation);
+    cJSON_AddItemToArray(rc, e);
+  }
+}
+
 static cJSON *jjacobian(const Contactd__V1__WrenchJacobian *j) {
   cJSON *o = cJSON_CreateObject();
   if (j->unavailable && j->unavailable[0]) cJSON_AddStringToObject(o, "unavailable", j->unavailable);
@@ -127,6 +145,15 @@ cJSON *ctl_jpair(const cc_scene *s, const Contactd__V1__PairResult *r) {
       ctl_jadd(e, "phi0", p->phi0);
       cJSON_AddItemToArray(pc, e);
     }
+  }
+  if (r->n_reduced_contacts) add_reduced(o, r);
+  if (r->speculative) {
+    cJSON *e = cJSON_AddObjectToObject(o, "speculative");
+    cJSON_AddNumberToObject(e, "separation", r->speculative->separation);
+    cJSON_AddItemToObject(e, "normal", jvec(r->speculative->normal));
+    cJSON_AddItemToObject(e, "point", jvec(r->speculative->point));
+    cJSON_AddNumberToObject(e, "stiffness", r->speculative->stiffness);
+    cJSON_AddNumberToObject(e, "faces", r->speculative->faces);
   }
   if (r->penetration) {
     cJSON *e = cJSON_AddObjectToObject(o, "penetration");

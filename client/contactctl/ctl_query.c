@@ -1,12 +1,13 @@
 /* ctl_query.c — contactctl query: contact of a scene, as a table or JSON. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
 
 const char *const QUERY_HELP =
     "usage: contactctl query SCENE.json|- [--json] [--detail wrench|patches|surface] [--energy]\n"
-    "                         [--jacobian]\n"
+    "                         [--jacobian] [--reduce K]\n"
     "\n"
     "Register the scene's geometries, compute contact for its bodies and pairs, and\n"
     "print per pair: status, area, the wrench on A (about A's origin), the net\n"
@@ -18,7 +19,10 @@ const char *const QUERY_HELP =
     "  --energy        also the strain energy of each pair and patch (J)\n"
     "  --jacobian      also the wrench Jacobians: d wrench_a / d (pose, velocity) of\n"
     "                  A and of B, four 6x6 matrices (rows torque, force; columns\n"
-    "                  rotation, translation or angular, linear velocity; world frame)\n";
+    "                  rotation, translation or angular, linear velocity; world frame)\n"
+    "  --reduce K      also at most K point contacts per patch (1 to 64) whose forces\n"
+    "                  and moments add up to the patch's: position, force on A,\n"
+    "                  stiffness k and separation phi (k (-phi) = elastic force)\n";
 
 static void print_vec(const Contactd__V1__Vec3 *v) {
   printf("(%11.4e, %11.4e, %11.4e)", v ? v->x : 0, v ? v->y : 0, v ? v->z : 0);
@@ -54,6 +58,9 @@ static void print_table(const cc_scene *s, const Contactd__V1__ContactReply *rep
     if (r->status == CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE)
       printf(", %d faces, area %.6e m^2", r->total ? r->total->faces : 0, r->area);
     if (r->penetration) printf(", depth %.6e m", r->penetration->depth);
+    if (r->speculative)
+      printf(", separation %.6e m, stiffness at touch %.6e N/m", r->speculative->separation,
+             r->speculative->stiffness);
     printf(", %llu us\n", (unsigned long long)r->compute_time_us);
     if (r->energy != CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_UNSPECIFIED)
       printf("  strain energy     [J]    %.6e (%s)\n", r->strain_energy, ctl_energy_name((int)r->energy));
@@ -83,6 +90,14 @@ static void print_table(const cc_scene *s, const Contactd__V1__ContactReply *rep
     }
     if (r->n_point_contacts)
       printf("  %zu point contacts (%d faces excluded)\n", r->n_point_contacts, r->points_excluded);
+    for (size_t k = 0; k < r->n_reduced_contacts; k++) {
+      const Contactd__V1__ReducedContact *p = r->reduced_contacts[k];
+      printf("  reduced %-3zu patch %-3d point ", k, p->patch);
+      print_vec(p->position);
+      printf("  force ");
+      print_vec(p->force);
+      printf("  k %.4e N/m  phi %.4e m\n", p->stiffness, p->separation);
+    }
     if (r->jacobian) print_jacobian(r->jacobian);
   }
   printf("%zu pairs, server %llu us, round trip %.3f ms\n", rep->n_results,
@@ -101,7 +116,7 @@ static int parse_detail(const char *v, int *d) {
 
 int cmd_query(int argc, char **argv, common *co) {
   const char *path = NULL;
-  int detail = -1, energy = 0, jacobian = 0;
+  int detail = -1, energy = 0, jacobian = 0, reduce = 0;
   for (int i = 0; i < argc; i++) {
     int r = ctl_common_flag(argc, argv, &i, co);
     if (r < 0) return -r;
@@ -116,6 +131,14 @@ int cmd_query(int argc, char **argv, common *co) {
     }
     if (strcmp(argv[i], "--energy") == 0) {
       energy = 1;
+      continue;
+    }
+    if (strcmp(argv[i], "--reduce") == 0 && i + 1 < argc) {
+      char *end;
+      long k = strtol(argv[++i], &end, 10);
+      if (*end || end == argv[i] || k < 1 || k > 64)
+        return ctl_usage("query: --reduce \"%s\" is not an integer in [1, 64]", argv[i]);
+      reduce = (int)k;
       continue;
     }
     if (strcmp(argv[i], "--jacobian") == 0) {
@@ -136,6 +159,7 @@ int cmd_query(int argc, char **argv, common *co) {
   if (detail >= 0) s.options.detail = (Contactd__V1__Detail)detail;
   if (energy) s.options.want_energy = 1;
   if (jacobian) s.options.want_jacobian = 1;
+  if (reduce) s.options.reduced_contacts = (uint32_t)reduce;
   cc_scene_msgs m;
   if (cc_scene_msgs_build(&s, NULL, NULL, 0, &m)) {
     fprintf(stderr, "contactctl: out of memory\n");

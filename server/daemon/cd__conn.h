@@ -42,6 +42,7 @@ typedef struct cd_slot {
   char *data; /* encoded reply (frame or JSON line), malloc'd */
   size_t len;
   uint64_t t0_ns;
+  uint64_t request_id; /* its request's, once decoded (0: none, or not decoded) */
   int is_error;
 } cd_slot;
 

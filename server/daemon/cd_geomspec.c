@@ -146,6 +146,18 @@ static int check_props(const R *r, cd_status *st) {
   if (r->point_stiffness && !pos(r->point_stiffness->value))
     return cd_status_set(st, CD_INVALID, "registerGeometry.pointStiffness", "must be finite and > 0 (got %g)",
                          r->point_stiffness->value);
+  if (!(isfinite(r->margin) && r->margin >= 0))
+    return cd_status_set(st, CD_INVALID, "registerGeometry.margin", "must be finite and >= 0 (got %g)", r->margin);
+  if (r->margin > 0) {
+    int takes = r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE ||
+                r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_BOX ||
+                r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CYLINDER ||
+                r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CAPSULE;
+    if (!takes || !compliant)
+      return cd_status_set(st, CD_INVALID, "registerGeometry.margin",
+                           "only compliant spheres, boxes, cylinders and capsules take a margin (got %g on a %s %s)",
+                           r->margin, compliant ? "compliant" : "rigid", shape_field(r) + strlen("registerGeometry."));
+  }
   return 0;
 }
 
@@ -442,6 +454,11 @@ void cd_geomspec_id(const R *r, char id[CD_HASH_HEX_LEN + 1]) {
   }
   /* Options that only exist for some inputs enter the hash only when they
    * apply, so ids of everything else stay what they were. */
+  if (r->margin > 0) {
+    static const char mtag[] = "margin";
+    cd_hash_sha256_bytes(&h, mtag, sizeof mtag - 1);
+    cd_hash_sha256_f64(&h, r->margin);
+  }
   if (uses_surface_build(r) || (r->surface && r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE)) {
     ce_surface_build_options o;
     to_surface_options(r, &o);
@@ -623,7 +640,9 @@ int cd_geomspec_build_progress(const R *r, const cd_limits *l, ce_progress_fn pr
     default: {
       ce_shape s;
       to_shape(r, &s, bound_radius);
+      p.margin = r->margin; /* check_props refused it elsewhere */
       e = ce_geometry_from_shape(&s, &p, out, &err);
+      *bound_radius += r->margin; /* the broad phase sees the inflated copy */
       break;
     }
   }

@@ -13,6 +13,7 @@
 #include "cd_fetch.h"
 #include "cd_geomspec.h"
 #include "cd_log.h"
+#include "cd_meshfile.h"
 #include "cd_query.h"
 #include "cd_server.h"
 #include "cd_session.h"
@@ -60,16 +61,42 @@ void cd_handlers_hello(cd_req *r) {
   lm.request_memory_bytes = l->request_memory_bytes;
   lm.frame_grace_ms = l->frame_grace_ms;
   lm.frame_min_rate_bytes = l->frame_min_rate_bytes;
-  /* http_port:N (when the HTTP port is on) lets a client print the viewer's URL */
-  char http_cap[32];
-  snprintf(http_cap, sizeof http_cap, "http_port:%d", s->http_port);
-  char *caps[] = {"json",          "streams",       "latest_only",   "all_pairs",   "mesh_file:obj",
-                  "mesh_file:stl", "mesh_file:vtk", "quaternion_tolerance:1e-3", "energy", "jacobian", "publish", http_cap};
+  /* Every limit under its configuration name, from the one table. */
+  Contactd__V1__NamedLimit named[CD_LIMITS_COUNT], *namedp[CD_LIMITS_COUNT];
+  size_t nn = 0;
+#define CD_XX_NAMED(field, def, min, unit_, desc)                        \
+  contactd__v1__named_limit__init(&named[nn]);                          \
+  named[nn].name = (char *)#field;                                         \
+  named[nn].value = l->field;                                           \
+  named[nn].unit = (char *)unit_;                                         \
+  namedp[nn] = &named[nn];                                              \
+  nn++;
+  CD_LIMITS_MAP(CD_XX_NAMED)
+#undef CD_XX_NAMED
+  /* What this server accepts: fixed features, then one mesh_file:<format>
+   * per format cd_meshfile parses, then http_port:N (when the HTTP port is
+   * on, so a client can print the viewer's URL). */
+  char http_cap[32], mesh_caps[8][24];
+  char *caps[24];
+  size_t nc = 0;
+  static const char *const fixed[] = {"json", "streams", "latest_only", "all_pairs", "quaternion_tolerance:1e-3",
+                                      "energy", "jacobian", "publish"};
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) caps[nc++] = (char *)fixed[i];
+  for (size_t i = 0; i < 8 && cd_meshfile_format_name(i); i++) {
+    snprintf(mesh_caps[i], sizeof mesh_caps[i], "mesh_file:%s", cd_meshfile_format_name(i));
+    caps[nc++] = mesh_caps[i];
+  }
+  if (s->http_port > 0) {
+    snprintf(http_cap, sizeof http_cap, "http_port:%d", s->http_port);
+    caps[nc++] = http_cap;
+  }
   Contactd__V1__HelloReply hr = CONTACTD__V1__HELLO_REPLY__INIT;
   hr.server_version = CD_VERSION_STRING;
   hr.protocol_version = CD_PROTOCOL_VERSION;
   hr.limits = &lm;
-  hr.n_capabilities = sizeof caps / sizeof *caps - (s->http_port > 0 ? 0 : 1);
+  hr.n_config_limits = nn;
+  hr.config_limits = namedp;
+  hr.n_capabilities = nc;
   hr.capabilities = caps;
   hr.store = (char *)cd_store_describe(s->store);
   char *roles[3];

@@ -42,48 +42,111 @@ static cd_req *req_new(cd_conn *c, uint64_t seq, uint64_t t0_ns) {
 
 /* ---- input ------------------------------------------------------------- */
 
-/* Best effort: the request id of a frame that failed to decode. */
+/* Best effort, bounded: a varint field of a protobuf message that failed to
+ * decode. The walk stops at the first byte that is not a well-formed field. */
+static int proto_field(const uint8_t *p, size_t n, uint32_t field, int wire, uint64_t *out, const uint8_t **sub,
+                       size_t *subn) {
+  size_t off = 0;
+  while (off < n) {
+    uint64_t tag, v;
+    int k = cd_frame_varint_decode(p + off, n - off, &tag);
+    if (k <= 0) return 0;
+    off += (size_t)k;
+    int wt = (int)(tag & 7);
+    if (wt == 0 || wt == 2) {
+      if ((k = cd_frame_varint_decode(p + off, n - off, &v)) <= 0) return 0;
+      off += (size_t)k;
+      if (wt == 2 && v > n - off) v = n - off; /* a cut frame: what there is of it */
+    } else if (wt == 1 || wt == 5) {
+      v = wt == 1 ? 8 : 4;
+      if (v > n - off) return 0;
+    } else {
+      return 0;
+    }
+    if ((tag >> 3) == field && wt == wire) {
+      if (wt == 0) *out = v;
+      else {
+        *sub = p + off;
+        *subn = (size_t)v;
+      }
+      return 1;
+    }
+    if (wt != 0) off += (size_t)v;
+  }
+  return 0;
+}
+
 static uint64_t proto_request_id(const uint8_t *p, size_t n) {
   uint64_t v = 0;
   if (n >= 2 && p[0] == 0x08 && cd_frame_varint_decode(p + 1, n - 1, &v) > 0) return v;
   return 0;
 }
 
-/* Best effort, bounded: the top-level "requestId" / "request_id" of a JSON
- * line that failed to decode, found by scanning at most the first
- * JSON_ID_SCAN bytes by hand (never a second, unbudgeted parse of the line). */
+/* The stream and sequence of a StreamUpdate frame that failed to decode. */
+static void proto_stream_update(cd_req *r, const uint8_t *p, size_t n) {
+  const uint8_t *u = NULL;
+  size_t un = 0;
+  if (!proto_field(p, n, CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE, 2, NULL, &u, &un)) return;
+  proto_field(u, un, 1, 0, &r->stream_id, NULL, NULL);
+  proto_field(u, un, 2, 0, &r->sequence, NULL, NULL);
+}
+
+/* Best effort, bounded: where the value of key k1 (or k2) of the JSON
+ * object s begins starts ("{" at s[0]), or n. Scans at most JSON_ID_SCAN
+ * bytes by hand (never a second, unbudgeted parse of the line). */
 #define JSON_ID_SCAN 4096
-static uint64_t json_request_id(const char *s, size_t n) {
+static size_t json_value_at(const char *s, size_t n, const char *k1, const char *k2) {
   if (n > JSON_ID_SCAN) n = JSON_ID_SCAN;
   int depth = 0;
   for (size_t i = 0; i < n; i++) {
     char ch = s[i];
     if (ch == '{' || ch == '[') depth++;
-    else if (ch == '}' || ch == ']') depth--;
-    else if (ch == '"') {
+    else if (ch == '}' || ch == ']') {
+      if (--depth <= 0) return n; /* the object ends */
+    } else if (ch == '"') {
       size_t k0 = ++i;
       while (i < n && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
-      if (i >= n) return 0;
+      if (i >= n) return n;
       size_t klen = i - k0;
-      if (depth != 1 || !((klen == 9 && memcmp(s + k0, "requestId", 9) == 0) ||
-                          (klen == 10 && memcmp(s + k0, "request_id", 10) == 0)))
+      if (depth != 1 || !((klen == strlen(k1) && memcmp(s + k0, k1, klen) == 0) ||
+                          (klen == strlen(k2) && memcmp(s + k0, k2, klen) == 0)))
         continue;
       size_t j = i + 1;
       while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r' || s[j] == '\n')) j++;
       if (j >= n || s[j] != ':') continue; /* a string value, not a key */
       j++;
       while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r' || s[j] == '\n')) j++;
-      if (j < n && s[j] == '"') j++;
-      uint64_t id = 0;
-      int digits = 0;
-      while (j < n && s[j] >= '0' && s[j] <= '9' && digits < 20) {
-        id = id * 10 + (uint64_t)(s[j++] - '0');
-        digits++;
-      }
-      return id;
+      return j;
     }
   }
-  return 0;
+  return n;
+}
+
+/* The unsigned number (or quoted number) at s[j], 0 if none. */
+static uint64_t json_uint_at(const char *s, size_t n, size_t j) {
+  if (n > JSON_ID_SCAN) n = JSON_ID_SCAN;
+  if (j < n && s[j] == '"') j++;
+  uint64_t id = 0;
+  int digits = 0;
+  while (j < n && s[j] >= '0' && s[j] <= '9' && digits < 20) {
+    id = id * 10 + (uint64_t)(s[j++] - '0');
+    digits++;
+  }
+  return id;
+}
+
+static uint64_t json_request_id(const char *s, size_t n) {
+  while (n && s[0] != '{') s++, n--;
+  return json_uint_at(s, n, json_value_at(s, n, "requestId", "request_id"));
+}
+
+static void json_stream_update(cd_req *r, const char *s, size_t n) {
+  while (n && s[0] != '{') s++, n--;
+  if (n > JSON_ID_SCAN) n = JSON_ID_SCAN;
+  size_t j = json_value_at(s, n, "streamUpdate", "stream_update");
+  if (j >= n || s[j] != '{') return;
+  r->stream_id = json_uint_at(s + j, n - j, json_value_at(s + j, n - j, "streamId", "stream_id"));
+  r->sequence = json_uint_at(s + j, n - j, json_value_at(s + j, n - j, "sequence", "sequence"));
 }
 
 /* ---- decoding ------------------------------------------------------------
@@ -111,9 +174,16 @@ static int decode_body(cd_req *r, const uint8_t *body, size_t len, int json, cd_
     snprintf(st->message, sizeof st->message, "%s%s", json ? "invalid JSON envelope: " : "invalid envelope: ",
              we.message[0] ? we.message : "cannot decode");
     r->request_id = json ? json_request_id((const char *)body, len) : proto_request_id(body, len);
+    if (json) json_stream_update(r, (const char *)body, len);
+    else proto_stream_update(r, body, len);
     return 1;
   }
   r->request_id = ((Contactd__V1__Envelope *)m)->request_id;
+  const Contactd__V1__Envelope *e = (const Contactd__V1__Envelope *)m;
+  if (e->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_UPDATE && e->stream_update) {
+    r->stream_id = e->stream_update->stream_id;
+    r->sequence = e->stream_update->sequence;
+  }
   /* replies must not echo invalid strings, and a NUL would cut a string
    * short (cd_json_decode checks JSON strings as it converts them) */
   if (!json && cd_wirecheck_strings(&contactd__v1__envelope__descriptor, body, len, &we) != 0) {
@@ -133,8 +203,30 @@ static void input_charge(cd_server *s, uint64_t n);
 static void body_decoded(cd_req *r, int failed, const cd_status *st) {
   r->charged = r->budget.held;
   input_charge(r->conn->srv, r->charged);
-  if (failed) cd_req_fail(r, st);
-  else r->conn->srv->proto->request(r);
+  if (failed) {
+    cd_req_fail(r, st);
+    return;
+  }
+  /* A nonzero request id names one request in flight on its connection:
+   * a second one before the first is answered would make their replies
+   * indistinguishable. (0 is "no id": stream updates, fire and forget.) */
+  cd_conn *c = r->conn;
+  if (r->request_id != 0) {
+    for (uint64_t q = c->base_seq; q < c->next_seq; q++) {
+      const cd_slot *o = &c->ring[q % c->ring_cap];
+      if (q != r->seq && o->state == CD_SLOT_WAITING && o->request_id == r->request_id) {
+        cd_status dup;
+        cd_status_set(&dup, CD_INVALID, "requestId",
+                      "request_id %llu is already in flight on this connection (ids of requests not yet "
+                      "answered must differ; 0 is never checked)",
+                      (unsigned long long)r->request_id);
+        cd_req_fail(r, &dup);
+        return;
+      }
+    }
+    c->ring[r->seq % c->ring_cap].request_id = r->request_id;
+  }
+  c->srv->proto->request(r);
 }
 
 typedef struct decode_job {

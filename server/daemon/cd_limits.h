@@ -189,6 +189,11 @@ typedef struct cd_limits {
 #undef CD_XX_FIELD
 } cd_limits;
 
+/* The number of rows of the table. */
+#define CD_XX_COUNT(field, def, min, unit, desc) +1
+enum { CD_LIMITS_COUNT = 0 CD_LIMITS_MAP(CD_XX_COUNT) };
+#undef CD_XX_COUNT
+
 /* Fill *l with the defaults above. */
 static inline void cd_limits_default(cd_limits *l) {
 #define CD_XX_DEF(field, def, min, unit, desc) l->field = (uint64_t)(def);

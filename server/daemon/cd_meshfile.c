@@ -17,22 +17,38 @@ void cd_meshfile_free(cd_mesh *m) {
   memset(m, 0, sizeof *m);
 }
 
+/* The formats accepted: the wire's, the engine's, the capability's name
+ * (HelloReply's "mesh_file:<name>" list is made from this table). */
+static const struct {
+  int wire;
+  ce_mesh_format cf;
+  const char *name;
+} formats[] = {
+    {CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_OBJ, CE_MESH_OBJ, "obj"},
+    {CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_STL, CE_MESH_STL, "stl"},
+    {CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_VTK, CE_MESH_VTK, "vtk"},
+    {CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_MSH, CE_MESH_MSH, "msh"},
+};
+
+const char *cd_meshfile_format_name(size_t i) {
+  return i < sizeof formats / sizeof *formats ? formats[i].name : NULL;
+}
+
 int cd_meshfile_parse(const uint8_t *data, size_t len, int format, const char *name, uint64_t maxe, cd_mesh *out,
                       cd_status *st) {
   memset(out, 0, sizeof *out);
   if (!name || !*name) name = "mesh file";
-  ce_mesh_format cf;
-  switch (format) {
-    case CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_UNSPECIFIED: cf = CE_MESH_AUTO; break;
-    case CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_OBJ: cf = CE_MESH_OBJ; break;
-    case CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_STL: cf = CE_MESH_STL; break;
-    case CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_VTK: cf = CE_MESH_VTK; break;
-    case CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_MSH: cf = CE_MESH_MSH; break;
-    case CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_PLY:
-      return cd_status_set(st, CD_UNIMPLEMENTED, F ".format", "%s: PLY files are not supported (use OBJ, STL, VTK or MSH)",
-                           name);
-    default: return cd_status_set(st, CD_INVALID, F ".format", "unknown format %d", format);
-  }
+  ce_mesh_format cf = CE_MESH_AUTO;
+  int known = format == CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_UNSPECIFIED;
+  for (size_t i = 0; !known && i < sizeof formats / sizeof *formats; i++)
+    if (formats[i].wire == format) {
+      cf = formats[i].cf;
+      known = 1;
+    }
+  if (format == CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_PLY)
+    return cd_status_set(st, CD_UNIMPLEMENTED, F ".format", "%s: PLY files are not supported (use OBJ, STL, VTK or MSH)",
+                         name);
+  if (!known) return cd_status_set(st, CD_INVALID, F ".format", "unknown format %d", format);
   ce_mesh_data m;
   ce_error err;
   memset(&err, 0, sizeof err);

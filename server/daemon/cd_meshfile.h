@@ -23,5 +23,8 @@ typedef struct cd_mesh {
 int cd_meshfile_parse(const uint8_t *data, size_t len, int format, const char *name, uint64_t max_elements,
                       cd_mesh *out, cd_status *st);
 void cd_meshfile_free(cd_mesh *m);
+/* The i-th accepted format's short name ("obj", "stl", "vtk", "msh"), NULL
+ * past the last: the capabilities "mesh_file:<name>" of the Hello reply. */
+const char *cd_meshfile_format_name(size_t i);
 
 #endif

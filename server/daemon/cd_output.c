@@ -157,6 +157,7 @@ uint64_t cd__output_reserve(cd_conn *c, uint64_t t0_ns) {
   s->data = NULL;
   s->len = 0;
   s->t0_ns = t0_ns;
+  s->request_id = 0;
   s->is_error = 0;
   c->requests++;
   c->srv->stats.requests++;

@@ -52,6 +52,11 @@ typedef struct cd_req {
   uint64_t charged;    /* of it, counted in request_memory_bytes until freed */
   Contactd__V1__Envelope *env;
   int store_checked;   /* its ids were looked up in the store (cd_fetch.c) */
+  /* A StreamUpdate's stream and sequence (0 for other requests), read from
+   * the frame even when it fails to decode where they can be: every error
+   * answering it names them (cd_req_fail), so a client matches the error to
+   * its update whatever request id the update carried. */
+  uint64_t stream_id, sequence;
 } cd_req;
 
 /* A connection's protocol state (cd_session.c): the geometry it holds and
@@ -106,7 +111,8 @@ int cd_conn_peer_cred(const cd_conn *c, uid_t *uid, gid_t *gid);
 void cd_conn_greet(cd_conn *c);
 
 /* protocol -> transport: answer a request (cd_req.c). */
-/* Answer r with env (its request_id set here) / with an error, and free r. */
+/* Answer r with env (its request_id set here) / with an error, and free r.
+ * The error of a StreamUpdate also names its stream and sequence. */
 void cd_req_reply(cd_req *r, Contactd__V1__Envelope *env);
 void cd_req_fail(cd_req *r, const cd_status *st);
 /* Let r go without answering (its slot is answered some other way). */

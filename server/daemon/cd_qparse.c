@@ -167,6 +167,12 @@ int cd_qparse_opts(const Contactd__V1__QueryOptions *o, const char *field, cd_qo
   }
   out->ce.model = (ce_contact_model)m;
   out->ce.want_energy = o->want_energy ? 1 : 0;
+  if (o->reduced_contacts > (uint32_t)CE_REDUCE_MAX_POINTS) {
+    snprintf(f, sizeof f, "%s.reducedContacts", field);
+    return cd_status_set(st, CD_INVALID, f, "at most %d points per patch (got %u; 0 = none)", CE_REDUCE_MAX_POINTS,
+                         (unsigned)o->reduced_contacts);
+  }
+  out->ce.reduced_contacts = (int32_t)o->reduced_contacts;
   out->publish[0] = 0;
   if (o->publish && o->publish[0]) {
     if (!cd_publish_name_ok(o->publish)) {

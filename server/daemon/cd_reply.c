@@ -76,6 +76,8 @@ static void *adup(cd_budget *a, const void *src, size_t bytes) {
 static int want_surface(const ce_result *r, const ce_options *o) { return o->want_surface && r->surface.nf > 0; }
 static int want_patches(const ce_result *r, const ce_options *o) { return o->want_patches && r->npatches > 0; }
 static int want_face_contacts(const ce_result *r, const ce_options *o) { return o->want_face_contacts && r->nface_contacts > 0; }
+static int want_reduced(const ce_result *r, const ce_options *o) { return o->reduced_contacts > 0 && r->nreduced > 0; }
+static int is_speculative(const ce_result *r) { return r->status == CE_CONTACT_SPECULATIVE; }
 static int has_penetration(const ce_result *r) { return r->model == CE_MODEL_POINT && r->status == CE_CONTACT_POINT; }
 
 static int want_jacobian(const ce_result *r, const ce_options *o) {
@@ -132,12 +134,36 @@ static Contactd__V1__Surface *surface(cd_budget *a, const ce_surface *s) {
   return m;
 }
 
+/* The reduced contacts (ReducedContact), 0 or -1 when out of budget. */
+static int reduced(cd_budget *a, const ce_result *r, Contactd__V1__PairResult *m) {
+  m->reduced_contacts = cd_budget_alloc(a, (size_t)r->nreduced * sizeof *m->reduced_contacts);
+  if (!m->reduced_contacts) return -1;
+  m->n_reduced_contacts = (size_t)r->nreduced;
+  for (int32_t i = 0; i < r->nreduced; i++) {
+    const ce_reduced_contact *p = &r->reduced[i];
+    Contactd__V1__ReducedContact *rc = NEW(a, Contactd__V1__ReducedContact, CONTACTD__V1__REDUCED_CONTACT__INIT);
+    if (!rc) return -1;
+    rc->patch = p->patch;
+    rc->position = vec3(a, p->position);
+    rc->normal = vec3(a, p->normal);
+    rc->force = vec3(a, p->force);
+    rc->couple = vec3(a, p->couple);
+    rc->stiffness = p->stiffness;
+    rc->dissipation = p->dissipation;
+    rc->separation = p->separation;
+    if (!rc->position || !rc->normal || !rc->force || !rc->couple) return -1;
+    m->reduced_contacts[i] = rc;
+  }
+  return 0;
+}
+
 size_t cd_reply_estimate(const ce_result *r, const ce_options *o) {
   const size_t v3 = CD_RA(sizeof(Contactd__V1__Vec3));
   const size_t wr = CD_RA(sizeof(Contactd__V1__Wrench)) + 2 * v3;
   const size_t pa = CD_RA(sizeof(Contactd__V1__Patch)) + 2 * v3;
   size_t n = CD_RA(sizeof(Contactd__V1__PairResult)) + 3 * wr + v3 + pa + CD_RA(sizeof(Contactd__V1__Material));
   if (has_penetration(r)) n += CD_RA(sizeof(Contactd__V1__Penetration)) + 3 * v3;
+  if (is_speculative(r)) n += CD_RA(sizeof(Contactd__V1__Speculative)) + 2 * v3;
   if (want_jacobian(r, o))
     n += CD_RA(sizeof(Contactd__V1__WrenchJacobian)) + 4 * CD_RA(36 * sizeof(double)) +
          CD_RA(r->jacobian_note ? strlen(r->jacobian_note) + 1 : 32);
@@ -152,6 +178,9 @@ size_t cd_reply_estimate(const ce_result *r, const ce_options *o) {
   if (want_face_contacts(r, o))
     n += CD_RA((size_t)r->nface_contacts * sizeof(void *)) +
          (size_t)r->nface_contacts * (CD_RA(sizeof(Contactd__V1__PointContact)) + 2 * v3);
+  if (want_reduced(r, o))
+    n += CD_RA((size_t)r->nreduced * sizeof(void *)) +
+         (size_t)r->nreduced * (CD_RA(sizeof(Contactd__V1__ReducedContact)) + 4 * v3);
   return n;
 }
 
@@ -165,6 +194,7 @@ Contactd__V1__PairResult *cd_reply_convert(cd_budget *a, const ce_options *o, ui
     case CE_CONTACT_SURFACE: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE; break;
     case CE_CONTACT_UNSUPPORTED: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_UNSUPPORTED; break;
     case CE_CONTACT_POINT: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_POINT; break;
+    case CE_CONTACT_SPECULATIVE: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SPECULATIVE; break;
     default: m->status = CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_NONE; break;
   }
   switch (r->model) {
@@ -222,6 +252,18 @@ Contactd__V1__PairResult *cd_reply_convert(cd_budget *a, const ce_options *o, ui
       if (!pc->position || !pc->normal) return NULL;
       m->point_contacts[i] = pc;
     }
+  }
+  if (want_reduced(r, o) && reduced(a, r, m) != 0) return NULL;
+  if (is_speculative(r)) {
+    Contactd__V1__Speculative *sp = NEW(a, Contactd__V1__Speculative, CONTACTD__V1__SPECULATIVE__INIT);
+    if (!sp) return NULL;
+    sp->separation = r->speculative.separation;
+    sp->normal = vec3(a, r->speculative.normal);
+    sp->point = vec3(a, r->speculative.point);
+    sp->stiffness = r->speculative.stiffness;
+    sp->faces = r->speculative.faces;
+    if (!sp->normal || !sp->point) return NULL;
+    m->speculative = sp;
   }
   m->points_excluded = r->face_contacts_excluded;
   m->candidate_pairs = r->candidate_pairs;

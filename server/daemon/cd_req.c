@@ -21,7 +21,7 @@ void cd_req_free(cd_req *r) {
 }
 
 void cd_req_fail(cd_req *r, const cd_status *st) {
-  cd_output_reply_error(r->conn, r->seq, r->request_id, st);
+  cd_output_reply_stream_error(r->conn, r->seq, r->request_id, r->stream_id, r->sequence, st);
   cd_req_free(r);
 }
 

@@ -98,9 +98,9 @@ int cd_security_reload(cd_security *sec) {
   atomic_fetch_add(rc ? &sec->reload_failures : &sec->reloads, 1);
   pthread_mutex_lock(&sec->mu);
   size_t n = sec->principals ? sec->principals->n : 0;
+  int tls = sec->tls != NULL;
   pthread_mutex_unlock(&sec->mu);
-  if (!rc)
-    CD_INFO("reloaded", "tls=%s principals=%zu", sec->tls ? "on" : "off", n);
+  if (!rc) CD_INFO("reloaded", "tls=%s principals=%zu", tls ? "on" : "off", n);
   return rc;
 }
 
@@ -173,7 +173,10 @@ cd_principals *cd_security_principals(cd_security *sec) {
 int cd_security_auth_on(cd_security *sec) { return sec->cfg && sec->cfg->principals_file[0] != 0; }
 
 int cd_security_metrics_token_ok(cd_security *sec, const char *token, size_t len) {
-  if (!sec->have_metrics_token) return 1;
+  pthread_mutex_lock(&sec->mu); /* a reload may be setting it */
+  int need = sec->have_metrics_token;
+  pthread_mutex_unlock(&sec->mu);
+  if (!need) return 1;
   if (!token || !len || len > CD_TOKEN_MAX_BYTES) return 0;
   uint8_t h[32];
   unsigned hl = 0;

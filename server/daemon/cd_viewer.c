@@ -135,6 +135,7 @@ static const char *status_name(int s) {
     case CE_CONTACT_SURFACE: return "surface";
     case CE_CONTACT_POINT: return "point";
     case CE_CONTACT_UNSUPPORTED: return "unsupported";
+    case CE_CONTACT_SPECULATIVE: return "speculative";
     default: return "none";
   }
 }

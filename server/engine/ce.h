@@ -118,6 +118,16 @@ typedef struct ce_props {
    * this (a lower bound is compared: the arrays and hierarchy nodes every
    * such geometry has), before the expensive part (0: no limit). */
   size_t max_bytes;
+  /* Margin delta, m (>= 0; 0 = none): compliant spheres, boxes, cylinders
+   * and capsules only (ce_geometry_from_shape; every other builder refuses
+   * a margin). The geometry keeps its mesh and field for contact, and also
+   * holds a copy inflated by delta: a layer of tets over its boundary
+   * (sphere, capsule: along the radius; box, cylinder: each face plane
+   * moved out by delta) whose field extends the primitive's analytic field,
+   * zero on the original surface and negative in the layer. Pairs whose
+   * bodies do not touch but whose inflated copies do are
+   * CE_CONTACT_SPECULATIVE (ce_result.speculative, ce_margin.c). */
+  double margin;
 } ce_props;
 
 /* ---- shapes ----------------------------------------------------------- */
@@ -324,7 +334,13 @@ typedef struct ce_options {
    * (ce_energy.c). Off: those stay zero and nothing else changes. */
   int want_energy;
   int want_jacobian; /* fill result.jacobian (see "wrench Jacobians" below) */
+  /* K > 0: fill result.reduced with at most K point contacts per patch
+   * whose forces and moments add up to the patch's (ce_reduced_contact;
+   * also fills result.patches). 0 = off; at most CE_REDUCE_MAX_POINTS. */
+  int32_t reduced_contacts;
 } ce_options;
+
+#define CE_REDUCE_MAX_POINTS 64
 
 void ce_options_default(ce_options *o);
 
@@ -378,13 +394,56 @@ typedef struct ce_face_contact {
   double phi0;      /* -p0/g, m (a signed distance, negative in contact) */
 } ce_face_contact;
 
+/* One point of a patch's reduced contact set (ce_options.reduced_contacts,
+ * ce_reduce.c), for solvers that take point constraints. A patch of K
+ * points: its centre of pressure and the centroids of the faces where the
+ * patch reaches furthest in K - 1 tangent directions; every face goes to
+ * its nearest point (in the plane normal to the patch's net normal force).
+ * The forces are the clusters' forces, then adjusted by the least-squares
+ * correction (each point's change weighted by its cluster's normal force)
+ * with zero net force that makes the points' moments equal the patch's:
+ * the points' forces sum to the patch's net force, and their moments
+ * (position x force) plus `couple` to its net moment, to rounding. `couple` is nonzero only on a
+ * patch's first point and only when its points are fewer than three or
+ * collinear (K = 1, K = 2, one-face patches): the moment that forces at
+ * those points cannot carry (for a flat patch, K = 1: the torsional moment
+ * about the normal). Point-contact pairs give one point per contact. */
+typedef struct ce_reduced_contact {
+  int32_t patch;      /* index of the patch (ce_result.patches) */
+  ce_vec3 position;   /* m, world */
+  ce_vec3 normal;     /* unit, out of B into A: the cluster's force-weighted normal */
+  ce_vec3 force;      /* on A, N (normal and tangential parts) */
+  ce_vec3 couple;     /* pure moment on A carried with the point, N m (see above) */
+  double stiffness;   /* k = sum of g A over the cluster's faces, N/m (Masterjohn et al. 2022) */
+  double dissipation; /* Hunt-Crossley d of the pair, s/m */
+  double separation;  /* phi, m: k (-phi) = the cluster's elastic normal force (integral of p) */
+} ce_reduced_contact;
+
 typedef enum {
   CE_CONTACT_NONE = 0,        /* no overlap */
   CE_CONTACT_SURFACE = 1,     /* a (non-empty) contact surface */
   CE_CONTACT_UNSUPPORTED = 2, /* no model for the pair (e.g. rigid-rigid under
                                  CE_MODEL_HYDROELASTIC, two half spaces) */
   CE_CONTACT_POINT = 3,       /* a point contact (penetration, point model) */
+  CE_CONTACT_SPECULATIVE = 4, /* apart, but within the bodies' margins
+                                 (ce_props.margin): zero force, and
+                                 result.speculative says how far and how
+                                 stiff the contact will be */
 } ce_contact_status;
+
+/* A speculative contact (ce_margin.c): the surface of the bodies' inflated
+ * copies, all of it where the extended fields are negative (apart). Per
+ * face f of it, with g_f = gA gB / (gA + gB) the effective gradient along
+ * its normal (Masterjohn et al. 2022) and p its (negative) pressure, the
+ * bodies must approach by -p / g_f for the fields to reach zero there. */
+typedef struct ce_speculative {
+  double separation; /* m, > 0: the least -p / g over the faces' corners */
+  ce_vec3 normal;    /* unit, out of B into A: the normal of that face */
+  ce_vec3 point;     /* m, world: that corner */
+  double stiffness;  /* N/m: sum of g_f A_f over the speculative surface,
+                        the per-face springs' stiffness at touch */
+  int32_t faces;     /* faces of the speculative surface */
+} ce_speculative;
 
 /* The point-contact answer of a pair (model CE_MODEL_POINT): the minimum
  * translational distance (MTD) between the two (convex) shapes and the
@@ -514,6 +573,12 @@ typedef struct ce_result {
   ce_jacobian_status jacobian_status;
   ce_jacobian *jacobian;
   const char *jacobian_note;   /* static text: why it is unavailable */
+  /* Filled when options.reduced_contacts > 0 (arena memory): the points of
+   * patch 0, then of patch 1, ... */
+  int32_t nreduced;
+  ce_reduced_contact *reduced;
+  /* Filled when status is CE_CONTACT_SPECULATIVE (wrenches zero). */
+  ce_speculative speculative;
 } ce_result;
 
 /* Compute the contact between bodies a and b. All result arrays live in

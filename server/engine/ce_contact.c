@@ -119,6 +119,20 @@ static ce_errno jacobian(pair_kind kind, int m_is_a, const ce_body *a, const ce_
   return ce_jacobian_hydro(&in, opt->representation, arena, r);
 }
 
+/* One point contact (ce_point_contact.c), and its reduced contact. */
+static ce_errno point_contact(const ce_body *a, const ce_body *b, double vs, const ce_options *opt, ce_arena *arena,
+                              ce_result *r, ce_error *err) {
+  ce_errno e = ce_point_contact_compute(a, b, vs, opt->want_patches, arena, r, err);
+  if (e != CE_OK || opt->reduced_contacts <= 0 || r->status != CE_CONTACT_POINT) return e;
+  if (!(r->reduced = ce_arena_alloc(arena, sizeof *r->reduced)))
+    return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");
+  const ce_point_mtd *m = &r->point;
+  r->reduced[0] = ce_reduce_point(0, m->point, m->normal, m->normal_force, m->friction_force, m->stiffness,
+                                  m->dissipation, m->depth);
+  r->nreduced = 1;
+  return CE_OK;
+}
+
 static ce_errno contact(const ce_body *a, const ce_body *b, const ce_options *opt, ce_arena *arena, ce_result *r,
                         ce_error *err) {
   ce_options defaults;
@@ -136,6 +150,9 @@ static ce_errno contact(const ce_body *a, const ce_body *b, const ce_options *op
                    (int)opt->representation);
   double vs = opt->stiction_tolerance > 0 ? opt->stiction_tolerance : 1e-4;
   if (!isfinite(vs)) return ce_fail(err, CE_EINVAL, "options: stiction tolerance is not finite");
+  if (opt->reduced_contacts < 0 || opt->reduced_contacts > CE_REDUCE_MAX_POINTS)
+    return ce_fail(err, CE_EINVAL, "options: reduced contacts %d is outside [0, %d]", (int)opt->reduced_contacts,
+                   CE_REDUCE_MAX_POINTS);
   if (opt->model != CE_MODEL_HYDROELASTIC_WITH_FALLBACK && opt->model != CE_MODEL_HYDROELASTIC &&
       opt->model != CE_MODEL_POINT)
     return ce_fail(err, CE_EINVAL, "options: contact model %d is not hydroelastic with fallback (0), "
@@ -156,14 +173,14 @@ static ce_errno contact(const ce_body *a, const ce_body *b, const ce_options *op
       return CE_OK;
     }
     if (kind == PAIR_TERRAIN_POINT || opt->model == CE_MODEL_POINT)
-      return ce_terrain_point_contact(a, b, vs, opt->want_patches, arena, r, err);
+      return ce_terrain_point_contact(a, b, vs, opt->want_patches, opt->reduced_contacts, arena, r, err);
   }
   int two_halfspaces = ga->is_halfspace && gb->is_halfspace;
   if (!two_halfspaces && (opt->model == CE_MODEL_POINT ||
                           (opt->model == CE_MODEL_HYDROELASTIC_WITH_FALLBACK && kind == PAIR_UNSUPPORTED)))
     return ga->npieces > 0 || gb->npieces > 0 /* convex decomposition (ce_pieces.c) */
-               ? ce_point_contact_pieces(a, b, vs, opt->want_patches, arena, r, err)
-               : ce_point_contact_compute(a, b, vs, opt->want_patches, arena, r, err);
+               ? ce_point_contact_pieces(a, b, vs, opt->want_patches, opt->reduced_contacts, arena, r, err)
+               : point_contact(a, b, vs, opt, arena, r, err);
   r->model = opt->model == CE_MODEL_POINT ? CE_MODEL_POINT : CE_MODEL_HYDROELASTIC;
   if (kind == PAIR_UNSUPPORTED) {
     r->status = CE_CONTACT_UNSUPPORTED;
@@ -198,10 +215,18 @@ static ce_errno contact(const ce_body *a, const ce_body *b, const ce_options *op
   r->status = r->surface.nf > 0 ? CE_CONTACT_SURFACE : CE_CONTACT_NONE;
 
   ce_face_forces ff = {NULL, NULL};
-  if ((e = ce_wrench_compute(&r->surface, a, b, &r->combined_material, vs, &pm, arena, r, &ff)) != CE_OK) goto fail;
+  ce_face_friction fr = {NULL, NULL};
+  if ((e = ce_wrench_compute_friction(&r->surface, a, b, &r->combined_material, vs, &pm, arena, r, &ff,
+                                      opt->reduced_contacts > 0 ? &fr : NULL)) != CE_OK)
+    goto fail;
   if (opt->want_jacobian && (e = jacobian(kind, m_is_a, a, b, opt, vs, arena, r)) != CE_OK) goto fail;
   if (opt->want_face_contacts && (e = ce_face_contacts_compute(&r->surface, arena, r)) != CE_OK) goto fail;
-  if (opt->want_patches && (e = ce_patches_compute(&r->surface, ga, gb, &ff, arena, r)) != CE_OK) goto fail;
+  if ((opt->want_patches || opt->reduced_contacts > 0) &&
+      (e = ce_patches_compute(&r->surface, ga, gb, &ff, arena, r)) != CE_OK)
+    goto fail;
+  if (opt->reduced_contacts > 0 && (e = ce_reduce_compute(&r->surface, &ff, &fr, opt->reduced_contacts,
+                                                          r->combined_material.dissipation, arena, r)) != CE_OK)
+    goto fail;
   if (opt->want_energy &&
       (e = ce_energy_compute(M->geometry, N->geometry, &X_MN, m_is_a, opt->want_patches, arena, r)) != CE_OK)
     goto fail;
@@ -233,10 +258,34 @@ static void energy_status(const ce_options *opt, ce_result *r) {
   for (int32_t i = 0; i < r->npatches; i++) r->patches[i].strain_energy = 0;
 }
 
+/* Bodies apart but within their margins (ce_margin.c): the hydroelastic
+ * surface of their inflated copies, all of it at negative pressure, gives
+ * r->speculative; r keeps its zero wrenches. */
+static ce_errno speculative(const ce_body *a, const ce_body *b, const ce_options *opt, ce_arena *arena, ce_result *r,
+                            ce_error *err) {
+  ce_body ia = *a, ib = *b;
+  if (a->geometry->inflated) ia.geometry = a->geometry->inflated;
+  if (b->geometry->inflated) ib.geometry = b->geometry->inflated;
+  ce_options o;
+  ce_options_default(&o);
+  o.representation = opt ? opt->representation : CE_REPRESENTATION_POLYGON;
+  o.model = CE_MODEL_HYDROELASTIC;
+  o.want_surface = 1;
+  ce_result s;
+  ce_errno e = contact(&ia, &ib, &o, arena, &s, err);
+  if (e != CE_OK) return e;
+  if (s.status == CE_CONTACT_SURFACE && ce_margin_speculative(&s.surface, &r->speculative))
+    r->status = CE_CONTACT_SPECULATIVE;
+  return CE_OK;
+}
+
 ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt, ce_arena *arena, ce_result *r,
                     ce_error *err) {
   ce_errno e = contact(a, b, opt, arena, r, err);
   if (e != CE_OK) return e;
+  if (r->status == CE_CONTACT_NONE && r->model == CE_MODEL_HYDROELASTIC &&
+      (a->geometry->inflated || b->geometry->inflated) && (e = speculative(a, b, opt, arena, r, err)) != CE_OK)
+    return e;
   energy_status(opt, r);
   if (opt && opt->want_jacobian && r->jacobian_status == CE_JACOBIAN_NOT_REQUESTED && r->status == CE_CONTACT_POINT) {
     const double vs = opt->stiction_tolerance > 0 ? opt->stiction_tolerance : 1e-4;
@@ -244,7 +293,7 @@ ce_errno ce_contact(const ce_body *a, const ce_body *b, const ce_options *opt, c
       return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");
   }
   if (opt && opt->want_jacobian && r->jacobian_status == CE_JACOBIAN_NOT_REQUESTED) {
-    if (r->status == CE_CONTACT_NONE) { /* apart: the wrench is zero nearby */
+    if (r->status == CE_CONTACT_NONE || r->status == CE_CONTACT_SPECULATIVE) { /* apart: zero nearby */
       r->jacobian = ce_arena_calloc(arena, 1, sizeof *r->jacobian);
       if (!r->jacobian) return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");
       r->jacobian_status = CE_JACOBIAN_OK;

@@ -252,7 +252,8 @@ static ce_errno tet_build(ce_geometry *g, const ce_buildprog *prog, ce_error *er
     for (int32_t i = 0; i < nv; i++) {
       if (!isfinite(m->p[i]))
         return ce_fail(err, CE_EFIELD, "vertex %d has a non-finite pressure (%g)", (int)i, m->p[i]);
-      if (m->p[i] < 0) return ce_fail(err, CE_EFIELD, "vertex %d has negative pressure %g", (int)i, m->p[i]);
+      if (m->p[i] < 0 && !g->signed_field)
+        return ce_fail(err, CE_EFIELD, "vertex %d has negative pressure %g", (int)i, m->p[i]);
     }
   double volume = 0;
   for (int32_t t = 0; t < nt; t++) {
@@ -295,7 +296,7 @@ static ce_errno tet_build(ce_geometry *g, const ce_buildprog *prog, ce_error *er
     }
     const ce_buildprog pf = ce_buildprog_part(prog, 0.2, 0.35);
     if ((e = tet_distance_field(m, g->modulus, boundary, used, bfaces, nb, &pf, err)) != CE_OK) goto done;
-  } else {
+  } else if (!g->signed_field) {
     for (int32_t i = 0; i < nv; i++)
       if (boundary[i] && m->p[i] != 0) {
         e = ce_fail(err, CE_EFIELD, "vertex %d is on the boundary but has pressure %g", (int)i, m->p[i]);
@@ -396,12 +397,13 @@ static ce_errno mesh_start(ce_shape_type shape, const ce_props *props, ce_compli
 
 /* p may be NULL: the field is then E * (distance to the boundary) / (largest
  * such distance). */
-ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props, const ce_buildprog *prog,
-                                    ce_vec3 *v, int32_t nv, int32_t (*tets)[4], int32_t nt, double *p,
-                                    ce_geometry **out, ce_error *err) {
+static ce_errno finish_tetmesh(ce_shape_type shape, const ce_props *props, const ce_buildprog *prog, ce_vec3 *v,
+                               int32_t nv, int32_t (*tets)[4], int32_t nt, double *p, int signed_field,
+                               ce_geometry **out, ce_error *err) {
   ce_geometry *g = NULL;
   ce_errno e = mesh_start(shape, props, CE_COMPLIANT, "tet mesh", "tet", nv, nt, v && tets, out, &g, err);
   if (e != CE_OK) goto fail_arrays;
+  g->signed_field = signed_field;
   g->tet.nv = nv;
   g->tet.nt = nt;
   g->tet.v = v;
@@ -427,6 +429,23 @@ fail_arrays:
   free(tets);
   free(p);
   return e;
+}
+
+ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props, const ce_buildprog *prog,
+                                    ce_vec3 *v, int32_t nv, int32_t (*tets)[4], int32_t nt, double *p,
+                                    ce_geometry **out, ce_error *err) {
+  return finish_tetmesh(shape, props, prog, v, nv, tets, nt, p, 0, out, err);
+}
+
+ce_errno ce_geometry_finish_tetmesh_signed(ce_shape_type shape, const ce_props *props, ce_vec3 *v, int32_t nv,
+                                           int32_t (*tets)[4], int32_t nt, double *p, ce_geometry **out,
+                                           ce_error *err) {
+  if (!p) {
+    free(v);
+    free(tets);
+    return ce_fail(err, CE_EINVAL, "signed tet mesh: no field");
+  }
+  return finish_tetmesh(shape, props, NULL, v, nv, tets, nt, p, 1, out, err);
 }
 
 /* ---- triangle meshes ---------------------------------------------------- */
@@ -626,6 +645,7 @@ void ce_geometry_free(ce_geometry *g) {
   ce_heightfield_free(g->hf);
   for (int32_t i = 0; i < g->npieces; i++) ce_geometry_free(g->pieces[i]);
   free(g->pieces);
+  ce_geometry_free(g->inflated);
   free(g);
 }
 

@@ -35,6 +35,12 @@ struct ce_geometry {
    * mesh's hull. */
   struct ce_geometry **pieces;
   int32_t npieces;
+  /* Margin (ce_props.margin; ce_margin.c): the inflated copy (owned, freed
+   * by ce_geometry_free; NULL without a margin) and, on that copy,
+   * signed_field = 1 (its field may be negative: the layer). */
+  double margin;
+  struct ce_geometry *inflated;
+  int signed_field;
 };
 
 /* Take ownership of malloc'd arrays (v, tets, p) and finish a compliant
@@ -46,6 +52,15 @@ ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props,
                                     const ce_buildprog *prog, ce_vec3 *v, int32_t nv,
                                     int32_t (*tets)[4], int32_t nt, double *p,
                                     ce_geometry **out, ce_error *err);
+/* ce_geometry_finish_tetmesh for a field that may be negative and nonzero
+ * on the boundary (a margin's inflated copy, ce_margin.c). */
+ce_errno ce_geometry_finish_tetmesh_signed(ce_shape_type shape, const ce_props *props, ce_vec3 *v, int32_t nv,
+                                           int32_t (*tets)[4], int32_t nt, double *p, ce_geometry **out,
+                                           ce_error *err);
+/* The inflated copy of compliant primitive g built from `shape` with
+ * margin delta > 0 into g->inflated (ce_margin.c); props as for g. */
+ce_errno ce_margin_inflate(ce_geometry *g, const ce_shape *shape, double delta, const ce_props *props,
+                           ce_error *err);
 /* Same for rigid triangle meshes (arrays malloc'd, ownership taken). */
 ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props,
                                     const ce_buildprog *prog, ce_vec3 *v, int32_t nv,

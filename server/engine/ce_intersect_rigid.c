@@ -396,6 +396,9 @@ typedef struct tt_query {
   const ce_trimesh *S;
   const ce_pose *X_MN;
   double eps;
+  /* 0: pressures below zero (rounding) are taken as zero; a margin's
+   * inflated copy (ce_margin.c) keeps them, negative in its layer */
+  double pmin;
   ce_builder *b;
   ce_counters *c;
   ce_vcache cache;
@@ -465,7 +468,7 @@ static ce_errno tet_tri_pair(tt_query *q, int32_t t, int32_t f, tt_hit *walk) {
         continue;
       }
     }
-    ids[i] = ce_builder_add_vertex(q->b, Q[i].x, fmax(0.0, ce_dot(g, Q[i].x) + off));
+    ids[i] = ce_builder_add_vertex(q->b, Q[i].x, fmax(q->pmin, ce_dot(g, Q[i].x) + off));
     if (ids[i] < 0) return CE_ENOMEM;
     if (sl) ce_vcache_set(&q->cache, sl, key, ids[i]);
   }
@@ -651,6 +654,7 @@ static ce_errno tt_query_init(tt_query *q, const ce_geometry *m, const ce_geomet
   q->X_MN = X_MN;
   /* coplanarity tolerance: a few ulps of the coordinates' magnitude */
   q->eps = 64 * DBL_EPSILON * fmax(m->scale, 1e-300);
+  q->pmin = m->signed_field ? -INFINITY : 0.0;
   q->b = b;
   q->c = c;
   /* small to start with (the trace sizes both from its seeds) */

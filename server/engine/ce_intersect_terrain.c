@@ -43,6 +43,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ce_passes.h"
 #include "ce_energy.h"
 #include "ce_arena.h"
 #include "ce_bvh.h"
@@ -477,7 +478,8 @@ static ce_errno terrain_contacts(const ce_heightfield *h, const ce_geometry *gp,
  * contact i weighted by its share of the summed depth (see above); the
  * deepest one gives r->point. */
 static ce_errno terrain_forces(const ce_body *a, const ce_body *b, int terrain_is_a, double k, double d, double mu,
-                               double vs, const ce_buf *cons, int want_patches, ce_arena *arena, ce_result *r) {
+                               double vs, const ce_buf *cons, int want_patches, int32_t reduce, ce_arena *arena,
+                               ce_result *r) {
   const ce_body *T = terrain_is_a ? a : b;
   const int64_t nc = cons->len;
   const tcontact *C = cons->data;
@@ -491,6 +493,11 @@ static ce_errno terrain_forces(const ce_body *a, const ce_body *b, int terrain_i
     r->patches = ce_arena_calloc(arena, (size_t)nc, sizeof(ce_patch));
     if (!r->patches) return CE_ENOMEM;
     r->npatches = (int32_t)nc;
+  }
+  if (reduce > 0) {
+    r->reduced = ce_arena_calloc(arena, (size_t)nc, sizeof(ce_reduced_contact));
+    if (!r->reduced) return CE_ENOMEM;
+    r->nreduced = (int32_t)nc;
   }
   const double sgn = terrain_is_a ? -1.0 : 1.0;
   ce_vec3 F = ce_v3(0, 0, 0), Ta = ce_v3(0, 0, 0), Tb = ce_v3(0, 0, 0), FN = ce_v3(0, 0, 0), Px = ce_v3(0, 0, 0);
@@ -522,6 +529,8 @@ static ce_errno terrain_forces(const ce_body *a, const ce_body *b, int terrain_i
       pa->point = pt;
       pa->strain_energy = ui;
     }
+    /* contact i is a spring k w_i: its elastic force k w_i depth_i */
+    if (reduce > 0) r->reduced[i] = ce_reduce_point((int32_t)i, pt, n, fn, ft, k * w, d, C[i].depth);
     if (i == deepest) {
       ce_point_mtd *m = &r->point;
       m->depth = C[i].depth;
@@ -552,7 +561,8 @@ static ce_errno terrain_forces(const ce_body *a, const ce_body *b, int terrain_i
 }
 
 ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double stiction_tolerance,
-                                  int want_patches, ce_arena *arena, ce_result *r, ce_error *err) {
+                                  int want_patches, int32_t reduce, ce_arena *arena, ce_result *r,
+                                  ce_error *err) {
   const int terrain_is_a = a->geometry->hf != NULL;
   const ce_body *T = terrain_is_a ? a : b, *P = terrain_is_a ? b : a;
   const ce_geometry *gp = P->geometry;
@@ -588,5 +598,5 @@ ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double sti
   ce_errno e = terrain_contacts(h, gp, &X_TP, zhi, arena, &cons);
   if (e != CE_OK) return e;
   if (cons.len == 0) return CE_OK;
-  return terrain_forces(a, b, terrain_is_a, k, d, mu, vs, &cons, want_patches, arena, r);
+  return terrain_forces(a, b, terrain_is_a, k, d, mu, vs, &cons, want_patches, reduce, arena, r);
 }

@@ -45,6 +45,9 @@
   XX(ELLIPSOID_ASPECT, double, 1e4, "ratio",                                                  \
      "the same for an ellipsoid's semi-axes, whose tets are an icosphere's stretched along "  \
      "its axes (they first fail at 1e6)")                                                     \
+  XX(REDUCED_POINTS, int32_t, CE_REDUCE_MAX_POINTS, "points",                               \
+     "reduced contacts per patch (ce_options.reduced_contacts): each patch's points are "    \
+     "chosen and solved for on the stack")                                                   \
   XX(COARSEST_HINT, double, 1e3, "ratio",                                                     \
      "a resolution hint above this many times a primitive's largest dimension is taken as "   \
      "this one (the same, coarsest, mesh), so that hint over size cannot overflow")

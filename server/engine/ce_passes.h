@@ -12,6 +12,13 @@ typedef struct ce_face_forces {
   ce_vec3 *fn_x;     /* per face: integral of (normal traction * x), N m */
 } ce_face_forces;
 
+/* Per-face friction from the wrench pass, for the reduction pass (NULL
+ * arrays: no friction acts). */
+typedef struct ce_face_friction {
+  ce_vec3 *ft;       /* per face: friction force on A, N */
+  ce_vec3 *tt;       /* per face: its moment about r->centroid, N m */
+} ce_face_friction;
+
 /* Integrate tractions over the surface (ce_wrench.c). Fills the result's
  * wrenches, area, centroid; fills *ff (arena) for the patch pass. pm (may
  * be NULL, or hold NULL arrays): the surface's pressure moments from
@@ -23,12 +30,33 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a,
                            double stiction_tolerance,
                            const ce_face_moments *pm, ce_arena *arena,
                            ce_result *r, ce_face_forces *ff);
+/* ce_wrench_compute, also filling *fr (arena; when fr is not NULL). */
+ce_errno ce_wrench_compute_friction(const ce_surface *s, const ce_body *a, const ce_body *b,
+                                    const ce_material *combined, double stiction_tolerance,
+                                    const ce_face_moments *pm, ce_arena *arena, ce_result *r,
+                                    ce_face_forces *ff, ce_face_friction *fr);
 /* Per-face point contacts (ce_face_contact.c). */
 ce_errno ce_face_contacts_compute(const ce_surface *s, ce_arena *arena, ce_result *r);
 /* Patches and equivalent contact points (ce_patch.c). */
 ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga,
                             const ce_geometry *gb, const ce_face_forces *ff,
                             ce_arena *arena, ce_result *r);
+
+/* Reduced contacts (ce_reduce.c): at most K points per patch, from the
+ * surface with its patches (ce_patches_compute) and the wrench pass's
+ * per-face forces and friction; d = the pair's dissipation. */
+ce_errno ce_reduce_compute(const ce_surface *s, const ce_face_forces *ff, const ce_face_friction *fr, int32_t K,
+                           double d, ce_arena *arena, ce_result *r);
+/* One point contact as a reduced contact: position pt, normal n, force
+ * fn n + ft, stiffness k, dissipation d, penetration depth (separation
+ * -depth), patch index. */
+ce_reduced_contact ce_reduce_point(int32_t patch, ce_vec3 pt, ce_vec3 n, double fn, ce_vec3 ft, double k, double d,
+                                   double depth);
+
+/* The speculative contact from the surface s of two bodies' inflated
+ * copies (ce_margin.c): fills *out and returns 1, or 0 when no face of s
+ * has a positive effective gradient. */
+int ce_margin_speculative(const ce_surface *s, ce_speculative *out);
 
 /* Strain energy of a hydroelastic pair (ce_energy.c), M and N as for the
  * intersectors (X_MN places N in M's frame): fills r->strain_energy,

@@ -56,13 +56,15 @@ static int32_t uf_find(int32_t *parent, int32_t x) {
   return x;
 }
 
-/* The smaller root wins, so the forest depends only on the union order. */
-static void uf_union(int32_t *parent, int32_t x, int32_t y) {
+/* The smaller root wins, so the forest depends only on the union order.
+ * Returns 1 when two sets were joined. */
+static int uf_union(int32_t *parent, int32_t x, int32_t y) {
   x = uf_find(parent, x);
   y = uf_find(parent, y);
-  if (x == y) return;
+  if (x == y) return 0;
   if (x < y) parent[y] = x;
   else parent[x] = y;
+  return 1;
 }
 
 /* Neighbours of element e of geometry g: returns the count (0..4). */
@@ -87,7 +89,7 @@ typedef struct pacc {
   ce_vec3 ac, fnx, nf;
 } pacc;
 
-static void acc_add(pacc *p, const ce_surface *s, const ce_face_forces *ff, int32_t f) {
+static inline __attribute__((always_inline)) void acc_add(pacc *p, const ce_surface *s, const ce_face_forces *ff, int32_t f) {
   double fn = (ff && ff->fn) ? ff->fn[f] : 0.0;
   p->faces++;
   p->area += s->area[f];
@@ -109,24 +111,107 @@ static ce_patch acc_finish(const pacc *p) {
   return r;
 }
 
+static ce_errno union_shared_vertices(const ce_surface *s, int32_t *parent, ce_arena *arena, int32_t *sets);
+static ce_errno union_elements(const ce_surface *s, const ce_geometry *ga, const ce_geometry *gb, int32_t *parent,
+                               ce_arena *arena);
+static ce_errno label_patches(ce_surface *s, const ce_face_forces *ff, ce_arena *arena, int32_t *parent,
+                              ce_result *r);
+static ce_errno one_patch(ce_surface *s, const ce_face_forces *ff, ce_arena *arena, ce_result *r);
+
 ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geometry *gb,
                             const ce_face_forces *ff, ce_arena *arena, ce_result *r) {
   const int32_t nf = s->nf;
+  ce_errno e;
   r->npatches = 0;
   r->patches = NULL;
   memset(&r->total, 0, sizeof r->total);
   if (nf <= 0) return CE_OK;
 
   int32_t *parent = ce_arena_alloc(arena, (size_t)nf * sizeof(int32_t));
+  if (!parent) return CE_ENOMEM;
+  for (int32_t f = 0; f < nf; f++) parent[f] = f;
+  /* The patches are the connected components of the relations below, so
+   * the order of the passes does not change them (nor their numbering,
+   * by first face). The vertex pass is linear and usually joins the whole
+   * surface; once one component is left the element passes (~25 hash
+   * probes per face) cannot change anything and are skipped, and
+   * otherwise only the faces outside its largest component probe (every
+   * relation is symmetric, so a link between two components is found from
+   * a face of the smaller one). */
+  int32_t sets = nf;
+  if ((e = union_shared_vertices(s, parent, arena, &sets)) != CE_OK) return e;
+  if (sets == 1) return one_patch(s, ff, arena, r);
+  if ((e = union_elements(s, ga, gb, parent, arena)) != CE_OK) return e;
+  return label_patches(s, ff, arena, parent, r);
+}
+
+/* Faces sharing a surface vertex (the intersectors share the vertices of
+ * neighbouring polygons); *sets counts the components left. Runs before
+ * any other union: face f is still alone when its turn comes (earlier
+ * faces only joined sets holding earlier faces), so its root rf is carried
+ * along instead of found again at every vertex; the smaller root wins, as
+ * in uf_union. first[v] is any face of the set holding v's faces: moved to
+ * the set's root on every visit, so that later finds start near it. */
+static ce_errno union_shared_vertices(const ce_surface *s, int32_t *parent, ce_arena *arena, int32_t *sets) {
+  if (s->nv <= 0) return CE_OK;
+  int32_t *first = ce_arena_alloc(arena, (size_t)s->nv * sizeof(int32_t));
+  if (!first) return CE_ENOMEM;
+  for (int32_t v = 0; v < s->nv; v++) first[v] = -1;
+  int32_t joined = 0;
+  for (int32_t f = 0; f < s->nf; f++) {
+    int32_t rf = f;
+    for (int32_t i = s->face_offsets[f]; i < s->face_offsets[f + 1]; i++) {
+      int32_t v = s->face_vertices[i];
+      if (v < 0 || v >= s->nv) continue;
+      if (first[v] < 0) {
+        first[v] = f;
+        continue;
+      }
+      int32_t rg = uf_find(parent, first[v]);
+      if (rg != rf) {
+        if (rg < rf) {
+          parent[rf] = rg;
+          rf = rg;
+        } else {
+          parent[rg] = rf;
+        }
+        joined++;
+      }
+      first[v] = rf;
+    }
+  }
+  *sets -= joined;
+  return CE_OK;
+}
+
+/* The root of the largest set (the smallest such root on ties). */
+static int32_t largest_root(int32_t *parent, int32_t nf, ce_arena *arena) {
+  int32_t *size = ce_arena_calloc(arena, (size_t)nf, sizeof *size);
+  if (!size) return -1;
+  int32_t best = 0;
+  for (int32_t f = 0; f < nf; f++) size[uf_find(parent, f)]++;
+  for (int32_t f = 1; f < nf; f++)
+    if (size[f] > size[best]) best = f;
+  return best;
+}
+
+/* Faces whose source elements are the same or neighbours (see the top of
+ * the file). */
+static ce_errno union_elements(const ce_surface *s, const ce_geometry *ga, const ce_geometry *gb, int32_t *parent,
+                               ce_arena *arena) {
+  const int32_t nf = s->nf;
+  const int32_t big = largest_root(parent, nf, arena);
+  uint8_t *skip = ce_arena_alloc(arena, (size_t)nf);
+  if (big < 0 || !skip) return CE_ENOMEM;
+  for (int32_t f = 0; f < nf; f++) skip[f] = uf_find(parent, f) == big;
   uint64_t cap = 16;
   while (cap < 2 * (uint64_t)nf) cap <<= 1;
   pmap map = {ce_arena_alloc(arena, cap * sizeof(pslot)), cap - 1};
-  if (!parent || !map.slot) return CE_ENOMEM;
+  if (!map.slot) return CE_ENOMEM;
   for (uint64_t i = 0; i < cap; i++) map.slot[i].face = -1;
 
   /* faces with the same element pair */
   for (int32_t f = 0; f < nf; f++) {
-    parent[f] = f;
     pslot *sl = pmap_find(&map, s->element_a[f], s->element_b[f]);
     if (sl->face < 0) {
       sl->a = s->element_a[f];
@@ -138,6 +223,7 @@ ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geome
   }
   /* one element shared, the other adjacent */
   for (int32_t f = 0; f < nf; f++) {
+    if (skip[f]) continue;
     int32_t ea = s->element_a[f], eb = s->element_b[f], nb[4];
     int k = neighbours(gb, eb, nb);
     for (int i = 0; i < k; i++) {
@@ -161,20 +247,30 @@ ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geome
       }
     }
   }
-  /* faces sharing a surface vertex (the intersectors share the vertices of
-   * neighbouring polygons) */
-  if (s->nv > 0) {
-    int32_t *first = ce_arena_alloc(arena, (size_t)s->nv * sizeof(int32_t));
-    if (!first) return CE_ENOMEM;
-    for (int32_t v = 0; v < s->nv; v++) first[v] = -1;
-    for (int32_t f = 0; f < nf; f++)
-      for (int32_t i = s->face_offsets[f]; i < s->face_offsets[f + 1]; i++) {
-        int32_t v = s->face_vertices[i];
-        if (v < 0 || v >= s->nv) continue;
-        if (first[v] < 0) first[v] = f;
-        else uf_union(parent, first[v], f);
-      }
+  return CE_OK;
+}
+
+/* The whole surface is one patch: the same sums as label_patches gives
+ * (the patch's and the total's are the same additions in the same order). */
+static ce_errno one_patch(ce_surface *s, const ce_face_forces *ff, ce_arena *arena, ce_result *r) {
+  r->patches = ce_arena_calloc(arena, 1, sizeof(ce_patch));
+  if (!r->patches) return CE_ENOMEM;
+  pacc tot;
+  memset(&tot, 0, sizeof tot);
+  for (int32_t f = 0; f < s->nf; f++) {
+    s->patch[f] = 0;
+    acc_add(&tot, s, ff, f);
   }
+  r->total = acc_finish(&tot);
+  r->patches[0] = r->total;
+  r->npatches = 1;
+  return CE_OK;
+}
+
+/* Number the patches in order of their first face and sum them. */
+static ce_errno label_patches(ce_surface *s, const ce_face_forces *ff, ce_arena *arena, int32_t *parent,
+                              ce_result *r) {
+  const int32_t nf = s->nf;
   /* number the patches in order of their first face; reuse parent's roots */
   int32_t *label = ce_arena_alloc(arena, (size_t)nf * sizeof(int32_t));
   if (!label) return CE_ENOMEM;

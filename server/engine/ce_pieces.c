@@ -23,6 +23,7 @@
 #include "ce_arena.h"
 #include "ce_geometry.h"
 #include "ce_internal.h"
+#include "ce_passes.h"
 #include "ce_point_contact.h"
 #include "ce_progress.h"
 
@@ -110,7 +111,7 @@ ce_errno ce_geometry_from_trimesh_pieces(const double *vertices, int32_t nv, con
 }
 
 ce_errno ce_point_contact_pieces(const ce_body *a, const ce_body *b, double stiction_tolerance, int want_patches,
-                                 ce_arena *arena, ce_result *r, ce_error *err) {
+                                 int32_t reduce, ce_arena *arena, ce_result *r, ce_error *err) {
   const ce_geometry *ga = a->geometry, *gb = b->geometry;
   int32_t na = ga->npieces > 0 ? ga->npieces : 1, nb = gb->npieces > 0 ? gb->npieces : 1;
   ce_body ca = *a, cb = *b;
@@ -120,6 +121,11 @@ ce_errno ce_point_contact_pieces(const ce_body *a, const ce_body *b, double stic
   if (want_patches) {
     patches = ce_arena_calloc(arena, (size_t)na * (size_t)nb, sizeof *patches);
     if (!patches) return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");
+  }
+  ce_reduced_contact *red = NULL;
+  if (reduce > 0) {
+    red = ce_arena_calloc(arena, (size_t)na * (size_t)nb, sizeof *red);
+    if (!red) return ce_fail(err, CE_ENOMEM, "contact query: scratch arena exhausted");
   }
   ce_result first, deepest;
   memset(&first, 0, sizeof first);
@@ -140,6 +146,9 @@ ce_errno ce_point_contact_pieces(const ce_body *a, const ce_body *b, double stic
       if (t.status != CE_CONTACT_POINT) continue;
       if (contacts == 0 || t.point.depth > deepest.point.depth) deepest = t;
       if (patches) patches[contacts] = t.total;
+      if (red)
+        red[contacts] = ce_reduce_point(contacts, t.point.point, t.point.normal, t.point.normal_force,
+                                        t.point.friction_force, t.point.stiffness, t.point.dissipation, t.point.depth);
       contacts++;
       wa = ce_wrench_add(wa, t.wrench_a);
       wb = ce_wrench_add(wb, t.wrench_b);
@@ -183,6 +192,10 @@ ce_errno ce_point_contact_pieces(const ce_body *a, const ce_body *b, double stic
   if (patches) {
     r->patches = patches;
     r->npatches = contacts;
+  }
+  if (red) {
+    r->reduced = red;
+    r->nreduced = contacts;
   }
   return CE_OK;
 }

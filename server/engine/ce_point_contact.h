@@ -24,10 +24,12 @@ ce_errno ce_point_contact_compute(const ce_body *a, const ce_body *b,
  * contact of every piece pair (a piece or the whole shape per side, each
  * side keeping its whole body's stiffness), one contact per penetrating
  * pair; wrenches summed, r->point the deepest pair with pieces_a/b and
- * contacts set; one patch per contact when want_patches. */
+ * contacts set; one patch per contact when want_patches, one reduced
+ * contact per contact (ce_reduce_point) when reduce > 0. */
 ce_errno ce_point_contact_pieces(const ce_body *a, const ce_body *b,
                                  double stiction_tolerance, int want_patches,
-                                 ce_arena *arena, ce_result *r, ce_error *err);
+                                 int32_t reduce, ce_arena *arena, ce_result *r,
+                                 ce_error *err);
 
 /* Shared by ce_point_contact_compute and ce_terrain_point_contact
  * (ce_point_contact.c). ce_point_model_init: *mu = combined friction,

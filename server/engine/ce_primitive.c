@@ -547,12 +547,31 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
   }
 }
 
+/* The margin of props (ce.h): which shapes take one, and its range. */
+static ce_errno check_margin(const ce_shape *shape, const ce_props *props, ce_error *err) {
+  const double d = props->margin;
+  if (d == 0) return CE_OK;
+  if (!isfinite(d) || d < 0) return ce_fail(err, CE_EINVAL, "margin must be finite and >= 0 (got %g)", d);
+  int takes = shape->type == CE_SHAPE_SPHERE || shape->type == CE_SHAPE_BOX || shape->type == CE_SHAPE_CYLINDER ||
+              shape->type == CE_SHAPE_CAPSULE;
+  if (!takes || props->compliance != CE_COMPLIANT)
+    return ce_fail(err, CE_EINVAL,
+                   "margin %g: only compliant spheres, boxes, cylinders and capsules take a margin (got a %s %s)",
+                   d, props->compliance == CE_COMPLIANT ? "compliant" : "rigid", shape_name(shape->type));
+  return ce_check_length(shape_name(shape->type), "margin", d, err);
+}
+
 ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
                                 ce_geometry **out, ce_error *err) {
   if (!out) return ce_fail(err, CE_EINVAL, "geometry from shape: NULL output");
   *out = NULL;
   if (!shape || !props) return ce_fail(err, CE_EINVAL, "geometry from shape: NULL shape or properties");
   ce_errno e;
+  if ((e = check_margin(shape, props, err)) != CE_OK) return e;
+  const double margin = props->margin;
+  ce_props p0 = *props; /* the geometry itself has no margin; its inflated copy carries it */
+  p0.margin = 0;
+  props = &p0;
   switch (shape->type) {
     case CE_SHAPE_HALFSPACE:
       e = ce_build_halfspace(props, out, err);
@@ -585,6 +604,10 @@ ce_errno ce_geometry_from_shape(const ce_shape *shape, const ce_props *props,
   if (e == CE_OK && *out) { /* analytic parameters for point contact (ce_mtd.c) */
     (*out)->shape_params = *shape;
     (*out)->shape_params.points = NULL;
+  }
+  if (e == CE_OK && margin > 0 && (e = ce_margin_inflate(*out, shape, margin, props, err)) != CE_OK) {
+    ce_geometry_free(*out);
+    *out = NULL;
   }
   return e;
 }

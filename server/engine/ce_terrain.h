@@ -49,9 +49,10 @@ int ce_heightfield_closest(const ce_heightfield *h, ce_vec3 c, double radius, ce
 ce_errno ce_intersect_tet_terrain(const ce_geometry *m, const ce_geometry *n, const ce_pose *X_MN,
                                   ce_builder *b, ce_counters *c);
 /* Rigid (or any non-terrain) body vs terrain by compliant point contact:
- * fills the result's status, wrenches, total and (want_patches) one patch
- * per contact point. */
+ * fills the result's status, wrenches, total, (want_patches) one patch per
+ * contact point and (reduce > 0) one reduced contact per contact point. */
 ce_errno ce_terrain_point_contact(const ce_body *a, const ce_body *b, double stiction_tolerance,
-                                  int want_patches, ce_arena *arena, ce_result *r, ce_error *err);
+                                  int want_patches, int32_t reduce, ce_arena *arena, ce_result *r,
+                                  ce_error *err);
 
 #endif /* CE_TERRAIN_H */

@@ -377,9 +377,31 @@ static inline __attribute__((always_inline)) void face_moments(const ce_surface 
   static_polygon_moments(s->vertices, s->pressure, s->face_vertices + so[f], so[f + 1] - so[f], C, n, fn, fnr);
 }
 
+/* The per-face arrays of *ff (fn, fn_x) and, where tractions have
+ * friction (kin) of *fr (fr may be NULL); every entry is written by the
+ * wrench pass. Without relative motion fr's arrays stay NULL: no friction. */
+static ce_errno face_forces_alloc(ce_face_forces *ff, ce_face_friction *fr, int kin, int32_t nf, ce_arena *arena) {
+  ff->fn = ce_arena_alloc(arena, (size_t)nf * sizeof *ff->fn);
+  ff->fn_x = ce_arena_alloc(arena, (size_t)nf * sizeof *ff->fn_x);
+  if (!ff->fn || !ff->fn_x) return CE_ENOMEM;
+  if (fr && kin) {
+    fr->ft = ce_arena_alloc(arena, (size_t)nf * sizeof *fr->ft);
+    fr->tt = ce_arena_alloc(arena, (size_t)nf * sizeof *fr->tt);
+    if (!fr->ft || !fr->tt) return CE_ENOMEM;
+  }
+  return CE_OK;
+}
+
 ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body *b,
                            const ce_material *combined, double stiction_tolerance,
                            const ce_face_moments *pm, ce_arena *arena, ce_result *r, ce_face_forces *ff) {
+  return ce_wrench_compute_friction(s, a, b, combined, stiction_tolerance, pm, arena, r, ff, NULL);
+}
+
+ce_errno ce_wrench_compute_friction(const ce_surface *s, const ce_body *a, const ce_body *b,
+                                    const ce_material *combined, double stiction_tolerance,
+                                    const ce_face_moments *pm, ce_arena *arena, ce_result *r,
+                                    ce_face_forces *ff, ce_face_friction *fr) {
   const ce_wrench zero = {{0, 0, 0}, {0, 0, 0}};
   r->wrench_a = r->wrench_b = r->wrench_a_centroid = zero;
   r->area = 0;
@@ -387,13 +409,9 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
   memset(&r->total, 0, sizeof r->total);
   ff->fn = NULL;
   ff->fn_x = NULL;
+  if (fr) fr->ft = fr->tt = NULL;
   int32_t nf = s ? s->nf : 0;
   if (nf <= 0) return CE_OK;
-
-  /* every face's entry is written below */
-  ff->fn = ce_arena_alloc(arena, (size_t)nf * sizeof *ff->fn);
-  ff->fn_x = ce_arena_alloc(arena, (size_t)nf * sizeof *ff->fn_x);
-  if (!ff->fn || !ff->fn_x) return CE_ENOMEM;
 
   /* Surface centroid: area-weighted face centroids (their plain mean if all
    * faces are degenerate, so C stays on the surface). */
@@ -419,6 +437,7 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
   /* Without relative motion (vC = 0 and w = 0 exactly) the tractions are
    * p n whatever d and mu: hc = 1 and the slip, hence the friction, is 0. */
   c.kin = (c.d > 0 || c.mu > 0) && (ce_norm2(c.vC) > 0 || ce_norm2(c.w) > 0);
+  if (face_forces_alloc(ff, fr, c.kin, nf, arena) != CE_OK) return CE_ENOMEM;
 
   int32_t cid[CE_WRENCH_MAX_CORNERS];
   ce_vec3 force = ce_v3(0, 0, 0), torque = ce_v3(0, 0, 0), nforce = ce_v3(0, 0, 0);
@@ -474,6 +493,10 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
       nforce = ce_add(nforce, fnv);
       ff->fn[f] = fn;
       ff->fn_x[f] = ce_axpy(fnr, fn, C);
+      if (fr) {
+        fr->ft[f] = ft;
+        fr->tt[f] = tt;
+      }
       fn_total += fn;
       fnr_total = ce_add(fnr_total, fnr);
     }
@@ -496,6 +519,10 @@ ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body 
       nforce = ce_add(nforce, fnv);
       ff->fn[f] = acc.fn;
       ff->fn_x[f] = ce_axpy(acc.fn_r, acc.fn, C);
+      if (fr) {
+        fr->ft[f] = acc.ft;
+        fr->tt[f] = acc.tt;
+      }
       fn_total += acc.fn;
       fnr_total = ce_add(fnr_total, acc.fn_r);
     }

@@ -425,6 +425,81 @@ Test(client, stream_errors) {
   cr_assert_eq(cc_stream_open_bodies(C, b, 2, pairs, 1, NULL, 0, &sid2, &e), CC_ENOT_FOUND);
 }
 
+/* cc_stream_next: each stream's own results, in order, whatever arrives
+ * first; cc_stream_latest: the newest, the older ones discarded; the
+ * result says whether a newer update was sent; a timeout never makes an
+ * older result come out as new; cc_call_timeout bounds one call. */
+Test(client, stream_next_and_latest_per_stream) {
+  char ball[CC_ID_MAX], floor[CC_ID_MAX];
+  reg_sphere(ball, 0.05, 1e5);
+  reg_floor(floor);
+  uint64_t a, b;
+  open_ball_stream(ball, floor, 0, &a);
+  open_ball_stream(ball, floor, 0, &b);
+  cc_error e;
+  cc_body sa, sb;
+  ball_state(&sa, ball, 0.045);
+  ball_state(&sb, ball, 0.040);
+  for (int k = 1; k <= 20; k++) {
+    cr_assert_eq(cc_stream_send(C, a, (uint64_t)k, &sa, 1, &e), 0);
+    cr_assert_eq(cc_stream_send(C, b, (uint64_t)k, &sb, 1, &e), 0);
+  }
+  Contactd__V1__StreamResult *r;
+  cc_stream_info info;
+  double fb = 0, fa = 0;
+  for (int k = 1; k <= 20; k++) { /* b's first: a's wait in the queue */
+    cr_assert_eq(cc_stream_next(C, b, -1, &r, &info, &e), 0, "%s", e.message);
+    cr_assert_eq(r->stream_id, b);
+    cr_assert_eq(r->sequence, (uint64_t)k);
+    cr_assert_eq(info.stale, k < 20);
+    if (k == 1) fb = r->results[0]->wrench_a->force->z;
+    cr_assert_eq(r->results[0]->wrench_a->force->z, fb);
+    cc_free(r);
+  }
+  cr_assert_eq(cc_stream_latest(C, a, -1, &r, &info, &e), 0, "%s", e.message);
+  fa = r->results[0]->wrench_a->force->z;
+  cr_assert_eq(r->stream_id, a);
+  cr_assert_lt(fa, fb, "a's ball is higher: its own results");
+  uint64_t got = r->sequence;
+  cc_free(r);
+  while (got < 20) { /* the rest of a's may still be on the way */
+    cr_assert_eq(cc_stream_latest(C, a, -1, &r, &info, &e), 0, "%s", e.message);
+    cr_assert_gt(r->sequence, got);
+    got = r->sequence;
+    cc_free(r);
+  }
+  cr_assert_eq(info.stale, 0);
+  cr_assert_eq(cc_stream_next(C, a, 50, &r, &info, &e), CC_EDEADLINE_EXCEEDED);
+  /* a timeout, then the result: handed out in order, never older than one handed out */
+  cr_assert_eq(cc_stream_send(C, a, 21, &sa, 1, &e), 0);
+  int rc = cc_stream_next(C, a, 0, &r, &info, &e);
+  if (rc == 0) cc_free(r);
+  else cr_assert_eq(rc, CC_EDEADLINE_EXCEEDED);
+  cr_assert_eq(cc_stream_send(C, a, 22, &sa, 1, &e), 0);
+  uint64_t last = rc == 0 ? 21 : 20;
+  while (last < 22) {
+    cr_assert_eq(cc_stream_next(C, a, -1, &r, &info, &e), 0, "%s", e.message);
+    cr_assert_gt(r->sequence, last);
+    cr_assert_eq(info.stale, r->sequence < 22);
+    last = r->sequence;
+    cc_free(r);
+  }
+  /* an error about one of a's updates comes from a's reader, naming it */
+  cr_assert_eq(cc_stream_send(C, a, 22, &sa, 1, &e), 0);
+  cr_assert_eq(cc_stream_next(C, a, -1, &r, &info, &e), CC_EINVALID_ARGUMENT);
+  cr_assert_eq(e.stream_id, a);
+  cr_assert_eq(e.sequence, 22);
+  cr_assert_eq(cc_stream_close(C, a, NULL, &e), 0, "%s", e.message);
+  cr_assert_eq(cc_stream_close(C, b, NULL, &e), 0, "%s", e.message);
+  /* one call's own timeout */
+  Contactd__V1__Stats st = CONTACTD__V1__STATS__INIT;
+  Contactd__V1__Envelope env = CONTACTD__V1__ENVELOPE__INIT, *rep = NULL;
+  env.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
+  env.stats = &st;
+  cr_assert_eq(cc_call_timeout(C, &env, &rep, 5000, &e), 0, "%s", e.message);
+  cc_free(rep);
+}
+
 Test(client, stream_latest_only_drops_overtaken) {
   char ball[CC_ID_MAX], floor[CC_ID_MAX];
   reg_sphere(ball, 0.05, 1e5);

@@ -202,6 +202,26 @@ class ContactctlTest(unittest.TestCase):
         self.assertAlmostEqual(jac["d_pose_b"][5][5], -kz, delta=1e-9 * abs(kz))
         self.assertNotIn("jacobian", json.loads(self.ok("query", "-", "--json", stdin=json.dumps(SIMPLE)))["pairs"][0])
 
+    def test_query_reduce(self):
+        out = self.ok("query", SCENE, "--reduce", "4")
+        self.assertRegex(out, r"reduced 0   patch 0   point \(")
+        self.assertRegex(out, r"k [0-9.e+-]+ N/m  phi -[0-9.e+-]+ m")
+        j = json.loads(self.ok("query", "-", "--json", "--reduce", "4", stdin=json.dumps(SIMPLE)))
+        p = j["pairs"][0]
+        pts = p["reduced_contacts"]
+        self.assertTrue(1 <= len(pts) <= 4)
+        # the points' forces add up to the pair's; k (-phi) to its elastic force (at rest)
+        for k in range(3):
+            f = p["wrench_a"]["force"][k]
+            self.assertAlmostEqual(sum(q["force"][k] for q in pts), f, delta=1e-9 * abs(p["wrench_a"]["force"][2]))
+        fz = p["wrench_a"]["force"][2]
+        self.assertAlmostEqual(sum(q["stiffness"] * -q["separation"] for q in pts), fz, delta=1e-9 * fz)
+        self.assertNotIn("reduced_contacts", json.loads(self.ok("query", "-", "--json", stdin=json.dumps(SIMPLE)))["pairs"][0])
+        for bad in ("0", "65", "x"):
+            rc, _, err = self.run_ctl("query", SCENE, "--reduce", bad)
+            self.assertEqual(rc, 2, bad)
+            self.assertIn("--reduce", err)
+
     def test_query_json_from_stdin(self):
         j = json.loads(self.ok("query", "-", "--json", stdin=json.dumps(SIMPLE)))
         p = j["pairs"][0]

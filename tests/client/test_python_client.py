@@ -30,8 +30,8 @@ class PythonClientTest(unittest.TestCase):
 
     def setUp(self):
         self.c = Client(self.d.tcp_addr, timeout=30)
-        self.ball = self.c.register_sphere(R, modulus=E, hint=R / 4)
-        self.floor = self.c.register_half_space(rigid=True)
+        self.ball = self.c.register_sphere(R, modulus=E, hint=R / 4).geometry_id
+        self.floor = self.c.register_half_space(rigid=True).geometry_id
 
     def tearDown(self):
         self.c.close()
@@ -41,11 +41,14 @@ class PythonClientTest(unittest.TestCase):
 
     def test_hello_tcp_and_unix(self):
         h = self.c.hello("pytest")
-        self.assertEqual(h["protocol_version"], 1)
-        self.assertGreater(h["limits"]["max_frame_bytes"], 0)
-        self.assertIn("streams", h["capabilities"])
+        self.assertEqual(h.protocol_version, 1)
+        self.assertGreater(h.limits["max_frame_bytes"], 0)
+        self.assertEqual(h.limits["max_inflight_per_conn"], 256, "the configuration's names")
+        self.assertEqual(h.units["max_inflight_per_conn"], "requests")
+        self.assertIn("streams", h.capabilities)
+        self.assertIn("mesh_file:msh", h.capabilities)
         with Client(self.d.unix_addr) as u:
-            self.assertEqual(u.hello()["server_version"], h["server_version"])
+            self.assertEqual(u.hello().server_version, h.server_version)
 
     def test_connect_errors(self):
         with self.assertRaises(ContactdError) as e:
@@ -79,7 +82,7 @@ class PythonClientTest(unittest.TestCase):
         self.assertAlmostEqual(r2.stats["max_pressure"], 2 * E, delta=1e-6 * E)
 
     def test_register_all_shapes(self):
-        ids = {
+        results = [
             self.c.register_box((0.1, 0.2, 0.05), modulus=1e6, hint=0.05),
             self.c.register_cylinder(0.05, 0.02, modulus=1e6, hint=0.02),
             self.c.register_capsule(0.02, 0.1, modulus=1e6, hint=0.01),
@@ -87,8 +90,9 @@ class PythonClientTest(unittest.TestCase):
             self.c.register_half_space(modulus=1e6, slab=0.1),
             self.c.register_mesh(data=b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n",
                                  rigid=True, format="obj"),
-        }
-        self.assertEqual(len(ids), 6)
+        ]
+        self.assertTrue(all(isinstance(r, cc.RegisterResult) for r in results), "every register_* alike")
+        self.assertEqual(len({r.geometry_id for r in results}), 6)
 
     def test_register_error(self):
         with self.assertRaises(ContactdError) as e:
@@ -96,13 +100,14 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(e.exception.code_name, "INVALID_ARGUMENT")
         self.assertTrue(e.exception.remote)
         self.assertIn("radius", e.exception.field)
-        self.assertEqual(self.c.hello()["protocol_version"], 1)  # still usable
+        self.assertEqual(self.c.hello().protocol_version, 1)  # still usable
 
     def test_has_and_release(self):
         bogus = "0" * 64
+        ball = self.ball
         self.assertEqual(self.c.has([self.ball, bogus]), [bogus])
-        self.assertEqual(self.c.release([self.ball]), ([self.ball], []))
-        self.assertEqual(self.c.release([self.ball]), ([], [self.ball]))
+        self.assertEqual(self.c.release([self.ball]), ([ball], []))
+        self.assertEqual(self.c.release([ball]), ([], [ball]))
 
     def test_query_matches_analytic_force(self):
         res = self.c.query(self.bodies(), pairs=[(1, 2)], detail="patches")
@@ -136,6 +141,29 @@ class PythonClientTest(unittest.TestCase):
         off = self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0]
         self.assertEqual((off.energy, off.strain_energy), ("unspecified", 0.0))
         self.assertEqual(off.force_a, p.force_a)
+
+    def test_margin_speculative(self):
+        ball = self.c.register_sphere(R, modulus=E, hint=0.4 * R, margin=0.2 * R)
+        p = self.c.query([dict(id=1, geometry_id=ball, position=(0, 0, 1.1 * R)),
+                          dict(id=2, geometry_id=self.floor)], pairs=[(1, 2)]).pairs[0]
+        self.assertEqual(p.status, "speculative")
+        self.assertEqual(p.force_a, (0.0, 0.0, 0.0))
+        self.assertGreater(p.speculative.separation, 0)
+        self.assertLess(p.speculative.separation, 0.2 * R)
+        self.assertGreater(p.speculative.stiffness, 0)
+
+    def test_query_reduce(self):
+        p = self.c.query(self.bodies(), pairs=[(1, 2)], reduce=8).pairs[0]
+        self.assertTrue(1 <= len(p.reduced_contacts) <= 8)
+        for k in range(3):
+            self.assertAlmostEqual(sum(q.force[k] for q in p.reduced_contacts), p.force_a[k],
+                                   delta=1e-9 * abs(p.force_a[2]))
+        q = p.reduced_contacts[0]
+        self.assertEqual(q.patch, 0)
+        self.assertLess(q.separation, 0)
+        self.assertGreater(q.stiffness, 0)
+        self.assertEqual(self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0].reduced_contacts, [])
+
     def test_query_jacobian(self):
         res = self.c.query(self.bodies(), pairs=[(1, 2)], jacobian=True)
         j = res.pairs[0].jacobian
@@ -158,7 +186,8 @@ class PythonClientTest(unittest.TestCase):
     def test_heightfield_flat_terrain_equals_half_space(self):
         # a flat 8 x 8 terrain under the ball: the same force as the rigid half space
         terrain = self.c.register_heightfield([[0.0] * 8 for _ in range(8)], 1.0, origin=(-3.5, -3.5, 0.0))
-        self.assertEqual(self.c.register_heightfield([0.0] * 64, 1.0, nx=8, ny=8, origin=(-3.5, -3.5, 0)), terrain)
+        self.assertEqual(self.c.register_heightfield([0.0] * 64, 1.0, nx=8, ny=8, origin=(-3.5, -3.5, 0)).geometry_id,
+                         terrain.geometry_id)
         ref = self.c.query(self.bodies(), pairs=[(1, 2)]).pairs[0]
         res = self.c.query([Body(1, self.ball, position=(0, 0, H)), Body(2, terrain)], pairs=[(1, 2)])
         p = res.pairs[0]
@@ -184,7 +213,7 @@ class PythonClientTest(unittest.TestCase):
         pcs = res.pairs[0].point_contacts
         self.assertGreater(len(pcs), 0)
         self.assertLessEqual(len(pcs), len(s.faces))
-        self.assertTrue(all(pc["phi0"] <= 0 and pc["stiffness"] > 0 for pc in pcs))
+        self.assertTrue(all(pc.phi0 <= 0 and pc.stiffness > 0 for pc in pcs))
         try:
             import numpy  # noqa: F401
         except ImportError:
@@ -272,19 +301,30 @@ class PythonClientTest(unittest.TestCase):
     def test_stream_errors(self):
         st = self.c.stream(self.bodies(), pairs=[(1, 2)])
         st.update({1: {"position": (0, 0, H)}}, sequence=3)
-        st.update({1: {"position": (0, 0, H)}}, sequence=3)
+        # a repeated sequence, sent past the client's own check: the server's error names the update
+        env = cc.stream_update_request(st.id, 3, {1: {"position": (0, 0, H)}})
+        self.c._send(env)
         self.assertEqual(st.result().sequence, 3)
         with self.assertRaises(ContactdError) as e:
             st.result()
         self.assertEqual(e.exception.code_name, "INVALID_ARGUMENT")
-        st.update({9: {"position": (0, 0, H)}})
+        self.assertEqual((e.exception.stream_id, e.exception.sequence), (st.id, 3), "the error names its update")
+        # bad input raises at once, naming what is wrong, and sends nothing
         with self.assertRaises(ContactdError) as e:
-            st.result()
+            st.update({9: {"position": (0, 0, H)}})
         self.assertIn("body 9", e.exception.message)
-        st.close()
-        st.update({1: {"position": (0, 0, H)}})
         with self.assertRaises(ContactdError) as e:
-            st.result()
+            st.update({1: {"positon": (0, 0, H)}})
+        self.assertIn("'positon'", e.exception.message)
+        with self.assertRaises(ContactdError) as e:
+            st.update({1: {"position": (0, H)}})
+        self.assertIn("position: expected 3 numbers", e.exception.message)
+        with self.assertRaises(ContactdError) as e:
+            st.update({1: {"position": (0, 0, H)}}, sequence=2)
+        self.assertIn("not greater", e.exception.message)
+        st.close()
+        with self.assertRaises(ContactdError) as e:
+            st.update({1: {"position": (0, 0, H)}})
         self.assertEqual(e.exception.code_name, "FAILED_PRECONDITION")
 
     def test_stream_latest_only(self):

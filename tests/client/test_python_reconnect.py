@@ -286,7 +286,7 @@ class ReconnectTest(unittest.TestCase):
         """A reply the client refuses leaves it out of step: the next call
         is on a new connection."""
         d = self.daemon()
-        c = self.client(d.tcp_addr, max_frame=300, on_event=self.events.append)
+        c = self.client(d.tcp_addr, max_frame=4096, on_event=self.events.append)
         ball, floor = self.geometry(c)
         with self.assertRaises(ContactdError) as e:
             c.query([Body(1, ball, position=(0, 0, 0.045)), Body(2, floor)], pairs=[(1, 2)], detail="surface")

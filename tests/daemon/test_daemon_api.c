@@ -90,6 +90,115 @@ Test(daemon_api, hello_reports_version_limits_and_capabilities, .init = up, .fin
   close(fd);
 }
 
+/* HelloReply.config_limits names every limit as --help (and the config
+ * file) does, in the same order; the
+ * capabilities name every mesh format accepted; a newer protocol version
+ * is FAILED_PRECONDITION. */
+Test(daemon_api, hello_limit_names_are_the_help_names, .init = up, .fini = down) {
+  char cmd[600], *out = calloc(1, 65536);
+  snprintf(cmd, sizeof cmd, "%s --help", CONTACTD_BIN);
+  FILE *p = popen(cmd, "r");
+  cr_assert(p && out);
+  size_t n = fread(out, 1, 65535, p);
+  out[n] = 0;
+  cr_assert_eq(pclose(p), 0);
+  const char *t = strstr(out, "limits (config file key");
+  cr_assert(t, "%s", out);
+  t = strchr(t, '\n') + 1;
+  char names[64][48];
+  unsigned long long values[64];
+  size_t nh = 0;
+  while (nh < 64 && sscanf(t, "  %47s %llu", names[nh], &values[nh]) == 2) {
+    nh++;
+    t = strchr(t, '\n') + 1;
+  }
+  cr_assert_gt(nh, 30, "--help lists the limits table");
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  h.protocol_version = 1;
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 7;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
+  e.hello = &h;
+  Env *r = tc_call(fd, &e, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY);
+  const Contactd__V1__HelloReply *hr = r->hello_reply;
+  cr_assert_eq(hr->n_config_limits, nh, "every limit of --help, and no other");
+  for (size_t i = 0; i < nh; i++) {
+    cr_expect_str_eq(hr->config_limits[i]->name, names[i]);
+    if (strcmp(names[i], "max_inflight_per_conn") == 0) /* (the harness may set others, e.g. io_threads) */
+      cr_expect_eq(hr->config_limits[i]->value, values[i], "%s", names[i]);
+    cr_expect_neq(hr->config_limits[i]->unit[0], 0, "%s has a unit", names[i]);
+  }
+  /* the deprecated names are still filled */
+  cr_expect_eq(hr->limits->max_in_flight, 256);
+  cr_expect_eq(hr->limits->max_bodies, 10000);
+  const char *formats[] = {"mesh_file:obj", "mesh_file:stl", "mesh_file:vtk", "mesh_file:msh"};
+  for (size_t f = 0; f < 4; f++) {
+    int seen = 0;
+    for (size_t i = 0; i < hr->n_capabilities; i++) seen |= strcmp(hr->capabilities[i], formats[f]) == 0;
+    cr_expect(seen, "%s is announced", formats[f]);
+  }
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  h.protocol_version = 2;
+  r = tc_call(fd, &e, 5000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__FAILED_PRECONDITION);
+  cr_expect_str_eq(r->error->field, "hello.protocolVersion");
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  free(out);
+  close(fd);
+}
+
+/* A nonzero request id names one request in flight on a connection: a
+ * second request with the same id before the first is answered is refused
+ * (INVALID_ARGUMENT naming it); the first is answered as usual, and the id
+ * may be used again once it is. Id 0 is never checked. */
+Test(daemon_api, duplicate_request_id_in_flight_is_refused, .init = up, .fini = down) {
+  int fd = tc_connect_tcp(D.port);
+  Contactd__V1__RegisterGeometry rg;
+  Contactd__V1__Sphere sp;
+  tc_sphere_spec(&rg, &sp, 0.1, 1e6, 0.004); /* a build of many ms: still in flight when the second is read */
+  Env e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 31;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
+  e.register_geometry = &rg;
+  Env two[2] = {e, e};
+  cr_assert_eq(tc_send_burst(fd, two, 2), 0);
+  Env *a = tc_recv(fd, 60000);
+  while (a && a->msg_case == CONTACTD__V1__ENVELOPE__MSG_REGISTER_PROGRESS) {
+    contactd__v1__envelope__free_unpacked(a, NULL);
+    a = tc_recv(fd, 60000);
+  }
+  cr_assert(a);
+  cr_expect_eq(a->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "the first is answered");
+  cr_expect_eq(a->request_id, 31);
+  Env *b = tc_recv(fd, 60000);
+  cr_assert(b && b->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR);
+  cr_expect_eq(b->request_id, 31);
+  cr_expect_eq(b->error->code, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT);
+  cr_expect_str_eq(b->error->field, "requestId");
+  cr_expect(strstr(b->error->message, "request_id 31 is already in flight"), "%s", b->error->message);
+  contactd__v1__envelope__free_unpacked(a, NULL);
+  contactd__v1__envelope__free_unpacked(b, NULL);
+  Env *s = stats(fd, 31);
+  cr_expect(s && s->msg_case == CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY, "answered: the id is free again");
+  if (s) contactd__v1__envelope__free_unpacked(s, NULL);
+  /* id 0, twice in one read: both answered */
+  Contactd__V1__Stats st = CONTACTD__V1__STATS__INIT;
+  Env z = CONTACTD__V1__ENVELOPE__INIT;
+  z.msg_case = CONTACTD__V1__ENVELOPE__MSG_STATS;
+  z.stats = &st;
+  Env zz[2] = {z, z};
+  cr_assert_eq(tc_send_burst(fd, zz, 2), 0);
+  for (int i = 0; i < 2; i++) {
+    Env *y = tc_recv(fd, 10000);
+    cr_assert(y && y->msg_case == CONTACTD__V1__ENVELOPE__MSG_STATS_REPLY);
+    contactd__v1__envelope__free_unpacked(y, NULL);
+  }
+  close(fd);
+}
+
 Test(daemon_api, register_has_query_stats_release_over_tcp, .init = up, .fini = down) {
   int fd = tc_connect_tcp(D.port);
   char *sphere = tc_register_sphere(fd, 1, 0.1, 1e6, 0.05);

@@ -213,6 +213,86 @@ Test(stream, bad_updates_are_rejected_and_change_nothing) {
   free(p);
 }
 
+/* The next reply, which must be an error about stream sid's update seq. */
+static void expect_update_error(uint64_t sid, uint64_t seq, int code, const char *text) {
+  Env *r = tc_recv(fd, 10000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR, "an error for update %llu",
+            (unsigned long long)seq);
+  cr_expect_eq(r->error->code, code, "%s", r->error->message);
+  cr_expect_eq(r->error->stream_id, sid, "%s", r->error->message);
+  cr_expect_eq(r->error->sequence, seq, "%s", r->error->message);
+  cr_expect_eq(r->request_id, 0, "under the update's request id, 0");
+  cr_expect(strstr(r->error->message, text), "'%s' in: %s", text, r->error->message);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+}
+
+/* Every kind of bad StreamUpdate, sent with request id 0, is answered with
+ * an error naming its stream and sequence: an unknown stream, a closed one,
+ * a repeated sequence, a non-finite position, a quaternion far from unit
+ * length, a body not in the stream, a frame that does not decode; and in
+ * JSON, an unknown stream and a line that does not decode. */
+Test(stream, every_bad_update_names_its_stream_and_sequence) {
+  char *s = tc_register_sphere(fd, 1, 0.1, 1e6, 0.05), *p = tc_register_halfspace(fd, 2, 0, 0);
+  uint64_t sid = open_stream(s, p, 0, 0, 0, 1300);
+  send_update(sid, 0, 5, 0.09);
+  Env *r = tc_recv(fd, 10000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT, "request id 0 is fine");
+  cr_expect_eq(r->stream_result->sequence, 5);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  send_update(99, 0, 3, 0.09);
+  expect_update_error(99, 3, CONTACTD__V1__ERROR_CODE__NOT_FOUND, "never opened");
+  send_update(sid, 0, 5, 0.09);
+  expect_update_error(sid, 5, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, "not greater");
+  send_update(sid, 0, 6, NAN);
+  expect_update_error(sid, 6, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, "body 1");
+  update_msg m;
+  Contactd__V1__Quat q = CONTACTD__V1__QUAT__INIT;
+  q.w = 2;
+  update_init(&m, sid, 0, 7, 0.09);
+  m.pose.orientation = &q;
+  cr_assert_eq(tc_send(fd, &m.e), 0);
+  expect_update_error(sid, 7, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, "body 1");
+  update_init(&m, sid, 0, 8, 0.09);
+  m.bs.body_id = 9;
+  cr_assert_eq(tc_send(fd, &m.e), 0);
+  expect_update_error(sid, 8, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, "body 9 is not in stream");
+  /* an Envelope{stream_update{stream_id, sequence 9, bodies: a cut varint}} */
+  cr_assert_lt(sid, 128);
+  const uint8_t bad[] = {10, 0x7a, 8, 0x08, (uint8_t)sid, 0x10, 9, 0x1a, 2, 0xff, 0xff};
+  cr_assert_eq(tc_send_raw(fd, bad, sizeof bad), 0);
+  expect_update_error(sid, 9, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT, "invalid envelope");
+  uint64_t other = open_stream(s, p, 0, 0, 0, 1301);
+  contactd__v1__envelope__free_unpacked(close_stream(other, 1302), NULL);
+  send_update(other, 0, 4, 0.09);
+  expect_update_error(other, 4, CONTACTD__V1__ERROR_CODE__FAILED_PRECONDITION, "is closed");
+  /* the stream is unharmed: the next good update is computed */
+  send_update(sid, 0, 10, 0.09);
+  r = tc_recv(fd, 10000);
+  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT);
+  cr_expect_eq(r->stream_result->sequence, 10);
+  contactd__v1__envelope__free_unpacked(r, NULL);
+  /* JSON lines */
+  int jfd = tc_connect_tcp(D.port);
+  cr_assert_eq(tc_send_line(jfd, "{\"streamUpdate\": {\"streamId\": \"4\", \"sequence\": \"12\"}}"), 0);
+  char *line = tc_recv_line(jfd, 10000);
+  cr_assert(line);
+  cr_expect(strstr(line, "NOT_FOUND") && strstr(line, "\"streamId\":\"4\"") && strstr(line, "\"sequence\":\"12\""),
+            "%s", line);
+  free(line);
+  cr_assert_eq(tc_send_line(jfd, "{\"streamUpdate\": {\"streamId\": 4, \"sequence\": 13, \"bodies\": "
+                                 "[{\"bodyId\": \"one\"}]}}"),
+               0);
+  line = tc_recv_line(jfd, 10000);
+  cr_assert(line);
+  cr_expect(strstr(line, "INVALID_ARGUMENT") && strstr(line, "\"streamId\":\"4\"") &&
+                strstr(line, "\"sequence\":\"13\""),
+            "%s", line);
+  free(line);
+  close(jfd);
+  free(s);
+  free(p);
+}
+
 /* A CloseStream held back by max_inflight_per_conn behind a running
  * update: the update's reply frees the slots, the held CloseStream is read
  * inside that reply; the stream must not be freed under the computation

@@ -90,6 +90,7 @@ failing; ctest's test_fuzz_faults_smoke does this briefly.
 import argparse
 import collections
 import copy
+import hashlib
 import json
 import math
 import os
@@ -161,6 +162,29 @@ SMALL_LIMITS = {
     "worker_arena_bytes": 16 << 20, "pairs_per_job": 2, "build_workers": 1,
 }
 BIG_LIMITS = {"max_mesh_elements": 100000, "max_bodies_per_query": 2000, "max_pairs_per_query": 20000}
+# --auth: the daemon has principals; the fuzzer's own clients log in with
+# AUTH_TOKEN (every role), most fuzz connections start with it, and Hellos
+# with it, a wrong token and a token of fewer roles are in the corpus, so
+# mutation reaches the token path of Hello. Failures never lock out the
+# address every client shares (auth_fail_max is out of reach).
+AUTH_TOKEN = "fuzz-token-0123456789"
+AUTH_LIMITS = {"auth_fail_max": 1 << 40, "auth_fail_delay_ms": 0}
+
+
+def auth_principals(path):
+    """The principals file of --auth: the fuzzer (token, every role), a
+    query-only robot (token), and this uid on the Unix socket."""
+    doc = {"principals": [
+        {"name": "fuzz", "token_sha256": hashlib.sha256(AUTH_TOKEN.encode()).hexdigest(),
+         "roles": ["query", "register", "admin"], "tenant": "*"},
+        {"name": "robot", "token_sha256": hashlib.sha256(b"robot").hexdigest(), "roles": ["query"], "tenant": "a"},
+        {"name": "me", "uid": os.getuid(), "roles": ["query", "register", "admin"], "tenant": "*"}]}
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def login_request(token=AUTH_TOKEN):
+    return pb.Envelope(request_id=1, hello=pb.Hello(protocol_version=1, client_name="fuzz", token=token))
 
 
 class Daemon:
@@ -472,10 +496,13 @@ class Corpus:
     """The valid requests mutations start from: registrations, request
     sequences, and all of them together (pool)."""
 
-    def __init__(self, regs, ids):
+    def __init__(self, regs, ids, auth=False):
         self.regs = [env for _kind, env in regs]
         self.ids = [ids[kind] for kind, _env in regs if kind in ids]  # registration order: deterministic
         self.seqs = request_sequences(ids)
+        self.login = login_request() if auth else None
+        if auth:
+            self.seqs += [[login_request()], [login_request("wrong")], [login_request("robot")]]
         self.pool = self.regs + [env for seq in self.seqs for env in seq]
 
 
@@ -920,6 +947,8 @@ class Gen:
         """8-80 byte strings to send on one connection (mode "json" or "pb")."""
         r = self.rng
         out = []
+        if corpus.login and self.chance(0.7):  # most connections log in first
+            out.append(json_line(corpus.login) if mode == "json" else frame(corpus.login.SerializeToString()))
         n = r.randint(8, 80)
         while len(out) < n:
             x = r.random()
@@ -1135,15 +1164,18 @@ def parse_replies(c, buf):
 # ---------------------------------------------------------------------------
 
 class Health:
-    def __init__(self):
+    def __init__(self, auth=False):
         self.baseline = None  # the first check's force
+        self.auth = auth  # log in first (the JSON check, over the Unix socket, is known by its uid)
 
     def check(self, port, unix_path, with_json):
         """Raises Finding if the daemon does not answer right."""
         Body = cc.Body
         try:
             with cc.Client("127.0.0.1:%d" % port, timeout=HEALTH_TIMEOUT_S) as c:
-                if c.hello("fuzz-health")["protocol_version"] != 1:
+                if self.auth:
+                    c.call(login_request(), "hello_reply")
+                if c.hello("fuzz-health").protocol_version != 1:
                     raise Finding("health check: hello answered a protocol version other than 1")
                 ball = c.register_sphere(R, modulus=E, hint=R / 4)
                 floor = c.register_half_space(rigid=True)
@@ -1216,11 +1248,16 @@ class Fuzzer:
         limits = dict(SMALL_LIMITS, max_connections=args.conns + 16)  # never refuse a fuzz or check connection
         if args.big:
             limits.update(BIG_LIMITS)
+        doc = {"limits": limits}
+        if args.auth:
+            limits.update(AUTH_LIMITS)
+            doc["principals_file"] = os.path.join(work, "principals.json")
+            auth_principals(doc["principals_file"])
         with open(config, "w") as f:
-            json.dump({"limits": limits}, f, indent=1)
+            json.dump(doc, f, indent=1)
         env = dict(os.environ, CONTACTD_FAULTS="serve:%d:%d" % (args.faults, seed)) if args.faults else None
         self.d = Daemon(args.daemon, config, os.path.join(work, "contactd.log"), unix_path, env)
-        self.health = Health()
+        self.health = Health(args.auth)
         self.keeper = None
         self.where = "start"  # or "batch N", "shutdown": for the failure message
         self.batch = 0
@@ -1241,6 +1278,8 @@ class Fuzzer:
         ids = {}
         try:
             self.keeper = cc.Client("127.0.0.1:%d" % self.d.port, timeout=HEALTH_TIMEOUT_S)
+            if self.args.auth:
+                self.keeper.call(login_request(), "hello_reply")
             for kind, env in self.regs:
                 e = pb.Envelope()
                 e.CopyFrom(env)
@@ -1347,7 +1386,7 @@ class Fuzzer:
         self.regs = registrations(a.data_dir)
         self.d.start()
         self.say("seed %d, daemon pid %d port %d, work dir %s" % (self.seed, self.d.proc.pid, self.d.port, self.work))
-        self.corpus = Corpus(self.regs, self.hold_corpus())
+        self.corpus = Corpus(self.regs, self.hold_corpus(), self.args.auth)
         self.health.check(self.d.port, self.d.unix_path, with_json=True)
         self.scan_log()
         self.say("corpus: %d registrations, %d request sequences; health check force %.6g N" % (
@@ -1406,6 +1445,9 @@ def main():
     ap.add_argument("--from-batch", type=int, default=1, help="start at batch N (to rerun one batch)")
     ap.add_argument("--conns", type=int, default=3, help="most connections at once per batch")
     ap.add_argument("--big", action="store_true", help="larger mesh, body and pair limits and mutation sizes")
+    ap.add_argument("--auth", action="store_true",
+                    help="the daemon has principals: connections log in with a token (or not), and Hello's token "
+                         "is fuzzed")
     ap.add_argument("--faults", type=int, default=0, metavar="N",
                     help="--daemon is contactd_faults (tests/daemon): about one allocation in N fails during "
                          "each batch (never during the checks)")

@@ -8,9 +8,11 @@ proto/contactd.proto when the package is built: ``pip install
 --no-build-isolation ./client/python`` in a venv made with
 ``--system-site-packages`` (client/python/README.md). Run from the source
 tree instead, it finds the module in CONTACTD_PB2_DIR or on sys.path (the
-CMake build writes it to ``<build>/proto/python``). numpy is optional:
-``Surface.as_numpy()`` uses it, and ``PairResult.jacobian`` holds numpy
-arrays when it imports (nested lists otherwise); nothing else needs it.
+CMake build writes it to ``<build>/proto/python``). numpy is optional: the
+array API (Stream.update_arrays, QueryResult.arrays(), StreamResult.arrays(),
+Surface.as_numpy(), WrenchJacobian.as_numpy()) needs it and raises
+NumpyMissing without it; every other result is the same tuples and lists
+whether numpy is installed or not.
 
     from contactd_client import Client, Body
     with Client("127.0.0.1:7411") as c:
@@ -20,7 +22,11 @@ arrays when it imports (nested lists otherwise); nothing else needs it.
                       pairs=[(1, 2)], detail="patches")
         print(res.pairs[0].force_a, res.pairs[0].area)
 
-Results are plain Python objects (dataclasses of floats, tuples and lists).
+Results are typed dataclasses of floats, tuples and lists, with enums
+(ContactStatus, EnergyStatus, compared equal to their lower-case names).
+A Client may be shared between threads; every call takes ``timeout``
+(None: the client's). Each Stream yields only its own results, with their
+sequence; Stream.latest() returns the newest (client.py).
 Errors raise ContactdError with the server's gRPC code name, message and
 field; transport problems raise ContactdError with ``remote = False``
 (DEADLINE_EXCEEDED for a timeout, UNAVAILABLE for a refused connection) and
@@ -31,13 +37,16 @@ where the server lacks it and reopens its streams (client.py).
 
 Modules: transport (framing, addresses, reconnecting with backoff), client
 (Client, Stream and recovery), recovery (kept registrations, events),
-messages (result types and request builders), errors.
+messages (result types and request builders), arrays (numpy), errors.
 """
 
 from ._pb import pb
+from .arrays import NumpyMissing, PairArrays, stream_update_arrays_request
 from .client import DEFAULT_ADDR, Client, Stream
 from .errors import ConnectionLost, ContactdError, StreamReopened
-from .messages import (PROTOCOL_VERSION, Body, PairResult, Patch, QueryResult, RegisterResult, StreamResult,
+from .messages import (PROTOCOL_VERSION, Body, ContactModel, ContactStatus, Detail, EnergyStatus, HelloResult,
+                       PairResult, Patch, PointContact, QueryResult, ReducedContact, RegisterResult, Representation,
+                       Speculative, StreamResult,
                        Surface, WrenchJacobian, close_stream_request, has_request, hello_request,
                        open_stream_request, query_request, register_request, release_request, stats_request,
                        stream_update_request)
@@ -46,7 +55,10 @@ from .transport import Backoff, Transport, decode_varint, encode_varint, parse_a
 
 __all__ = [
     "Client", "Body", "ContactdError", "PairResult", "Patch", "Surface", "QueryResult",
-    "StreamResult", "Stream", "RegisterResult", "DEFAULT_ADDR", "PROTOCOL_VERSION",
+    "StreamResult", "Stream", "RegisterResult", "HelloResult", "DEFAULT_ADDR", "PROTOCOL_VERSION",
+    "ContactStatus", "EnergyStatus", "Detail", "Representation", "ContactModel", "PointContact", "ReducedContact",
+    "Speculative",
+    "NumpyMissing", "PairArrays", "stream_update_arrays_request",
     "encode_varint", "decode_varint", "hello_request", "register_request", "has_request",
     "release_request", "stats_request", "query_request", "open_stream_request", "stream_update_request",
     "close_stream_request", "WrenchJacobian", "pb",

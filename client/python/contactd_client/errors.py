@@ -1,6 +1,8 @@
 """The client's exceptions: ContactdError for every failed request, and its
 subclasses for a lost connection (ConnectionLost) and for a stream the
 client reopened on a new connection (StreamReopened)."""
+from typing import Any
+
 from ._pb import pb
 
 __all__ = ["ContactdError", "ConnectionLost", "StreamReopened"]
@@ -57,7 +59,7 @@ class StreamReopened(ContactdError):
 
     retryable = True
 
-    def __init__(self, event):
+    def __init__(self, event: Any) -> None:
         super().__init__(pb.UNAVAILABLE, "stream %d was reopened as stream %d on %s after the connection broke; "
                          "updates after sequence %d got no result: send them again"
                          % (event.old_id, event.new_id, event.address, event.last_result_sequence), remote=False)

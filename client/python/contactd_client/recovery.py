@@ -72,13 +72,13 @@ class Registrations:
         self.bytes = 0
         self._kept: "OrderedDict[str, _Kept]" = OrderedDict()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._kept)
 
-    def __contains__(self, gid):
+    def __contains__(self, gid: object) -> bool:
         return gid in self._kept
 
-    def add(self, gid: str, env, rebuild: Optional[Callable[[], Any]] = None, source_size: int = 0) -> None:
+    def add(self, gid: str, env: Any, rebuild: Optional[Callable[[], Any]] = None, source_size: int = 0) -> None:
         """Keep env (a RegisterGeometry Envelope) for gid, or only rebuild
         (which makes it again, counted as source_size bytes)."""
         self.discard([gid])
@@ -107,7 +107,7 @@ class Registrations:
             if k is not None:
                 self.bytes -= k.size
 
-    def envelope(self, gid: str):
+    def envelope(self, gid: str) -> Any:
         """A fresh RegisterGeometry Envelope for gid (request_id unset), or
         None when gid is not kept."""
         k = self._kept.get(gid)
@@ -120,7 +120,7 @@ class Registrations:
         return env
 
 
-def geometry_ids(env) -> Tuple[str, ...]:
+def geometry_ids(env: Any) -> Tuple[str, ...]:
     """The geometry ids a ContactQuery or OpenStream Envelope names."""
     case = env.WhichOneof("msg")
     if case not in ("contact_query", "open_stream"):
@@ -131,7 +131,7 @@ def geometry_ids(env) -> Tuple[str, ...]:
 _BODY_FIELD = re.compile(r"^(contactQuery|openStream)\.bodies\[(\d+)\]\.geometryId$")
 
 
-def missing_geometry(env, err) -> Optional[str]:
+def missing_geometry(env: Any, err: Any) -> Optional[str]:
     """The geometry id of env that a server's NOT_FOUND says is unknown
     (its field names the body), else None."""
     if not (err.remote and err.code == pb.NOT_FOUND):
@@ -145,7 +145,7 @@ def missing_geometry(env, err) -> Optional[str]:
     return bodies[i].geometry_id if i < len(bodies) else None
 
 
-def body_field(env, gid: str) -> str:
+def body_field(env: Any, gid: str) -> str:
     """The field path of the first body of a ContactQuery or OpenStream
     Envelope with geometry gid, as the server names it."""
     case = env.WhichOneof("msg")

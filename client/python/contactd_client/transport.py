@@ -12,12 +12,14 @@ import random
 import socket
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from ._pb import pb
 from .errors import ConnectionLost, ContactdError
 
 __all__ = ["Backoff", "Transport", "parse_addresses", "encode_varint", "decode_varint"]
+
+_FOREVER = 1e9  # a socket timeout standing for none
 
 
 def encode_varint(n: int) -> bytes:
@@ -31,7 +33,7 @@ def encode_varint(n: int) -> bytes:
             return bytes(out)
 
 
-def decode_varint(buf) -> Optional[Tuple[int, int]]:
+def decode_varint(buf: Union[bytes, bytearray, memoryview]) -> Optional[Tuple[int, int]]:
     """The varint at the start of buf as (value, its length in bytes); None
     when buf ends inside it; ValueError when it runs past 10 bytes."""
     n, shift = 0, 0
@@ -80,8 +82,8 @@ class Backoff:
     cap: float = 2.0
     give_up_after: Optional[float] = 30.0
 
-    def delay(self, n: int, rng=random) -> float:
-        return rng.uniform(0.0, min(self.cap, self.initial * self.factor ** n))
+    def delay(self, n: int, rng: Any = random) -> float:
+        return float(rng.uniform(0.0, min(self.cap, self.initial * self.factor ** n)))
 
 
 def _open(addr: str, timeout: float) -> socket.socket:
@@ -107,7 +109,9 @@ class Transport:
     """One connection at a time to one of ``addresses``. send() and recv()
     raise ConnectionLost when the connection breaks; it then stays broken
     (``broken``) until reconnect(). ``generation`` counts the connections
-    made (1 after the first). Not thread-safe."""
+    made (1 after the first). One thread may send while another receives
+    (Client serializes the senders, and the receivers); a break seen by
+    either drops the connection for both."""
 
     def __init__(self, addresses: Union[str, Sequence[str]], timeout: Optional[float] = 60.0,
                  connect_timeout: float = 5.0, max_frame: int = 256 << 20,
@@ -240,11 +244,13 @@ class Transport:
 
     def send(self, body: bytes) -> None:
         """Send one frame (body is a serialized Envelope)."""
-        if self._sock is None:
+        sock = self._sock  # (another thread may drop it meanwhile: the send then fails)
+        if sock is None:
             raise self._not_connected()
         try:
-            self._sock.settimeout(self.timeout)
-            self._sock.sendall(encode_varint(len(body)) + body)
+            # never None (blocking mode): a recv in another thread shares the socket's mode
+            sock.settimeout(_FOREVER if self.timeout is None else self.timeout)
+            sock.sendall(encode_varint(len(body)) + body)
         except socket.timeout:
             raise self._lost("sending timed out (part of a frame may have gone: the connection is dropped)") \
                 from None
@@ -278,14 +284,15 @@ class Transport:
             body = self._frame()
             if body is not None:
                 return body
-            if self._sock is None:
+            sock = self._sock
+            if sock is None:
                 raise self._not_connected()
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise ContactdError(pb.DEADLINE_EXCEEDED, "no reply within the timeout", remote=False)
-            self._sock.settimeout(left)
             try:
-                data = self._sock.recv(1 << 16)
+                sock.settimeout(_FOREVER if left is None else left)
+                data = sock.recv(1 << 16)
             except socket.timeout:
                 raise ContactdError(pb.DEADLINE_EXCEEDED, "no reply within the timeout", remote=False) from None
             except OSError as e:
