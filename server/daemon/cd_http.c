@@ -534,7 +534,8 @@ static int decide_tls(mconn *c, const uint8_t *p, size_t n) {
   if (!s->sec.tls_required) return 0;
   s->stats.http_tls_failures++;
   CD_DEBUG("HTTP connection refused", "peer=%s reason=\"not TLS (a plaintext client on a TLS port)\"", c->host);
-  heads_remove(c);
+  /* it stays in the head pool while its answer drains: one more of them
+   * cannot hold the port longer than a slow head could */
   c->done = 1;
   c->draining = 1;
   respond_text(c, 400, "this port speaks HTTPS (TLS is on): use https://\n");
