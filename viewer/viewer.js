@@ -63,7 +63,7 @@ for (const g of ['bodies', 'surfaces', 'arrows', 'patches', 'points']) {
 }
 
 const state = {
-  scene: null, source: null, paused: false, pending: null, last: null, version: 0,
+  scene: null, source: null, paused: false, pending: null, last: null, version: 0, signedOut: false,
   bodies: new Map(), // body id -> { mesh, geometryId }
   fitted: false, radius: 0.1, center: new THREE.Vector3(), updates: 0, rateT0: performance.now(), rate: 0,
 };
@@ -328,7 +328,9 @@ function updateTable(snap) {
 
 function setStatus() {
   const s = state.last;
-  $('status').textContent = !state.scene ? 'no published scene yet'
+  $('status').textContent = state.signedOut
+    ? 'not signed in, or the session expired: open this page once with ?token=<your token>'
+    : !state.scene ? 'no published scene yet'
     : !s ? `${state.scene}: waiting for a result`
     : `${state.scene} v${s.version} · ${s.pairs.length} pairs · ${state.rate.toFixed(0)} updates/s` +
       (state.paused ? ' · paused' : '');
@@ -384,7 +386,14 @@ function openScene(name) {
 async function refreshScenes() {
   let list = [];
   try {
-    list = (await (await fetch('/v1/scenes')).json()).scenes.map((s) => s.name).sort();
+    const r = await fetch('/v1/scenes');
+    state.signedOut = r.status === 401; // principals are set and this browser has no (live) session
+    if (state.signedOut) {
+      setStatus();
+      return;
+    }
+    // a principal of every tenant may see two tenants' scenes of one name: listed once
+    list = [...new Set((await r.json()).scenes.map((s) => s.name))].sort();
   } catch (e) { return; }
   const sel = $('scene'), have = [...sel.options].map((o) => o.value);
   if (have.join('\n') !== list.join('\n')) {

@@ -575,6 +575,8 @@ void cd_handlers_query(cd_req *r) {
   q->done = query_done;
   q->cancelled = cd_conn_cancel_flag(r->conn);
   q->jobq = cd_conn_jobs(r->conn);
+  const cd_principal *who = cd_conn_session(r->conn)->principal;
+  if (who) snprintf(q->tenant, sizeof q->tenant, "%s", who->tenant); /* a published scene is its tenant's */
   if (cd_conn_is_proto(r->conn)) /* the workers pack the results */
     q->pack_field = cd_splice_field(&contactd__v1__contact_reply__descriptor, "results");
   if (cd_qparse_opts(m->options, "contactQuery.options", &q->opt, &st) ||

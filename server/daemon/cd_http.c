@@ -1,7 +1,10 @@
-/* cd_http.c — the HTTP port's server: listener, connection cap, deadline
- * and request parsing, responses and event streams (cd_http.h); the
- * Prometheus endpoint (its text: cd_metrics.c) and health probes; every
- * other path goes to the viewer (cd_viewer.c).
+/* cd_http.c — the HTTP port's server: listener, the request-head deadline
+ * and the pool of connections still sending their head, the cap on
+ * connections being answered, TLS (cd_tls.h, the protocol port's
+ * certificate), request parsing, who a request is (cd_webauth.h),
+ * responses and event streams (cd_http.h); the Prometheus endpoint (its
+ * text: cd_metrics.c) and health probes; every other path goes to the
+ * viewer (cd_viewer.c).
  * Two-way with cd_viewer.c: this file is the HTTP
  * server, which routes a request to the viewer (cd_viewer_route), and the
  * viewer answers through the server's response functions (cd_http.h). */
@@ -14,9 +17,12 @@
 #include "cd_log.h"
 #include "cd_metrics.h"
 #include "cd_server.h"
+#include "cd_tls.h"
 #include "cd_viewer.h"
+#include "cd_webauth.h"
 
 #define REQ_MAX 4096
+#define RBUF_BYTES 16384
 
 typedef struct cd_http_conn mconn;
 
@@ -25,27 +31,40 @@ struct cd_http {
   uv_tcp_t listener;
   cd_spare spare; /* takes the connections we have no memory for */
   int nconns;   /* connections whose handles are not yet closed */
-  int nopen;    /* of those, the ones not closing: what max_metrics_connections caps
-                   (a closed socket's handle is released a moment later, and a
-                   client may already be reconnecting) */
+  int nopen;    /* of those, the ones not closing */
+  int nbusy;    /* of those, the ones past their head being answered (not probes): what
+                   max_metrics_connections caps */
+  int nheads;   /* of those, the ones still reading their head: what max_http_heads caps */
+  mconn *heads, *heads_tail; /* those, oldest first: the oldest goes when one more arrives */
   int stopping;
   int listener_closed;
   mconn *conns; /* open (not yet closing) connections, for cd_http_stop */
+  cd_webauth *auth; /* viewer sessions (principals set) */
+  char rbuf[RBUF_BYTES]; /* every read lands here first (one loop: used by one callback at a time) */
 };
 
 /* One HTTP connection. Its timer is a deadline from accept, never reset by
- * traffic: a client that connects and sends nothing, or dribbles a byte at a
- * time, is closed metrics_timeout_ms after it connected. */
+ * traffic: http_head_timeout_ms for its TLS handshake and request head,
+ * metrics_timeout_ms in all (an event stream: none once its request is
+ * read). A client that dribbles a byte at a time gains nothing. */
 struct cd_http_conn {
   uv_tcp_t h;
   uv_timer_t deadline;
   int handles_open; /* h and deadline: closed asynchronously */
   int closing;
   cd_http *m;
-  mconn *prev, *next;
+  mconn *prev, *next;   /* m->conns */
+  mconn *hprev, *hnext; /* m->heads while in_heads */
+  int in_heads;
+  uint64_t accepted_ms;
+  char host[64];        /* the peer's address, without its port */
+  cd_tls *tls;          /* NULL: plaintext */
+  int tls_decided;      /* the first bytes said TLS or not */
   char req[REQ_MAX];
   size_t len;
   int done;
+  int counted;          /* counted in m->nbusy */
+  cd_principal who;     /* the request's principal (principals set), a copy */
   uv_write_t w;
   char *resp;
   int draining;  /* answered an oversize request: reading and dropping the rest */
@@ -58,13 +77,17 @@ struct cd_http_conn {
 };
 
 static void free_server(cd_http *m) {
-  if (m->stopping && m->listener_closed && m->nconns == 0 && !m->spare.busy) free(m);
+  if (m->stopping && m->listener_closed && m->nconns == 0 && !m->spare.busy) {
+    cd_webauth_free(m->auth);
+    free(m);
+  }
 }
 
 static void on_spare_idle(void *arg) { free_server(arg); }
 
 static void mfree(mconn *c) {
   cd_http *m = c->m;
+  cd_tls_free(c->tls);
   free(c->resp);
   free(c);
   m->nconns--;
@@ -77,12 +100,37 @@ static void on_mclose(uv_handle_t *h) {
   mfree(c);
 }
 
+static void heads_remove(mconn *c) {
+  cd_http *m = c->m;
+  if (!c->in_heads) return;
+  c->in_heads = 0;
+  m->nheads--;
+  if (c->hprev) c->hprev->hnext = c->hnext;
+  else m->heads = c->hnext;
+  if (c->hnext) c->hnext->hprev = c->hprev;
+  else m->heads_tail = c->hprev;
+  c->hprev = c->hnext = NULL;
+}
+
+static void heads_append(mconn *c) {
+  cd_http *m = c->m;
+  c->in_heads = 1;
+  m->nheads++;
+  c->hprev = m->heads_tail;
+  if (m->heads_tail) m->heads_tail->hnext = c;
+  else m->heads = c;
+  m->heads_tail = c;
+}
+
 /* Close c once (a pending write is cancelled: on_written then sees closing). */
 static void mclose(mconn *c) {
   if (c->closing) return;
   c->closing = 1;
   cd_http *m = c->m;
   m->nopen--;
+  heads_remove(c);
+  if (c->counted) m->nbusy--;
+  c->counted = 0;
   if (c->prev) c->prev->next = c->next;
   else if (m->conns == c) m->conns = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -92,6 +140,19 @@ static void mclose(mconn *c) {
   c->on_sent = NULL;
   uv_close((uv_handle_t *)&c->h, on_mclose);
   uv_close((uv_handle_t *)&c->deadline, on_mclose);
+}
+
+static uint64_t now_ms(void) { return cd_stats_now_ns() / 1000000; }
+
+/* One refusal by the HTTP port's limits: counted, logged once per window. */
+static void refused(cd_http *m, const char *why) {
+  const cd_limits *l = &m->srv->cfg.limits;
+  uint64_t n = cd_security_refused(&m->srv->sec, CD_REFUSED_HTTP, now_ms(), l->refusal_log_window_ms);
+  if (n)
+    CD_WARN("HTTP connections refused", "count=%llu last_reason=\"%s\" max_http_heads=%llu "
+            "max_metrics_connections=%llu window_ms=%llu",
+            (unsigned long long)n, why, (unsigned long long)l->max_http_heads,
+            (unsigned long long)l->max_metrics_connections, (unsigned long long)l->refusal_log_window_ms);
 }
 
 static void on_shutdown(uv_shutdown_t *r, int status) {
@@ -119,18 +180,28 @@ static void on_written(uv_write_t *w, int status) {
 
 static void on_deadline(uv_timer_t *t) {
   mconn *c = t->data;
-  CD_DEBUG("metrics connection timed out", "timeout_ms=%llu answered=%d",
-           (unsigned long long)c->m->srv->cfg.limits.metrics_timeout_ms, c->done);
+  const cd_limits *l = &c->m->srv->cfg.limits;
+  if (!c->done) {
+    c->m->srv->stats.http_head_timeouts++;
+    CD_DEBUG("HTTP connection closed: no complete request head in time", "peer=%s http_head_timeout_ms=%llu",
+             c->host, (unsigned long long)l->http_head_timeout_ms);
+  } else {
+    CD_DEBUG("HTTP connection timed out", "peer=%s metrics_timeout_ms=%llu", c->host,
+             (unsigned long long)l->metrics_timeout_ms);
+  }
   mclose(c);
 }
 
 static const char *reason(int code) {
   switch (code) {
     case 200: return "OK";
+    case 303: return "See Other";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
@@ -138,7 +209,53 @@ static const char *reason(int code) {
   }
 }
 
+/* ---- writing: plaintext, or through the connection's TLS ------------------- */
+
+typedef struct rawwrite {
+  uv_write_t w;
+  char data[];
+} rawwrite;
+
+static void on_raw_written(uv_write_t *w, int status) {
+  (void)status; /* a failure shows on the next read or write */
+  free(w);
+}
+
+/* Ciphertext the TLS has for the peer (handshake messages, alerts). */
+static void flush_tls(mconn *c) {
+  size_t n = c->tls ? cd_tls_out_pending(c->tls) : 0;
+  if (!n || c->closing) return;
+  rawwrite *r = malloc(sizeof *r + n);
+  if (!r) {
+    mclose(c);
+    return;
+  }
+  uv_buf_t b = uv_buf_init(r->data, (unsigned)cd_tls_take(c->tls, r->data, n));
+  if (uv_write(&r->w, (uv_stream_t *)&c->h, &b, 1, on_raw_written) < 0) {
+    free(r);
+    mclose(c);
+  }
+}
+
+/* Write c->resp (n bytes): encrypted first on a TLS connection, which a
+ * one-off answer then closes (close_notify). */
 static void write_resp(mconn *c, size_t n) {
+  if (c->tls) {
+    if (cd_tls_write(c->tls, c->resp, n) != CD_TLS_OK) {
+      mclose(c);
+      return;
+    }
+    if (!c->streaming) cd_tls_shutdown(c->tls);
+    size_t k = cd_tls_out_pending(c->tls);
+    char *ct = malloc(k ? k : 1);
+    if (!ct) {
+      mclose(c);
+      return;
+    }
+    n = cd_tls_take(c->tls, ct, k);
+    free(c->resp);
+    c->resp = ct;
+  }
   uv_buf_t b = uv_buf_init(c->resp, (unsigned)n);
   c->w.data = c;
   if (uv_write(&c->w, (uv_stream_t *)&c->h, &b, 1, on_written) < 0) mclose(c);
@@ -189,17 +306,14 @@ int cd_http_send(mconn *c, char *buf, size_t len) {
   return 0;
 }
 
-static void on_discard_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
+static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
   (void)sz;
   mconn *c = h->data;
-  b->base = c->req;
-  b->len = REQ_MAX - 1;
+  b->base = c->m->rbuf;
+  b->len = sizeof c->m->rbuf;
 }
 
-static void on_discard(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
-  (void)b;
-  if (n < 0) mclose(st->data);
-}
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b);
 
 int cd_http_stream_start(mconn *c, void (*on_sent)(void *), void (*on_close)(void *), void *arg) {
   static const char head[] = "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
@@ -224,15 +338,20 @@ int cd_http_stream_start(mconn *c, void (*on_sent)(void *), void (*on_close)(voi
   uv_timer_stop(&c->deadline);
   c->streaming = 1;
   /* read on only to see the client go; what it sends is dropped */
-  uv_read_start((uv_stream_t *)&c->h, on_discard_alloc, on_discard);
+  uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read);
   cd_http_send(c, buf, sizeof head - 1);
   return c->closing ? -1 : 0;
 }
 
-/* Parse "METHOD SP PATH SP HTTP/1.x" in place; 0, or -1 when malformed. */
-static int parse_request_line(char *req, cd_http_req *out) {
+/* ---- the request ------------------------------------------------------------- */
+
+/* Parse "METHOD SP PATH SP HTTP/1.x" in place; 0, or -1 when malformed.
+ * *query: the query string (after '?'), or NULL; *headers: the lines
+ * after the request line. */
+static int parse_request_line(char *req, cd_http_req *out, char **query, char **headers) {
   char *eol = strchr(req, '\n');
   if (!eol) return -1;
+  *headers = eol + 1;
   if (eol > req && eol[-1] == '\r') eol--;
   *eol = 0;
   char *sp1 = strchr(req, ' ');
@@ -242,84 +361,148 @@ static int parse_request_line(char *req, cd_http_req *out) {
   char *sp2 = strchr(path, ' ');
   if (!sp2 || path[0] != '/' || strncmp(sp2 + 1, "HTTP/1.", 7) != 0) return -1;
   *sp2 = 0;
-  char *qm = strpbrk(path, "?#");
+  char *hash = strchr(path, '#');
+  if (hash) *hash = 0;
+  char *qm = strchr(path, '?');
+  *query = qm ? qm + 1 : NULL;
   if (qm) *qm = 0;
   for (const char *p = req; *p; p++)
     if (*p < 'A' || *p > 'Z') return -1;
   out->method = req;
   out->path = path;
+  out->principal = NULL;
+  return 0;
+}
+
+static void serve_metrics(mconn *c, const char *headers) {
+  cd_server *s = c->m->srv;
+  size_t tl = 0;
+  const char *tok = cd_webauth_bearer(headers, &tl);
+  if (!cd_security_metrics_token_ok(&s->sec, tok, tl)) {
+    s->stats.http_unauthorized++;
+    cd_http_respond(c, 401, "text/plain", "WWW-Authenticate: Bearer realm=\"contactd metrics\"\r\n",
+                    "/metrics needs its bearer token (metrics_token_file)\n",
+                    sizeof "/metrics needs its bearer token (metrics_token_file)\n" - 1);
+    return;
+  }
+  size_t n = 0;
+  int over = 0;
+  char *buf = cd_metrics_render(s, &n, &over);
+  if (buf) {
+    cd_http_respond_owned(c, 200, "text/plain; version=0.0.4", buf, n);
+  } else if (over) {
+    CD_WARN("metrics exposition over max_metrics_bytes", "max_metrics_bytes=%llu",
+            (unsigned long long)s->cfg.limits.max_metrics_bytes);
+    respond_text(c, 500, "the metrics exposition is over max_metrics_bytes\n");
+  } else {
+    mclose(c); /* out of memory */
+  }
+}
+
+/* With principals set: who the request is (1: go on, c->who set), or it
+ * is answered here (0): 401 without a valid token or session, 429 while
+ * its address is locked out, 303 to the same path without ?token= once a
+ * token was exchanged for a session cookie. */
+static int authenticate(mconn *c, const cd_http_req *rq, const char *query, const char *headers) {
+  cd_server *s = c->m->srv;
+  cd_webauth_in in = {headers, query, c->host, c->tls != NULL, now_ms()};
+  char cookie[256], extra[REQ_MAX + 320];
+  int fresh = 0;
+  const char *why = "";
+  cd_webauth_result r = cd_webauth_check(c->m->auth, &s->sec, &in, &c->who, cookie, sizeof cookie, &fresh, &why);
+  if (r == CD_WEBAUTH_OK && !fresh) return 1;
+  if (r == CD_WEBAUTH_OK) {
+    CD_INFO("viewer session opened", "peer=%s principal=%s tenant=%s secure=%d", c->host, c->who.name,
+            c->who.tenant, c->tls != NULL);
+    snprintf(extra, sizeof extra, "Location: %s\r\n%s", rq->path, cookie);
+    cd_http_respond(c, 303, "text/plain", extra, "signed in\n", sizeof "signed in\n" - 1);
+  } else if (r == CD_WEBAUTH_LOCKED) {
+    const cd_limits *l = &s->cfg.limits;
+    uint64_t n = cd_security_refused(&s->sec, CD_REFUSED_LOCKED_OUT, in.now_ms, l->refusal_log_window_ms);
+    if (n) CD_WARN("authentications refused: address locked out", "address=%s refused=%llu port=http", c->host,
+                   (unsigned long long)n);
+    CD_HTTP_RESPOND_TEXT(c, 429, NULL, "too many failed authentications from this address: try again later\n");
+  } else {
+    s->stats.http_unauthorized++;
+    char msg[256];
+    int k = snprintf(msg, sizeof msg,
+                     "%s: this port needs a principal's token: send \"Authorization: Bearer <token>\", or open "
+                     "/?token=<token> once in a browser\n",
+                     why);
+    CD_DEBUG("HTTP request refused", "peer=%s path=%s reason=\"%s\"", c->host, rq->path, why);
+    cd_http_respond(c, 401, "text/plain", "WWW-Authenticate: Bearer realm=\"contactd\"\r\n", msg, (size_t)k);
+  }
   return 0;
 }
 
 static void handle(mconn *c) {
   c->done = 1;
   uv_read_stop((uv_stream_t *)&c->h);
-  cd_server *s = c->m->srv;
+  cd_http *m = c->m;
+  cd_server *s = m->srv;
   cd_http_req rq;
-  if (parse_request_line(c->req, &rq)) {
+  char *query = NULL, *headers = NULL;
+  if (parse_request_line(c->req, &rq, &query, &headers)) {
     respond_text(c, 400, "bad request\n");
     return;
   }
   const char *path = rq.path;
-  int ours = strcmp(path, "/metrics") == 0 || strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0;
-  if (!ours) {
-    if (!s->viewers || !cd_viewer_route(s->viewers, c, &rq)) respond_text(c, 404, "not found\n");
+  /* Probes are answered whatever else holds the port: a few bytes written
+   * at once, counted against nothing. */
+  if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0) {
+    if (strcmp(rq.method, "GET") != 0) respond_text(c, 405, "method not allowed\n");
+    else if (strcmp(path, "/healthz") == 0) respond_text(c, 200, "ok\n");
+    else if (s->draining) respond_text(c, 503, "shutting down\n");
+    else respond_text(c, 200, "ready\n");
     return;
   }
-  if (strcmp(rq.method, "GET") != 0) {
-    respond_text(c, 405, "method not allowed\n");
+  uint64_t cap = s->cfg.limits.max_metrics_connections;
+  if (cap && (uint64_t)m->nbusy >= cap) {
+    refused(m, "max_metrics_connections");
+    CD_HTTP_RESPOND_TEXT(c, 503, "Retry-After: 1\r\n", "the HTTP port is busy (max_metrics_connections): retry\n");
     return;
   }
+  c->counted = 1;
+  m->nbusy++;
   if (strcmp(path, "/metrics") == 0) {
-    size_t n = 0;
-    int over = 0;
-    char *buf = cd_metrics_render(s, &n, &over);
-    if (buf) {
-      cd_http_respond_owned(c, 200, "text/plain; version=0.0.4", buf, n);
-    } else if (over) {
-      CD_WARN("metrics exposition over max_metrics_bytes", "max_metrics_bytes=%llu",
-              (unsigned long long)s->cfg.limits.max_metrics_bytes);
-      respond_text(c, 500, "the metrics exposition is over max_metrics_bytes\n");
-    } else {
-      mclose(c); /* out of memory */
-    }
-  } else if (strcmp(path, "/healthz") == 0) {
-    respond_text(c, 200, "ok\n");
-  } else if (s->draining) {
-    respond_text(c, 503, "shutting down\n");
-  } else {
-    respond_text(c, 200, "ready\n");
-  }
-}
-
-static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
-  (void)sz;
-  mconn *c = h->data;
-  if (c->draining) c->len = 0;
-  b->base = c->req + c->len;
-  b->len = REQ_MAX - 1 - c->len;
-}
-
-static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
-  (void)b;
-  mconn *c = st->data;
-  if (c->closing || (c->done && !c->draining)) return;
-  if (n < 0) {
-    mclose(c);
+    if (strcmp(rq.method, "GET") != 0) respond_text(c, 405, "method not allowed\n");
+    else serve_metrics(c, headers);
     return;
   }
-  if (c->draining) return; /* the rest of an oversize request */
-  if (memchr(c->req + c->len, 0, (size_t)n)) { /* no HTTP request holds a NUL byte */
+  if (cd_security_auth_on(&s->sec)) {
+    if (!authenticate(c, &rq, query, headers)) return;
+    rq.principal = &c->who;
+  }
+  if (!s->viewers || !cd_viewer_route(s->viewers, c, &rq)) respond_text(c, 404, "not found\n");
+}
+
+/* The head is complete: out of the head pool, under the connection's
+ * lifetime only, answered. */
+static void head_complete(mconn *c) {
+  const cd_limits *l = &c->m->srv->cfg.limits;
+  heads_remove(c);
+  if (l->metrics_timeout_ms) {
+    uint64_t spent = uv_now(c->h.loop) - c->accepted_ms;
+    uv_timer_start(&c->deadline, on_deadline, l->metrics_timeout_ms > spent ? l->metrics_timeout_ms - spent : 1, 0);
+  } else {
+    uv_timer_stop(&c->deadline);
+  }
+  handle(c);
+}
+
+/* k plaintext bytes were appended at c->req + c->len. */
+static void took(mconn *c, size_t k) {
+  if (memchr(c->req + c->len, 0, k)) { /* no HTTP request holds a NUL byte */
     c->done = 1;
     c->draining = 1;
     c->len = 0;
     respond_text(c, 400, "bad request\n");
     return;
   }
-  c->len += (size_t)n;
+  c->len += k;
   c->req[c->len] = 0;
   if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
-    handle(c);
+    head_complete(c);
   } else if (c->len >= REQ_MAX - 1) {
     /* 431 whether the request line or the headers are too long */
     c->done = 1;
@@ -329,10 +512,90 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
   }
 }
 
+/* The first bytes: a TLS ClientHello, or plaintext. With a certificate set
+ * and tls_required, plaintext is answered (in plaintext) that this port
+ * speaks HTTPS. 0: go on; -1: answered or closed. */
+static int decide_tls(mconn *c, const uint8_t *p, size_t n) {
+  cd_server *s = c->m->srv;
+  c->tls_decided = 1;
+  cd_tls_ctx *ctx = cd_security_tls(&s->sec);
+  if (!ctx) return 0;
+  int hello = n >= 3 ? cd_tls_looks_like_hello(p, n) : p[0] == 0x16;
+  if (hello) {
+    c->tls = cd_tls_new(ctx);
+    cd_tls_ctx_unref(ctx);
+    if (!c->tls) {
+      mclose(c);
+      return -1;
+    }
+    return 0;
+  }
+  cd_tls_ctx_unref(ctx);
+  if (!s->sec.tls_required) return 0;
+  s->stats.http_tls_failures++;
+  CD_DEBUG("HTTP connection refused", "peer=%s reason=\"not TLS (a plaintext client on a TLS port)\"", c->host);
+  /* it stays in the head pool while its answer drains: one more of them
+   * cannot hold the port longer than a slow head could */
+  c->done = 1;
+  c->draining = 1;
+  respond_text(c, 400, "this port speaks HTTPS (TLS is on): use https://\n");
+  return -1;
+}
+
+/* Ciphertext from the socket: the handshake, then plaintext into req. */
+static void tls_input(mconn *c, const char *p, size_t n) {
+  cd_server *s = c->m->srv;
+  int was_done = cd_tls_handshake_done(c->tls);
+  cd_tls_status st = cd_tls_feed(c->tls, p, n);
+  flush_tls(c);
+  if (st == CD_TLS_FAILED) {
+    s->stats.http_tls_failures++;
+    CD_DEBUG("HTTP connection refused", "peer=%s reason=\"%s\"", c->host, cd_tls_why(c->tls));
+    mclose(c);
+    return;
+  }
+  if (!was_done && cd_tls_handshake_done(c->tls)) s->stats.http_tls_handshakes++;
+  size_t k;
+  while (!c->closing && !c->done && c->len < REQ_MAX - 1 &&
+         (k = cd_tls_read(c->tls, c->req + c->len, REQ_MAX - 1 - c->len)) > 0)
+    took(c, k);
+  if (!c->closing && !c->done && cd_tls_failed(c->tls)) mclose(c);
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  mconn *c = st->data;
+  if (c->closing) return;
+  if (n < 0) {
+    mclose(c);
+    return;
+  }
+  /* an event stream's client, or the rest of an oversize request: dropped */
+  if (n == 0 || c->streaming || c->draining || c->done) return;
+  if (!c->tls_decided && decide_tls(c, (const uint8_t *)b->base, (size_t)n)) return;
+  if (c->tls) {
+    tls_input(c, b->base, (size_t)n);
+    return;
+  }
+  size_t room = REQ_MAX - 1 - c->len, k = (size_t)n < room ? (size_t)n : room;
+  memcpy(c->req + c->len, b->base, k);
+  took(c, k);
+}
+
+/* ---- the listener ------------------------------------------------------------ */
+
 static void on_listener_closed(uv_handle_t *h) {
   cd_http *m = h->data;
   m->listener_closed = 1;
   free_server(m); /* once the connections closed by cd_http_stop are gone */
+}
+
+static void peer_host(mconn *c) {
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  snprintf(c->host, sizeof c->host, "?");
+  if (uv_tcp_getpeername(&c->h, (struct sockaddr *)&ss, &len) != 0) return;
+  if (ss.ss_family == AF_INET6) uv_ip6_name((struct sockaddr_in6 *)&ss, c->host, sizeof c->host);
+  else uv_ip4_name((struct sockaddr_in *)&ss, c->host, sizeof c->host);
 }
 
 static void on_conn(uv_stream_t *ls, int status) {
@@ -341,7 +604,7 @@ static void on_conn(uv_stream_t *ls, int status) {
   const cd_limits *l = &m->srv->cfg.limits;
   mconn *c = calloc(1, sizeof *c);
   if (!c) {
-    CD_WARN("metrics connection refused: out of memory for its state", NULL);
+    CD_WARN("HTTP connection refused: out of memory for its state", NULL);
     cd_spare_take(&m->spare);
     return;
   }
@@ -356,24 +619,32 @@ static void on_conn(uv_stream_t *ls, int status) {
   c->next = m->conns;
   if (m->conns) m->conns->prev = c;
   m->conns = c;
-  /* Over the cap the connection is accepted (to take it off the backlog)
-   * and closed at once: a scraper retries, a flood holds nothing. */
-  int over = l->max_metrics_connections && (uint64_t)m->nopen > l->max_metrics_connections;
-  if (uv_accept(ls, (uv_stream_t *)&c->h) != 0 || m->stopping || over) {
-    if (over)
-      CD_WARN("metrics connection refused", "open=%d max_metrics_connections=%llu", m->nopen - 1,
-              (unsigned long long)l->max_metrics_connections);
+  if (uv_accept(ls, (uv_stream_t *)&c->h) != 0 || m->stopping) {
     mclose(c);
     return;
   }
-  if (l->metrics_timeout_ms) uv_timer_start(&c->deadline, on_deadline, l->metrics_timeout_ms, 0);
+  peer_host(c);
+  /* The head pool is full: the connection that has taken longest over its
+   * head goes, never the new one, so a probe that sends its request at
+   * once is read before a flood of slow heads can push it out. */
+  if ((uint64_t)m->nheads >= l->max_http_heads && m->heads) {
+    refused(m, "max_http_heads: the oldest unfinished request head was closed");
+    mclose(m->heads);
+  }
+  heads_append(c);
+  c->accepted_ms = uv_now(ls->loop);
+  uint64_t first = l->http_head_timeout_ms;
+  if (l->metrics_timeout_ms && l->metrics_timeout_ms < first) first = l->metrics_timeout_ms;
+  uv_timer_start(&c->deadline, on_deadline, first, 0);
   uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read);
 }
 
 cd_http *cd_http_start(cd_server *s, const char *host, int port, int *bound) {
   cd_http *m = calloc(1, sizeof *m);
-  if (!m) {
-    CD_ERROR("out of memory starting the metrics listener", NULL);
+  if (m) m->auth = cd_webauth_new(s->cfg.limits.viewer_sessions, s->cfg.limits.viewer_session_ttl_ms);
+  if (!m || !m->auth) {
+    free(m);
+    CD_ERROR("out of memory starting the HTTP port", NULL);
     return NULL;
   }
   m->srv = s;
@@ -386,7 +657,9 @@ cd_http *cd_http_start(cd_server *s, const char *host, int port, int *bound) {
   m->spare.on_idle = on_spare_idle;
   m->spare.arg = m;
   if (!rc) rc = uv_tcp_bind(&m->listener, (struct sockaddr *)&addr, 0);
-  if (!rc) rc = uv_listen((uv_stream_t *)&m->listener, 64, on_conn);
+  /* a backlog deep enough that a burst of connections waits for accept
+   * rather than being dropped by the kernel (the head pool sorts them) */
+  if (!rc) rc = uv_listen((uv_stream_t *)&m->listener, 511, on_conn);
   if (rc) {
     CD_ERROR("cannot listen for metrics", "host=%s port=%d error=\"%s\"", host, port, uv_strerror(rc));
     m->stopping = 1;
@@ -400,7 +673,6 @@ cd_http *cd_http_start(cd_server *s, const char *host, int port, int *bound) {
                                           : ((struct sockaddr_in *)&ss)->sin_port);
   return m;
 }
-
 
 void cd_http_stop(cd_http *m) {
   if (!m) return;

@@ -1,12 +1,22 @@
 /* cd_http.h — the HTTP port (cd_http.c): a minimal HTTP/1.0 responder on
- * the loop. GET /metrics (Prometheus text format, cd_metrics.c), /healthz
- * (liveness: the loop answers) and /readyz (readiness: 503 while shutting
- * down) there; the viewer's paths in cd_viewer.c. One request per
- * connection: a malformed request line is 400, one over 4 KiB 431, a
- * method other than GET 405, an unknown path 404. At most
- * max_metrics_connections are open at once (more are closed on accept), and
- * each is closed metrics_timeout_ms after it was accepted, answered or not,
- * except an event stream once its request is read.
+ * the loop. GET /metrics (Prometheus text format, cd_metrics.c; its own
+ * bearer token when metrics_token_file is set), /healthz (liveness: the
+ * loop answers) and /readyz (readiness: 503 while shutting down) there;
+ * the viewer's paths in cd_viewer.c, which with principals set need a
+ * principal (cd_webauth.h: 401 without). One request per connection: a
+ * malformed request line is 400, one over 4 KiB 431, a method other than
+ * GET 405, an unknown path 404. With a TLS certificate set the port
+ * speaks HTTPS with it (plaintext too only when tls_required is false).
+ *
+ * Not easily held down: a connection must finish its TLS handshake and
+ * request head within http_head_timeout_ms of connecting; at most
+ * max_http_heads are reading their heads, and one more closes the one
+ * that has taken longest; past its head a request counts against
+ * max_metrics_connections (more get 503), except the probes, which are
+ * always answered; refusals are counted (contactd_refused_total) and
+ * logged once per refusal_log_window_ms. Each connection is closed
+ * metrics_timeout_ms after it was accepted, answered or not, except an
+ * event stream once its request is read.
  *
  * Below the server's start and stop, one connection as the routes that live
  * elsewhere (cd_viewer.c) see it. A request is answered once
@@ -23,6 +33,8 @@
 
 #include <stddef.h>
 
+#include "cd_principals.h"
+
 typedef struct cd_server cd_server;
 typedef struct cd_http cd_http;
 typedef struct cd_http_conn cd_http_conn;
@@ -33,10 +45,14 @@ cd_http *cd_http_start(cd_server *s, const char *host, int port, int *bound);
  * too). */
 void cd_http_stop(cd_http *h);
 
-/* The request as parsed: method and path (query string cut off). */
+/* The request as parsed: method and path (query string cut off), and who
+ * it is: its principal with principals set (what it may see: its tenant's
+ * scenes, every tenant's with tenant "*" or the admin role), else NULL
+ * (everything). */
 typedef struct cd_http_req {
   const char *method;
   const char *path;
+  const cd_principal *principal;
 } cd_http_req;
 
 cd_server *cd_http_server(const cd_http_conn *c);

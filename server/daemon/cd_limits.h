@@ -28,9 +28,12 @@
  * max_output_bytes) stay under output_memory_bytes: past it the connections
  * holding the most are closed first (cd_outmem.c);
  * and the cache is bounded by cache_bytes (unreferenced entries are evicted
- * least-recently-used first). The HTTP port holds at most
- * max_metrics_connections connections of a 4 KiB request buffer each (and
- * a /metrics response of at most max_metrics_bytes), for at most
+ * least-recently-used first). The HTTP port holds at most max_http_heads
+ * connections reading their request head (a 4 KiB buffer and, with TLS, a
+ * handshake's state each) for at most http_head_timeout_ms, and at most
+ * max_metrics_connections being answered (a /metrics response of at most
+ * max_metrics_bytes), besides health probes, whose answers are a few
+ * bytes written at once; each for at most
  * metrics_timeout_ms (an event stream, once its request is read, for as
  * long as its viewer stays, at most max_viewers of them, each holding one
  * update being written, a kernel send buffer of viewer_send_buffer_bytes
@@ -102,14 +105,22 @@
      "core to wake; costs at most this much loop CPU per job (0 = sleep at once); a "      \
      "query of several jobs is not polled for")                                            \
   XX(max_metrics_connections, 16, 0, "connections",                                        \
-     "open connections to the metrics port (0 = no limit)")                                \
+     "connections of the HTTP port being answered at once, past their request head "      \
+     "(/metrics, the viewer, its event streams); more get 503; /healthz and /readyz are "  \
+     "answered beyond it (0 = no limit)")                                                  \
+  XX(max_http_heads, 256, 1, "connections",                                                \
+     "connections of the HTTP port still sending their request head (or TLS handshake); "  \
+     "one more closes the oldest of them")                                                 \
+  XX(http_head_timeout_ms, 5000, 1, "ms",                                                  \
+     "an HTTP connection must finish its TLS handshake and request head within this long " \
+     "of connecting, or it is closed")                                                     \
   XX(max_metrics_bytes, 4 * CD_MIB, 65536, "bytes",                                        \
      "largest /metrics exposition (it grows with workers and io_threads: 1024 workers and " \
      "256 loops take about 90 KiB); past it GET /metrics is answered 500, never "        \
      "truncated")                                                                          \
   XX(metrics_timeout_ms, 10000, 0, "ms",                                                   \
-     "a metrics connection is closed this long after it opened, answered or not "          \
-     "(0 = never)")                                                                        \
+     "a connection of the HTTP port is closed this long after it opened, answered or not " \
+     "(an event stream, once its request is read, stays; 0 = never)")                       \
   XX(max_viewers, 8, 0, "viewers",                                                         \
      "open viewer event streams on the HTTP port, each also one of its connections "       \
      "(0 = no event streams)")                                                             \
@@ -118,6 +129,10 @@
      "pending update, replaced by a newer one")                                            \
   XX(viewer_max_geometry_bytes, 64 * CD_MIB, 1024, "bytes",                                \
      "largest boundary-mesh response of GET /v1/geometry/<id>/surface (413 beyond)")       \
+  XX(viewer_sessions, 1024, 1, "sessions",                                                 \
+     "viewer sessions (a ?token= exchanged for a cookie, with principals set); one more "  \
+     "replaces the one closest to expiring")                                               \
+  XX(viewer_session_ttl_ms, 43200000, 1000, "ms", "how long a viewer session lasts")       \
   XX(max_published_scenes, 64, 1, "scenes",                                                \
      "scenes whose latest result is kept for viewers; publishing one more forgets the "    \
      "scene published least recently")                                                     \

@@ -63,6 +63,16 @@ static void render_security(cd_fmt_buf *o, cd_server *s) {
          (double)as.auth_delayed);
   metric(o, "auth_lockouts_total", "counter", "addresses locked out after auth_fail_max failures",
          (double)as.lockouts);
+  const cd_stats *st = &s->stats;
+  metric(o, "http_head_timeouts_total", "counter",
+         "HTTP connections closed without a complete request head within http_head_timeout_ms",
+         (double)st->http_head_timeouts);
+  metric(o, "http_unauthorized_total", "counter", "HTTP requests answered 401 (no token, or a wrong one)",
+         (double)st->http_unauthorized);
+  metric(o, "http_tls_handshakes_total", "counter", "TLS handshakes completed on the HTTP port",
+         (double)st->http_tls_handshakes);
+  metric(o, "http_tls_failures_total", "counter", "HTTP connections refused for their TLS (or plaintext on a TLS port)",
+         (double)st->http_tls_failures);
   metric(o, "tracked_addresses", "gauge", "source addresses remembered for per-address limits", (double)as.tracked);
   metric(o, "reloads_total", "counter", "SIGHUP reloads that took every file", (double)sec->reloads);
   metric(o, "reload_failures_total", "counter", "SIGHUP reloads that kept something old", (double)sec->reload_failures);

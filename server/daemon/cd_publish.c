@@ -161,6 +161,7 @@ void cd_publish_snap_unref(cd_pub_snap *s) {
 
 typedef struct scene {
   char name[CD_PUB_NAME_MAX + 1];
+  char tenant[CD_PUB_TENANT_MAX];
   cd_pub_snap *latest;
   uint64_t version;
   uint64_t tick; /* when last published: the smallest is forgotten first */
@@ -196,16 +197,20 @@ void cd_publish_destroy(cd_publish *t) {
   free(t);
 }
 
-static scene *find(cd_publish *t, const char *name) {
+static scene *find(cd_publish *t, const char *tenant, const char *name) {
   for (size_t i = 0; i < t->n; i++)
-    if (strcmp(t->scenes[i].name, name) == 0) return &t->scenes[i];
+    if (strcmp(t->scenes[i].name, name) == 0 && strcmp(t->scenes[i].tenant, tenant) == 0) return &t->scenes[i];
   return NULL;
+}
+
+static int visible(const scene *sc, cd_publish_sees sees, const void *arg) {
+  return sc->latest && (!sees || sees(sc->tenant, arg));
 }
 
 void cd_publish_put(cd_publish *t, cd_pub_snap *snap) {
   cd_pub_snap *old = NULL;
   pthread_mutex_lock(&t->mu);
-  scene *sc = find(t, snap->scene);
+  scene *sc = find(t, snap->tenant, snap->scene);
   if (!sc) {
     if (t->n < t->cap) {
       sc = &t->scenes[t->n++];
@@ -217,6 +222,7 @@ void cd_publish_put(cd_publish *t, cd_pub_snap *snap) {
     }
     memset(sc, 0, sizeof *sc);
     snprintf(sc->name, sizeof sc->name, "%s", snap->scene);
+    snprintf(sc->tenant, sizeof sc->tenant, "%s", snap->tenant);
   } else if (sc->latest && snap->started_ns < sc->latest->started_ns) {
     pthread_mutex_unlock(&t->mu); /* overtaken by a query that started later */
     cd_publish_snap_unref(snap);
@@ -234,26 +240,32 @@ void cd_publish_put(cd_publish *t, cd_pub_snap *snap) {
   cd_publish_snap_unref(old); /* outside the lock: it may free a large surface */
 }
 
-cd_pub_snap *cd_publish_get(cd_publish *t, const char *name) {
+cd_pub_snap *cd_publish_get(cd_publish *t, const char *name, cd_publish_sees sees, const void *arg) {
   pthread_mutex_lock(&t->mu);
-  scene *sc = find(t, name);
+  scene *sc = NULL;
+  for (size_t i = 0; i < t->n; i++) {
+    scene *c = &t->scenes[i];
+    if (strcmp(c->name, name) == 0 && visible(c, sees, arg) && (!sc || c->tick > sc->tick)) sc = c;
+  }
   cd_pub_snap *s = sc ? sc->latest : NULL;
   if (s) cd_publish_snap_ref(s);
   pthread_mutex_unlock(&t->mu);
   return s;
 }
 
-char *cd_publish_list_json(cd_publish *t, size_t *len) {
+char *cd_publish_list_json(cd_publish *t, size_t *len, cd_publish_sees sees, const void *arg) {
   pthread_mutex_lock(&t->mu);
-  size_t cap = 64 + t->n * (CD_PUB_NAME_MAX + 96);
+  size_t cap = 64 + t->n * (CD_PUB_NAME_MAX + CD_PUB_TENANT_MAX + 112);
   char *out = malloc(cap);
   size_t n = 0;
   if (out) {
     n += (size_t)snprintf(out + n, cap - n, "{\"scenes\":[");
-    for (size_t i = 0; i < t->n; i++) {
+    for (size_t i = 0, k = 0; i < t->n; i++) {
       const scene *sc = &t->scenes[i];
-      n += (size_t)snprintf(out + n, cap - n, "%s{\"name\":\"%s\",\"version\":%llu,\"bodies\":%d,\"pairs\":%lld}",
-                            i ? "," : "", sc->name, (unsigned long long)sc->version,
+      if (!visible(sc, sees, arg)) continue;
+      n += (size_t)snprintf(out + n, cap - n,
+                            "%s{\"name\":\"%s\",\"tenant\":\"%s\",\"version\":%llu,\"bodies\":%d,\"pairs\":%lld}",
+                            k++ ? "," : "", sc->name, sc->tenant, (unsigned long long)sc->version,
                             sc->latest ? (int)sc->latest->nbodies : 0,
                             sc->latest ? (long long)sc->latest->npairs : 0LL);
     }
@@ -262,6 +274,18 @@ char *cd_publish_list_json(cd_publish *t, size_t *len) {
   pthread_mutex_unlock(&t->mu);
   *len = n;
   return out;
+}
+
+int cd_publish_shows_geometry(cd_publish *t, const char *id, cd_publish_sees sees, const void *arg) {
+  int found = 0;
+  pthread_mutex_lock(&t->mu);
+  for (size_t i = 0; i < t->n && !found; i++) {
+    const scene *sc = &t->scenes[i];
+    if (!visible(sc, sees, arg)) continue;
+    for (int32_t b = 0; b < sc->latest->nbodies && !found; b++) found = strcmp(sc->latest->bodies[b].geometry, id) == 0;
+  }
+  pthread_mutex_unlock(&t->mu);
+  return found;
 }
 
 void cd_publish_set_notify(cd_publish *t, void (*fn)(void *), void *arg) {

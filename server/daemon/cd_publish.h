@@ -61,9 +61,14 @@ typedef struct cd_pub_body {
   double R[9], p[3];      /* pose, row-major rotation */
 } cd_pub_body;
 
+/* A tenant's name as principals carry it (cd_principals.h); "" when
+ * principals are not set. */
+#define CD_PUB_TENANT_MAX 64
+
 typedef struct cd_pub_snap {
   atomic_int refs;
   char scene[CD_PUB_NAME_MAX + 1];
+  char tenant[CD_PUB_TENANT_MAX]; /* of the principal whose query published it ("" = none) */
   uint64_t version;       /* set by cd_publish_put: 1, 2, ... per scene */
   uint64_t started_ns;    /* when its query started (cd_stats_now_ns): the latest is the one started last */
   double wall_s;          /* when it was published (Unix time) */
@@ -92,16 +97,26 @@ void cd_publish_snap_unref(cd_pub_snap *s);
 typedef struct cd_publish cd_publish;
 cd_publish *cd_publish_create(uint64_t max_scenes);
 void cd_publish_destroy(cd_publish *t);
-/* Make snap the latest of its scene (taking over its reference) unless the
+/* Scenes are kept per tenant: two tenants may each publish a scene of the
+ * same name without seeing each other's. A reader passes what it may see:
+ * sees(tenant, arg) says whether a tenant's scenes are visible (sees NULL:
+ * every scene). */
+typedef int (*cd_publish_sees)(const char *tenant, const void *arg);
+
+/* Make snap the latest of its scene (its tenant's scene of that name;
+ * taking over its reference) unless the
  * scene's latest started after it (queries of a stream may finish out of
  * order: the result of the update sent last wins); the scene published
  * least recently is forgotten when the table is full. Any thread. */
 void cd_publish_put(cd_publish *t, cd_pub_snap *snap);
-/* The latest snapshot of a scene with a reference the caller drops, or
- * NULL. Any thread. */
-cd_pub_snap *cd_publish_get(cd_publish *t, const char *scene);
-/* Names and versions of the published scenes as a JSON array (malloc'd). */
-char *cd_publish_list_json(cd_publish *t, size_t *len);
+/* The latest snapshot of a visible scene of that name (of several, the one
+ * published last) with a reference the caller drops, or NULL. Any thread. */
+cd_pub_snap *cd_publish_get(cd_publish *t, const char *scene, cd_publish_sees sees, const void *arg);
+/* Names, tenants and versions of the visible published scenes as a JSON
+ * array (malloc'd). */
+char *cd_publish_list_json(cd_publish *t, size_t *len, cd_publish_sees sees, const void *arg);
+/* Whether geometry id is a body of a visible published scene. */
+int cd_publish_shows_geometry(cd_publish *t, const char *id, cd_publish_sees sees, const void *arg);
 /* Run fn(arg) after every publication (on the publishing thread). */
 void cd_publish_set_notify(cd_publish *t, void (*fn)(void *), void *arg);
 

@@ -188,6 +188,7 @@ static void publish(cd_query *q) {
   if (!snap) return; /* out of memory: the scene keeps its previous result */
   q->pub = NULL;     /* the snapshot has the pairs */
   snap->started_ns = q->t0_ns;
+  snprintf(snap->tenant, sizeof snap->tenant, "%s", q->tenant);
   for (int32_t i = 0; i < q->nbodies; i++) {
     cd_pub_body *b = &snap->bodies[i];
     const ce_pose *X = &q->bodies[i].body.X_WB;

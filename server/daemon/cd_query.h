@@ -62,6 +62,7 @@ struct cd_query {
   atomic_size_t reply_bytes;
   atomic_int reply_over;
   cd_pub_pair **pub; /* published queries: each pair as a viewer sees it (cd_publish.h) */
+  char tenant[CD_PUB_TENANT_MAX]; /* the asking principal's tenant, that of a published scene ("" = none) */
 };
 
 /* A query's reply (a ContactReply or a StreamResult carrying q->results),

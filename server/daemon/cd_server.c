@@ -418,8 +418,9 @@ static int server_init(cd_server *s, uv_loop_t *loop, const cd_config *cfg, cons
     s->http = cd_http_start(s, cfg->http_address, cfg->http_port, &bound);
     if (!s->http) return -1;
     s->http_port = bound;
-    CD_INFO("metrics listening", "http=%s metrics_port=%d http_port=%d viewer=%s", cfg->http_address, bound, bound,
-            cd_viewer_assets_dir(s->viewers));
+    CD_INFO("metrics listening", "http=%s metrics_port=%d http_port=%d viewer=%s https=%s viewer_auth=%s",
+            cfg->http_address, bound, bound, cd_viewer_assets_dir(s->viewers), s->sec.tls ? "on" : "off",
+            cd_security_auth_on(&s->sec) ? "principals" : "off");
   }
   for (int i = 1; i < s->nloops; i++)
     if (cd_loop_start(&s->loops[i]) != 0) {

@@ -23,6 +23,10 @@ typedef struct cd_stats {
   _Atomic uint64_t disconnects_hello_timeout; /* no (authenticated) first request within hello_timeout_ms */
   _Atomic uint64_t disconnects_tls;           /* TLS refused or failed: handshake, certificate, plaintext */
   _Atomic uint64_t tls_handshakes;            /* TLS handshakes completed */
+  /* The HTTP port (cd_http.c): connections closed for not finishing their
+   * request head within http_head_timeout_ms; requests answered 401 (no,
+   * or a wrong, token); TLS handshakes it completed or refused. */
+  _Atomic uint64_t http_head_timeouts, http_unauthorized, http_tls_handshakes, http_tls_failures;
   _Atomic uint64_t input_waits; /* a frame waited for request_memory_bytes */
   _Atomic uint64_t decoded_off_loop; /* request bodies decoded on the codec thread */
   _Atomic uint64_t encoded_off_loop; /* replies encoded on the codec thread */

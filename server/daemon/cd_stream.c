@@ -207,6 +207,8 @@ static void start(cd_stream *s, uint64_t slot, uint64_t sequence, uint64_t t0) {
   q->done = sq_done;
   q->cancelled = cd_conn_cancel_flag(s->conn);
   q->jobq = cd_conn_jobs(s->conn);
+  const cd_principal *who = cd_conn_session(s->conn)->principal;
+  if (who) snprintf(q->tenant, sizeof q->tenant, "%s", who->tenant); /* a published scene is its tenant's */
   if (cd_conn_is_proto(s->conn)) /* the workers pack the results */
     q->pack_field = cd_splice_field(&contactd__v1__stream_result__descriptor, "results");
   int rc;

@@ -15,6 +15,7 @@
 #include "cd_pool.h"
 #include "cd_publish.h"
 #include "cd_server.h"
+#include "cd_webauth.h"
 
 #ifndef CD_VIEWER_BUILD_DIR
 #define CD_VIEWER_BUILD_DIR ""
@@ -42,6 +43,8 @@ struct viewer {
   cd_viewers *v;
   cd_http_conn *c;
   char scene[CD_PUB_NAME_MAX + 1];
+  int has_who;       /* principals set: it sees what who may see */
+  cd_principal who;
   uint64_t sent_version;
   uint64_t last_send_ns;
   cd_pub_snap *ready; /* encoded for it since its last update, not yet sent (a reference), or NULL */
@@ -61,6 +64,13 @@ struct cd_viewers {
   uint64_t interval_ns;
   char dir[512];        /* assets; "" = none (as long as cd_config.viewer_dir) */
 };
+
+/* ---- what a request may see ------------------------------------------------ */
+
+static int sees_tenant(const char *tenant, const void *arg) { return cd_webauth_sees(arg, tenant); }
+
+/* The filter for cd_publish: none without principals. */
+#define SEES(p) ((p) ? sees_tenant : NULL), (const void *)(p)
 
 /* ---- JSON into a growing buffer ------------------------------------------ */
 
@@ -261,7 +271,9 @@ static void enc_done(cd_job *job) {
   if (!v->stopped) {
     if (rc) CD_WARN("viewer update dropped: out of memory encoding it", "scene=%s", s->scene);
     for (viewer *w = v->list; w && !rc; w = w->next) {
-      if (strcmp(w->scene, s->scene) != 0 || cd_http_busy(w->c) || s->version == w->sent_version) continue;
+      if (strcmp(w->scene, s->scene) != 0 || cd_http_busy(w->c) || s->version == w->sent_version ||
+          (w->has_who && !cd_webauth_sees(&w->who, s->tenant)))
+        continue;
       cd_publish_snap_unref(w->ready);
       cd_publish_snap_ref(s);
       w->ready = s;
@@ -316,7 +328,7 @@ static cd_pub_snap *next_update(viewer *w, cd_pub_snap *s) {
 static void pump(viewer *w) {
   cd_viewers *v = w->v;
   if (cd_http_busy(w->c)) return;
-  cd_pub_snap *s = cd_publish_get(v->srv->publish, w->scene);
+  cd_pub_snap *s = cd_publish_get(v->srv->publish, w->scene, SEES(w->has_who ? &w->who : NULL));
   if (!s || s->version == w->sent_version) {
     cd_publish_snap_unref(s);
     return;
@@ -367,7 +379,7 @@ static void viewer_closed(void *arg) {
   free(w);
 }
 
-static void start_events(cd_viewers *v, cd_http_conn *c, const char *scene) {
+static void start_events(cd_viewers *v, cd_http_conn *c, const char *scene, const cd_principal *who) {
   const cd_limits *l = &v->srv->cfg.limits;
   if (v->n >= l->max_viewers) {
     char msg[128];
@@ -382,6 +394,10 @@ static void start_events(cd_viewers *v, cd_http_conn *c, const char *scene) {
   }
   w->v = v;
   w->c = c;
+  if (who) {
+    w->has_who = 1;
+    w->who = *who;
+  }
   snprintf(w->scene, sizeof w->scene, "%.*s", CD_PUB_NAME_MAX, scene);
   w->next = v->list;
   if (v->list) v->list->prev = w;
@@ -394,7 +410,13 @@ static void start_events(cd_viewers *v, cd_http_conn *c, const char *scene) {
 
 static void geometry_json(cd_viewers *v, cd_http_conn *c, const cd_cache_entry *e);
 
-static void geometry_surface(cd_viewers *v, cd_http_conn *c, const char *id) {
+static void geometry_surface(cd_viewers *v, cd_http_conn *c, const char *id, const cd_principal *who) {
+  /* with principals set, a geometry is shown only as a body of a scene the
+   * request may see (and to every tenant's viewer, any geometry) */
+  if (who && !cd_webauth_sees(who, CD_TENANT_ALL) && !cd_publish_shows_geometry(v->srv->publish, id, SEES(who))) {
+    CD_HTTP_RESPOND_TEXT(c, 404, NULL, "no such geometry\n");
+    return;
+  }
   /* pinned while it is read: another loop may evict what nobody uses */
   cd_cache_lock(v->srv->cache);
   cd_cache_entry *e = cd_cache_find(v->srv->cache, id);
@@ -521,10 +543,10 @@ static int is_hex_id(const char *s, size_t n) {
 static void bad(cd_http_conn *c, const char *msg) { cd_http_respond(c, 400, "text/plain", NULL, msg, strlen(msg)); }
 
 /* GET /v1/scenes[/NAME[/events]] and /v1/geometry/ID/surface; 0 if none. */
-static int route_api(cd_viewers *v, cd_http_conn *c, const char *path) {
+static int route_api(cd_viewers *v, cd_http_conn *c, const char *path, const cd_principal *who) {
   if (strcmp(path, "/v1/scenes") == 0) {
     size_t n;
-    char *b = cd_publish_list_json(v->srv->publish, &n);
+    char *b = cd_publish_list_json(v->srv->publish, &n, SEES(who));
     if (b) cd_http_respond_owned(c, 200, "application/json", b, n);
     else CD_HTTP_RESPOND_TEXT(c, 503, NULL, "out of memory\n");
     return 1;
@@ -540,10 +562,10 @@ static int route_api(cd_viewers *v, cd_http_conn *c, const char *path) {
       return 1;
     }
     if (slash) {
-      start_events(v, c, nm);
+      start_events(v, c, nm, who);
       return 1;
     }
-    cd_pub_snap *s = cd_publish_get(v->srv->publish, nm);
+    cd_pub_snap *s = cd_publish_get(v->srv->publish, nm, SEES(who));
     char *b = NULL;
     size_t n = 0;
     if (!s) CD_HTTP_RESPOND_TEXT(c, 404, NULL, "no such scene\n");
@@ -562,7 +584,7 @@ static int route_api(cd_viewers *v, cd_http_conn *c, const char *path) {
     }
     char hex[CD_HASH_HEX_LEN + 1];
     snprintf(hex, sizeof hex, "%.*s", CD_HASH_HEX_LEN, id);
-    geometry_surface(v, c, hex);
+    geometry_surface(v, c, hex, who);
     return 1;
   }
   return 0;
@@ -581,7 +603,7 @@ int cd_viewer_route(cd_viewers *v, cd_http_conn *c, const cd_http_req *req) {
     serve_asset(v, c, a);
     return 1;
   }
-  return route_api(v, c, req->path);
+  return route_api(v, c, req->path, req->principal);
 }
 
 /* ---- lifetime -------------------------------------------------------------- */

@@ -527,12 +527,12 @@ static long mono_ms(void) {
   return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-/* A metrics client that connects and sends nothing is closed after
- * metrics_timeout_ms; connections over max_metrics_connections are closed at
- * once; the port still answers afterwards. */
+/* A client of the HTTP port that connects and sends nothing is closed
+ * after http_head_timeout_ms; past max_http_heads connections still sending
+ * their heads, the oldest of them is closed (not the newcomer, which may be
+ * a probe about to send its request); the port still answers afterwards. */
 Test(daemon_api, silent_metrics_connections_time_out) {
-  const char *path =
-      tc_limits_file("metrics.json", "\"metrics_timeout_ms\": 300, \"max_metrics_connections\": 2");
+  const char *path = tc_limits_file("metrics.json", "\"http_head_timeout_ms\": 300, \"max_http_heads\": 2");
   const char *extra[] = {"--config", path, "--metrics-port", "0", NULL};
   tc_start(&D, extra);
   cr_assert_gt(D.metrics_port, 0);
@@ -542,16 +542,16 @@ Test(daemon_api, silent_metrics_connections_time_out) {
   usleep(50000); /* both accepted before the third arrives */
   int c = tc_connect_tcp(D.metrics_port);
   cr_assert_geq(c, 0);
-  cr_expect(tc_wait_closed(c, 200), "the third connection is over max_metrics_connections: closed at once");
-  cr_expect(tc_wait_closed(a, 3000), "a silent connection is closed");
+  cr_expect(tc_wait_closed(a, 200), "the oldest head is closed when a third arrives over max_http_heads");
+  cr_expect(tc_wait_closed(c, 3000), "a silent connection is closed");
   long waited = mono_ms() - t0;
-  cr_expect_geq(waited, 250, "not before the timeout (%ld ms)", waited);
-  cr_expect_lt(waited, 2000, "soon after the timeout (%ld ms)", waited);
+  cr_expect_geq(waited, 250, "not before the head deadline (%ld ms)", waited);
+  cr_expect_lt(waited, 2000, "soon after the head deadline (%ld ms)", waited);
   cr_expect(tc_wait_closed(b, 1000));
   close(a);
   close(b);
   close(c);
-  cr_expect_eq(tc_log_count(&D, "metrics connection refused"), 1);
+  cr_expect_eq(tc_log_count(&D, "HTTP connections refused"), 1);
   /* A client that talks is answered as before. */
   char buf[1024];
   http_get(D.metrics_port, "/healthz", buf, sizeof buf);

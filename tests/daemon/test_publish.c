@@ -1,8 +1,10 @@
 /* test_publish.c — the table of published scenes (cd_publish.c): names,
  * versions, the result of the query started last wins, the least recently
  * published scene is forgotten when full, the notify hook; a pair's copy
- * fans polygons into triangles; the HTTP port's flags and config keys. */
+ * fans polygons into triangles; scenes kept per tenant and read through
+ * a visibility filter; the HTTP port's flags and config keys. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,11 +40,11 @@ Test(publish, latest_started_wins_and_versions_count) {
   cd_publish *t = cd_publish_create(4);
   cd_publish_set_notify(t, on_notify, &notified);
   notified = 0;
-  cr_assert_null(cd_publish_get(t, "a"));
+  cr_assert_null(cd_publish_get(t, "a", NULL, NULL));
   cd_publish_put(t, snap("a", 10));
   cd_publish_put(t, snap("a", 30));
   cd_publish_put(t, snap("a", 20)); /* finished after, started before: dropped */
-  cd_pub_snap *s = cd_publish_get(t, "a");
+  cd_pub_snap *s = cd_publish_get(t, "a", NULL, NULL);
   cr_assert_not_null(s);
   cr_assert_eq(s->started_ns, 30);
   cr_assert_eq(s->version, 2);
@@ -51,13 +53,53 @@ Test(publish, latest_started_wins_and_versions_count) {
   cr_assert_eq(s->started_ns, 30);
   cd_publish_snap_unref(s);
   size_t n;
-  char *j = cd_publish_list_json(t, &n);
-  cr_assert_str_eq(j, "{\"scenes\":[{\"name\":\"a\",\"version\":3,\"bodies\":1,\"pairs\":0}]}\n");
+  char *j = cd_publish_list_json(t, &n, NULL, NULL);
+  cr_assert_str_eq(j, "{\"scenes\":[{\"name\":\"a\",\"tenant\":\"\",\"version\":3,\"bodies\":1,\"pairs\":0}]}\n");
   cr_assert_eq(n, strlen(j));
   free(j);
   cd_publish_set_notify(t, NULL, NULL);
   cd_publish_put(t, snap("a", 50));
   cr_assert_eq(notified, 3, "no hook once removed");
+  cd_publish_destroy(t);
+}
+
+static cd_pub_snap *tsnap(const char *tenant, const char *scene, uint64_t started, const char *geometry) {
+  cd_pub_snap *s = snap(scene, started);
+  snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
+  snprintf(s->bodies[0].geometry, sizeof s->bodies[0].geometry, "%s", geometry);
+  return s;
+}
+
+/* A filter that sees one tenant (arg), or every tenant when arg is "*". */
+static int sees(const char *tenant, const void *arg) {
+  return strcmp(arg, "*") == 0 || strcmp(tenant, arg) == 0;
+}
+
+Test(publish, scenes_are_kept_per_tenant) {
+  cd_publish *t = cd_publish_create(8);
+  cd_publish_put(t, tsnap("lab-a", "s", 1, "ga"));
+  cd_publish_put(t, tsnap("lab-b", "s", 2, "gb"));
+  cd_publish_put(t, tsnap("lab-b", "only-b", 3, "gb"));
+  /* the later publication of another tenant did not replace lab-a's */
+  cd_pub_snap *a = cd_publish_get(t, "s", sees, "lab-a"), *b = cd_publish_get(t, "s", sees, "lab-b");
+  cr_assert(a && b && a != b);
+  cr_assert_str_eq(a->tenant, "lab-a");
+  cr_assert_eq(a->version, 1);
+  cr_assert_str_eq(b->bodies[0].geometry, "gb");
+  cd_publish_snap_unref(a);
+  cd_publish_snap_unref(b);
+  cr_assert_null(cd_publish_get(t, "only-b", sees, "lab-a"));
+  /* every tenant: of two scenes named s, the one published last */
+  cd_pub_snap *any = cd_publish_get(t, "s", sees, "*");
+  cr_assert_str_eq(any->tenant, "lab-b");
+  cd_publish_snap_unref(any);
+  size_t n;
+  char *j = cd_publish_list_json(t, &n, sees, "lab-a");
+  cr_assert_str_eq(j, "{\"scenes\":[{\"name\":\"s\",\"tenant\":\"lab-a\",\"version\":1,\"bodies\":1,\"pairs\":0}]}\n");
+  free(j);
+  cr_assert(cd_publish_shows_geometry(t, "ga", sees, "lab-a"));
+  cr_assert(!cd_publish_shows_geometry(t, "gb", sees, "lab-a"));
+  cr_assert(cd_publish_shows_geometry(t, "gb", NULL, NULL));
   cd_publish_destroy(t);
 }
 
@@ -67,7 +109,8 @@ Test(publish, full_table_forgets_the_least_recently_published) {
   cd_publish_put(t, snap("b", 2));
   cd_publish_put(t, snap("a", 3)); /* a is now the most recent */
   cd_publish_put(t, snap("c", 4)); /* forgets b */
-  cd_pub_snap *a = cd_publish_get(t, "a"), *b = cd_publish_get(t, "b"), *c = cd_publish_get(t, "c");
+  cd_pub_snap *a = cd_publish_get(t, "a", NULL, NULL), *b = cd_publish_get(t, "b", NULL, NULL);
+  cd_pub_snap *c = cd_publish_get(t, "c", NULL, NULL);
   cr_assert_not_null(a);
   cr_assert_null(b);
   cr_assert_not_null(c);

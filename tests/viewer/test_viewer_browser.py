@@ -6,8 +6,15 @@ page draws it. Asserted: the canvas shows at least three colours of the
 pressure map and the body's colour; a screenshot 0.5 s later differs where
 the ball moved; once the client is done, the page's readout shows its last
 result's face count and force to 4 significant digits; every request the
-page made went to the daemon. Exits 77 (skipped) only when Chromium is not
-installed."""
+page made went to the daemon.
+
+With principals set (ViewerBrowserAuth): the page opened once with
+?token= of tenant lab-a is redirected to a URL without it, keeps a session
+cookie, lists only lab-a's scenes and draws one of them (its event stream
+authorised by the cookie); when its principal's token changes (SIGHUP) its
+session ends and the page says so; opened without a token it gets 401.
+Exits 77
+(skipped) only when Chromium is not installed."""
 import json
 import math
 import os
@@ -18,6 +25,7 @@ import tempfile
 import time
 import unittest
 
+import http_security_fixture as hf
 import viewer_fixture as vf
 
 
@@ -139,6 +147,70 @@ class ViewerBrowser(unittest.TestCase):
         self.assertEqual(float(row["force"]), float("%.4g" % fn))
         self.assertEqual(int(row["faces"]), pr["faces"])
         self.assertGreater(pr["faces"], 0)
+
+
+class ViewerBrowserAuth(unittest.TestCase):
+    def test_tenant_sees_only_its_scenes(self):
+        tmp = tempfile.mkdtemp(prefix="viewer-browser-auth-")
+        d = vf.Daemon(extra=["--principals", hf.principals_file(tmp)])
+        try:
+            a, b = hf.Proto(d.port, hf.TOKENS["a"]), hf.Proto(d.port, hf.TOKENS["b"])
+            ball_a = a.publish_ball("a-one", 0.05)
+            a.publish_ball("a-two", 0.05)
+            b.publish_ball("b-one", 0.06)
+            ball_b = b.publish_ball("a-one", 0.06)  # the same name in the other tenant
+            a.close()
+            b.close()
+            # the page signs in, draws; then robot-a's token changes (SIGHUP) and
+            # its session ends: the page says so at its next scene-list refresh
+            signed_in, reloaded = os.path.join(tmp, "signed-in"), os.path.join(tmp, "reloaded")
+            drv, plan = vf.start_drive(d.origin, [{"goto": "/?token=%s#a-one" % hf.TOKENS["a"]},
+                                                  {"waitApplied": 1}, {"text": "#scene"}, {"touch": signed_in},
+                                                  {"waitFile": reloaded}, {"sleep": 2500}, {"text": "#status"}])
+            try:
+                t0 = time.monotonic()
+                while not os.path.exists(signed_in) and drv.poll() is None and time.monotonic() - t0 < 120:
+                    time.sleep(0.05)
+                hf.principals_file(tmp, dict(hf.TOKENS, a=hf.TOKENS["a"] + "-rotated"))
+                d.proc.send_signal(signal.SIGHUP)
+                t0 = time.monotonic()
+                while 'msg="reloaded"' not in d.log() and time.monotonic() - t0 < 30:
+                    time.sleep(0.05)
+                open(reloaded, "w").close()
+                stdout, stderr = drv.communicate(timeout=120)
+            finally:
+                if drv.poll() is None:
+                    drv.kill()
+                os.unlink(plan)
+            self.assertEqual(drv.returncode, 0, stderr[-3000:])
+            page = json.loads(stdout.strip().splitlines()[-1])
+            status = page["texts"]["#status"]
+            print("after robot-a's token changed: %r" % status)
+            self.assertIn("not signed in, or the session expired", status)
+            # the only console errors: the refused scene list after the reload
+            for e in page["console"]:
+                self.assertIn("401", e)
+            names = page["texts"]["#scene"]
+            print("tenant lab-a's page lists %r; %d requests" % (names, len(page["requests"])))
+            self.assertEqual(page["blocked"], [])
+            self.assertEqual(names, "a-onea-two")
+            self.assertGreaterEqual(page["applied"], 1)
+            # only the first request carried the token: the redirect dropped it
+            self.assertIn("token=", page["requests"][0])
+            for u in page["requests"][1:]:
+                self.assertNotIn("token", u)
+            # it drew lab-a's a-one: lab-a's ball, never lab-b's
+            geoms = [u for u in page["requests"] if "/v1/geometry/" in u]
+            self.assertIn("%s/v1/geometry/%s/surface" % (d.origin, ball_a), geoms)
+            self.assertFalse(any(ball_b in u for u in geoms), geoms)
+            anon = vf.drive(d.origin, [{"goto": "/"}, {"text": "body"}])
+            print("without a token: %r" % anon["texts"]["body"][:60])
+            self.assertIn("no token", anon["texts"]["body"])
+        finally:
+            code, log = d.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.assertEqual(code, 0, log[-3000:])
+        self.assertNotIn(hf.TOKENS["a"], log)
 
 
 if __name__ == "__main__":
