@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "cd_log.h"
 #include "cd_metrics.h"
@@ -598,6 +599,21 @@ static void peer_host(mconn *c) {
   else uv_ip4_name((struct sockaddr_in *)&ss, c->host, sizeof c->host);
 }
 
+/* Read what c's socket holds now, through on_read: libuv accepts a burst
+ * of connections in one turn, before it reads any of them, so a probe that
+ * sent its request at once may be the oldest head when the burst fills the
+ * pool. 1 when c is no longer a head (its request was complete: answered,
+ * or closed). */
+static int read_now(mconn *c) {
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&c->h, &fd) != 0) return 0;
+  ssize_t n = recv(fd, c->m->rbuf, sizeof c->m->rbuf, MSG_DONTWAIT);
+  if (n <= 0) return 0; /* nothing yet; an end or an error is read by libuv as usual */
+  uv_buf_t b = uv_buf_init(c->m->rbuf, (unsigned)n);
+  on_read((uv_stream_t *)&c->h, n, &b);
+  return !c->in_heads;
+}
+
 static void on_conn(uv_stream_t *ls, int status) {
   cd_http *m = ls->data;
   if (status < 0) return;
@@ -626,8 +642,10 @@ static void on_conn(uv_stream_t *ls, int status) {
   peer_host(c);
   /* The head pool is full: the connection that has taken longest over its
    * head goes, never the new one, so a probe that sends its request at
-   * once is read before a flood of slow heads can push it out. */
-  if ((uint64_t)m->nheads >= l->max_http_heads && m->heads) {
+   * once is read before a flood of slow heads can push it out; what the
+   * oldest has sent is read first, in case its head is complete. */
+  while ((uint64_t)m->nheads >= l->max_http_heads && m->heads) {
+    if (read_now(m->heads)) continue;
     refused(m, "max_http_heads: the oldest unfinished request head was closed");
     mclose(m->heads);
   }
