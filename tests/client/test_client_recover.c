@@ -19,6 +19,7 @@
 
 #include "cc_client.h"
 #include "cc_test_daemon.h"
+#include "td_redis.h"
 
 #ifndef CONTACTD_BIN
 #error "CONTACTD_BIN must name the contactd executable"
@@ -387,51 +388,11 @@ Test(recover, reconnect_backs_off_and_gives_up, .timeout = 30) {
 
 /* ---- three replicas on one redis-server ----------------------------------- */
 
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
-  socklen_t len = sizeof a;
-  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-  getsockname(fd, (struct sockaddr *)&a, &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-/* PING over a plain socket: 1 when redis answers +PONG. */
-static int redis_pong(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                          .sin_addr.s_addr = htonl(0x7f000001)};
-  char buf[16] = {0};
-  int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && write(fd, "PING\r\n", 6) == 6 &&
-           read(fd, buf, sizeof buf - 1) > 0 && strncmp(buf, "+PONG", 5) == 0;
-  close(fd);
-  return ok;
-}
-
-static pid_t redis_start(const char *dir, int port) {
-  cr_assert(access(REDIS_BIN, X_OK) == 0, "%s is missing (deploy/deps.sh installs redis-server)", REDIS_BIN);
-  char ps[16], log[600];
-  snprintf(ps, sizeof ps, "%d", port);
-  snprintf(log, sizeof log, "%s/redis.log", dir);
-  pid_t pid = fork();
-  if (pid == 0) {
-    execl(REDIS_BIN, REDIS_BIN, "--port", ps, "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly",
-          "no", "--logfile", log, (char *)NULL);
-    _exit(127);
-  }
-  for (int i = 0; i < 250 && !redis_pong(port); i++) usleep(20000);
-  cr_assert(redis_pong(port), "redis-server did not start on port %d", port);
-  return pid;
-}
-
 Test(recover, replica_killed_client_goes_on_to_another, .timeout = 60) {
-  char dir[512], uri[64];
-  make_tmp(dir, sizeof dir, "redis");
-  int rport = free_port();
-  pid_t redis = redis_start(dir, rport);
-  snprintf(uri, sizeof uri, "redis://127.0.0.1:%d", rport);
-  const char *extra[] = {"--store", uri, NULL};
+  td_redis rd;
+  const char *why = "";
+  cr_assert_eq(td_redis_start(&rd, REDIS_BIN, NULL, &why), 0, "%s", why);
+  const char *extra[] = {"--store", rd.uri, NULL};
   td_proc r[3];
   char list[200] = "";
   for (int i = 0; i < 3; i++) {
@@ -495,9 +456,7 @@ Test(recover, replica_killed_client_goes_on_to_another, .timeout = 60) {
   for (int i = 0; i < 3; i++)
     if (i != mine) cr_assert_eq(td_stop(&r[i], 1), 0);
   td_stop(&r[mine], 0); /* its directory */
-  kill(redis, SIGTERM);
-  waitpid(redis, NULL, 0);
-  remove_tree(dir);
+  td_redis_stop(&rd);
 }
 
 /* ---- 200 clients through a restart ---------------------------------------- */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cd_test_client.h"
+#include "td_redis.h"
 
 typedef Contactd__V1__Envelope Env;
 
@@ -33,22 +34,7 @@ static double now_s(void) {
 
 /* ---- redis-server -------------------------------------------------------- */
 
-typedef struct redis {
-  pid_t pid;
-  int port;
-  char dir[256];
-  char uri[64];
-} redis;
-
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
-  socklen_t len = sizeof a;
-  bind(fd, (struct sockaddr *)&a, sizeof a);
-  getsockname(fd, (struct sockaddr *)&a, &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+typedef td_redis redis; /* tests/common/td_redis.h */
 
 static redisContext *redis_conn(const redis *r) {
   struct timeval tv = {1, 0};
@@ -62,49 +48,16 @@ static redisContext *redis_conn(const redis *r) {
 
 /* Start (or restart, on the same port and directory) redis-server. */
 static void redis_run(redis *r) {
-  char port[16];
-  snprintf(port, sizeof port, "%d", r->port);
-  r->pid = fork();
-  if (r->pid == 0) {
-    char log[300];
-    snprintf(log, sizeof log, "%s/redis.log", r->dir);
-    execl(REDIS_BIN, REDIS_BIN, "--port", port, "--bind", "127.0.0.1", "--dir", r->dir, "--save", "",
-          "--appendonly", "no", "--logfile", log, (char *)NULL);
-    _exit(127);
-  }
-  for (int i = 0; i < 200; i++) {
-    redisContext *c = redis_conn(r);
-    redisReply *rep = c ? redisCommand(c, "PING") : NULL;
-    int ok = rep && rep->type == REDIS_REPLY_STATUS;
-    if (rep) freeReplyObject(rep);
-    if (c) redisFree(c);
-    if (ok) return;
-    usleep(20000);
-  }
-  cr_assert_fail("redis-server did not start on port %d", r->port);
+  const char *why = "";
+  cr_assert_eq(td_redis_run(r, REDIS_BIN, NULL, &why), 0, "%s (port %d)", why, r->port);
 }
 
 static void redis_start(redis *r) {
-  cr_assert(access(REDIS_BIN, X_OK) == 0, "%s is missing (deploy/deps.sh installs redis-server)", REDIS_BIN);
-  cr_assert(td_mkdtemp(r->dir, sizeof r->dir, "cd_redis_") == 0);
-  r->port = free_port();
-  snprintf(r->uri, sizeof r->uri, "redis://127.0.0.1:%d", r->port);
-  redis_run(r);
+  const char *why = "";
+  cr_assert_eq(td_redis_start(r, REDIS_BIN, NULL, &why), 0, "%s", why);
 }
 
-static void redis_kill(redis *r, int sig) {
-  kill(r->pid, SIGCONT);
-  kill(r->pid, sig);
-  waitpid(r->pid, NULL, 0);
-  r->pid = 0;
-}
-
-static void redis_stop(redis *r) {
-  if (r->pid) redis_kill(r, SIGTERM);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
-  cr_expect_eq(system(cmd), 0);
-}
+static void redis_stop(redis *r) { td_redis_stop(r); }
 
 static long long redis_keys(const redis *r) {
   redisContext *c = redis_conn(r);
@@ -523,7 +476,7 @@ Test(store, redis_stopped_and_killed, .timeout = 240) {
   expect_unavailable(fb, s, 0.3);
   kill(rd.pid, SIGCONT);
   expect_recovery(fa, fb, 0.41);
-  redis_kill(&rd, SIGKILL);
+  td_redis_kill(&rd, SIGKILL);
   for (int i = 0; i < 20; i++) expect_unavailable(fb, s, 0.3);
   char *n2 = tc_register_sphere(fa, 4, 0.44, 1e6, 0.2);
   cr_expect(n2, "registration works while the store is down");
@@ -650,19 +603,11 @@ Test(store, dir_on_a_full_filesystem, .timeout = 120) {
  * CONTACTD_STORE_PASSWORD on the other. */
 Test(store, stream_bodies_and_password, .timeout = 120) {
   redis rd;
-  cr_assert(td_mkdtemp(rd.dir, sizeof rd.dir, "cd_redis_") == 0);
-  rd.port = free_port();
+  const char *why = "";
+  cr_assert_eq(td_redis_start(&rd, REDIS_BIN, (const char *const[]){"--requirepass", "s3cret", NULL}, &why), 0,
+               "%s", why);
   snprintf(rd.uri, sizeof rd.uri, "redis://127.0.0.1:%d/3", rd.port);
-  char port[16], log[300], pwfile[300], cfg[300];
-  snprintf(port, sizeof port, "%d", rd.port);
-  snprintf(log, sizeof log, "%s/redis.log", rd.dir);
-  rd.pid = fork();
-  if (rd.pid == 0) {
-    execl(REDIS_BIN, REDIS_BIN, "--port", port, "--bind", "127.0.0.1", "--dir", rd.dir, "--save", "", "--logfile",
-          log, "--requirepass", "s3cret", (char *)NULL);
-    _exit(127);
-  }
-  usleep(300000);
+  char pwfile[300], cfg[300];
   snprintf(pwfile, sizeof pwfile, "%s/pw", rd.dir);
   write_file(pwfile, "s3cret\n", 7);
   snprintf(cfg, sizeof cfg, "%s/a.json", rd.dir);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cd_test_client.h"
+#include "td_redis.h"
 
 typedef Contactd__V1__Envelope Env;
 
@@ -360,22 +361,7 @@ Test(tenants, no_principals_no_markers, .timeout = 120) {
 
 /* ---- replicas (Redis) ------------------------------------------------------------ */
 
-typedef struct redis {
-  pid_t pid;
-  int port;
-  char dir[256];
-  char uri[64];
-} redis;
-
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
-  socklen_t len = sizeof sa;
-  bind(fd, (struct sockaddr *)&sa, sizeof sa);
-  getsockname(fd, (struct sockaddr *)&sa, &len);
-  close(fd);
-  return ntohs(sa.sin_port);
-}
+typedef td_redis redis; /* tests/common/td_redis.h */
 
 static redisContext *redis_conn(const redis *r) {
   struct timeval tv = {1, 0};
@@ -388,39 +374,11 @@ static redisContext *redis_conn(const redis *r) {
 }
 
 static void redis_start(redis *r) {
-  cr_assert(access(REDIS_BIN, X_OK) == 0, "%s is missing (deploy/deps.sh installs redis-server)", REDIS_BIN);
-  cr_assert(td_mkdtemp(r->dir, sizeof r->dir, "cd_redis_") == 0);
-  r->port = free_port();
-  snprintf(r->uri, sizeof r->uri, "redis://127.0.0.1:%d", r->port);
-  char port[16];
-  snprintf(port, sizeof port, "%d", r->port);
-  r->pid = fork();
-  if (r->pid == 0) {
-    char log[300];
-    snprintf(log, sizeof log, "%s/redis.log", r->dir);
-    execl(REDIS_BIN, REDIS_BIN, "--port", port, "--bind", "127.0.0.1", "--dir", r->dir, "--save", "",
-          "--appendonly", "no", "--logfile", log, (char *)NULL);
-    _exit(127);
-  }
-  for (int i = 0; i < 200; i++) {
-    redisContext *c = redis_conn(r);
-    redisReply *rep = c ? redisCommand(c, "PING") : NULL;
-    int ok = rep && rep->type == REDIS_REPLY_STATUS;
-    if (rep) freeReplyObject(rep);
-    if (c) redisFree(c);
-    if (ok) return;
-    usleep(20000);
-  }
-  cr_assert_fail("redis-server did not start on port %d", r->port);
+  const char *why = "";
+  cr_assert_eq(td_redis_start(r, REDIS_BIN, NULL, &why), 0, "%s", why);
 }
 
-static void redis_stop(redis *r) {
-  kill(r->pid, SIGTERM);
-  waitpid(r->pid, NULL, 0);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
-  cr_expect_eq(system(cmd), 0);
-}
+static void redis_stop(redis *r) { td_redis_stop(r); }
 
 /* The tenants' visibility markers in Redis. */
 static long long markers(const redis *r) {
