@@ -140,6 +140,7 @@ int cc_register_shape(cc_client *c, const cc_shape *s, char id[CC_ID_MAX],
     mat.friction = s->friction;
     r.material = &mat;
   }
+  r.margin = s->margin;
   if (s->name && s->kind != CC_SHAPE_MESH_FILE) r.name = (char *)s->name;
   r.want_progress = s->want_progress ? 1 : 0;
   Contactd__V1__RegisterReply *rep = NULL;

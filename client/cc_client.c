@@ -626,3 +626,37 @@ int cc_pair_jacobian(const Contactd__V1__PairResult *r, double out[4][36], const
   for (int k = 0; k < 4; k++) memcpy(out[k], m[k], sizeof out[k]);
   return 0;
 }
+
+static void vec3_copy(double out[3], const Contactd__V1__Vec3 *v) {
+  out[0] = v ? v->x : 0;
+  out[1] = v ? v->y : 0;
+  out[2] = v ? v->z : 0;
+}
+
+size_t cc_pair_reduced(const Contactd__V1__PairResult *r, cc_reduced_contact *out, size_t max) {
+  size_t n = r ? r->n_reduced_contacts : 0;
+  for (size_t i = 0; i < n && i < max; i++) {
+    const Contactd__V1__ReducedContact *p = r->reduced_contacts[i];
+    cc_reduced_contact *q = &out[i];
+    q->patch = p->patch;
+    vec3_copy(q->position, p->position);
+    vec3_copy(q->normal, p->normal);
+    vec3_copy(q->force, p->force);
+    vec3_copy(q->couple, p->couple);
+    q->stiffness = p->stiffness;
+    q->dissipation = p->dissipation;
+    q->separation = p->separation;
+  }
+  return n;
+}
+
+int cc_pair_speculative(const Contactd__V1__PairResult *r, cc_speculative *out) {
+  if (!r || r->status != CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SPECULATIVE || !r->speculative) return -1;
+  const Contactd__V1__Speculative *sp = r->speculative;
+  out->separation = sp->separation;
+  vec3_copy(out->normal, sp->normal);
+  vec3_copy(out->point, sp->point);
+  out->stiffness = sp->stiffness;
+  out->faces = sp->faces;
+  return 0;
+}

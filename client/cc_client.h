@@ -304,6 +304,11 @@ typedef struct cc_shape {
   double core_depth;    /* Laplace core depth, m; 0 = deepest vertices */
   int hull_if_open;     /* open surface: use its convex hull */
   int want_progress;    /* ask for RegisterProgress (see cc_set_progress) */
+  /* Margin delta, m (RegisterGeometry.margin; 0 = none): compliant
+   * spheres, boxes, cylinders and capsules. Pairs apart but within their
+   * bodies' margins come back CONTACT_STATUS_SPECULATIVE (zero force; read
+   * them with cc_pair_speculative). docs/physics.md, "Margins". */
+  double margin;
 } cc_shape;
 
 /* Register a shape; copies the geometry id into id[CC_ID_MAX]. out (the full
@@ -343,9 +348,10 @@ typedef struct cc_body {
  * pairs[i][1] = B; npairs = 0 = all pairs by the broad phase). opt may be
  * NULL (server defaults); opt->want_energy adds each pair's and patch's
  * strain energy (PairResult.strain_energy, .energy; docs/energy.md);
- * opt->reduced_contacts = K adds at most K point contacts per patch whose
- * forces and moments add up to the patch's (PairResult.reduced_contacts,
- * ReducedContact; docs/physics.md, "Reduced contacts"). */
+ * opt->reduced_contacts = K (1 to 64) adds at most K point contacts per
+ * patch whose forces and moments add up to the patch's
+ * (PairResult.reduced_contacts, ReducedContact; docs/physics.md, "Reduced
+ * contacts"), read as plain structs with cc_pair_reduced. */
 int cc_query_bodies(cc_client *c, const cc_body *bodies, size_t n, const uint32_t (*pairs)[2],
                     size_t npairs, const Contactd__V1__QueryOptions *opt,
                     Contactd__V1__ContactReply **out, cc_error *err);
@@ -357,6 +363,37 @@ int cc_query_bodies(cc_client *c, const cc_body *bodies, size_t n, const uint32_
  * set to the server's reason, or to "not requested", when the result has
  * none. */
 int cc_pair_jacobian(const Contactd__V1__PairResult *r, double out[4][36], const char **why);
+
+/* One reduced contact (ReducedContact) as plain values, world frame. */
+typedef struct cc_reduced_contact {
+  int32_t patch;        /* index of its patch (PairResult.patches) */
+  double position[3];   /* m */
+  double normal[3];     /* unit, out of B into A */
+  double force[3];      /* on A, N */
+  double couple[3];     /* pure moment on A carried with the point, N m */
+  double stiffness;     /* N/m */
+  double dissipation;   /* Hunt-Crossley d, s/m */
+  double separation;    /* phi, m: stiffness * (-phi) = the point's elastic normal force */
+} cc_reduced_contact;
+/* Copies the first min(max, count) reduced contacts of a result queried
+ * with QueryOptions.reduced_contacts into out (may be NULL when max is 0)
+ * and returns their count (0 when none were asked for or the pair does not
+ * touch). Sum of force = wrench_a.force; sum of (position - c) x force +
+ * couple = the moment about c. */
+size_t cc_pair_reduced(const Contactd__V1__PairResult *r, cc_reduced_contact *out, size_t max);
+
+/* A speculative pair (status CONTACT_STATUS_SPECULATIVE: apart, within
+ * their bodies' margins; zero force) as plain values, world frame. */
+typedef struct cc_speculative {
+  double separation;  /* m, > 0: how far the bodies must approach to touch */
+  double normal[3];   /* unit, out of B into A */
+  double point[3];    /* m: where the separation is least */
+  double stiffness;   /* N/m: the contact's stiffness at touch */
+  int32_t faces;      /* faces of the speculative surface */
+} cc_speculative;
+/* Fills *out and returns 0 when r is speculative; returns -1 (out
+ * untouched) otherwise. */
+int cc_pair_speculative(const Contactd__V1__PairResult *r, cc_speculative *out);
 
 /* OpenStream over plain bodies/pairs (as cc_query_bodies). */
 int cc_stream_open_bodies(cc_client *c, const cc_body *bodies, size_t n, const uint32_t (*pairs)[2],

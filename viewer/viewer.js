@@ -13,6 +13,10 @@ const PLANE_COLOR = 0x8a8f99;
 const TERRAIN_COLOR = 0x7d8a6a;
 const ARROW_COLOR = 0xff2d55;
 const PATCH_COLOR = 0x40e0ff;
+// Reduced contacts: a colour far from the map's, the body's and the arrows'
+// (the browser test counts its pixels). Speculative pairs: white, dashed.
+const REDUCED_COLOR = 0xff00ff;
+const SPECULATIVE_COLOR = 0xffffff;
 // Viridis, 9 stops (low to high pressure).
 const VIRIDIS = [
   [0x44, 0x01, 0x54], [0x47, 0x2c, 0x7a], [0x3b, 0x51, 0x8b], [0x2c, 0x71, 0x8e], [0x21, 0x90, 0x8d],
@@ -57,7 +61,8 @@ scene3.add(sun);
 
 // Groups the toggles switch on and off.
 const groups = {};
-for (const g of ['bodies', 'surfaces', 'arrows', 'patches', 'points']) {
+const CONTACT_GROUPS = ['surfaces', 'arrows', 'patches', 'points', 'reduced', 'speculative'];
+for (const g of ['bodies', ...CONTACT_GROUPS]) {
   groups[g] = new THREE.Group();
   scene3.add(groups[g]);
 }
@@ -254,7 +259,7 @@ function arrow(point, force, scale, color, radius) {
 }
 
 function updateContacts(snap) {
-  for (const g of ['surfaces', 'arrows', 'patches', 'points']) clearGroup(groups[g]);
+  for (const g of CONTACT_GROUPS) clearGroup(groups[g]);
   let pmax = 0, fmax = 0;
   for (const p of snap.pairs) {
     if (p.surface) for (const x of p.surface.p) pmax = Math.max(pmax, x);
@@ -262,7 +267,12 @@ function updateContacts(snap) {
   }
   const scale = fmax > 0 ? (1.2 * state.radius) / fmax : 0;
   for (const p of snap.pairs) {
+    if (p.speculative) {
+      drawSpeculative(p);
+      continue;
+    }
     if (p.surface) groups.surfaces.add(surfaceMesh(p.surface, pmax));
+    for (const q of p.reduced || []) drawReduced(q, scale);
     const a = arrow(p.point, p.force, scale, ARROW_COLOR, 2);
     if (a) groups.arrows.add(a);
     for (const q of p.patches || []) {
@@ -284,6 +294,59 @@ function updateContacts(snap) {
     }
   }
   drawColorbar(pmax);
+  countDrawn();
+}
+
+// What is drawn, for tests: reduced contacts and speculative pairs, each
+// counted only while its toggle shows it.
+function countDrawn() {
+  const shown = (g) => (groups[g].visible ? groups[g].children.filter((o) => o.userData.marker).length : 0);
+  document.body.dataset.reduced = shown('reduced');
+  document.body.dataset.speculative = shown('speculative');
+}
+
+// A reduced contact: a dot at its point, an arrow of its force (the
+// pair's scale). Drawn over everything (markers, like the patch dots).
+function drawReduced(q, scale) {
+  const dot = new THREE.Mesh(new THREE.SphereGeometry(0.025 * state.radius, 12, 8),
+                             new THREE.MeshBasicMaterial({ color: REDUCED_COLOR, depthTest: false }));
+  dot.position.set(...q.x);
+  dot.renderOrder = 5;
+  dot.userData.marker = true;
+  groups.reduced.add(dot);
+  const a = arrow(q.x, q.force, scale, REDUCED_COLOR, 1);
+  if (a) groups.reduced.add(a);
+}
+
+// A speculative pair (apart, within the margins): no force. Its speculative
+// surface, if sent, as a white wireframe; a ring at the closest point and a
+// dashed segment along the normal as long as the separation (how far the
+// bodies must approach to touch).
+function drawSpeculative(p) {
+  const sp = p.speculative;
+  if (p.surface) {
+    const geo = new THREE.BufferGeometry();
+    geo.setAttribute('position', new THREE.Float32BufferAttribute(p.surface.v, 3));
+    geo.setIndex(p.surface.tri);
+    groups.speculative.add(new THREE.Mesh(geo, new THREE.MeshBasicMaterial({
+      color: SPECULATIVE_COLOR, wireframe: true, transparent: true, opacity: 0.5 })));
+  }
+  const x = new THREE.Vector3(...sp.point), n = new THREE.Vector3(...sp.normal).normalize();
+  const len = Math.max(sp.separation, 0.05 * state.radius);
+  const geo = new THREE.BufferGeometry().setFromPoints([x, x.clone().addScaledVector(n, len)]);
+  const line = new THREE.Line(geo, new THREE.LineDashedMaterial({
+    color: SPECULATIVE_COLOR, dashSize: len / 6, gapSize: len / 8, depthTest: false }));
+  line.computeLineDistances();
+  line.renderOrder = 5;
+  line.userData.marker = true;
+  groups.speculative.add(line);
+  const ring = new THREE.Mesh(new THREE.RingGeometry(0.03 * state.radius, 0.045 * state.radius, 24),
+                              new THREE.MeshBasicMaterial({ color: SPECULATIVE_COLOR, side: THREE.DoubleSide,
+                                                            depthTest: false }));
+  ring.position.copy(x);
+  ring.quaternion.setFromUnitVectors(new THREE.Vector3(0, 0, 1), n);
+  ring.renderOrder = 5;
+  groups.speculative.add(ring);
 }
 
 // ---- panel --------------------------------------------------------------------
@@ -310,9 +373,12 @@ function updateTable(snap) {
     tr.className = 'pair';
     tr.dataset.a = p.a;
     tr.dataset.b = p.b;
+    tr.dataset.status = p.status;
+    if (p.speculative) tr.classList.add('speculative');
     const cells = [[`${p.a}–${p.b} ${p.status}`, 'name'], [fmt(Math.hypot(...p.force)), 'force'],
                    [fmt(p.area), 'area'], [String(p.faces), 'faces'],
                    [p.strainEnergy !== undefined ? fmt(p.strainEnergy) : '', 'energy']];
+    if (p.speculative) cells[0][0] += ` gap ${fmt(p.speculative.separation)} m`;
     if (p.strainEnergy !== undefined) energy = true;
     for (const [text, cls] of cells) {
       const td = document.createElement('td');
@@ -320,7 +386,11 @@ function updateTable(snap) {
       td.className = cls;
       tr.appendChild(td);
     }
-    tr.title = `force on A (${p.force.map(fmt).join(', ')}) N at (${p.point.map(fmt).join(', ')}) m`;
+    tr.title = p.speculative
+      ? `apart by ${fmt(p.speculative.separation)} m along (${p.speculative.normal.map(fmt).join(', ')}); ` +
+        `stiffness at touch ${fmt(p.speculative.stiffness)} N/m`
+      : `force on A (${p.force.map(fmt).join(', ')}) N at (${p.point.map(fmt).join(', ')}) m` +
+        (p.reduced ? `; ${p.reduced.length} reduced contacts` : '');
     body.appendChild(tr);
   }
   $('pairs').classList.toggle('has-energy', energy);
@@ -371,7 +441,7 @@ function openScene(name) {
   state.fitted = false;
   for (const e of state.bodies.values()) if (e.mesh) groups.bodies.remove(e.mesh);
   state.bodies.clear();
-  for (const g of ['surfaces', 'arrows', 'patches', 'points']) clearGroup(groups[g]);
+  for (const g of CONTACT_GROUPS) clearGroup(groups[g]);
   history.replaceState(null, '', `#${name}`);
   const src = new EventSource(`/v1/scenes/${encodeURIComponent(name)}/events`);
   src.addEventListener('scene', (ev) => {
@@ -418,7 +488,10 @@ $('fit').addEventListener('click', () => fitView());
 for (const g of Object.keys(groups)) {
   const box = $(`show-${g}`);
   groups[g].visible = box.checked;
-  box.addEventListener('change', () => { groups[g].visible = box.checked; });
+  box.addEventListener('change', () => {
+    groups[g].visible = box.checked;
+    countDrawn();
+  });
 }
 
 function resize() {

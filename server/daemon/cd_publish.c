@@ -79,6 +79,25 @@ static int copy_surface(cd_pub_pair *p, const ce_surface *s) {
   return 0;
 }
 
+/* The reduced contacts, present when the query asked for them. */
+static int copy_reduced(cd_pub_pair *p, const ce_result *r) {
+  if (r->nreduced <= 0 || !r->reduced) return 0;
+  if (!(p->reduced = calloc((size_t)r->nreduced, sizeof *p->reduced))) return -1;
+  p->nreduced = r->nreduced;
+  for (int32_t i = 0; i < r->nreduced; i++) {
+    const ce_reduced_contact *c = &r->reduced[i];
+    cd_pub_reduced *q = &p->reduced[i];
+    q->patch = c->patch;
+    v3(q->x, c->position);
+    v3(q->n, c->normal);
+    v3(q->force, c->force);
+    v3(q->couple, c->couple);
+    q->stiffness = c->stiffness;
+    q->separation = c->separation;
+  }
+  return 0;
+}
+
 cd_pub_pair *cd_publish_pair_new(uint32_t a, uint32_t b, const ce_result *r, const void *wire) {
   cd_pub_pair *p = calloc(1, sizeof *p);
   if (!p) return NULL;
@@ -111,6 +130,9 @@ cd_pub_pair *cd_publish_pair_new(uint32_t a, uint32_t b, const ce_result *r, con
       p->points[i].area = r->face_contacts[i].area;
     }
   }
+  if (copy_reduced(p, r)) goto fail;
+  p->has_speculative = r->status == CE_CONTACT_SPECULATIVE;
+  if (p->has_speculative) p->speculative = r->speculative;
   return p;
 fail:
   cd_publish_pair_free(p);
@@ -125,6 +147,7 @@ void cd_publish_pair_free(cd_pub_pair *p) {
   free(p->tri_patch);
   free(p->patches);
   free(p->points);
+  free(p->reduced);
   free(p);
 }
 

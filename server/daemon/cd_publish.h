@@ -36,6 +36,13 @@ typedef struct cd_pub_point {
   double x[3], n[3], pressure, area;
 } cd_pub_point;
 
+/* A reduced contact (ce_reduced_contact), when the publishing query asked
+ * for them (options.reducedContacts). */
+typedef struct cd_pub_reduced {
+  int32_t patch;
+  double x[3], n[3], force[3], couple[3], stiffness, separation;
+} cd_pub_reduced;
+
 /* One pair as a viewer sees it (world frame). */
 typedef struct cd_pub_pair {
   uint32_t a, b;
@@ -53,6 +60,10 @@ typedef struct cd_pub_pair {
   cd_pub_patch *patches;
   int32_t npoints;
   cd_pub_point *points;
+  int32_t nreduced;
+  cd_pub_reduced *reduced;
+  int has_speculative;    /* status CE_CONTACT_SPECULATIVE: speculative is set */
+  ce_speculative speculative;
 } cd_pub_pair;
 
 typedef struct cd_pub_body {

@@ -152,6 +152,41 @@ static void encode_surface(jbuf *j, const cd_pub_pair *p) {
   jput(j, "]}");
 }
 
+/* "reduced" (only when the publishing query asked for reduced contacts;
+ * forces to 17 digits, so that they add up to "force" as the reply's do)
+ * and "speculative" (only for a speculative pair). */
+static void encode_extras(jbuf *j, const cd_pub_pair *p) {
+  if (p->nreduced > 0) {
+    jput(j, ",\"reduced\":[");
+    for (int32_t i = 0; i < p->nreduced; i++) {
+      const cd_pub_reduced *q = &p->reduced[i];
+      jput(j, "%s{\"patch\":%d,", i ? "," : "", q->patch);
+      jvec(j, "x", q->x, 3, 17);
+      jput(j, ",");
+      jvec(j, "n", q->n, 3, 9);
+      jput(j, ",");
+      jvec(j, "force", q->force, 3, 17);
+      jput(j, ",");
+      jvec(j, "couple", q->couple, 3, 17);
+      jnum(j, ",\"stiffness\":", q->stiffness, 9);
+      jnum(j, ",\"separation\":", q->separation, 9);
+      jput(j, "}");
+    }
+    jput(j, "]");
+  }
+  if (p->has_speculative) {
+    const ce_speculative *sp = &p->speculative;
+    double n[3] = {sp->normal.x, sp->normal.y, sp->normal.z}, x[3] = {sp->point.x, sp->point.y, sp->point.z};
+    jnum(j, ",\"speculative\":{\"separation\":", sp->separation, 17);
+    jput(j, ",");
+    jvec(j, "normal", n, 3, 9);
+    jput(j, ",");
+    jvec(j, "point", x, 3, 9);
+    jnum(j, ",\"stiffness\":", sp->stiffness, 9);
+    jput(j, ",\"faces\":%d}", sp->faces);
+  }
+}
+
 static void encode_pair(jbuf *j, const cd_pub_pair *p) {
   jput(j, "{\"a\":%u,\"b\":%u,\"status\":\"%s\",", p->a, p->b, status_name(p->status));
   jvec(j, "force", p->force, 3, 17);
@@ -182,7 +217,9 @@ static void encode_pair(jbuf *j, const cd_pub_pair *p) {
     jnum(j, ",\"area\":", q->area, 7);
     jput(j, "}");
   }
-  jput(j, "]}");
+  jput(j, "]");
+  encode_extras(j, p);
+  jput(j, "}");
 }
 
 /* The snapshot's JSON (one line) into *out (malloc'd); 0, or -1 when out

@@ -290,6 +290,79 @@ Test(client, query_strain_energy) {
   cc_free(rep);
 }
 
+/* Reduced contacts and a margin through the C client: a sliding ball
+ * (friction, so forces have tangential parts) pressed into the floor with
+ * opt.reduced_contacts = 4; cc_pair_reduced's points carry the pair's
+ * wrench (force, and moment about A's origin with their couples) to 1e-9;
+ * a ball with a 10 mm margin 4 mm above the floor is speculative
+ * (cc_pair_speculative: the gap to 10 %, normal up, zero force). */
+Test(client, query_reduced_and_speculative) {
+  const double R = 0.05, E = 1e5, h = 0.046, gap = 0.004;
+  char ball[CC_ID_MAX], near[CC_ID_MAX], floor[CC_ID_MAX];
+  cc_shape sb = {.kind = CC_SHAPE_SPHERE, .a = R, .modulus = E, .hint = R / 4, .friction = 0.3};
+  cc_shape sn = {.kind = CC_SHAPE_SPHERE, .a = R, .modulus = E, .hint = R / 4, .margin = 0.01};
+  cc_shape sf = {.kind = CC_SHAPE_HALF_SPACE, .rigid = 1, .friction = 0.3};
+  cc_error e;
+  cr_assert_eq(cc_register_shape(C, &sb, ball, NULL, &e), 0, "%s", e.message);
+  cr_assert_eq(cc_register_shape(C, &sn, near, NULL, &e), 0, "%s", e.message);
+  cr_assert_eq(cc_register_shape(C, &sf, floor, NULL, &e), 0, "%s", e.message);
+  cc_body b[3] = {{.id = 1, .geometry_id = ball, .p = {0, 0, h}, .v = {0.1, 0, 0}, .w = {0, 2, 1}},
+                  {.id = 2, .geometry_id = near, .p = {0.3, 0, R + gap}},
+                  {.id = 3, .geometry_id = floor}};
+  const uint32_t pairs[2][2] = {{1, 3}, {2, 3}};
+  Contactd__V1__QueryOptions opt = CONTACTD__V1__QUERY_OPTIONS__INIT;
+  opt.reduced_contacts = 4;
+  Contactd__V1__ContactReply *rep;
+  cr_assert_eq(cc_query_bodies(C, b, 3, pairs, 2, &opt, &rep, &e), 0, "%s", e.message);
+  cr_assert_eq(rep->n_results, 2);
+  const Contactd__V1__PairResult *r = rep->results[0];
+  size_t n = cc_pair_reduced(r, NULL, 0);
+  cr_assert(n >= 2 && n <= 4, "%zu reduced contacts on the ball's one patch", n);
+  cc_reduced_contact pts[4];
+  cr_assert_eq(cc_pair_reduced(r, pts, 1), n); /* copies one, counts all */
+  cr_assert_eq(cc_pair_reduced(r, pts, n), n);
+  double f[3] = {0}, m[3] = {0};
+  for (size_t i = 0; i < n; i++) {
+    const double *x = pts[i].position, *q = pts[i].force, d[3] = {x[0] - b[0].p[0], x[1] - b[0].p[1], x[2] - b[0].p[2]};
+    for (int k = 0; k < 3; k++) f[k] += q[k];
+    m[0] += d[1] * q[2] - d[2] * q[1] + pts[i].couple[0];
+    m[1] += d[2] * q[0] - d[0] * q[2] + pts[i].couple[1];
+    m[2] += d[0] * q[1] - d[1] * q[0] + pts[i].couple[2];
+    cr_expect(pts[i].stiffness > 0 && pts[i].separation < 0 && fabs(pts[i].normal[2] - 1) < 1e-9,
+              "point %zu: k %g phi %g n_z %.17g", i, pts[i].stiffness, pts[i].separation, pts[i].normal[2]);
+    cr_expect_eq(pts[i].patch, 0);
+  }
+  const Contactd__V1__Vec3 *F = r->wrench_a->force, *T = r->wrench_a->torque;
+  const double want_f[3] = {F ? F->x : 0, F ? F->y : 0, F ? F->z : 0};
+  const double want_m[3] = {T ? T->x : 0, T ? T->y : 0, T ? T->z : 0};
+  double fn = sqrt(want_f[0] * want_f[0] + want_f[1] * want_f[1] + want_f[2] * want_f[2]);
+  cr_assert(fn > 0 && fabs(want_f[0]) > 0.1 * fn, "a sliding ball: |F| %g, F_x %g", fn, want_f[0]);
+  for (int k = 0; k < 3; k++) {
+    cr_expect(fabs(f[k] - want_f[k]) <= 1e-9 * fn, "force[%d]: %.17g vs %.17g", k, f[k], want_f[k]);
+    cr_expect(fabs(m[k] - want_m[k]) <= 1e-9 * fn * R, "moment[%d]: %.17g vs %.17g", k, m[k], want_m[k]);
+  }
+  double ef = 0, em = 0;
+  for (int k = 0; k < 3; k++) {
+    ef = fmax(ef, fabs(f[k] - want_f[k]));
+    em = fmax(em, fabs(m[k] - want_m[k]));
+  }
+  printf("reduced: %zu points, |F| %.6g N; force residual %.3g N, moment residual %.3g N m\n", n, fn, ef, em);
+  cc_speculative sp = {0};
+  cr_expect_eq(cc_pair_speculative(r, &sp), -1, "a pair in contact is not speculative");
+  const Contactd__V1__PairResult *s = rep->results[1];
+  cr_assert_eq(s->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SPECULATIVE, "status %d", s->status);
+  cr_assert_eq(cc_pair_speculative(s, &sp), 0);
+  cr_expect(fabs(sp.separation - gap) < 0.1 * gap, "separation %g vs gap %g", sp.separation, gap);
+  cr_expect(sp.normal[2] > 0.9 && sp.stiffness > 0 && sp.faces > 0, "n_z %g k %g faces %d", sp.normal[2],
+            sp.stiffness, sp.faces);
+  printf("speculative: separation %.9g m (gap %g), stiffness %.6g N/m, %d faces\n", sp.separation, gap,
+         sp.stiffness, sp.faces);
+  cr_expect_eq(cc_pair_reduced(s, NULL, 0), 0);
+  const Contactd__V1__Vec3 *sf0 = s->wrench_a ? s->wrench_a->force : NULL;
+  cr_expect(!sf0 || (sf0->x == 0 && sf0->y == 0 && sf0->z == 0), "a speculative pair has no force");
+  cc_free(rep);
+}
+
 Test(client, query_errors_keep_connection) {
   char ball[CC_ID_MAX];
   reg_sphere(ball, 0.05, 1e5);

@@ -6,9 +6,10 @@
 //              "steps": [{"goto": PATH}, {"waitApplied": N}, {"sleep": MS},
 //                        {"shot": FILE, "canvas": true}, {"click": SELECTOR},
 //                        {"touch": FILE}, {"waitFile": FILE}, {"waitAppliedFromFile": FILE},
-//                        {"readout": true}, {"text": SELECTOR}]}
+//                        {"readout": true}, {"text": SELECTOR}, {"dataset": true}]}
 // Prints one JSON object: every request the page made, the readout, texts,
-// console errors.
+// console errors, and the page's data attributes (body.dataset: what it
+// drew) at each "dataset" step.
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,7 +18,7 @@ import path from 'node:path';
 const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const origin = plan.origin;
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'contactd-chromium-'));
-const out = { requests: [], blocked: [], readout: null, texts: {}, console: [], applied: null };
+const out = { requests: [], blocked: [], readout: null, texts: {}, console: [], applied: null, datasets: [] };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const ctx = await chromium.launchPersistentContext(profile, {
@@ -75,6 +76,8 @@ try {
         force: tr.querySelector('.force').textContent, area: tr.querySelector('.area').textContent,
         faces: tr.querySelector('.faces').textContent, energy: tr.querySelector('.energy').textContent,
       })));
+    } else if (s.dataset) {
+      out.datasets.push(await page.evaluate(() => ({ ...document.body.dataset })));
     } else if (s.text !== undefined) {
       out.texts[s.text] = await page.$eval(s.text, (e) => e.textContent);
     }

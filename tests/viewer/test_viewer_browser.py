@@ -8,6 +8,13 @@ the ball moved; once the client is done, the page's readout shows its last
 result's face count and force to 4 significant digits; every request the
 page made went to the daemon.
 
+A scene published with options.reducedContacts = 4 and a speculative pair
+(test_reduced_and_speculative): the page draws a marker per reduced
+contact (its count, as the page says in body.dataset, equals the scene's,
+and magenta pixels show on the canvas); unticking "reduced contacts" hides
+them (count 0, no magenta); the speculative pair is drawn (its marker
+counted) and its row says "speculative" with the gap.
+
 With principals set (ViewerBrowserAuth): the page opened once with
 ?token= of tenant lab-a is redirected to a URL without it, keeps a session
 cookie, lists only lab-a's scenes and draws one of them (its event stream
@@ -104,6 +111,32 @@ class ViewerBrowser(unittest.TestCase):
         self.check_requests(page)
         self.check_pixels(shot1, shot2)
         self.check_readout(page, results)
+
+    def test_reduced_and_speculative(self):
+        vf.publish_reduced_and_speculative(self.d, "reduced", k=4, gap=0.004)
+        status, _, body = vf.get(self.d.http, "/v1/scenes/reduced")
+        self.assertEqual(status, 200)
+        nreduced = len(json.loads(body)["pairs"][0]["reduced"])
+        on, off = self.path("reduced-on.png"), self.path("reduced-off.png")
+        page = vf.drive(self.d.origin, [{"goto": "/#reduced"}, {"waitApplied": 1}, {"dataset": True},
+                                        {"shot": on, "canvas": True}, {"click": "#show-reduced"},
+                                        {"dataset": True}, {"shot": off, "canvas": True},
+                                        {"text": "#pairs tbody"}])
+        self.check_requests(page)
+        shown, hidden = page["datasets"]
+        magenta = [sum(1 for row in vf.read_png(p)[2] for px in row
+                       if px[0] > 200 and px[1] < 60 and px[2] > 200) for p in (on, off)]
+        rows = page["texts"]["#pairs tbody"]
+        print("scene: %d reduced contacts; page: %s shown (%d magenta pixels), %s after the toggle "
+              "(%d magenta pixels); speculative markers %s; rows %r" %
+              (nreduced, shown["reduced"], magenta[0], hidden["reduced"], magenta[1], shown["speculative"], rows))
+        self.assertEqual(int(shown["reduced"]), nreduced)
+        self.assertGreater(nreduced, 1)
+        self.assertEqual(int(hidden["reduced"]), 0)
+        self.assertGreater(magenta[0], 20 * nreduced)
+        self.assertEqual(magenta[1], 0)
+        self.assertEqual(int(shown["speculative"]), 1)
+        self.assertIn("2–3 speculative gap 0.004000 m", rows)
 
     def check_requests(self, page):
         print("page requests: %d, all to %s" % (len(page["requests"]), self.d.origin))

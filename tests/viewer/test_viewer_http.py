@@ -100,6 +100,82 @@ class BadRequests(unittest.TestCase):
         self.assertEqual(found, "", "promtool check metrics: " + str(found))
 
 
+def vec(v):
+    return [v.get(k, 0.0) for k in "xyz"]
+
+
+class ReducedAndSpeculative(unittest.TestCase):
+    """A scene published by a query with options.reducedContacts = 4 carries
+    the reduced contacts in its JSON and its event, as the reply has them
+    (bit for bit), their forces adding up to the pair's; the speculative
+    pair carries its status and separation. Without reducedContacts the
+    scene has no "reduced"."""
+
+    def setUp(self):
+        self.d = vf.Daemon()
+
+    def tearDown(self):
+        code, log = self.d.stop()
+        self.assertEqual(code, 0, log[-3000:])
+
+    def event(self, name):
+        """The first server-sent event of the scene's stream, parsed."""
+        s = socket.create_connection(("127.0.0.1", self.d.http), timeout=10)
+        try:
+            s.sendall(("GET /v1/scenes/%s/events HTTP/1.1\r\nHost: x\r\n\r\n" % name).encode())
+            buf = b""
+            while b"\n\n" not in buf.split(b"\r\n\r\n", 1)[-1] or b"data:" not in buf:
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, buf[:300])
+                buf += chunk
+        finally:
+            s.close()
+        body = buf.split(b"\r\n\r\n", 1)[1]
+        data = [ln[5:].strip() for ln in body.split(b"\n") if ln.startswith(b"data:")][0]
+        return json.loads(data)
+
+    def test_reduced_points_and_speculative_status(self):
+        gap, margin = 0.004, 0.01
+        reply = vf.publish_reduced_and_speculative(self.d, "reduced", k=4, gap=gap, margin=margin)
+        status, _, body = vf.get(self.d.http, "/v1/scenes/reduced")
+        self.assertEqual(status, 200, body)
+        for snap in (json.loads(body), self.event("reduced")):
+            contact, spec = snap["pairs"]
+            self.assertEqual(contact["status"], "surface")
+            want = reply["results"][0]["reducedContacts"]
+            got = contact["reduced"]
+            print("published reduced contacts: %d (reply %d), patches %d" %
+                  (len(got), len(want), len(contact["patches"])))
+            self.assertEqual(len(got), len(want))
+            self.assertGreater(len(got), 1)
+            self.assertLessEqual(len(got), 4 * len(contact["patches"]))
+            for g, w in zip(got, want):
+                self.assertEqual(g["x"], vec(w["position"]))
+                self.assertEqual(g["force"], vec(w["force"]))
+                self.assertEqual(g["patch"], w.get("patch", 0))
+            total = [sum(g["force"][i] for g in got) for i in range(3)]
+            err = max(abs(total[i] - contact["force"][i]) for i in range(3))
+            fn = math.sqrt(sum(x * x for x in contact["force"]))
+            print("sum of reduced forces vs pair force: |diff| %.3g N of %.6g N" % (err, fn))
+            self.assertLess(err, 1e-9 * fn)
+            self.assertEqual(spec["status"], "speculative")
+            self.assertEqual(spec["force"], [0, 0, 0])
+            self.assertNotIn("reduced", spec)
+            sp = spec["speculative"]
+            print("speculative: separation %.9g m (gap %g), normal %s, stiffness %g N/m, %d faces" %
+                  (sp["separation"], gap, sp["normal"], sp["stiffness"], sp["faces"]))
+            self.assertEqual(sp["separation"], reply["results"][1]["speculative"]["separation"])
+            self.assertGreater(sp["separation"], 0)
+            self.assertLess(abs(sp["separation"] - gap), 0.1 * gap)
+            self.assertGreater(sp["normal"][2], 0.9)
+            self.assertGreater(sp["stiffness"], 0)
+            self.assertGreater(sp["faces"], 0)
+            self.assertNotIn("speculative", contact)
+        # published without reducedContacts: no "reduced"
+        _, plain = publish_ball(self.d, self.d.dir, name="plain")
+        self.assertNotIn("reduced", plain["pairs"][0])
+
+
 def promtool_findings(body):
     """What `promtool check metrics` (Debian's prometheus package) finds in
     a /metrics body, less the one finding let through: the latency metrics'

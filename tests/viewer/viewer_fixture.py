@@ -136,6 +136,42 @@ def rolling_ball_scene(path, frames=240, x0=-0.04, x1=0.04):
     return path
 
 
+def publish_reduced_and_speculative(d, scene, k=4, gap=0.004, margin=0.01):
+    """Over the protocol port (JSON lines): a compliant ball (R 0.05 m)
+    pressed 2.5 mm into a rigid plane and a ball with a margin gap m above
+    it, queried with options.reducedContacts = k and published as scene.
+    Returns the reply (its results: ball-plane in contact, then the
+    speculative one)."""
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=30)
+    f = s.makefile("r")
+
+    def call(msg):
+        s.sendall((json.dumps(msg) + "\n").encode())
+        return json.loads(f.readline())
+
+    try:
+        r = 0.05
+        ball = call({"registerGeometry": {"sphere": {"radius": r}, "compliance": "COMPLIANCE_COMPLIANT",
+                                          "modulus": 1e5, "resolutionHint": 0.01, "material": {"friction": 0.3}}})
+        near = call({"registerGeometry": {"sphere": {"radius": r}, "compliance": "COMPLIANCE_COMPLIANT",
+                                          "modulus": 1e5, "resolutionHint": 0.01, "margin": margin}})
+        floor = call({"registerGeometry": {"halfSpace": {}, "compliance": "COMPLIANCE_RIGID",
+                                           "material": {"friction": 0.3}}})
+        ids = [g["registerReply"]["geometryId"] for g in (ball, near, floor)]
+        q = call({"contactQuery": {
+            "bodies": [{"bodyId": 1, "geometryId": ids[0], "pose": {"position": {"z": r - 0.0025}},
+                        "velocity": {"linear": {"x": 0.1}}},
+                       {"bodyId": 2, "geometryId": ids[1], "pose": {"position": {"x": 0.2, "z": r + gap}}},
+                       {"bodyId": 3, "geometryId": ids[2]}],
+            "pairs": [{"a": 1, "b": 3}, {"a": 2, "b": 3}],
+            "options": {"publish": scene, "reducedContacts": k}}})
+    finally:
+        f.close()
+        s.close()
+    assert "contactReply" in q, q
+    return q["contactReply"]
+
+
 def contactctl(d, *args, stdout=None):
     return subprocess.Popen([CONTACTCTL, "--addr", d.addr] + list(args), stdout=stdout or subprocess.PIPE,
                             stderr=subprocess.PIPE)
