@@ -338,6 +338,37 @@ const char *tc_limits_file(const char *name, const char *limits) {
   return tc_config_file(name, json);
 }
 
+void tc_token_sha256_hex(const char *token, char out[65]) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "printf %%s '%s' | openssl dgst -sha256 -r", token);
+  FILE *p = popen(cmd, "r");
+  if (!p || !fgets(out, 65, p)) {
+    fprintf(stderr, "tc: openssl dgst failed\n");
+    abort();
+  }
+  pclose(p);
+  out[64] = 0;
+}
+
+Contactd__V1__Envelope *tc_hello(int fd, const char *token) {
+  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
+  h.protocol_version = 1;
+  h.client_name = "contactd-test";
+  h.token = (char *)(token ? token : "");
+  Contactd__V1__Envelope e = CONTACTD__V1__ENVELOPE__INIT;
+  e.request_id = 1;
+  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
+  e.hello = &h;
+  return tc_call(fd, &e, 10000);
+}
+
+int tc_login(int fd, const char *token, const char *name) {
+  Contactd__V1__Envelope *r = tc_hello(fd, token);
+  int ok = r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY && strcmp(r->hello_reply->principal, name) == 0;
+  if (r) contactd__v1__envelope__free_unpacked(r, NULL);
+  return ok ? 0 : -1;
+}
+
 void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3 *pos, uint32_t id,
              const char *geometry_id, double x, double y, double z) {
   contactd__v1__body__init(b);

@@ -77,6 +77,14 @@ uint64_t tc_open_pair_stream(int fd, const char *ga, double za, const char *gb, 
  * to (0, 0, z), unturned; 0 when sent. */
 int tc_send_stream_update_z(int fd, uint64_t request_id, uint64_t sid, uint64_t seq, uint32_t body_id, double z);
 
+/* Authentication (principals): the hex SHA-256 of a token, made with the
+ * openssl CLI as an operator would for a principals file; a Hello with a
+ * token (NULL: none) → its reply (free it); 0 when a Hello with token
+ * authenticates fd as principal `name`, else -1. */
+void tc_token_sha256_hex(const char *token, char out[65]);
+Contactd__V1__Envelope *tc_hello(int fd, const char *token);
+int tc_login(int fd, const char *token, const char *name);
+
 /* Fill a body (id, geometry, position) in the caller's storage. */
 void tc_body(Contactd__V1__Body *b, Contactd__V1__Pose *pose, Contactd__V1__Vec3 *pos, uint32_t id,
              const char *geometry_id, double x, double y, double z);

@@ -25,25 +25,14 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* The hex SHA-256 of a token, with the openssl CLI (as an operator would). */
-static void token_hash(const char *token, char out[65]) {
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "printf %%s '%s' | openssl dgst -sha256 -r", token);
-  FILE *p = popen(cmd, "r");
-  cr_assert(p);
-  cr_assert(fgets(out, 65, p));
-  pclose(p);
-  out[64] = 0;
-}
-
 /* A principals file: robot (query, lab-a), sim (query and register,
  * lab-b), ops (admin, every tenant), and this test's own uid on the Unix
  * socket (admin). */
 static const char *principals_file(void) {
   char robot[65], sim[65], ops[65], doc[2048];
-  token_hash("robot-token", robot);
-  token_hash("sim-token", sim);
-  token_hash("ops-token", ops);
+  tc_token_sha256_hex("robot-token", robot);
+  tc_token_sha256_hex("sim-token", sim);
+  tc_token_sha256_hex("ops-token", ops);
   snprintf(doc, sizeof doc,
            "{\"principals\": ["
            "{\"name\": \"robot-7\", \"token_sha256\": \"%s\", \"roles\": [\"query\"], \"tenant\": \"lab-a\"},"
@@ -55,26 +44,6 @@ static const char *principals_file(void) {
 }
 
 static int code_of(const Env *e) { return e && e->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? e->error->code : 0; }
-
-static Env *hello(int fd, const char *token) {
-  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
-  h.protocol_version = 1;
-  h.client_name = "test_daemon_auth";
-  h.token = (char *)(token ? token : "");
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.request_id = 1;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
-  e.hello = &h;
-  return tc_call(fd, &e, 10000);
-}
-
-/* 0 when authenticated as `name`. */
-static int login(int fd, const char *token, const char *name) {
-  Env *r = hello(fd, token);
-  int ok = r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY && strcmp(r->hello_reply->principal, name) == 0;
-  if (r) contactd__v1__envelope__free_unpacked(r, NULL);
-  return ok ? 0 : -1;
-}
 
 static void start_auth(tc_daemon *d, const char *limits) {
   const char *pf = principals_file();
@@ -136,18 +105,18 @@ Test(auth, every_request_without_a_token_a_wrong_one_or_the_wrong_role, .timeout
   tc_daemon d;
   start_auth(&d, "\"auth_fail_max\": 1000");
   int sim = tc_connect_tcp(d.port);
-  cr_assert_eq(login(sim, "sim-token", "sim"), 0);
+  cr_assert_eq(tc_login(sim, "sim-token", "sim"), 0);
   char *g = tc_register_sphere(sim, 2, 0.1, 1e6, 0.05);
   cr_assert(g);
   const int UNAUTH = CONTACTD__V1__ERROR_CODE__UNAUTHENTICATED, DENIED = CONTACTD__V1__ERROR_CODE__PERMISSION_DENIED;
 
   int none = tc_connect_tcp(d.port);
-  Env *h = hello(none, NULL);
+  Env *h = tc_hello(none, NULL);
   cr_assert(h && h->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY, "Hello without a token is answered");
   cr_expect_str_eq(h->hello_reply->principal, "", "but does not authenticate");
   contactd__v1__envelope__free_unpacked(h, NULL);
   int wrong = tc_connect_tcp(d.port);
-  h = hello(wrong, "robot-tokem");
+  h = tc_hello(wrong, "robot-tokem");
   cr_expect_eq(code_of(h), UNAUTH, "a wrong token");
   cr_expect(h && strstr(h->error->message, "matches no principal"), "the reason is named");
   contactd__v1__envelope__free_unpacked(h, NULL);
@@ -157,8 +126,8 @@ Test(auth, every_request_without_a_token_a_wrong_one_or_the_wrong_role, .timeout
   }
   /* robot has query only; ops has admin only */
   int robot = tc_connect_tcp(d.port), ops = tc_connect_tcp(d.port);
-  cr_assert_eq(login(robot, "robot-token", "robot-7"), 0);
-  cr_assert_eq(login(ops, "ops-token", "ops"), 0);
+  cr_assert_eq(tc_login(robot, "robot-token", "robot-7"), 0);
+  cr_assert_eq(tc_login(ops, "ops-token", "ops"), 0);
   for (size_t i = 0; i < NKINDS; i++) {
     unsigned k = KINDS[i];
     int reg = k == CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY || k == CONTACTD__V1__ENVELOPE__MSG_RELEASE_GEOMETRY;
@@ -202,14 +171,14 @@ Test(auth, failed_authentications_are_throttled_per_address, .timeout = 180) {
   start_auth(&d, "\"auth_fail_max\": 10, \"auth_fail_delay_ms\": 100, \"auth_lockout_ms\": 60000");
   int good = tc_connect_tcp_from("127.0.0.2", d.port);
   cr_assert(good >= 0, "127.0.0.2 is a loopback address on Linux");
-  cr_assert_eq(login(good, "sim-token", "sim"), 0);
+  cr_assert_eq(tc_login(good, "sim-token", "sim"), 0);
   char *g = tc_register_sphere(good, 2, 0.1, 1e6, 0.05);
   int attacker = tc_connect_tcp(d.port);
   int locked = 0, delayed = 0;
   double worst_good = 0, took[1000];
   for (int i = 0; i < 1000; i++) {
     double t0 = now_ms();
-    Env *r = hello(attacker, "guess");
+    Env *r = tc_hello(attacker, "guess");
     cr_assert_eq(code_of(r), CONTACTD__V1__ERROR_CODE__UNAUTHENTICATED, "attempt %d", i);
     if (strstr(r->error->message, "too many failed authentications")) locked++;
     took[i] = now_ms() - t0;
@@ -227,7 +196,7 @@ Test(auth, failed_authentications_are_throttled_per_address, .timeout = 180) {
    * lower bound; a loaded machine may slow any answer, so no upper one) */
   for (int i = 5; i < 10; i++) cr_expect_geq(took[i], 95, "attempt %d waited auth_fail_delay_ms (%.1f ms)", i + 1, took[i]);
   cr_expect_eq(locked, 990, "the tenth locks the address out");
-  cr_expect_eq(login(attacker, "sim-token", "sim"), -1, "even the right token, while locked out");
+  cr_expect_eq(tc_login(attacker, "sim-token", "sim"), -1, "even the right token, while locked out");
   cr_expect_eq(tc_log_count(&d, "address locked out after failed authentications"), 1, "logged once");
   cr_expect_eq(tc_log_count(&d, "authentications refused: address locked out"), 1, "once per window");
   close(attacker);
@@ -254,7 +223,7 @@ Test(auth, silent_connections_cannot_lock_others_out, .timeout = 180) {
   }
   double t0 = now_ms();
   int good = tc_connect_tcp_from("127.0.0.2", d.port);
-  cr_assert_eq(login(good, "sim-token", "sim"), 0, "another address gets in");
+  cr_assert_eq(tc_login(good, "sim-token", "sim"), 0, "another address gets in");
   char *g = tc_register_sphere(good, 2, 0.1, 1e6, 0.05);
   cr_assert_eq(ask(good, CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY, g), 0);
   double took = now_ms() - t0;
@@ -285,7 +254,7 @@ Test(auth, the_hello_deadline_without_principals) {
   const char *extra[] = {"--config", tc_limits_file("deadline.json", "\"hello_timeout_ms\": 300"), NULL};
   tc_start(&d, extra);
   int quiet = tc_connect_tcp(d.port), talks = tc_connect_tcp(d.port);
-  Env *h = hello(talks, NULL);
+  Env *h = tc_hello(talks, NULL);
   cr_assert(h && h->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY);
   contactd__v1__envelope__free_unpacked(h, NULL);
   cr_expect(tc_wait_closed(quiet, 3000), "a connection that says nothing is closed");
@@ -309,7 +278,7 @@ Test(auth, unix_socket_peers_by_uid_and_its_mode) {
   Env *s = tc_stats(fd, 3, 5000);
   cr_expect(s, "this uid is principal \"me\" (admin) without a token");
   if (s) contactd__v1__envelope__free_unpacked(s, NULL);
-  Env *h = hello(fd, NULL);
+  Env *h = tc_hello(fd, NULL);
   cr_expect(h && h->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY && strcmp(h->hello_reply->principal, "me") == 0);
   if (h) contactd__v1__envelope__free_unpacked(h, NULL);
   close(fd);

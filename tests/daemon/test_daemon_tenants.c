@@ -37,23 +37,13 @@ static double now_ms(void) {
 
 /* ---- principals ------------------------------------------------------------ */
 
-static void token_hash(const char *token, char out[65]) {
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "printf %%s '%s' | openssl dgst -sha256 -r", token);
-  FILE *p = popen(cmd, "r");
-  cr_assert(p);
-  cr_assert(fgets(out, 65, p));
-  pclose(p);
-  out[64] = 0;
-}
-
 /* a (lab-a) and b (lab-b) may query and register; ops sees every tenant. */
 static char PRINCIPALS[512];
 static const char *principals_file(void) {
   char a[65], b[65], ops[65], doc[2048];
-  token_hash("a-token", a);
-  token_hash("b-token", b);
-  token_hash("ops-token", ops);
+  tc_token_sha256_hex("a-token", a);
+  tc_token_sha256_hex("b-token", b);
+  tc_token_sha256_hex("ops-token", ops);
   snprintf(doc, sizeof doc,
            "{\"principals\": ["
            "{\"name\": \"a\", \"token_sha256\": \"%s\", \"roles\": [\"query\", \"register\"], \"tenant\": \"lab-a\"},"
@@ -82,18 +72,7 @@ static void start_recheck(tc_daemon *d, const char *store) {
 static int as(tc_daemon *d, const char *token, const char *name) {
   int fd = tc_connect_tcp(d->port);
   cr_assert(fd >= 0);
-  Contactd__V1__Hello h = CONTACTD__V1__HELLO__INIT;
-  h.protocol_version = 1;
-  h.client_name = "test_daemon_tenants";
-  h.token = (char *)token;
-  Env e = CONTACTD__V1__ENVELOPE__INIT;
-  e.request_id = 1;
-  e.msg_case = CONTACTD__V1__ENVELOPE__MSG_HELLO;
-  e.hello = &h;
-  Env *r = tc_call(fd, &e, 10000);
-  cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_HELLO_REPLY && strcmp(r->hello_reply->principal, name) == 0,
-            "authenticated as %s", name);
-  contactd__v1__envelope__free_unpacked(r, NULL);
+  cr_assert_eq(tc_login(fd, token, name), 0, "authenticated as %s", name);
   return fd;
 }
 
