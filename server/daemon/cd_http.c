@@ -677,7 +677,7 @@ cd_http *cd_http_start(cd_server *s, const char *host, int port, int *bound) {
   if (!rc) rc = uv_tcp_bind(&m->listener, (struct sockaddr *)&addr, 0);
   /* a backlog deep enough that a burst of connections waits for accept
    * rather than being dropped by the kernel (the head pool sorts them) */
-  if (!rc) rc = uv_listen((uv_stream_t *)&m->listener, 511, on_conn);
+  if (!rc) rc = uv_listen((uv_stream_t *)&m->listener, CD_LISTEN_BACKLOG, on_conn);
   if (rc) {
     CD_ERROR("cannot listen for metrics", "host=%s port=%d error=\"%s\"", host, port, uv_strerror(rc));
     m->stopping = 1;

@@ -243,6 +243,14 @@ static inline void cd_limits_default(cd_limits *l) {
 #define CD_PRINCIPALS_MAX 65536
 #define CD_TOKEN_MAX_BYTES 4096
 
+/* Every listener's accept backlog. A burst of connections (hundreds of
+ * slow request heads, a fleet reconnecting after a restart) waits in it
+ * while the loop is busy or not scheduled; when it is full the kernel
+ * drops SYNs, and an honest client (a health probe) then waits out TCP's
+ * 1 s retransmission. Linux caps it at net.core.somaxconn (4096 by
+ * default since 5.4). */
+#define CD_LISTEN_BACKLOG 4096
+
 #define CD_PROTOCOL_VERSION 1
 
 #endif /* CD_LIMITS_H */

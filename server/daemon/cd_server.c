@@ -249,7 +249,7 @@ static int bind_tcp(cd_server *s) {
   s->have_tcp = 1;
   cd_spare_init(&s->spare_tcp, (uv_stream_t *)&s->tcp, 1);
   if ((rc = uv_tcp_bind(&s->tcp, (struct sockaddr *)&addr, 0)) == 0)
-    rc = uv_listen((uv_stream_t *)&s->tcp, 511, on_tcp_conn);
+    rc = uv_listen((uv_stream_t *)&s->tcp, CD_LISTEN_BACKLOG, on_tcp_conn);
   if (rc) {
     CD_ERROR("cannot listen", "listen=%s error=\"%s\"", s->cfg.listen, uv_strerror(rc));
     return -1;
@@ -277,7 +277,7 @@ static int bind_unix(cd_server *s) {
   int rc = uv_pipe_bind(&s->unix_sock, s->cfg.unix_path);
   umask(old);
   if (!rc && chmod(s->cfg.unix_path, (mode_t)s->cfg.unix_mode) != 0) rc = uv_translate_sys_error(errno);
-  if (!rc) rc = uv_listen((uv_stream_t *)&s->unix_sock, 511, on_unix_conn);
+  if (!rc) rc = uv_listen((uv_stream_t *)&s->unix_sock, CD_LISTEN_BACKLOG, on_unix_conn);
   if (rc) {
     CD_ERROR("cannot listen", "unix=%s error=\"%s\"", s->cfg.unix_path, uv_strerror(rc));
     return -1;

@@ -9,6 +9,12 @@
                 the refusals counted in /metrics and logged once per window;
                 past max_metrics_connections a request gets 503 and probes
                 are still answered;
+  Backlog       the daemon stopped (SIGSTOP, as a loop that is busy or not
+                scheduled) while 1,000 connections arrive on each port:
+                every connect completes at once (the kernel queues them;
+                a full backlog would drop SYNs and cost TCP's 1 s
+                retransmission), and once resumed /healthz and the
+                protocol port answer;
   ViewerAuth    principals set: no token -> 401 on every viewer path,
                 /healthz and /readyz open; a bearer token or a ?token=
                 exchanged for an HttpOnly SameSite=Strict session cookie
@@ -23,7 +29,9 @@
 import json
 import os
 import re
+import resource
 import shutil
+import signal
 import socket
 import ssl
 import statistics
@@ -173,6 +181,44 @@ class SlowHeads(unittest.TestCase):
             code, log = d.stop()
         self.assertEqual(code, 0, log[-3000:])
         self.assertEqual(log.count('msg="HTTP connections refused"'), 1)
+
+
+class Backlog(unittest.TestCase):
+    N = 1000
+
+    def test_a_burst_waits_in_the_backlog(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < 2 * self.N + 64:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4 * self.N), hard))
+        d = vf.Daemon()
+        socks = []
+        try:
+            os.kill(d.proc.pid, signal.SIGSTOP)
+            try:
+                worst = 0.0
+                for port in (d.http, d.port):
+                    for _ in range(self.N):
+                        t0 = time.monotonic()
+                        socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+                        worst = max(worst, time.monotonic() - t0)
+            finally:
+                os.kill(d.proc.pid, signal.SIGCONT)
+            print("%d connections to each port of a stopped daemon: slowest connect %.1f ms" %
+                  (self.N, worst * 1000))
+            self.assertLess(worst, 0.5)
+            for s in socks:
+                s.close()
+            socks = []
+            st, _, body = vf.get(d.http, "/healthz")
+            self.assertEqual((st, body), (200, b"ok\n"))
+            p = hf.Proto(d.port)
+            self.assertIn("hasGeometryReply", p.call({"hasGeometry": {"geometryIds": ["0" * 64]}}))
+            p.close()
+        finally:
+            for s in socks:
+                s.close()
+            code, log = d.stop()
+        self.assertEqual(code, 0, log[-3000:])
 
 
 class ViewerAuth(unittest.TestCase):
