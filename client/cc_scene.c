@@ -175,9 +175,9 @@ static int parse_geom(const cJSON *g, const char *base_dir, cc_scene_geom *sg, c
     }
   }
   if (get_bool(g, "rigid", &s->rigid) < 0) return err_at(err, errlen, "%s.rigid: expected true or false", path);
-  static const char *const nums[] = {"modulus", "hint", "slab", "dissipation", "friction"};
-  double *dst[] = {&s->modulus, &s->hint, &s->slab, &s->dissipation, &s->friction};
-  for (int i = 0; i < 5; i++)
+  static const char *const nums[] = {"modulus", "hint", "slab", "dissipation", "friction", "margin"};
+  double *dst[] = {&s->modulus, &s->hint, &s->slab, &s->dissipation, &s->friction, &s->margin};
+  for (int i = 0; i < 6; i++)
     if (get_num(g, nums[i], dst[i]) < 0) return err_at(err, errlen, "%s.%s: expected a number", path, nums[i]);
   return 0;
 }
@@ -355,6 +355,10 @@ static int parse_options(const cJSON *root, cc_scene *s, char *err, size_t errle
   if (get_bool(op, "energy", &en) < 0) return err_at(err, errlen, "options.energy: expected true or false");
   if (get_num(op, "stiction_tolerance", &s->options.stiction_tolerance) < 0)
     return err_at(err, errlen, "options.stiction_tolerance: expected a number");
+  double k = 0;
+  if (get_num(op, "reduced_contacts", &k) < 0 || !(k >= 0 && k <= 4294967295.0 && k == floor(k)))
+    return err_at(err, errlen, "options.reduced_contacts: expected a whole number of points per patch (0 = off)");
+  s->options.reduced_contacts = (uint32_t)k;
   s->options.representation = (Contactd__V1__Representation)r;
   s->options.detail = (Contactd__V1__Detail)d;
   s->options.contact_model = (Contactd__V1__ContactModel)m;

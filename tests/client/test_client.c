@@ -683,3 +683,50 @@ Test(client, scene_parse_refuses_numbers_outside_uint32) {
   cr_assert_eq(s.bodies[0].mask, 0u);
   cc_scene_free(&s);
 }
+
+/* A scene file's geometry "margin" and options.reduced_contacts reach the
+ * server: the ball near the floor comes back speculative, the one pressed
+ * into it with at most K reduced contacts; bad values name their path. */
+Test(client, scene_margin_and_reduced_contacts) {
+  const char *json =
+      "{\"geometries\":{\"ball\":{\"shape\":\"sphere\",\"radius\":0.05,\"modulus\":1e5,\"hint\":0.0125},"
+      "\"near\":{\"shape\":\"sphere\",\"radius\":0.05,\"modulus\":1e5,\"hint\":0.0125,\"margin\":0.01},"
+      "\"floor\":{\"shape\":\"half-space\",\"rigid\":true}},"
+      "\"bodies\":[{\"name\":\"ball\",\"geometry\":\"ball\",\"position\":[0,0,0.046]},"
+      "{\"name\":\"near\",\"geometry\":\"near\",\"position\":[0.3,0,0.054]},"
+      "{\"name\":\"floor\",\"geometry\":\"floor\"}],"
+      "\"pairs\":[[\"ball\",\"floor\"],[\"near\",\"floor\"]],\"options\":{\"reduced_contacts\":3}}";
+  cc_scene s;
+  char err[512];
+  cc_error e;
+  cr_assert_eq(cc_scene_parse(json, NULL, &s, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(s.options.reduced_contacts, 3u);
+  cr_assert_eq(s.geoms[1].shape.margin, 0.01);
+  cr_assert_eq(cc_scene_register(C, &s, &e), 0, "%s", e.message);
+  cr_expect_str_neq(s.geoms[0].id, s.geoms[1].id, "the margin is part of the geometry's id");
+  cc_scene_msgs m;
+  cr_assert_eq(cc_scene_msgs_build(&s, NULL, NULL, 0, &m), 0);
+  Contactd__V1__ContactReply *rep;
+  cr_assert_eq(cc_query(C, &m.query, &rep, &e), 0, "%s", e.message);
+  cr_assert_eq(rep->n_results, 2);
+  size_t n = cc_pair_reduced(rep->results[0], NULL, 0);
+  cr_expect(n >= 1 && n <= 3, "%zu reduced contacts with K = 3", n);
+  cr_expect_eq(rep->results[1]->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SPECULATIVE, "status %d",
+               rep->results[1]->status);
+  cc_free(rep);
+  cc_scene_msgs_free(&m);
+  cc_scene_free(&s);
+  const char *bad[][2] = {{"\"options\":{\"reduced_contacts\":2.5}", "options.reduced_contacts"},
+                          {"\"options\":{\"reduced_contacts\":-1}", "options.reduced_contacts"},
+                          {"\"options\":{\"reduced_contacts\":\"4\"}", "options.reduced_contacts"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "{\"geometries\":{\"g\":{\"shape\":\"half-space\",\"rigid\":true}},"
+             "\"bodies\":[{\"geometry\":\"g\"}],%s}", bad[i][0]);
+    cr_expect_eq(cc_scene_parse(buf, NULL, &s, err, sizeof err), -1, "%s", bad[i][0]);
+    cr_expect(strstr(err, bad[i][1]), "%s: %s", bad[i][0], err);
+  }
+  cr_expect_eq(cc_scene_parse("{\"geometries\":{\"g\":{\"shape\":\"sphere\",\"radius\":1,\"margin\":\"x\"}},"
+                              "\"bodies\":[{\"geometry\":\"g\"}]}", NULL, &s, err, sizeof err), -1);
+  cr_expect(strstr(err, "geometries.g.margin"), "%s", err);
+}
