@@ -67,6 +67,7 @@ enum {
   CD_CF_LINE_OVER = 1u << 5,  /* the JSON line being read is over the cap: skip to its newline */
   CD_CF_ADMITTED = 1u << 6,   /* the frame (or line) being received holds request memory */
   CD_CF_OUT_CLOSING = 1u << 7, /* its out_bytes no longer count in output_memory_bytes (cd_outmem.c) */
+  CD_CF_SEATED = 1u << 8,     /* holds one of max_connections' seats (cd_server.seated) */
 };
 
 typedef struct cd_conn cd_conn;

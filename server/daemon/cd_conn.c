@@ -125,6 +125,7 @@ static void conn_gone(cd_conn *c) {
   c->prev = c->next = NULL;
   pthread_mutex_unlock(&l->conns_mu);
   s->stats.connections--;
+  if (c->flags & CD_CF_SEATED) atomic_fetch_sub(&s->seated, 1);
   l->connections--;
   l->load--;
   s->conn_ended(s, 1);
@@ -575,7 +576,7 @@ static int conn_open(cd_loop *lp, uv_os_sock_t fd, int is_tcp) {
   lp->conns = c;
   pthread_mutex_unlock(&lp->conns_mu);
   c->flags |= CD_CF_LINKED;
-  const uint64_t open_now = atomic_fetch_add(&s->stats.connections, 1) + 1;
+  atomic_fetch_add(&s->stats.connections, 1);
   s->stats.connections_total++;
   lp->connections++;
   lp->connections_total++;
@@ -602,7 +603,8 @@ static int conn_open(cd_loop *lp, uv_os_sock_t fd, int is_tcp) {
     else cd__input_fatal(c, CD_UNAVAILABLE, msg, "too many connections from one address", NULL);
     return 0;
   }
-  if (open_now > l->max_connections) {
+  if (atomic_fetch_add(&s->seated, 1) + 1 > l->max_connections) {
+    atomic_fetch_sub(&s->seated, 1); /* cd_server.seated: refused, it holds no seat */
     s->stats.connections_rejected++;
     /* One UNAVAILABLE error (protobuf framing: the client may speak JSON,
      * but it cannot have said so yet), then close. */
@@ -613,6 +615,7 @@ static int conn_open(cd_loop *lp, uv_os_sock_t fd, int is_tcp) {
     cd__input_fatal(c, CD_UNAVAILABLE, msg, "framing error", &s->stats.disconnects_framing);
     return 0;
   }
+  c->flags |= CD_CF_SEATED;
   if (l->hello_timeout_ms) uv_timer_start(&c->idle, on_hello_deadline, first_deadline(l), 0);
   else cd_conn_greet(c);
   cd__conn_start_reading(c);

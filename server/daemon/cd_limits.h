@@ -172,7 +172,7 @@
      "not stall the loop's open connections (0 = no bound)")                               \
   XX(max_connections_per_address, 64, 0, "connections",                                    \
      "open TCP connections from one source address (0 = no cap)")                          \
-  XX(per_address_exempt_loopback, 1, 0, "0 or 1",                                          \
+  XX(per_address_exempt_loopback, 1, 0, "flag",                                            \
      "1: loopback addresses are exempt from max_connections_per_address (the Unix "        \
      "socket always is)")                                                                  \
   XX(auth_fail_max, 10, 1, "failures",                                                     \

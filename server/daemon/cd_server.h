@@ -69,6 +69,13 @@ typedef struct cd_server {
   atomic_int finishing; /* every connection is gone: the loops are closing (loop 0) */
   atomic_int finish_posted; /* another loop asked loop 0 to finish */
   _Atomic uint64_t conn_peak; /* most connections open since the heap was last trimmed */
+  /* Connections admitted and counted against max_connections. A refused
+   * one (per address, or over the cap) gives its seat back at once rather
+   * than when its close completes, so that a burst of refusals, all
+   * accepted in one turn and closing together, cannot fill the seats of
+   * the clients that arrive behind it (stats.connections counts every
+   * open socket, refused or not). */
+  _Atomic uint64_t seated;
   /* output_memory_bytes (cd_outmem.c): its value (set before the loops
    * start); the reply bytes queued on every connection; those of closing
    * connections (on their way out); those of connections another loop
