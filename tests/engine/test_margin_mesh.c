@@ -364,3 +364,117 @@ Test(margin_mesh, refused_without_a_tet_mesh) {
   cr_assert(strstr(err.message, "margin must be finite"), "%s", err.message);
   cr_assert_null(g);
 }
+
+/* ---- contact ------------------------------------------------------------ */
+
+static ce_geometry *rigid_halfspace(void) {
+  ce_shape s = {.type = CE_SHAPE_HALFSPACE};
+  ce_props pr = ce_test_props(CE_RIGID, 0, 0.05);
+  ce_geometry *g = NULL;
+  ce_error err;
+  cr_assert_eq(ce_geometry_from_shape(&s, &pr, &g, &err), CE_OK, "%s", err.message);
+  return g;
+}
+
+static ce_result query(const ce_geometry *ga, ce_quat q, ce_vec3 c, const ce_geometry *gb) {
+  ce_body a = ce_test_body(ga, q, c), b = ce_test_body(gb, ce_quat_identity(), ce_v3(0, 0, 0));
+  a.V_WB.v = ce_v3(0.1, 0, -0.05);
+  a.material.dissipation = 2;
+  a.material.friction = 0.3;
+  ce_options o;
+  ce_options_default(&o);
+  ce_result r;
+  ce_error err;
+  ce_arena_reset(arena);
+  cr_assert_eq(ce_contact(&a, &b, &o, arena, &r, &err), CE_OK, "%s", err.message);
+  return r;
+}
+
+/* In contact, a margin changes nothing for meshes either: the contact is
+ * computed on the original geometry, so the wrench is the same bit for bit
+ * (a tetrahedralised sphere and the voxel L, on a plane and on a
+ * compliant sphere, random poses). */
+Test(margin_mesh, same_force_with_and_without) {
+  ce_geometry *p = rigid_halfspace(), *o = ce_test_shape(CE_SHAPE_SPHERE, CE_COMPLIANT, 0.1, ce_v3(0, 0, 0), 0.03);
+  ce_geometry *g0[2] = {sphere_mesh(0.1, 0.02, 0), voxel_geometry(mask_l, 4, 0.05, 0)};
+  ce_geometry *g1[2] = {sphere_mesh(0.1, 0.02, 0.01), voxel_geometry(mask_l, 4, 0.05, 0.01)};
+  uint64_t rng = 11;
+  int touching = 0;
+  double worst = 0;
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 12; i++) {
+      ce_quat q = ce_test_rand_quat(&rng);
+      ce_vec3 c = ce_v3(0, 0, 0.05 + 0.04 * ce_test_rand(&rng));
+      const ce_geometry *other = i & 1 ? o : p;
+      if (i & 1) c = ce_add(c, ce_v3(0, 0, 0.1));
+      ce_result r0 = query(g0[k], q, c, other);
+      ce_wrench w0 = r0.wrench_a;
+      ce_result r1 = query(g1[k], q, c, other);
+      if (r0.status != CE_CONTACT_SURFACE) { /* apart: apart or speculative, no force */
+        cr_assert(r1.status == r0.status || (r0.status == CE_CONTACT_NONE && r1.status == CE_CONTACT_SPECULATIVE),
+                  "mesh %d pose %d: status %d, %d", k, i, r0.status, r1.status);
+        cr_assert_eq(ce_norm(r1.wrench_a.force), 0.0);
+        continue;
+      }
+      cr_assert_eq(r1.status, CE_CONTACT_SURFACE, "mesh %d pose %d", k, i);
+      touching++;
+      cr_assert_eq(memcmp(&w0, &r1.wrench_a, sizeof w0), 0, "mesh %d pose %d", k, i);
+      worst = fmax(worst, ce_norm(ce_sub(w0.force, r1.wrench_a.force)));
+    }
+  cr_assert_geq(touching, 12);
+  cr_log_info("meshes in contact with and without a margin: %d poses, largest force difference %g N", touching, worst);
+  for (int k = 0; k < 2; k++) {
+    ce_geometry_free(g0[k]);
+    ce_geometry_free(g1[k]);
+  }
+  ce_geometry_free(p);
+  ce_geometry_free(o);
+}
+
+/* A tetrahedralised sphere nearing a plane: apart while its inflated
+ * copy's lowest point is above the plane, speculative from there (a gap of
+ * delta times the lowest copy's offset) with its separation near the gap,
+ * touching (first positive force) at gap 0. */
+Test(margin_mesh, mesh_approaching_a_plane) {
+  const double delta = 0.01;
+  ce_geometry *s = sphere_mesh(0.1, 0.02, delta), *p = rigid_halfspace();
+  double zmin = INFINITY, zmin_out = INFINITY;
+  for (int32_t i = 0; i < s->tet.nv; i++) zmin = fmin(zmin, s->tet.v[i].z);
+  for (int32_t i = s->tet.nv; i < s->inflated->tet.nv; i++) zmin_out = fmin(zmin_out, s->inflated->tet.v[i].z);
+  const double reach = zmin - zmin_out; /* how far below the mesh the layer reaches */
+  cr_assert(reach >= delta * (1 - 1e-12) && reach <= 1.1 * delta, "the layer reaches %g below", reach);
+  double worst = 0, worst_abs = 0;
+  int spec = 0;
+  for (int i = 0; i <= 60; i++) {
+    double gap = 1.5 * delta - 0.00025 * i;
+    ce_result r = query(s, ce_quat_identity(), ce_v3(0, 0, gap - zmin), p);
+    if (fabs(gap - reach) <= 1e-9) continue;
+    if (gap > reach) {
+      cr_assert_eq(r.status, CE_CONTACT_NONE, "gap %g: apart beyond the layer (status %d)", gap, r.status);
+    } else if (gap > 1e-9) {
+      cr_assert_eq(r.status, CE_CONTACT_SPECULATIVE, "gap %g: speculative (status %d)", gap, r.status);
+      cr_assert_eq(ce_norm(r.wrench_a.force), 0.0);
+      cr_assert_gt(r.speculative.stiffness, 0);
+      cr_assert_gt(r.speculative.normal.z, 0.9);
+      double e = fabs(r.speculative.separation - gap);
+      worst = fmax(worst, e / gap);
+      worst_abs = fmax(worst_abs, e);
+      cr_assert_leq(e, 0.1 * gap + 1e-9, "gap %g: separation %g", gap, r.speculative.separation);
+      spec++;
+    } else if (gap < -1e-9) {
+      cr_assert_eq(r.status, CE_CONTACT_SURFACE, "gap %g", gap);
+      cr_assert_gt(r.wrench_a.force.z, 0);
+    }
+  }
+  cr_assert_geq(spec, 30);
+  cr_log_info("tetrahedralised sphere on a plane: layer reach %.4g delta; separation within %.3g of the gap (%.3g m)",
+              reach / delta, worst, worst_abs);
+  ce_result up = query(s, ce_quat_identity(), ce_v3(0, 0, 1e-7 - zmin), p);
+  ce_result down = query(s, ce_quat_identity(), ce_v3(0, 0, -1e-7 - zmin), p);
+  cr_assert_eq(up.status, CE_CONTACT_SPECULATIVE);
+  cr_assert(up.speculative.separation < 1e-6, "%g", up.speculative.separation);
+  cr_assert_eq(down.status, CE_CONTACT_SURFACE);
+  cr_assert_gt(down.wrench_a.force.z, 0);
+  ce_geometry_free(s);
+  ce_geometry_free(p);
+}
