@@ -20,17 +20,24 @@
  *    exact offset surface of the smooth ellipsoid, which the facets only
  *    approximate); at a concave edge or corner x' is where the moved planes
  *    meet.
- * The field in the layer extends the boundary's: x' gets p = -g delta,
- * g the field's slope along the outward normal at x, so that p = 0 stays
- * on the original surface and p < 0 in the layer:
+ * The field in the layer extends the boundary's: every x' gets p = -g delta,
+ * g the field's slope along the outward normal at the boundary, so that
+ * p = 0 stays on the original surface and p < 0 in the layer:
  *  - sphere, capsule: g = E / R, the analytic field E (1 - r / R);
  *  - box, cylinder: g = E / H, the analytic field E d / H (the largest
  *    tet gradient, the same in every tet);
- *  - other meshes: g the largest slope |grad_t . n_f| over the boundary
- *    faces f at x (tet t's gradient across its boundary face, on which the
- *    field is zero); where those tets are flat (every vertex on the
- *    boundary) the largest |grad| over the tets at x, and where those are
- *    flat too the mesh's largest.
+ *  - other meshes: g the area-weighted mean of the slopes |grad_t . n_f|
+ *    over the boundary faces f (tet t's gradient across its boundary
+ *    face, on which the field is zero), faces of flat tets (every vertex
+ *    on the boundary) left out.
+ * One g for the whole layer, rather than each vertex's own slope: where
+ * the offsets are delta along the faces' normals the layer's field then
+ * falls at g along the normal in every prism, so -p / g is the distance
+ * from the original surface (what the speculative separation below reads),
+ * however uneven the mesh's field is along its boundary (a coarse mesh's
+ * distance field has slopes differing by the ratio of its tets' heights);
+ * what that gives up is the local stiffness: each face's speculative
+ * spring uses the mean slope, not its own.
  * Each boundary triangle (a, b, c) and its copies make a prism, split
  * into three tets by the vertices' global order (so that neighbouring
  * prisms split their shared side the same way).
@@ -82,42 +89,28 @@
 #include "ce_passes.h"
 #include "ce_validate.h"
 
-/* The field's slope at each copy (the header's rules) into slope[ncopy]. */
-static ce_errno copy_slopes(const ce_geometry *g, const ce_shape *shape, const ce_offset_layer *L, double *slope,
+/* The field's slope g at the boundary (the header's rules). */
+static ce_errno layer_slope(const ce_geometry *g, const ce_shape *shape, const ce_offset_layer *L, double *G,
                             ce_error *err) {
   const ce_tetmesh *m = &g->tet;
   const int type = shape ? (int)shape->type : 0;
-  const int smooth = type == CE_SHAPE_SPHERE || type == CE_SHAPE_CAPSULE;
-  const int prism = type == CE_SHAPE_BOX || type == CE_SHAPE_CYLINDER;
-  double global = smooth ? g->modulus / shape->radius : 0;
-  if (smooth || prism) { /* the analytic field's one slope */
-    for (int32_t t = 0; t < m->nt && prism; t++) global = fmax(global, ce_norm(m->grad[t]));
-    for (int32_t c = 0; c < L->ncopy; c++) slope[c] = global;
+  if (type == CE_SHAPE_SPHERE || type == CE_SHAPE_CAPSULE) {
+    *G = g->modulus / shape->radius;
     return CE_OK;
   }
-  double *vmax = calloc((size_t)m->nv, sizeof *vmax);
-  if (!vmax) return ce_fail(err, CE_ENOMEM, "margin: out of memory for %d vertices", (int)m->nv);
-  for (int32_t t = 0; t < m->nt; t++) {
-    const double gt = ce_norm(m->grad[t]);
-    global = fmax(global, gt);
-    for (int j = 0; j < 4; j++) vmax[m->tet[t][j]] = fmax(vmax[m->tet[t][j]], gt);
-  }
-  for (int32_t c = 0; c < L->ncopy; c++) slope[c] = 0;
+  double sum = 0, area = 0, top = 0;
   for (int32_t f = 0; f < L->nbf; f++) {
-    const int32_t t = L->face[f][0];
+    const int32_t *q = m->tet[L->face[f][0]];
     const int i = L->face[f][1];
-    const ce_vec3 *x = m->v;
-    const int32_t *q = m->tet[t];
-    ce_vec3 n = ce_normalize(ce_cross(ce_sub(x[q[ce_tet_face_vertex[i][1]]], x[q[ce_tet_face_vertex[i][0]]]),
-                                      ce_sub(x[q[ce_tet_face_vertex[i][2]]], x[q[ce_tet_face_vertex[i][0]]])));
-    const double s = fabs(ce_dot(m->grad[t], n)); /* the field falls to 0 towards the face */
-    for (int j = 0; j < 3; j++) slope[L->copy[f][j]] = fmax(slope[L->copy[f][j]], s);
+    const ce_vec3 a = m->v[q[ce_tet_face_vertex[i][0]]];
+    const ce_vec3 n = ce_cross(ce_sub(m->v[q[ce_tet_face_vertex[i][1]]], a), ce_sub(m->v[q[ce_tet_face_vertex[i][2]]], a));
+    const double s = fabs(ce_dot(m->grad[L->face[f][0]], ce_normalize(n))); /* the field is 0 on the face */
+    if (s > 0) sum += s * ce_norm(n), area += ce_norm(n);
   }
-  for (int32_t c = 0; c < L->ncopy; c++)
-    if (!(slope[c] > 0)) slope[c] = vmax[L->vertex[c]] > 0 ? vmax[L->vertex[c]] : global;
-  free(vmax);
-  if (!(global > 0) || !isfinite(global))
-    return ce_fail(err, CE_EDEGENERATE, "margin: the field is zero everywhere, so there is no slope to extend into the layer");
+  for (int32_t t = 0; t < m->nt; t++) top = fmax(top, ce_norm(m->grad[t]));
+  *G = type == CE_SHAPE_BOX || type == CE_SHAPE_CYLINDER ? top : area > 0 ? sum / area : 0;
+  if (!(*G > 0) || !isfinite(*G))
+    return ce_fail(err, CE_EDEGENERATE, "margin: the field has no slope at the boundary to extend into the layer");
   return CE_OK;
 }
 
@@ -126,9 +119,8 @@ static ce_errno outer_vertices(const ce_geometry *g, const ce_shape *shape, doub
                                ce_vec3 *v, double *p, ce_error *err) {
   const ce_tetmesh *m = &g->tet;
   const int type = shape ? (int)shape->type : 0;
-  double *slope = malloc(((size_t)L->ncopy + 1) * sizeof *slope);
-  if (!slope) return ce_fail(err, CE_ENOMEM, "margin: out of memory for %d copies", (int)L->ncopy);
-  ce_errno e = copy_slopes(g, shape, L, slope, err);
+  double G;
+  ce_errno e = layer_slope(g, shape, L, &G, err);
   for (int32_t c = 0; c < L->ncopy && e == CE_OK; c++) {
     const ce_vec3 x = m->v[L->vertex[c]];
     ce_vec3 o = L->o[c];
@@ -138,9 +130,8 @@ static ce_errno outer_vertices(const ce_geometry *g, const ce_shape *shape, doub
       o = ce_scale(ce_normalize(ce_sub(x, k)), delta);
     }
     v[m->nv + c] = ce_add(x, o);
-    p[m->nv + c] = -slope[c] * delta;
+    p[m->nv + c] = -G * delta;
   }
-  free(slope);
   return e;
 }
 
