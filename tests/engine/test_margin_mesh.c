@@ -459,7 +459,7 @@ Test(margin_mesh, mesh_approaching_a_plane) {
       double e = fabs(r.speculative.separation - gap);
       worst = fmax(worst, e / gap);
       worst_abs = fmax(worst_abs, e);
-      cr_assert_leq(e, 0.1 * gap + 1e-9, "gap %g: separation %g", gap, r.speculative.separation);
+      cr_assert_leq(e, 0.02 * gap + 1e-9, "gap %g: separation %g", gap, r.speculative.separation);
       spec++;
     } else if (gap < -1e-9) {
       cr_assert_eq(r.status, CE_CONTACT_SURFACE, "gap %g", gap);
