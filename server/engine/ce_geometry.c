@@ -6,6 +6,9 @@
  * data (field gradients, normals, adjacency) and a BVH, and are immutable
  * afterwards.
  *
+ * Two-way with ce_margin.c: a tet mesh built here with a margin gets its
+ * inflated copy there, and that copy is itself a tet mesh finished here.
+ *
  * Validation rules (every error names the offending element):
  *  - counts: 0 → CE_EEMPTY; negative → CE_EINVAL; above
  *    CE_LIMIT_MESH_COUNT (2^28) → CE_ELIMIT.

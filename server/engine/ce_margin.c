@@ -77,7 +77,10 @@
  * face normal (as ce_face_contact.c, Masterjohn et al. 2022), both fields
  * reach zero after an approach of -p / g. The separation is the least such
  * value over the corners, the stiffness the sum of g A over the faces (the
- * per-face springs of the speculative surface). */
+ * per-face springs of the speculative surface).
+ *
+ * Two-way with ce_geometry.c: the inflated copy is a tet mesh finished
+ * there, and the tet meshes built there take their margins here. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
