@@ -120,9 +120,22 @@ static int32_t root(int32_t *par, int32_t i) {
   return i;
 }
 
-/* Scratch of one vertex's corners: their local parents (fans), normals. */
+/* A corner's other vertex u (each corner has two) and the corner's local
+ * index a at its vertex. */
+typedef struct other {
+  int32_t u, a;
+} other;
+
+static int other_cmp(const void *x, const void *y) {
+  const other *p = x, *q = y;
+  return p->u < q->u ? -1 : p->u > q->u ? 1 : p->a - q->a;
+}
+
+/* Scratch of one vertex's corners: their local parents (fans), their
+ * other vertices (2 per corner), normals. */
 typedef struct vscratch {
   int32_t *par;
+  other *oth;
   ce_vec3 *n;
 } vscratch;
 
@@ -130,16 +143,18 @@ typedef struct vscratch {
  * corner of its group) and each group's offset og[group]. */
 static void vertex_groups(const ce_tetmesh *m, ce_offset_layer *L, const ce_vec3 *fn, int32_t v, const int32_t *cs,
                           int32_t k, double delta, int planes, vscratch *w, int32_t *group, ce_vec3 *og) {
-  for (int32_t a = 0; a < k; a++) w->par[a] = a;
-  for (int32_t a = 0; a < k; a++) /* fans: faces sharing a second vertex */
-    for (int32_t b = 0; b < a; b++) {
-      int share = 0;
-      for (int x = 0; x < 3 && !share; x++) {
-        int32_t u = corner_vertex(m, L, 3 * (cs[a] / 3) + x);
-        for (int y = 0; y < 3 && !share; y++) share = u != v && u == corner_vertex(m, L, 3 * (cs[b] / 3) + y);
-      }
-      if (share) w->par[root(w->par, a)] = root(w->par, b);
+  int32_t no = 0;
+  for (int32_t a = 0; a < k; a++) {
+    w->par[a] = a;
+    for (int x = 0; x < 3; x++) {
+      int32_t u = corner_vertex(m, L, 3 * (cs[a] / 3) + x);
+      if (u != v) w->oth[no++] = (other){u, a};
     }
+  }
+  /* fans: faces sharing a second vertex (sorted by it, O(k log k)) */
+  qsort(w->oth, (size_t)no, sizeof *w->oth, other_cmp);
+  for (int32_t i = 1; i < no; i++)
+    if (w->oth[i].u == w->oth[i - 1].u) w->par[root(w->par, w->oth[i].a)] = root(w->par, w->oth[i - 1].a);
   for (int32_t r = 0; r < k; r++) {
     if (root(w->par, r) != r) continue;
     int kn = 0, split = 0;
@@ -185,7 +200,7 @@ ce_errno ce_offset_layer_build(const ce_tetmesh *m, double delta, int planes, ce
   ce_vec3 *fn = malloc((size_t)L->nbf * sizeof *fn + 1), *og = malloc(nc * sizeof *og + 1);
   int32_t *first = calloc((size_t)m->nv + 1, sizeof *first), *cs = malloc(nc * sizeof *cs + 1);
   int32_t *group = malloc(nc * sizeof *group + 1), *num = malloc(nc * sizeof *num + 1);
-  vscratch w = {NULL, malloc((size_t)CE_LIMIT_MARGIN_NORMALS * sizeof *w.n)};
+  vscratch w = {NULL, NULL, malloc((size_t)CE_LIMIT_MARGIN_NORMALS * sizeof *w.n)};
   ce_errno e = CE_OK;
   if (!L->face || !L->copy || !L->vertex || !L->o || !fn || !og || !first || !cs || !group || !num || !w.n) {
     e = ce_fail(err, CE_ENOMEM, "margin: out of memory for %d boundary faces", (int)L->nbf);
@@ -207,7 +222,9 @@ ce_errno ce_offset_layer_build(const ce_tetmesh *m, double delta, int planes, ce
   for (size_t c = 0; c < nc; c++) cs[first[corner_vertex(m, L, (int32_t)c)]++] = (int32_t)c;
   for (int32_t v = m->nv; v > 0; v--) first[v] = first[v - 1]; /* back to the starts */
   first[0] = 0;
-  if (!(w.par = malloc((size_t)maxk * sizeof *w.par + 1))) {
+  w.par = malloc((size_t)maxk * sizeof *w.par + 1);
+  w.oth = malloc(2 * (size_t)maxk * sizeof *w.oth + 1);
+  if (!w.par || !w.oth) {
     e = ce_fail(err, CE_ENOMEM, "margin: out of memory for a vertex of %d faces", (int)maxk);
     goto done;
   }
@@ -223,6 +240,7 @@ done:
   free(group);
   free(num);
   free(w.par);
+  free(w.oth);
   free(w.n);
   if (e != CE_OK) ce_offset_layer_free(L);
   return e;
