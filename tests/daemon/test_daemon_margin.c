@@ -181,8 +181,8 @@ static Env *register_msg(Contactd__V1__RegisterGeometry *rg, uint64_t id) {
   return r;
 }
 
-/* A compliant tet mesh and a compliant closed surface (tetrahedralised by
- * the server) with margins: speculative 5 mm above a plane, found by the
+/* A compliant tet mesh, a compliant closed surface (tetrahedralised by
+ * the server) and an OBJ mesh file of it, with margins: speculative 5 mm above a plane, found by the
  * broad phase (bounding spheres grown by the margin), with the separation
  * of the flat bottom; the same force in contact as without the margin. */
 Test(margin_wire, compliant_meshes) {
@@ -225,10 +225,25 @@ Test(margin_wire, compliant_meshes) {
   Env *sm = register_msg(&rs, 22);
   cr_assert_eq(sm->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s",
                sm->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? sm->error->message : "");
+  static const char obj[] = "v 0 0 0\nv 0.1 0 0\nv 0.1 0.1 0\nv 0 0.1 0\nv 0 0 0.1\nv 0.1 0 0.1\nv 0.1 0.1 0.1\n"
+                            "v 0 0.1 0.1\nf 1 4 3 2\nf 5 6 7 8\nf 1 2 6 5\nf 2 3 7 6\nf 3 4 8 7\nf 4 1 5 8\n";
+  Contactd__V1__MeshFile mf = CONTACTD__V1__MESH_FILE__INIT;
+  mf.data.data = (uint8_t *)obj;
+  mf.data.len = sizeof obj - 1;
+  mf.format = CONTACTD__V1__MESH_FORMAT__MESH_FORMAT_OBJ;
+  mf.name = "cube.obj";
+  Contactd__V1__RegisterGeometry rf = rs;
+  rf.shape_case = CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_MESH_FILE;
+  rf.mesh_file = &mf;
+  rf.resolution_hint = 0.02;
+  Env *fm = register_msg(&rf, 24);
+  cr_assert_eq(fm->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s",
+               fm->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? fm->error->message : "");
   char *p = tc_register_halfspace(fd, 23, 0, 0);
   cr_assert(p);
-  const char *ids[2] = {tm->register_reply->geometry_id, sm->register_reply->geometry_id};
-  for (int k = 0; k < 2; k++)
+  const char *ids[3] = {tm->register_reply->geometry_id, sm->register_reply->geometry_id,
+                        fm->register_reply->geometry_id};
+  for (int k = 0; k < 3; k++)
     for (int all = 0; all < 2; all++) {
       Env *r = query(ids[k], p, 0.005, all); /* the cube's bottom 5 mm above the plane */
       cr_assert_eq(r->contact_reply->n_results, 1, "mesh %d: the pair (all pairs: %d)", k, all);
@@ -250,6 +265,7 @@ Test(margin_wire, compliant_meshes) {
   contactd__v1__envelope__free_unpacked(tm, NULL);
   contactd__v1__envelope__free_unpacked(tm0, NULL);
   contactd__v1__envelope__free_unpacked(sm, NULL);
+  contactd__v1__envelope__free_unpacked(fm, NULL);
   free(p);
 }
 
