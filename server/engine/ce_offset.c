@@ -20,7 +20,14 @@
  * of the planes). Equivalently, u = w / |w|^2 for w the point of the normals'
  * convex hull nearest the origin, so no u exists exactly when the normals
  * do not lie in an open hemisphere (the tip of a needle or a fin): 0 is in
- * their hull. */
+ * their hull.
+ *
+ * ce_offset_layer_build applies this to a mesh's boundary: one copy per
+ * fan of faces around a vertex (faces joined through boundary edges at
+ * it; a pinched vertex has several), and where the offset fails (no u,
+ * |u| > MARGIN_STRETCH, more than MARGIN_NORMALS normals) a copy per face,
+ * moved delta along the face's normal (ce_margin.c says what the layer
+ * then gives up). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
