@@ -24,7 +24,12 @@
  *   margin: the cc, cc-g and cr pairs with A (and B, if compliant) built
  *       with a margin of one hint: in contact (the same surface as without)
  *       and apart by half the margin (speculative: the inflated copies'
- *       surface), cpu medians against the plain query in contact;
+ *       surface), cpu medians against the plain query in contact; the
+ *       same for the rigid sphere's surface tetrahedralised at the hint
+ *       (ce_geometry_from_surface, a mesh's margin by face planes) against
+ *       the rigid sphere (mesh-cr); first the CPU time and heap bytes the
+ *       inflated copy adds to each build, and its split vertices and right
+ *       prisms (ce_margin.c);
  *   cr-m: the cr pair with two more parts in the rigid mesh (three
  *       components): spheres R = 0.025 at -0.24 and R = 0.03 at +0.15
  *       along x of its frame, the first wholly inside the compliant sphere
@@ -322,17 +327,53 @@ static void run_margin(const char *name, double hint, const ce_geometry *ga, con
          (int)r.speculative.faces);
 }
 
-static ce_geometry *margin_sphere(double hint) {
+static ce_geometry *margin_sphere(double hint, double margin) {
   ce_shape sh;
   memset(&sh, 0, sizeof sh);
   sh.type = CE_SHAPE_SPHERE;
   sh.radius = 0.1;
   ce_props pr = bench_props(CE_COMPLIANT, hint);
-  pr.margin = hint;
+  pr.margin = margin;
   ce_geometry *g = NULL;
   ce_error err;
   if (ce_geometry_from_shape(&sh, &pr, &g, &err) != CE_OK) printf("margin sphere: %s\n", err.message);
   return g;
+}
+
+/* The rigid sphere's surface tetrahedralised at the hint, with a margin. */
+static ce_geometry *margin_mesh(const ce_geometry *rigid, double hint, double margin) {
+  const ce_trimesh *m = &rigid->tri;
+  ce_props pr = bench_props(CE_COMPLIANT, hint);
+  pr.margin = margin;
+  ce_geometry *g = NULL;
+  ce_error err;
+  if (ce_geometry_from_surface((const double *)m->v, m->nv, (const int32_t *)m->tri, m->nf, &pr, NULL, &g, NULL,
+                               &err) != CE_OK)
+    printf("margin mesh: %s\n", err.message);
+  return g;
+}
+
+/* The CPU time and bytes a margin adds to build(hint, margin). */
+static ce_geometry *margin_build(const char *what, ce_geometry *(*build)(const ce_geometry *, double, double),
+                                 const ce_geometry *arg, double hint) {
+  double c0 = cpu_us();
+  ce_geometry *g0 = build(arg, hint, 0);
+  double c1 = cpu_us();
+  ce_geometry *g1 = build(arg, hint, hint);
+  double c2 = cpu_us();
+  if (g0 && g1)
+    printf("margin build %-6s hint %.4f | %7d tets %8.1f ms, with the margin +%7.1f ms +%6.2f MB (%d layer tets, %d "
+           "copies, %d split vertices, %d right prisms)\n",
+           what, hint, (int)g0->tet.nt, (c1 - c0) / 1e3, (c2 - c1 - (c1 - c0)) / 1e3,
+           (double)(g1->bytes - g0->bytes) / 1e6, (int)(g1->inflated->tet.nt - g1->tet.nt),
+           (int)(g1->inflated->tet.nv - g1->tet.nv), (int)g1->margin_split, (int)g1->margin_right);
+  ce_geometry_free(g0);
+  return g1;
+}
+
+static ce_geometry *build_sphere(const ce_geometry *unused, double hint, double margin) {
+  (void)unused;
+  return margin_sphere(hint, margin);
 }
 
 /* The strain energy against rigid meshes and a terrain (cr-e): the
@@ -553,14 +594,18 @@ int main(int argc, char **argv) {
     }
     if (c1 && r1 && do_red) run_reduce("cr", hints[h], c1, r1, 0, runs, arena);
     if (c1 && c2 && r1 && do_mar) {
-      ce_geometry *m1 = margin_sphere(hints[h]), *m2 = margin_sphere(hints[h]);
+      ce_geometry *m1 = margin_build("sphere", build_sphere, NULL, hints[h]), *m2 = margin_sphere(hints[h], hints[h]);
+      ce_geometry *mm = margin_build("mesh", margin_mesh, r1, hints[h]), *m0 = margin_mesh(r1, hints[h], 0);
       if (m1 && m2) {
         run_margin("cc", hints[h], c1, c2, m1, m2, 0, runs, arena, t);
         run_margin("cc-g", hints[h], c1, c2, m1, m2, 1, runs, arena, t);
         run_margin("cr", hints[h], c1, r1, m1, r1, 0, runs, arena, t);
       }
+      if (mm && m0) run_margin("mesh-cr", hints[h], m0, r1, mm, r1, 0, runs, arena, t);
       ce_geometry_free(m1);
       ce_geometry_free(m2);
+      ce_geometry_free(mm);
+      ce_geometry_free(m0);
     }
     ce_geometry *rm = do_crm ? rigid_parts(hints[h]) : NULL;
     if (c1 && rm) run_contact("cr-m", hints[h], c1, rm, 0, runs, arena, t, tc);

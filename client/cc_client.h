@@ -305,7 +305,8 @@ typedef struct cc_shape {
   int hull_if_open;     /* open surface: use its convex hull */
   int want_progress;    /* ask for RegisterProgress (see cc_set_progress) */
   /* Margin delta, m (RegisterGeometry.margin; 0 = none): compliant
-   * spheres, boxes, cylinders and capsules. Pairs apart but within their
+   * geometries with a tet mesh (primitives but the half space, tet and
+   * surface meshes, mesh files). Pairs apart but within their
    * bodies' margins come back CONTACT_STATUS_SPECULATIVE (zero force; read
    * them with cc_pair_speculative). docs/physics.md, "Margins". */
   double margin;

@@ -99,6 +99,7 @@ static void to_props(const R *r, ce_props *p) {
   p->modulus = p->compliance == CE_COMPLIANT ? r->modulus : INFINITY;
   p->hint = r->resolution_hint;
   p->slab_thickness = r->slab_thickness ? r->slab_thickness->value : CD_DEFAULT_SLAB_THICKNESS;
+  p->margin = r->margin; /* check_props refused it where it cannot work */
   if (r->material) {
     p->material.dissipation = r->material->dissipation;
     p->material.friction = r->material->friction;
@@ -148,15 +149,15 @@ static int check_props(const R *r, cd_status *st) {
                          r->point_stiffness->value);
   if (!(isfinite(r->margin) && r->margin >= 0))
     return cd_status_set(st, CD_INVALID, "registerGeometry.margin", "must be finite and >= 0 (got %g)", r->margin);
-  if (r->margin > 0) {
-    int takes = r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_SPHERE ||
-                r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_BOX ||
-                r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CYLINDER ||
-                r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_CAPSULE;
-    if (!takes || !compliant)
+  if (r->margin > 0) { /* the engine inflates every compliant tet mesh */
+    int no_mesh = r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HALF_SPACE ||
+                  r->shape_case == CONTACTD__V1__REGISTER_GEOMETRY__SHAPE_HEIGHT_FIELD;
+    if (no_mesh || !compliant)
       return cd_status_set(st, CD_INVALID, "registerGeometry.margin",
-                           "only compliant spheres, boxes, cylinders and capsules take a margin (got %g on a %s %s)",
-                           r->margin, compliant ? "compliant" : "rigid", shape_field(r) + strlen("registerGeometry."));
+                           "only compliant geometries with a tet mesh take a margin: compliant primitives but the half "
+                           "space, tet meshes, surface meshes and mesh files (got %g on a %s %s%s)",
+                           r->margin, compliant ? "compliant" : "rigid", shape_field(r) + strlen("registerGeometry."),
+                           no_mesh && compliant ? ", which has no tet mesh to inflate" : "");
   }
   return 0;
 }
@@ -640,12 +641,11 @@ int cd_geomspec_build_progress(const R *r, const cd_limits *l, ce_progress_fn pr
     default: {
       ce_shape s;
       to_shape(r, &s, bound_radius);
-      p.margin = r->margin; /* check_props refused it elsewhere */
       e = ce_geometry_from_shape(&s, &p, out, &err);
-      *bound_radius += r->margin; /* the broad phase sees the inflated copy */
       break;
     }
   }
+  *bound_radius += r->margin; /* the broad phase sees the inflated copy */
   if (e != CE_OK) {
     if (*out) ce_geometry_free(*out);
     *out = NULL;
@@ -654,7 +654,9 @@ int cd_geomspec_build_progress(const R *r, const cd_limits *l, ce_progress_fn pr
                            "%s (cache_bytes: a geometry larger than the whole cache cannot be kept; use a coarser "
                            "resolution or raise cache_bytes)",
                            err.message);
-    return from_ce(st, f, e, &err);
+    /* a margin the mesh cannot take: the error names the margin's field */
+    return from_ce(st, r->margin > 0 && strncmp(err.message, "margin", 6) == 0 ? "registerGeometry.margin" : f, e,
+                   &err);
   }
   return 0;
 }

@@ -118,12 +118,14 @@ typedef struct ce_props {
    * this (a lower bound is compared: the arrays and hierarchy nodes every
    * such geometry has), before the expensive part (0: no limit). */
   size_t max_bytes;
-  /* Margin delta, m (>= 0; 0 = none): compliant spheres, boxes, cylinders
-   * and capsules only (ce_geometry_from_shape; every other builder refuses
-   * a margin). The geometry keeps its mesh and field for contact, and also
-   * holds a copy inflated by delta: a layer of tets over its boundary
-   * (sphere, capsule: along the radius; box, cylinder: each face plane
-   * moved out by delta) whose field extends the primitive's analytic field,
+  /* Margin delta, m (>= 0; 0 = none): compliant geometries with a tet
+   * mesh only (ce_geometry_from_shape but for half spaces,
+   * ce_geometry_from_tetmesh, ce_geometry_from_tetmesh_field,
+   * ce_geometry_from_surface; the rigid and terrain builders refuse one).
+   * The geometry keeps its mesh and field for contact, and also holds a
+   * copy inflated by delta: a layer of tets over its boundary (sphere,
+   * capsule: along the radius; every other mesh: each boundary face plane
+   * moved out by delta, ce_offset.c) whose field extends the boundary's,
    * zero on the original surface and negative in the layer. Pairs whose
    * bodies do not touch but whose inflated copies do are
    * CE_CONTACT_SPECULATIVE (ce_result.speculative, ce_margin.c). */

@@ -6,6 +6,9 @@
  * data (field gradients, normals, adjacency) and a BVH, and are immutable
  * afterwards.
  *
+ * Two-way with ce_margin.c: a tet mesh built here with a margin gets its
+ * inflated copy there, and that copy is itself a tet mesh finished here.
+ *
  * Validation rules (every error names the offending element):
  *  - counts: 0 → CE_EEMPTY; negative → CE_EINVAL; above
  *    CE_LIMIT_MESH_COUNT (2^28) → CE_ELIMIT.
@@ -553,9 +556,12 @@ ce_errno ce_geometry_from_tetmesh(const double *vertices, int32_t nv, const int3
   ce_errno e;
   if (!out) return ce_fail(err, CE_EINVAL, "tet mesh: out is NULL");
   *out = NULL;
-  if ((e = ce_props_check(props, 0, 0, err)) != CE_OK) return e;
-  if (props->compliance != CE_COMPLIANT)
+  if (props && props->compliance != CE_COMPLIANT)
     return ce_fail(err, CE_EINVAL, "a tet mesh must be compliant (compliance %d)", (int)props->compliance);
+  ce_props p0; /* the margin's inflated copy is made after the build */
+  if ((e = ce_margin_take(props, &p0, err)) != CE_OK || (e = ce_props_check(&p0, 0, 0, err)) != CE_OK) return e;
+  const double margin = props->margin;
+  props = &p0;
   if ((e = check_counts("tet mesh", nv, nt, "tet", err)) != CE_OK) return e;
   if (!vertices || !tets) return ce_fail(err, CE_EINVAL, "tet mesh: vertex or tet array is NULL");
   ce_vec3 *v = malloc((size_t)nv * sizeof *v);
@@ -572,7 +578,8 @@ ce_errno ce_geometry_from_tetmesh(const double *vertices, int32_t nv, const int3
   memcpy(t, tets, (size_t)nt * sizeof *t);
   if (p) memcpy(p, pressure, (size_t)nv * sizeof *p);
   const ce_buildprog prog = ce_buildprog_of(props);
-  return ce_geometry_finish_tetmesh(CE_SHAPE_TETMESH, props, &prog, v, nv, t, nt, p, out, err);
+  e = ce_geometry_finish_tetmesh(CE_SHAPE_TETMESH, props, &prog, v, nv, t, nt, p, out, err);
+  return ce_margin_apply(e, margin, props, out, err);
 }
 
 ce_errno ce_geometry_from_trimesh(const double *vertices, int32_t nv, const int32_t *tris, int32_t nf,

@@ -39,6 +39,8 @@ struct ce_geometry {
    * by ce_geometry_free; NULL without a margin) and, on that copy,
    * signed_field = 1 (its field may be negative: the layer). */
   double margin;
+  int32_t margin_split; /* vertices whose copy split, one per face (ce_offset.h) */
+  int32_t margin_right; /* layer prisms made right prisms where they folded */
   struct ce_geometry *inflated;
   int signed_field;
 };
@@ -57,10 +59,19 @@ ce_errno ce_geometry_finish_tetmesh(ce_shape_type shape, const ce_props *props,
 ce_errno ce_geometry_finish_tetmesh_signed(ce_shape_type shape, const ce_props *props, ce_vec3 *v, int32_t nv,
                                            int32_t (*tets)[4], int32_t nt, double *p, ce_geometry **out,
                                            ce_error *err);
-/* The inflated copy of compliant primitive g built from `shape` with
- * margin delta > 0 into g->inflated (ce_margin.c); props as for g. */
+/* The inflated copy of compliant geometry g with margin delta > 0 into
+ * g->inflated (ce_margin.c); props as for g; shape: the primitive g was
+ * built from (NULL for a mesh). */
 ce_errno ce_margin_inflate(ce_geometry *g, const ce_shape *shape, double delta, const ce_props *props,
                            ce_error *err);
+/* For the builders that take a margin: checks props->margin (finite,
+ * >= 0, a length in range when > 0) and copies props to *p0 without it
+ * (ce_margin.c). */
+ce_errno ce_margin_take(const ce_props *props, ce_props *p0, ce_error *err);
+/* After such a build (e its result): e when it failed or delta is 0,
+ * else the inflated copy of the mesh *out (ce_margin_inflate, shape NULL),
+ * freeing *out and setting it NULL when that fails. */
+ce_errno ce_margin_apply(ce_errno e, double delta, const ce_props *p0, ce_geometry **out, ce_error *err);
 /* Same for rigid triangle meshes (arrays malloc'd, ownership taken). */
 ce_errno ce_geometry_finish_trimesh(ce_shape_type shape, const ce_props *props,
                                     const ce_buildprog *prog, ce_vec3 *v, int32_t nv,

@@ -389,12 +389,13 @@ ce_errno ce_geometry_from_tetmesh_field(const double *vertices, int32_t nv, cons
     memset(&d, 0, sizeof d);
     field = &d;
   }
-  ce_errno e = ce_props_check(props, 0, 0, err);
-  if (e) return e;
+  ce_props pp; /* the margin's inflated copy is made after the build */
+  ce_errno e = ce_margin_take(props, &pp, err);
+  if (e || (e = ce_props_check(&pp, 0, 0, err))) return e;
+  const double margin = props->margin;
   if (rep) memset(rep, 0, sizeof *rep);
   /* the geometry builds report to the field's callback unless the props
    * name their own */
-  ce_props pp = *props;
   if (!pp.progress) {
     pp.progress = field->progress;
     pp.progress_user = field->progress_user;
@@ -424,6 +425,7 @@ ce_errno ce_geometry_from_tetmesh_field(const double *vertices, int32_t nv, cons
     default:
       return ce_fail(err, CE_EINVAL, "tet mesh field: unknown field kind %d", (int)field->kind);
   }
+  e = ce_margin_apply(e, margin, props, out, err);
   if (e == CE_OK && (e = report(field, 1.0, err)) != CE_OK) {
     ce_geometry_free(*out);
     *out = NULL;

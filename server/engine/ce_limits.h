@@ -47,7 +47,14 @@
      "its axes (they first fail at 1e6)")                                                     \
   XX(REDUCED_POINTS, int32_t, CE_REDUCE_MAX_POINTS, "points",                               \
      "reduced contacts per patch (ce_options.reduced_contacts): each patch's points are "    \
-     "chosen and solved for on the stack")                                                   \
+     "chosen and solved for on the stack")                                                  \
+  XX(MARGIN_NORMALS, int32_t, 64, "face normals",                                           \
+     "distinct boundary face normals at one vertex of a geometry with a margin (ce_margin.c) " \
+     "whose offset is solved for (enumerating sets of up to three, O(k^4)); more: split")   \
+  XX(MARGIN_STRETCH, double, 4, "ratio",                                                    \
+     "largest distance a boundary vertex moves, over the margin, when its face planes move "   \
+     "out by the margin (ce_margin.c): sharper vertices (a wedge under 29 degrees, a cone "    \
+     "tip under 14.5 degrees of half angle) are split, a copy per face")                    \
   XX(COARSEST_HINT, double, 1e3, "ratio",                                                     \
      "a resolution hint above this many times a primitive's largest dimension is taken as "   \
      "this one (the same, coarsest, mesh), so that hint over size cannot overflow")

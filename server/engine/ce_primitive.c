@@ -449,6 +449,8 @@ static const char *shape_name(ce_shape_type t) {
     case CE_SHAPE_CYLINDER: return "cylinder";
     case CE_SHAPE_CAPSULE: return "capsule";
     case CE_SHAPE_ELLIPSOID: return "ellipsoid";
+    case CE_SHAPE_HALFSPACE: return "half space";
+    case CE_SHAPE_CONVEX: return "convex set";
     default: return "shape";
   }
 }
@@ -547,17 +549,20 @@ ce_errno ce_primitive_mesh(const ce_shape *shape, ce_compliance compliance, doub
   }
 }
 
-/* The margin of props (ce.h): which shapes take one, and its range. */
+/* The margin of props (ce.h): which shapes take one, and its range. A
+ * compliant half space has no tet mesh (its field is the slab's analytic
+ * one), so nothing to inflate. */
 static ce_errno check_margin(const ce_shape *shape, const ce_props *props, ce_error *err) {
   const double d = props->margin;
   if (d == 0) return CE_OK;
   if (!isfinite(d) || d < 0) return ce_fail(err, CE_EINVAL, "margin must be finite and >= 0 (got %g)", d);
-  int takes = shape->type == CE_SHAPE_SPHERE || shape->type == CE_SHAPE_BOX || shape->type == CE_SHAPE_CYLINDER ||
-              shape->type == CE_SHAPE_CAPSULE;
-  if (!takes || props->compliance != CE_COMPLIANT)
+  if (props->compliance != CE_COMPLIANT || shape->type == CE_SHAPE_HALFSPACE)
     return ce_fail(err, CE_EINVAL,
-                   "margin %g: only compliant spheres, boxes, cylinders and capsules take a margin (got a %s %s)",
-                   d, props->compliance == CE_COMPLIANT ? "compliant" : "rigid", shape_name(shape->type));
+                   "margin %g: only compliant geometries with a tet mesh take a margin, not a %s %s%s", d,
+                   props->compliance == CE_COMPLIANT ? "compliant" : "rigid", shape_name(shape->type),
+                   shape->type == CE_SHAPE_HALFSPACE && props->compliance == CE_COMPLIANT
+                       ? " (its field is the slab's analytic one: no tet mesh to inflate)"
+                       : "");
   return ce_check_length(shape_name(shape->type), "margin", d, err);
 }
 

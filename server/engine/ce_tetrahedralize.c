@@ -763,8 +763,9 @@ ce_errno ce_geometry_from_surface(const double *vertices, int32_t nv, const int3
                                   ce_surface_build_report *rep, ce_error *err) {
   if (!out) return ce_fail(err, CE_EINVAL, "surface build: out is NULL");
   *out = NULL;
-  ce_errno e = ce_props_check(props, 0, 0, err);
-  if (e) return e;
+  ce_props p0; /* the margin passes on to ce_geometry_from_tetmesh_field */
+  ce_errno e = ce_margin_take(props, &p0, err);
+  if (e || (e = ce_props_check(&p0, 0, 0, err))) return e;
   if (props->compliance != CE_COMPLIANT)
     return ce_fail(err, CE_EINVAL, "surface build: compliance must be CE_COMPLIANT (rigid meshes use ce_geometry_from_trimesh)");
   ce_surface_build_options o;

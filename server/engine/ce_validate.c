@@ -31,10 +31,13 @@ ce_errno ce_props_check(const ce_props *props, int need_hint, int need_slab, ce_
   if ((e = check_nonnegative("friction", props->material.friction, err)) != CE_OK) return e;
   if (need_hint && (e = check_positive("hint", props->hint, err)) != CE_OK) return e;
   if (need_slab && (e = check_positive("slab thickness", props->slab_thickness, err)) != CE_OK) return e;
-  /* ce_geometry_from_shape takes a margin off the props before building */
+  /* the builders that take a margin (ce_margin_take) take it off the
+   * props before building; every other one refuses it here */
   if (props->margin != 0)
     return ce_fail(err, CE_EINVAL,
-                   "margin %g: only compliant spheres, boxes, cylinders and capsules take a margin", props->margin);
+                   "margin %g: only compliant geometries with a tet mesh take a margin (compliant primitives but the "
+                   "half space, tet meshes, surface meshes), not this %s geometry",
+                   props->margin, props->compliance == CE_COMPLIANT ? "compliant" : "rigid");
   return CE_OK;
 }
 
