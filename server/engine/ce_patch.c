@@ -10,8 +10,9 @@
  * where element boundaries of A and B coincide, e.g. symmetric meshes, which
  * otherwise split one contact into sectors), or when they share a surface
  * vertex. Faces are joined by union-find; an open-addressing hash
- * maps (element_a, element_b) to the first face with that pair. Both live in
- * the arena. Patches are numbered in the order of their first face, so the
+ * maps (element_a, element_b) to the first face with that pair (where at
+ * most a few faces are left outside the largest set by the shared
+ * vertices, those scan the surface instead). Both live in the arena. Patches are numbered in the order of their first face, so the
  * numbering depends only on the surface.
  *
  * Per patch: face count, area, normal force vector F = sum fn_f n_f (fn_f the
@@ -111,12 +112,13 @@ static ce_patch acc_finish(const pacc *p) {
   return r;
 }
 
-static ce_errno union_shared_vertices(const ce_surface *s, int32_t *parent, ce_arena *arena, int32_t *sets);
+static ce_errno union_shared_vertices(const ce_surface *s, const ce_face_forces *ff, int32_t *parent,
+                                      ce_arena *arena, int32_t *sets, pacc *tot);
 static ce_errno union_elements(const ce_surface *s, const ce_geometry *ga, const ce_geometry *gb, int32_t *parent,
                                ce_arena *arena);
 static ce_errno label_patches(ce_surface *s, const ce_face_forces *ff, ce_arena *arena, int32_t *parent,
-                              ce_result *r);
-static ce_errno one_patch(ce_surface *s, const ce_face_forces *ff, ce_arena *arena, ce_result *r);
+                              const pacc *tot, ce_result *r);
+static ce_errno one_patch(ce_surface *s, ce_arena *arena, const pacc *tot, ce_result *r);
 
 ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geometry *gb,
                             const ce_face_forces *ff, ce_arena *arena, ce_result *r) {
@@ -139,10 +141,12 @@ ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geome
    * relation is symmetric, so a link between two components is found from
    * a face of the smaller one). */
   int32_t sets = nf;
-  if ((e = union_shared_vertices(s, parent, arena, &sets)) != CE_OK) return e;
-  if (sets == 1) return one_patch(s, ff, arena, r);
+  pacc tot;
+  memset(&tot, 0, sizeof tot);
+  if ((e = union_shared_vertices(s, ff, parent, arena, &sets, &tot)) != CE_OK) return e;
+  if (sets == 1) return one_patch(s, arena, &tot, r);
   if ((e = union_elements(s, ga, gb, parent, arena)) != CE_OK) return e;
-  return label_patches(s, ff, arena, parent, r);
+  return label_patches(s, ff, arena, parent, &tot, r);
 }
 
 /* Faces sharing a surface vertex (the intersectors share the vertices of
@@ -151,23 +155,25 @@ ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geome
  * faces only joined sets holding earlier faces), so its root rf is carried
  * along instead of found again at every vertex; the smaller root wins, as
  * in uf_union. first[v] is any face of the set holding v's faces: moved to
- * the set's root on every visit, so that later finds start near it. */
-static ce_errno union_shared_vertices(const ce_surface *s, int32_t *parent, ce_arena *arena, int32_t *sets) {
-  if (s->nv <= 0) return CE_OK;
-  int32_t *first = ce_arena_alloc(arena, (size_t)s->nv * sizeof(int32_t));
-  if (!first) return CE_ENOMEM;
+ * the set's root on every visit, so that later finds start near it; a
+ * vertex not seen before counts as already in f's set (rf is a root: the
+ * find returns at once), which spares a branch the processor cannot
+ * predict. The same pass sums the whole surface into *tot (face order, as
+ * label_patches sums each patch). */
+static ce_errno union_shared_vertices(const ce_surface *s, const ce_face_forces *ff, int32_t *parent,
+                                      ce_arena *arena, int32_t *sets, pacc *tot) {
+  int32_t *first = s->nv > 0 ? ce_arena_alloc(arena, (size_t)s->nv * sizeof(int32_t)) : NULL;
+  if (s->nv > 0 && !first) return CE_ENOMEM;
   for (int32_t v = 0; v < s->nv; v++) first[v] = -1;
   int32_t joined = 0;
   for (int32_t f = 0; f < s->nf; f++) {
+    acc_add(tot, s, ff, f);
     int32_t rf = f;
     for (int32_t i = s->face_offsets[f]; i < s->face_offsets[f + 1]; i++) {
       int32_t v = s->face_vertices[i];
       if (v < 0 || v >= s->nv) continue;
-      if (first[v] < 0) {
-        first[v] = f;
-        continue;
-      }
-      int32_t rg = uf_find(parent, first[v]);
+      int32_t g = first[v];
+      int32_t rg = uf_find(parent, g < 0 ? rf : g);
       if (rg != rf) {
         if (rg < rf) {
           parent[rf] = rg;
@@ -184,15 +190,60 @@ static ce_errno union_shared_vertices(const ce_surface *s, int32_t *parent, ce_a
   return CE_OK;
 }
 
-/* The root of the largest set (the smallest such root on ties). */
-static int32_t largest_root(int32_t *parent, int32_t nf, ce_arena *arena) {
+/* The root of the largest set (the smallest such root on ties); *outside:
+ * how many faces are not in it. */
+static int32_t largest_root(int32_t *parent, int32_t nf, ce_arena *arena, int32_t *outside) {
   int32_t *size = ce_arena_calloc(arena, (size_t)nf, sizeof *size);
   if (!size) return -1;
   int32_t best = 0;
   for (int32_t f = 0; f < nf; f++) size[uf_find(parent, f)]++;
   for (int32_t f = 1; f < nf; f++)
     if (size[f] > size[best]) best = f;
+  *outside = nf - size[best];
   return best;
+}
+
+/* Element e and its neighbours in g (the relations below pair every one of
+ * A's with every one of B's); returns the count (1..5). */
+static int element_set(const ce_geometry *g, int32_t e, int32_t out[5]) {
+  int32_t nb[4];
+  int k = neighbours(g, e, nb), n = 0;
+  out[n++] = e;
+  for (int i = 0; i < k; i++)
+    if (nb[i] >= 0) out[n++] = nb[i];
+  return n;
+}
+
+static int in_set(const int32_t *set, int n, int32_t e) {
+  for (int i = 0; i < n; i++)
+    if (set[i] == e) return 1;
+  return 0;
+}
+
+/* At most this many faces outside the largest set look for their related
+ * faces by scanning the surface (a few comparisons per face) instead of
+ * through the hash map of every face's element pair. */
+#define CE_PATCH_SCAN_FACES 4
+
+/* Face f is related to face g when g's element of A is f's or one of its
+ * neighbours, and g's element of B is f's or one of its neighbours: the
+ * same pair, one shared and the other adjacent, or both adjacent. */
+static void union_scan(const ce_surface *s, const ce_geometry *ga, const ce_geometry *gb, int32_t *parent,
+                       const uint8_t *skip) {
+  int32_t face[CE_PATCH_SCAN_FACES], sa[CE_PATCH_SCAN_FACES][5], sb[CE_PATCH_SCAN_FACES][5];
+  int na[CE_PATCH_SCAN_FACES], nb[CE_PATCH_SCAN_FACES], n = 0;
+  for (int32_t f = 0; f < s->nf && n < CE_PATCH_SCAN_FACES; f++) {
+    if (skip[f]) continue;
+    face[n] = f;
+    na[n] = element_set(ga, s->element_a[f], sa[n]);
+    nb[n] = element_set(gb, s->element_b[f], sb[n]);
+    n++;
+  }
+  for (int32_t g = 0; g < s->nf; g++) {
+    const int32_t ea = s->element_a[g], eb = s->element_b[g];
+    for (int i = 0; i < n; i++)
+      if (face[i] != g && in_set(sa[i], na[i], ea) && in_set(sb[i], nb[i], eb)) uf_union(parent, face[i], g);
+  }
 }
 
 /* Faces whose source elements are the same or neighbours (see the top of
@@ -200,10 +251,15 @@ static int32_t largest_root(int32_t *parent, int32_t nf, ce_arena *arena) {
 static ce_errno union_elements(const ce_surface *s, const ce_geometry *ga, const ce_geometry *gb, int32_t *parent,
                                ce_arena *arena) {
   const int32_t nf = s->nf;
-  const int32_t big = largest_root(parent, nf, arena);
+  int32_t outside = nf;
+  const int32_t big = largest_root(parent, nf, arena, &outside);
   uint8_t *skip = ce_arena_alloc(arena, (size_t)nf);
   if (big < 0 || !skip) return CE_ENOMEM;
   for (int32_t f = 0; f < nf; f++) skip[f] = uf_find(parent, f) == big;
+  if (outside <= CE_PATCH_SCAN_FACES) {
+    union_scan(s, ga, gb, parent, skip);
+    return CE_OK;
+  }
   uint64_t cap = 16;
   while (cap < 2 * (uint64_t)nf) cap <<= 1;
   pmap map = {ce_arena_alloc(arena, cap * sizeof(pslot)), cap - 1};
@@ -250,18 +306,13 @@ static ce_errno union_elements(const ce_surface *s, const ce_geometry *ga, const
   return CE_OK;
 }
 
-/* The whole surface is one patch: the same sums as label_patches gives
- * (the patch's and the total's are the same additions in the same order). */
-static ce_errno one_patch(ce_surface *s, const ce_face_forces *ff, ce_arena *arena, ce_result *r) {
+/* The whole surface is one patch: its sums are the total's *tot (the
+ * patch's would be the same additions in the same order). */
+static ce_errno one_patch(ce_surface *s, ce_arena *arena, const pacc *tot, ce_result *r) {
   r->patches = ce_arena_calloc(arena, 1, sizeof(ce_patch));
   if (!r->patches) return CE_ENOMEM;
-  pacc tot;
-  memset(&tot, 0, sizeof tot);
-  for (int32_t f = 0; f < s->nf; f++) {
-    s->patch[f] = 0;
-    acc_add(&tot, s, ff, f);
-  }
-  r->total = acc_finish(&tot);
+  memset(s->patch, 0, (size_t)s->nf * sizeof *s->patch);
+  r->total = acc_finish(tot);
   r->patches[0] = r->total;
   r->npatches = 1;
   return CE_OK;
@@ -269,7 +320,7 @@ static ce_errno one_patch(ce_surface *s, const ce_face_forces *ff, ce_arena *are
 
 /* Number the patches in order of their first face and sum them. */
 static ce_errno label_patches(ce_surface *s, const ce_face_forces *ff, ce_arena *arena, int32_t *parent,
-                              ce_result *r) {
+                              const pacc *tot, ce_result *r) {
   const int32_t nf = s->nf;
   /* number the patches in order of their first face; reuse parent's roots */
   int32_t *label = ce_arena_alloc(arena, (size_t)nf * sizeof(int32_t));
@@ -284,14 +335,9 @@ static ce_errno label_patches(ce_surface *s, const ce_face_forces *ff, ce_arena 
   pacc *acc = ce_arena_calloc(arena, (size_t)np, sizeof(pacc));
   r->patches = ce_arena_calloc(arena, (size_t)np, sizeof(ce_patch));
   if (!acc || !r->patches) return CE_ENOMEM;
-  pacc tot;
-  memset(&tot, 0, sizeof tot);
-  for (int32_t f = 0; f < nf; f++) {
-    acc_add(&acc[s->patch[f]], s, ff, f);
-    acc_add(&tot, s, ff, f);
-  }
+  for (int32_t f = 0; f < nf; f++) acc_add(&acc[s->patch[f]], s, ff, f);
   for (int32_t i = 0; i < np; i++) r->patches[i] = acc_finish(&acc[i]);
   r->npatches = np;
-  r->total = acc_finish(&tot);
+  r->total = acc_finish(tot);
   return CE_OK;
 }
