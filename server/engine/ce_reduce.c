@@ -238,6 +238,71 @@ static void patch_frame(const rpatch *P, double *c, double *sn) {
   *sn = b;
 }
 
+/* Two doubles at once (GCC/Clang vector extension: SSE2 on x86-64, NEON
+ * on arm64); lane arithmetic is the scalar IEEE arithmetic. */
+typedef double rv2d __attribute__((vector_size(16)));
+typedef long long rv2i __attribute__((vector_size(16)));
+
+/* The support scan in G pairs of directions (G <= 4, a constant where
+ * inlined, so that the pairs' running maxima stay in registers): for
+ * direction j the first face (in patch order) of the largest du[j] x +
+ * dv[j] y, as the scalar scan below finds it, into arg[j] (-1: none). */
+#define CE_REDUCE_LANE_PAIRS 4
+static inline __attribute__((always_inline)) void support_lanes(const rpatch *P, const double *xy, const int G,
+                                                                const double *du, const double *dv, int32_t *arg) {
+  rv2d DU[CE_REDUCE_LANE_PAIRS], DV[CE_REDUCE_LANE_PAIRS], B[CE_REDUCE_LANE_PAIRS];
+  rv2i A[CE_REDUCE_LANE_PAIRS];
+  for (int g = 0; g < G; g++) {
+    DU[g] = (rv2d){du[2 * g], du[2 * g + 1]};
+    DV[g] = (rv2d){dv[2 * g], dv[2 * g + 1]};
+    B[g] = (rv2d){-INFINITY, -INFINITY};
+    A[g] = (rv2i){-1, -1};
+  }
+  for (int32_t i = 0; i < P->nf; i++) {
+    const int32_t f = pface(P, i);
+    const rv2d X = {xy[2 * f], xy[2 * f]}, Y = {xy[2 * f + 1], xy[2 * f + 1]};
+    const rv2i F = {f, f};
+    for (int g = 0; g < G; g++) {
+      const rv2d h = DU[g] * X + DV[g] * Y;
+      const rv2i gt = h > B[g];
+      B[g] = (rv2d)(((rv2i)h & gt) | ((rv2i)B[g] & ~gt));
+      A[g] = (F & gt) | (A[g] & ~gt);
+    }
+  }
+  for (int g = 0; g < G; g++) {
+    arg[2 * g] = (int32_t)A[g][0];
+    arg[2 * g + 1] = (int32_t)A[g][1];
+  }
+}
+
+/* For each of the nd directions the first face of the patch where it
+ * reaches furthest, into arg. */
+static void support(const rpatch *P, const double *xy, int32_t nd, double *du, double *dv, int32_t *arg) {
+  if (nd & 1) du[nd] = dv[nd] = 0; /* a pair's unused lane */
+  switch ((nd + 1) / 2) {
+    case 1: support_lanes(P, xy, 1, du, dv, arg); return;
+    case 2: support_lanes(P, xy, 2, du, dv, arg); return;
+    case 3: support_lanes(P, xy, 3, du, dv, arg); return;
+    case 4: support_lanes(P, xy, 4, du, dv, arg); return;
+    default: break;
+  }
+  double best[CE_REDUCE_MAX_POINTS];
+  for (int32_t j = 0; j < nd; j++) {
+    best[j] = -INFINITY;
+    arg[j] = -1;
+  }
+  for (int32_t i = 0; i < P->nf; i++) {
+    int32_t f = pface(P, i);
+    double x = xy[2 * f], y = xy[2 * f + 1];
+    for (int32_t j = 0; j < nd; j++) {
+      double h = du[j] * x + dv[j] * y;
+      int gt = h > best[j];
+      best[j] = gt ? h : best[j];
+      arg[j] = gt ? f : arg[j];
+    }
+  }
+}
+
 /* The points of a patch (at most K, x* first) into pos, and their (x, y)
  * in (u, v) into pxy; returns their count. One pass over the faces finds
  * the support in every direction: direction j at angle a_j from t1 is
@@ -252,25 +317,14 @@ static int32_t choose_points(const ce_surface *s, const rpatch *P, int32_t K, co
   double c, sn;
   patch_frame(P, &c, &sn);
   const int32_t nd = K - 1;
-  double du[CE_REDUCE_MAX_POINTS], dv[CE_REDUCE_MAX_POINTS], best[CE_REDUCE_MAX_POINTS];
-  int32_t arg[CE_REDUCE_MAX_POINTS];
+  double du[CE_REDUCE_MAX_POINTS + 1], dv[CE_REDUCE_MAX_POINTS + 1];
+  int32_t arg[CE_REDUCE_MAX_POINTS + 1];
   for (int32_t j = 0; j < nd; j++) {
     double ang = nd == 2 ? j * (M_PI / 2) : j * (2 * M_PI / nd), ca = cos(ang), sa = sin(ang);
     du[j] = c * ca - sn * sa;
     dv[j] = sn * ca + c * sa;
-    best[j] = -INFINITY;
-    arg[j] = -1;
   }
-  for (int32_t i = 0; i < P->nf; i++) {
-    int32_t f = pface(P, i);
-    double x = xy[2 * f], y = xy[2 * f + 1];
-    for (int32_t j = 0; j < nd; j++) { /* branch-free: the compiler may run it in vector lanes */
-      double h = du[j] * x + dv[j] * y;
-      int gt = h > best[j];
-      best[j] = gt ? h : best[j];
-      arg[j] = gt ? f : arg[j];
-    }
-  }
+  support(P, xy, nd, du, dv, arg);
   for (int32_t j = 0; j < nd; j++) {
     const int32_t f = arg[j];
     if (f < 0) continue;
@@ -330,6 +384,101 @@ static ce_vec3 correct_moments(rcluster *c, int32_t m, ce_vec3 xs, ce_vec3 M) {
   return ce_sub(M, now);
 }
 
+/* The nearest of points 0 .. W - 1 (W = 2, 4 or 8, a constant where
+ * inlined) to a face at (x, y): the least h_i = pp_i + px_i x + py_i y
+ * (|p_i|^2 - 2 (x, y).p_i), the first such on ties. Lane pairs hold
+ * points (2 g, 2 g + 1); pair g + 1 replaces pair g lane by lane only where
+ * strictly nearer, halving the pairs until one is left, so that each lane
+ * holds the first nearest of its points (the even, the odd) and the lanes'
+ * comparisons do not wait on each other. Points past m are padded with pp
+ * = +inf (never nearer); point 0 (x*) has pp = px = py = 0. Same choice as
+ * the scalar scan in cluster_faces for finite coordinates. */
+static inline __attribute__((always_inline)) int32_t nearest_lanes(const rv2d *PP, const rv2d *PX, const rv2d *PY,
+                                                                   const int W, double x, double y) {
+  const rv2d X = {x, x}, Y = {y, y};
+  rv2d H[4];
+  rv2i I[4];
+  for (int g = 0; g < W / 2; g++) {
+    H[g] = PP[g] + PX[g] * X + PY[g] * Y;
+    I[g] = (rv2i){2 * g, 2 * g + 1};
+  }
+  for (int w = W / 2; w > 1; w /= 2)
+    for (int g = 0; g < w / 2; g++) {
+      const rv2i lt = H[2 * g + 1] < H[2 * g];
+      H[g] = (rv2d)(((rv2i)H[2 * g + 1] & lt) | ((rv2i)H[2 * g] & ~lt));
+      I[g] = (I[2 * g + 1] & lt) | (I[2 * g] & ~lt);
+    }
+  const double h0 = H[0][0], h1 = H[0][1];
+  return (int32_t)(h1 < h0 || (h1 == h0 && I[0][1] < I[0][0]) ? I[0][1] : I[0][0]);
+}
+
+/* Face f's sums added to cluster k (without friction the normal sum is
+ * the force's, set once at the end). */
+static inline __attribute__((always_inline)) void cluster_add(rcluster *k, const ce_surface *s, const rfaces *ff,
+                                                               int32_t f, int friction) {
+  k->force = ce_add(k->force, face_force(ff, s, f));
+  if (friction) k->nsum = ce_axpy(k->nsum, ff->ff->fn[f], s->normal[f]);
+  k->fn += ff->ff->fn[f];
+  k->k += face_stiffness(s, f);
+  k->elastic += s->centroid_pressure[f] * s->area[f];
+}
+
+/* The faces of a patch to the nearest of W points (see nearest_lanes). */
+static inline __attribute__((always_inline)) void cluster_lanes(const ce_surface *s, const rfaces *ff,
+                                                                 const rpatch *P, const double *xy, const double *pp,
+                                                                 const double *px, const double *py, const int W,
+                                                                 int friction, rcluster *c) {
+  rv2d PP[4], PX[4], PY[4];
+  for (int g = 0; g < W / 2; g++) {
+    PP[g] = (rv2d){pp[2 * g], pp[2 * g + 1]};
+    PX[g] = (rv2d){px[2 * g], px[2 * g + 1]};
+    PY[g] = (rv2d){py[2 * g], py[2 * g + 1]};
+  }
+  PP[0][0] = PX[0][0] = PY[0][0] = 0;
+  for (int32_t q = 0; q < P->nf; q++) {
+    const int32_t f = pface(P, q);
+    cluster_add(&c[nearest_lanes(PP, PX, PY, W, xy[2 * f], xy[2 * f + 1])], s, ff, f, friction);
+  }
+}
+
+/* Each face to the point nearest in the plane normal to N (the least
+ * |p_i|^2 - 2 (x, y).p_i; point 0, x*, is the origin: 0, and the first
+ * nearest on ties), its sums to the point's cluster in face order.
+ * Without friction a face's force is fn n, so the clusters' force sums
+ * are also their normal sums (the same products, added in the same
+ * order). */
+static void cluster_faces(const ce_surface *s, const rfaces *ff, const rpatch *P, const double *xy,
+                          const double *pxy, int32_t m, rcluster *c) {
+  double px[CE_REDUCE_MAX_POINTS], py[CE_REDUCE_MAX_POINTS], pp[CE_REDUCE_MAX_POINTS];
+  for (int32_t i = 0; i < CE_REDUCE_MAX_POINTS; i++) {
+    px[i] = i < m ? -2 * pxy[2 * i] : 0;
+    py[i] = i < m ? -2 * pxy[2 * i + 1] : 0;
+    pp[i] = i < m ? pxy[2 * i] * pxy[2 * i] + pxy[2 * i + 1] * pxy[2 * i + 1] : INFINITY;
+  }
+  const int fric = ff->fr->ft != NULL;
+  if (m <= 8) {
+    const int W = m <= 2 ? 2 : m <= 4 ? 4 : 8;
+    if (W == 2) fric ? cluster_lanes(s, ff, P, xy, pp, px, py, 2, 1, c) : cluster_lanes(s, ff, P, xy, pp, px, py, 2, 0, c);
+    if (W == 4) fric ? cluster_lanes(s, ff, P, xy, pp, px, py, 4, 1, c) : cluster_lanes(s, ff, P, xy, pp, px, py, 4, 0, c);
+    if (W == 8) fric ? cluster_lanes(s, ff, P, xy, pp, px, py, 8, 1, c) : cluster_lanes(s, ff, P, xy, pp, px, py, 8, 0, c);
+  } else {
+    for (int32_t q = 0; q < P->nf; q++) {
+      int32_t f = pface(P, q), best = 0;
+      const double x = xy[2 * f], y = xy[2 * f + 1];
+      double bd = 0;
+      for (int32_t i = 1; i < m; i++) {
+        double h = pp[i] + px[i] * x + py[i] * y;
+        int lt = h < bd;
+        bd = lt ? h : bd;
+        best = lt ? i : best;
+      }
+      cluster_add(&c[best], s, ff, f, fric);
+    }
+  }
+  if (!fric)
+    for (int32_t i = 0; i < m; i++) c[i].nsum = c[i].force;
+}
+
 /* One patch's points into out (room for K); returns their count. */
 static int32_t reduce_patch(const ce_surface *s, const rfaces *ff, const rpatch *P, int32_t K, double d,
                             int32_t patch, const double *xy, rcluster *c, ce_reduced_contact *out) {
@@ -340,31 +489,7 @@ static int32_t reduce_patch(const ce_surface *s, const rfaces *ff, const rpatch 
     memset(&c[i], 0, sizeof c[i]);
     c[i].pos = pos[i];
   }
-  /* each face to the point nearest in the plane normal to N: the least
-   * |p_i|^2 - 2 (x, y).p_i (point 0, x*, is the origin: 0) */
-  double px[CE_REDUCE_MAX_POINTS], py[CE_REDUCE_MAX_POINTS], pp[CE_REDUCE_MAX_POINTS];
-  for (int32_t i = 0; i < m; i++) {
-    px[i] = -2 * pxy[2 * i];
-    py[i] = -2 * pxy[2 * i + 1];
-    pp[i] = pxy[2 * i] * pxy[2 * i] + pxy[2 * i + 1] * pxy[2 * i + 1];
-  }
-  for (int32_t q = 0; q < P->nf; q++) {
-    int32_t f = pface(P, q), best = 0;
-    const double x = xy[2 * f], y = xy[2 * f + 1];
-    double bd = 0;
-    for (int32_t i = 1; i < m; i++) {
-      double h = pp[i] + px[i] * x + py[i] * y;
-      int lt = h < bd;
-      bd = lt ? h : bd;
-      best = lt ? i : best;
-    }
-    rcluster *k = &c[best];
-    k->force = ce_add(k->force, face_force(ff, s, f));
-    k->nsum = ce_axpy(k->nsum, ff->ff->fn[f], s->normal[f]);
-    k->fn += ff->ff->fn[f];
-    k->k += face_stiffness(s, f);
-    k->elastic += s->centroid_pressure[f] * s->area[f];
-  }
+  cluster_faces(s, ff, P, xy, pxy, m, c);
   ce_vec3 couple = correct_moments(c, m, P->xs, P->M);
   for (int32_t i = 0; i < m; i++) {
     ce_reduced_contact *o = &out[i];
