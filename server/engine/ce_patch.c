@@ -115,7 +115,7 @@ static ce_patch acc_finish(const pacc *p) {
 static ce_errno union_shared_vertices(const ce_surface *s, const ce_face_forces *ff, int32_t *parent,
                                       ce_arena *arena, int32_t *sets, pacc *tot);
 static ce_errno union_elements(const ce_surface *s, const ce_geometry *ga, const ce_geometry *gb, int32_t *parent,
-                               ce_arena *arena);
+                               ce_arena *arena, int32_t *sets);
 static ce_errno label_patches(ce_surface *s, const ce_face_forces *ff, ce_arena *arena, int32_t *parent,
                               const pacc *tot, ce_result *r);
 static ce_errno one_patch(ce_surface *s, ce_arena *arena, const pacc *tot, ce_result *r);
@@ -139,13 +139,15 @@ ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geome
    * probes per face) cannot change anything and are skipped, and
    * otherwise only the faces outside its largest component probe (every
    * relation is symmetric, so a link between two components is found from
-   * a face of the smaller one). */
+   * a face of the smaller one); where they leave one component, that is
+   * the patch. */
   int32_t sets = nf;
   pacc tot;
   memset(&tot, 0, sizeof tot);
   if ((e = union_shared_vertices(s, ff, parent, arena, &sets, &tot)) != CE_OK) return e;
   if (sets == 1) return one_patch(s, arena, &tot, r);
-  if ((e = union_elements(s, ga, gb, parent, arena)) != CE_OK) return e;
+  if ((e = union_elements(s, ga, gb, parent, arena, &sets)) != CE_OK) return e;
+  if (sets == 1) return one_patch(s, arena, &tot, r);
   return label_patches(s, ff, arena, parent, &tot, r);
 }
 
@@ -190,16 +192,19 @@ static ce_errno union_shared_vertices(const ce_surface *s, const ce_face_forces 
   return CE_OK;
 }
 
-/* The root of the largest set (the smallest such root on ties); *outside:
- * how many faces are not in it. */
-static int32_t largest_root(int32_t *parent, int32_t nf, ce_arena *arena, int32_t *outside) {
+/* Each face's root into root[f]; returns the root of the largest set
+ * (which of several equal ones does not matter: the patches do not depend
+ * on which faces probe), *outside: how many faces are not in it. */
+static int32_t largest_root(int32_t *parent, int32_t nf, int32_t *root, ce_arena *arena, int32_t *outside) {
   int32_t *size = ce_arena_calloc(arena, (size_t)nf, sizeof *size);
   if (!size) return -1;
-  int32_t best = 0;
-  for (int32_t f = 0; f < nf; f++) size[uf_find(parent, f)]++;
-  for (int32_t f = 1; f < nf; f++)
-    if (size[f] > size[best]) best = f;
-  *outside = nf - size[best];
+  int32_t best = 0, most = 0;
+  for (int32_t f = 0; f < nf; f++) {
+    const int32_t x = root[f] = uf_find(parent, f), n = ++size[x];
+    best = n > most ? x : best;
+    most = n > most ? n : most;
+  }
+  *outside = nf - most;
   return best;
 }
 
@@ -228,36 +233,37 @@ static int in_set(const int32_t *set, int n, int32_t e) {
 /* Face f is related to face g when g's element of A is f's or one of its
  * neighbours, and g's element of B is f's or one of its neighbours: the
  * same pair, one shared and the other adjacent, or both adjacent. */
-static void union_scan(const ce_surface *s, const ce_geometry *ga, const ce_geometry *gb, int32_t *parent,
-                       const uint8_t *skip) {
+static int32_t union_scan(const ce_surface *s, const ce_geometry *ga, const ce_geometry *gb, int32_t *parent,
+                          const int32_t *root, int32_t big) {
   int32_t face[CE_PATCH_SCAN_FACES], sa[CE_PATCH_SCAN_FACES][5], sb[CE_PATCH_SCAN_FACES][5];
   int na[CE_PATCH_SCAN_FACES], nb[CE_PATCH_SCAN_FACES], n = 0;
   for (int32_t f = 0; f < s->nf && n < CE_PATCH_SCAN_FACES; f++) {
-    if (skip[f]) continue;
+    if (root[f] == big) continue;
     face[n] = f;
     na[n] = element_set(ga, s->element_a[f], sa[n]);
     nb[n] = element_set(gb, s->element_b[f], sb[n]);
     n++;
   }
+  int32_t joined = 0;
   for (int32_t g = 0; g < s->nf; g++) {
     const int32_t ea = s->element_a[g], eb = s->element_b[g];
     for (int i = 0; i < n; i++)
-      if (face[i] != g && in_set(sa[i], na[i], ea) && in_set(sb[i], nb[i], eb)) uf_union(parent, face[i], g);
+      if (face[i] != g && in_set(sa[i], na[i], ea) && in_set(sb[i], nb[i], eb)) joined += uf_union(parent, face[i], g);
   }
+  return joined;
 }
 
 /* Faces whose source elements are the same or neighbours (see the top of
- * the file). */
+ * the file); *sets counts the components left. */
 static ce_errno union_elements(const ce_surface *s, const ce_geometry *ga, const ce_geometry *gb, int32_t *parent,
-                               ce_arena *arena) {
+                               ce_arena *arena, int32_t *sets) {
   const int32_t nf = s->nf;
   int32_t outside = nf;
-  const int32_t big = largest_root(parent, nf, arena, &outside);
-  uint8_t *skip = ce_arena_alloc(arena, (size_t)nf);
-  if (big < 0 || !skip) return CE_ENOMEM;
-  for (int32_t f = 0; f < nf; f++) skip[f] = uf_find(parent, f) == big;
+  int32_t *root = ce_arena_alloc(arena, (size_t)nf * sizeof *root);
+  const int32_t big = root ? largest_root(parent, nf, root, arena, &outside) : -1;
+  if (big < 0) return CE_ENOMEM;
   if (outside <= CE_PATCH_SCAN_FACES) {
-    union_scan(s, ga, gb, parent, skip);
+    *sets -= union_scan(s, ga, gb, parent, root, big);
     return CE_OK;
   }
   uint64_t cap = 16;
@@ -267,6 +273,7 @@ static ce_errno union_elements(const ce_surface *s, const ce_geometry *ga, const
   for (uint64_t i = 0; i < cap; i++) map.slot[i].face = -1;
 
   /* faces with the same element pair */
+  int32_t joined = 0;
   for (int32_t f = 0; f < nf; f++) {
     pslot *sl = pmap_find(&map, s->element_a[f], s->element_b[f]);
     if (sl->face < 0) {
@@ -274,35 +281,36 @@ static ce_errno union_elements(const ce_surface *s, const ce_geometry *ga, const
       sl->b = s->element_b[f];
       sl->face = f;
     } else {
-      uf_union(parent, sl->face, f);
+      joined += uf_union(parent, sl->face, f);
     }
   }
   /* one element shared, the other adjacent */
   for (int32_t f = 0; f < nf; f++) {
-    if (skip[f]) continue;
+    if (root[f] == big) continue;
     int32_t ea = s->element_a[f], eb = s->element_b[f], nb[4];
     int k = neighbours(gb, eb, nb);
     for (int i = 0; i < k; i++) {
       if (nb[i] < 0) continue;
       pslot *sl = pmap_find(&map, ea, nb[i]);
-      if (sl->face >= 0) uf_union(parent, sl->face, f);
+      if (sl->face >= 0) joined += uf_union(parent, sl->face, f);
     }
     int32_t na[4];
     int ka = neighbours(ga, ea, na);
     for (int i = 0; i < ka; i++) {
       if (na[i] < 0) continue;
       pslot *sl = pmap_find(&map, na[i], eb);
-      if (sl->face >= 0) uf_union(parent, sl->face, f);
+      if (sl->face >= 0) joined += uf_union(parent, sl->face, f);
       /* both adjacent: where a boundary between A's elements coincides
        * with one between B's (symmetric meshes, a rigid edge lying in a tet
        * face), the faces on either side share neither element */
       for (int j = 0; j < k; j++) {
         if (nb[j] < 0) continue;
         sl = pmap_find(&map, na[i], nb[j]);
-        if (sl->face >= 0) uf_union(parent, sl->face, f);
+        if (sl->face >= 0) joined += uf_union(parent, sl->face, f);
       }
     }
   }
+  *sets -= joined;
   return CE_OK;
 }
 
