@@ -64,6 +64,10 @@
 #include "ce_arena.h"
 #include "ce_passes.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* Eigenvalues of J below this fraction of the largest are taken as zero. */
 #define CE_REDUCE_RANK_TOL 1e-10
 /* A point's weight in the correction: its cluster's normal force plus this
@@ -243,36 +247,78 @@ static void patch_frame(const rpatch *P, double *c, double *sn) {
 typedef double rv2d __attribute__((vector_size(16)));
 typedef long long rv2i __attribute__((vector_size(16)));
 
+/* The lane-wise larger of h and b, b where they are equal (or h is NaN):
+ * h > b ? h : b. */
+static inline rv2d lane_max(rv2d h, rv2d b) {
+#if defined(__SSE2__)
+  return _mm_max_pd(h, b);
+#else
+  const rv2i gt = h > b;
+  return (rv2d)(((rv2i)h & gt) | ((rv2i)b & ~gt));
+#endif
+}
+
+/* The lane-wise smaller of h and b, b where they are equal (or h is NaN):
+ * h < b ? h : b. */
+static inline rv2d lane_min(rv2d h, rv2d b) {
+#if defined(__SSE2__)
+  return _mm_min_pd(h, b);
+#else
+  const rv2i lt = h < b;
+  return (rv2d)(((rv2i)h & lt) | ((rv2i)b & ~lt));
+#endif
+}
+
 /* The support scan in G pairs of directions (G <= 4, a constant where
  * inlined, so that the pairs' running maxima stay in registers): for
- * direction j the first face (in patch order) of the largest du[j] x +
- * dv[j] y, as the scalar scan below finds it, into arg[j] (-1: none). */
+ * direction j the first face (in patch order, which is face order) of the
+ * largest du[j] x + dv[j] y, as the scalar scan below finds it, into
+ * arg[j] (-1: none). Faces at even and odd places in the patch run as two
+ * scans, merged at the end (the larger; the first face on ties), so that
+ * consecutive faces do not wait on each other's comparison. */
 #define CE_REDUCE_LANE_PAIRS 4
 static inline __attribute__((always_inline)) void support_lanes(const rpatch *P, const double *xy, const int G,
                                                                 const double *du, const double *dv, int32_t *arg) {
-  rv2d DU[CE_REDUCE_LANE_PAIRS], DV[CE_REDUCE_LANE_PAIRS], B[CE_REDUCE_LANE_PAIRS];
-  rv2i A[CE_REDUCE_LANE_PAIRS];
+  /* A: the face of the maximum so far, as a double (faces come in
+   * increasing order, so a new maximum's face is the larger: A = max(A, f
+   * where h > B, else 0)); B = -inf at the end: no face */
+  rv2d DU[CE_REDUCE_LANE_PAIRS], DV[CE_REDUCE_LANE_PAIRS], B[2][CE_REDUCE_LANE_PAIRS], A[2][CE_REDUCE_LANE_PAIRS];
   for (int g = 0; g < G; g++) {
     DU[g] = (rv2d){du[2 * g], du[2 * g + 1]};
     DV[g] = (rv2d){dv[2 * g], dv[2 * g + 1]};
-    B[g] = (rv2d){-INFINITY, -INFINITY};
-    A[g] = (rv2i){-1, -1};
-  }
-  for (int32_t i = 0; i < P->nf; i++) {
-    const int32_t f = pface(P, i);
-    const rv2d X = {xy[2 * f], xy[2 * f]}, Y = {xy[2 * f + 1], xy[2 * f + 1]};
-    const rv2i F = {f, f};
-    for (int g = 0; g < G; g++) {
-      const rv2d h = DU[g] * X + DV[g] * Y;
-      const rv2i gt = h > B[g];
-      B[g] = (rv2d)(((rv2i)h & gt) | ((rv2i)B[g] & ~gt));
-      A[g] = (F & gt) | (A[g] & ~gt);
+    for (int e = 0; e < 2; e++) {
+      B[e][g] = (rv2d){-INFINITY, -INFINITY};
+      A[e][g] = (rv2d){0, 0};
     }
   }
-  for (int g = 0; g < G; g++) {
-    arg[2 * g] = (int32_t)A[g][0];
-    arg[2 * g + 1] = (int32_t)A[g][1];
+  int32_t i = 0;
+  for (; i + 1 < P->nf; i += 2)
+    for (int e = 0; e < 2; e++) {
+      const int32_t f = pface(P, i + e);
+      const rv2d X = {xy[2 * f], xy[2 * f]}, Y = {xy[2 * f + 1], xy[2 * f + 1]}, F = {f, f};
+      for (int g = 0; g < G; g++) {
+        const rv2d h = DU[g] * X + DV[g] * Y;
+        const rv2i gt = h > B[e][g];
+        B[e][g] = lane_max(h, B[e][g]);
+        A[e][g] = lane_max((rv2d)((rv2i)F & gt), A[e][g]);
+      }
+    }
+  if (i < P->nf) {
+    const int32_t f = pface(P, i);
+    const rv2d X = {xy[2 * f], xy[2 * f]}, Y = {xy[2 * f + 1], xy[2 * f + 1]}, F = {f, f};
+    for (int g = 0; g < G; g++) {
+      const rv2d h = DU[g] * X + DV[g] * Y;
+      const rv2i gt = h > B[0][g];
+      B[0][g] = lane_max(h, B[0][g]);
+      A[0][g] = lane_max((rv2d)((rv2i)F & gt), A[0][g]);
+    }
   }
+  for (int g = 0; g < G; g++)
+    for (int l = 0; l < 2; l++) {
+      const double b0 = B[0][g][l], b1 = B[1][g][l];
+      const int32_t a0 = b0 > -INFINITY ? (int32_t)A[0][g][l] : -1, a1 = b1 > -INFINITY ? (int32_t)A[1][g][l] : -1;
+      arg[2 * g + l] = a1 >= 0 && (b1 > b0 || (b1 == b0 && (a0 < 0 || a1 < a0))) ? a1 : a0;
+    }
 }
 
 /* For each of the nd directions the first face of the patch where it
@@ -405,8 +451,8 @@ static inline __attribute__((always_inline)) int32_t nearest_lanes(const rv2d *P
   for (int w = W / 2; w > 1; w /= 2)
     for (int g = 0; g < w / 2; g++) {
       const rv2i lt = H[2 * g + 1] < H[2 * g];
-      H[g] = (rv2d)(((rv2i)H[2 * g + 1] & lt) | ((rv2i)H[2 * g] & ~lt));
-      I[g] = (I[2 * g + 1] & lt) | (I[2 * g] & ~lt);
+      H[g] = lane_min(H[2 * g + 1], H[2 * g]);
+      I[g] = I[2 * g] + ((I[2 * g + 1] - I[2 * g]) & lt);
     }
   const double h0 = H[0][0], h1 = H[0][1];
   return (int32_t)(h1 < h0 || (h1 == h0 && I[0][1] < I[0][0]) ? I[0][1] : I[0][0]);
