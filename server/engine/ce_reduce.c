@@ -169,52 +169,53 @@ static inline double face_stiffness(const ce_surface *s, int32_t f) {
   return s->area[f] > 0 ? g * s->area[f] : 0;
 }
 
+/* Two doubles at once (GCC/Clang vector extension: SSE2 on x86-64, NEON
+ * on arm64); lane arithmetic is the scalar IEEE arithmetic. */
+typedef double rv2d __attribute__((vector_size(16)));
+typedef long long rv2i __attribute__((vector_size(16)));
+
 /* The first pass, over all faces in order: each patch's sums (rpatch), and
  * each face centroid's coordinates (x, y) in its patch's (u, v) plane
- * about x* into xy[2 f], xy[2 f + 1]. */
-/* Adds the sums of a run of faces (one patch's) to the patch's. */
-static void flush_run(rpatch *p, const double *m) {
-  p->area += m[0];
-  p->cxx += m[1];
-  p->cxy += m[2];
-  p->cyy += m[3];
-  p->m30 += m[4];
-  p->m21 += m[5];
-  p->m12 += m[6];
-  p->m03 += m[7];
-}
-
-/* The moments are summed over runs of consecutive faces of one patch in
- * locals (a surface of one patch is one run), then added to the patch. */
+ * about x* into xy[2 f], xy[2 f + 1]. The moments are summed over runs of
+ * consecutive faces of one patch in locals (a surface of one patch is one
+ * run), then added to the patch: the area and sum A x y, A x^2 and A y^2,
+ * A x^3 and A x^2 y, A y^2 x and A y^3 in lane pairs (the scalar
+ * products and sums, two at once). */
 static void patch_sums(const ce_surface *s, const rfaces *ff, ce_vec3 C, rpatch *P, double *xy, int wrench) {
-  double m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const rv2d zero = {0, 0};
+  rv2d m02 = zero, m13 = zero, m45 = zero, m67 = zero;
   int32_t cur = s->nf > 0 ? s->patch[0] : 0;
+  rv2d UX = {P[cur].u.x, P[cur].v.x}, UY = {P[cur].u.y, P[cur].v.y}, UZ = {P[cur].u.z, P[cur].v.z};
   for (int32_t f = 0; f < s->nf; f++) {
     if (s->patch[f] != cur) {
-      flush_run(&P[cur], m);
-      memset(m, 0, sizeof m);
+      rpatch *o = &P[cur];
+      o->area += m02[0], o->cxx += m13[0], o->cxy += m02[1], o->cyy += m13[1];
+      o->m30 += m45[0], o->m21 += m45[1], o->m12 += m67[0], o->m03 += m67[1];
+      m02 = m13 = m45 = m67 = zero;
       cur = s->patch[f];
+      UX = (rv2d){P[cur].u.x, P[cur].v.x}, UY = (rv2d){P[cur].u.y, P[cur].v.y};
+      UZ = (rv2d){P[cur].u.z, P[cur].v.z};
     }
     rpatch *p = &P[cur];
     if (wrench) {
       p->F = ce_add(p->F, face_force(ff, s, f));
       p->M = ce_add(p->M, face_moment(ff, s, f, p->xs, C));
     }
-    ce_vec3 r = ce_sub(s->centroid[f], p->xs);
-    double x = ce_dot(r, p->u), y = ce_dot(r, p->v), A = s->area[f];
-    xy[2 * f] = x;
-    xy[2 * f + 1] = y;
-    double Ax = A * x, Ay = A * y, Axx = Ax * x, Ayy = Ay * y, Axy = Ax * y;
-    m[0] += A;
-    m[1] += Axx;
-    m[2] += Axy;
-    m[3] += Ayy;
-    m[4] += Axx * x;
-    m[5] += Axx * y;
-    m[6] += Ayy * x;
-    m[7] += Ayy * y;
+    const ce_vec3 r = ce_sub(s->centroid[f], p->xs);
+    const double A = s->area[f];
+    const rv2d XY = (rv2d){r.x, r.x} * UX + (rv2d){r.y, r.y} * UY + (rv2d){r.z, r.z} * UZ; /* (r.u, r.v) */
+    memcpy(&xy[2 * f], &XY, sizeof XY);
+    const rv2d AXY = (rv2d){A, A} * XY, SQ = AXY * XY; /* (A x, A y), (A x x, A y y) */
+    m02 += (rv2d){A, AXY[0] * XY[1]};
+    m13 += SQ;
+    m45 += (rv2d){SQ[0], SQ[0]} * XY;
+    m67 += (rv2d){SQ[1], SQ[1]} * XY;
   }
-  if (s->nf > 0) flush_run(&P[cur], m);
+  if (s->nf > 0) {
+    rpatch *o = &P[cur];
+    o->area += m02[0], o->cxx += m13[0], o->cxy += m02[1], o->cyy += m13[1];
+    o->m30 += m45[0], o->m21 += m45[1], o->m12 += m67[0], o->m03 += m67[1];
+  }
 }
 
 /* The tangent frame of a patch as the direction (c, sn) of t1 in (u, v)
@@ -241,11 +242,6 @@ static void patch_frame(const rpatch *P, double *c, double *sn) {
   *c = a;
   *sn = b;
 }
-
-/* Two doubles at once (GCC/Clang vector extension: SSE2 on x86-64, NEON
- * on arm64); lane arithmetic is the scalar IEEE arithmetic. */
-typedef double rv2d __attribute__((vector_size(16)));
-typedef long long rv2i __attribute__((vector_size(16)));
 
 /* The lane-wise larger of h and b, b where they are equal (or h is NaN):
  * h > b ? h : b. */
