@@ -345,6 +345,21 @@ static void support(const rpatch *P, const double *xy, int32_t nd, double *du, d
   }
 }
 
+/* cos and sin of the directions' angles a_j (j pi / 2 for nd = 2, j 2 pi /
+ * nd otherwise) for nd <= 7 (K <= 8): the doubles cos(a_j) and sin(a_j)
+ * give (a_j rounded as below), so that a patch's directions take no calls;
+ * more directions call cos and sin. */
+#define CE_REDUCE_TABLE_DIRS 7
+static const double reduce_dirs[CE_REDUCE_TABLE_DIRS][CE_REDUCE_TABLE_DIRS][2] = {
+    /* nd = 1 */ {{1.0, 0.0}},
+    /* nd = 2 */ {{1.0, 0.0}, {6.123233995736766e-17, 1.0}},
+    /* nd = 3 */ {{1.0, 0.0}, {-0.4999999999999998, 0.8660254037844387}, {-0.5000000000000004, -0.8660254037844384}},
+    /* nd = 4 */ {{1.0, 0.0}, {6.123233995736766e-17, 1.0}, {-1.0, 1.2246467991473532e-16}, {-1.8369701987210297e-16, -1.0}},
+    /* nd = 5 */ {{1.0, 0.0}, {0.30901699437494745, 0.9510565162951535}, {-0.8090169943749473, 0.5877852522924732}, {-0.8090169943749476, -0.587785252292473}, {0.30901699437494723, -0.9510565162951536}},
+    /* nd = 6 */ {{1.0, 0.0}, {0.5000000000000001, 0.8660254037844386}, {-0.4999999999999998, 0.8660254037844387}, {-1.0, 1.2246467991473532e-16}, {-0.5000000000000004, -0.8660254037844384}, {0.49999999999999933, -0.866025403784439}},
+    /* nd = 7 */ {{1.0, 0.0}, {0.6234898018587336, 0.7818314824680298}, {-0.22252093395631434, 0.9749279121818236}, {-0.900968867902419, 0.43388373911755823}, {-0.9009688679024191, -0.433883739117558}, {-0.2225209339563146, -0.9749279121818236}, {0.6234898018587334, -0.7818314824680299}},
+};
+
 /* The points of a patch (at most K, x* first) into pos, and their (x, y)
  * in (u, v) into pxy; returns their count. One pass over the faces finds
  * the support in every direction: direction j at angle a_j from t1 is
@@ -362,7 +377,15 @@ static int32_t choose_points(const ce_surface *s, const rpatch *P, int32_t K, co
   double du[CE_REDUCE_MAX_POINTS + 1], dv[CE_REDUCE_MAX_POINTS + 1];
   int32_t arg[CE_REDUCE_MAX_POINTS + 1];
   for (int32_t j = 0; j < nd; j++) {
-    double ang = nd == 2 ? j * (M_PI / 2) : j * (2 * M_PI / nd), ca = cos(ang), sa = sin(ang);
+    double ca, sa;
+    if (nd <= CE_REDUCE_TABLE_DIRS) {
+      ca = reduce_dirs[nd - 1][j][0];
+      sa = reduce_dirs[nd - 1][j][1];
+    } else {
+      double ang = nd == 2 ? j * (M_PI / 2) : j * (2 * M_PI / nd);
+      ca = cos(ang);
+      sa = sin(ang);
+    }
     du[j] = c * ca - sn * sa;
     dv[j] = sn * ca + c * sa;
   }
@@ -492,7 +515,7 @@ static inline __attribute__((always_inline)) void cluster_lanes(const ce_surface
 static void cluster_faces(const ce_surface *s, const rfaces *ff, const rpatch *P, const double *xy,
                           const double *pxy, int32_t m, rcluster *c) {
   double px[CE_REDUCE_MAX_POINTS], py[CE_REDUCE_MAX_POINTS], pp[CE_REDUCE_MAX_POINTS];
-  for (int32_t i = 0; i < CE_REDUCE_MAX_POINTS; i++) {
+  for (int32_t i = 0; i < (m > 8 ? m : 8); i++) { /* padded to the lanes' 8 */
     px[i] = i < m ? -2 * pxy[2 * i] : 0;
     py[i] = i < m ? -2 * pxy[2 * i + 1] : 0;
     pp[i] = i < m ? pxy[2 * i] * pxy[2 * i] + pxy[2 * i + 1] * pxy[2 * i + 1] : INFINITY;
