@@ -144,7 +144,16 @@ ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geome
   int32_t sets = nf;
   pacc tot;
   memset(&tot, 0, sizeof tot);
-  if ((e = union_shared_vertices(s, ff, parent, arena, &sets, &tot)) != CE_OK) return e;
+  const int summed = ff && ff->sums; /* the wrench pass's sums: the same additions */
+  if (summed) {
+    tot.faces = nf;
+    tot.area = ff->area;
+    tot.ac = ff->area_centroid;
+    tot.fn = ff->fn_sum;
+    tot.fnx = ff->fn_x_sum;
+    tot.nf = ff->fn_n;
+  }
+  if ((e = union_shared_vertices(s, ff, parent, arena, &sets, summed ? NULL : &tot)) != CE_OK) return e;
   if (sets == 1) return one_patch(s, arena, &tot, r);
   if ((e = union_elements(s, ga, gb, parent, arena, &sets)) != CE_OK) return e;
   if (sets == 1) return one_patch(s, arena, &tot, r);
@@ -161,7 +170,7 @@ ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geome
  * vertex not seen before counts as already in f's set (rf is a root: the
  * find returns at once), which spares a branch the processor cannot
  * predict. The same pass sums the whole surface into *tot (face order, as
- * label_patches sums each patch). */
+ * label_patches sums each patch) unless tot is NULL. */
 static ce_errno union_shared_vertices(const ce_surface *s, const ce_face_forces *ff, int32_t *parent,
                                       ce_arena *arena, int32_t *sets, pacc *tot) {
   int32_t *first = s->nv > 0 ? ce_arena_alloc(arena, (size_t)s->nv * sizeof(int32_t)) : NULL;
@@ -169,7 +178,7 @@ static ce_errno union_shared_vertices(const ce_surface *s, const ce_face_forces 
   for (int32_t v = 0; v < s->nv; v++) first[v] = -1;
   int32_t joined = 0;
   for (int32_t f = 0; f < s->nf; f++) {
-    acc_add(tot, s, ff, f);
+    if (tot) acc_add(tot, s, ff, f);
     int32_t rf = f;
     for (int32_t i = s->face_offsets[f]; i < s->face_offsets[f + 1]; i++) {
       int32_t v = s->face_vertices[i];

@@ -34,6 +34,7 @@ static void build(hand_surface *h, int nf, const double *x0, const double *y0, c
   s->element_a = ce_arena_calloc(arena, (size_t)nf, sizeof(int32_t));
   s->element_b = ce_arena_calloc(arena, (size_t)nf, sizeof(int32_t));
   s->patch = ce_arena_calloc(arena, (size_t)nf, sizeof(int32_t));
+  memset(&h->ff, 0, sizeof h->ff); /* no surface sums: the patch pass adds its own */
   h->ff.fn = ce_arena_calloc(arena, (size_t)nf, sizeof(double));
   h->ff.fn_x = ce_arena_calloc(arena, (size_t)nf, sizeof(ce_vec3));
   for (int f = 0; f < nf; f++) {
@@ -134,7 +135,7 @@ Test(patch, triangle_adjacency_and_zero_force_uses_area_centroid, .init = setup,
 Test(patch, empty_surface, .init = setup, .fini = teardown) {
   ce_surface s;
   memset(&s, 0, sizeof s);
-  ce_face_forces ff = {NULL, NULL};
+  ce_face_forces ff = {.fn = NULL};
   ce_result r;
   memset(&r, 0, sizeof r);
   r.npatches = 7;
