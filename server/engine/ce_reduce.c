@@ -186,6 +186,7 @@ static void patch_sums(const ce_surface *s, const rfaces *ff, ce_vec3 C, rpatch 
   rv2d m02 = zero, m13 = zero, m45 = zero, m67 = zero;
   int32_t cur = s->nf > 0 ? s->patch[0] : 0;
   rv2d UX = {P[cur].u.x, P[cur].v.x}, UY = {P[cur].u.y, P[cur].v.y}, UZ = {P[cur].u.z, P[cur].v.z};
+  ce_vec3 xs = P[cur].xs; /* in locals: the stores to xy may alias P */
   for (int32_t f = 0; f < s->nf; f++) {
     if (s->patch[f] != cur) {
       rpatch *o = &P[cur];
@@ -195,13 +196,14 @@ static void patch_sums(const ce_surface *s, const rfaces *ff, ce_vec3 C, rpatch 
       cur = s->patch[f];
       UX = (rv2d){P[cur].u.x, P[cur].v.x}, UY = (rv2d){P[cur].u.y, P[cur].v.y};
       UZ = (rv2d){P[cur].u.z, P[cur].v.z};
+      xs = P[cur].xs;
     }
     rpatch *p = &P[cur];
     if (wrench) {
       p->F = ce_add(p->F, face_force(ff, s, f));
       p->M = ce_add(p->M, face_moment(ff, s, f, p->xs, C));
     }
-    const ce_vec3 r = ce_sub(s->centroid[f], p->xs);
+    const ce_vec3 r = ce_sub(s->centroid[f], xs);
     const double A = s->area[f];
     const rv2d XY = (rv2d){r.x, r.x} * UX + (rv2d){r.y, r.y} * UY + (rv2d){r.z, r.z} * UZ; /* (r.u, r.v) */
     memcpy(&xy[2 * f], &XY, sizeof XY);
