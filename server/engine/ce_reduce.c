@@ -180,15 +180,16 @@ typedef long long rv2i __attribute__((vector_size(16)));
  * consecutive faces of one patch in locals (a surface of one patch is one
  * run), then added to the patch: the area and sum A x y, A x^2 and A y^2,
  * A x^3 and A x^2 y, A y^2 x and A y^3 in lane pairs (the scalar
- * products and sums, two at once). */
-static void patch_sums(const ce_surface *s, const rfaces *ff, ce_vec3 C, rpatch *P, double *xy, int wrench) {
+ * products and sums, two at once). With several patches each patch's
+ * force and moment are summed here too (one patch has the pair's). */
+static void patch_sums(const ce_surface *s, const rfaces *ff, ce_vec3 C, rpatch *P, double *xy, int several) {
   const rv2d zero = {0, 0};
   rv2d m02 = zero, m13 = zero, m45 = zero, m67 = zero;
   int32_t cur = s->nf > 0 ? s->patch[0] : 0;
   rv2d UX = {P[cur].u.x, P[cur].v.x}, UY = {P[cur].u.y, P[cur].v.y}, UZ = {P[cur].u.z, P[cur].v.z};
   ce_vec3 xs = P[cur].xs; /* in locals: the stores to xy may alias P */
   for (int32_t f = 0; f < s->nf; f++) {
-    if (s->patch[f] != cur) {
+    if (several && s->patch[f] != cur) {
       rpatch *o = &P[cur];
       o->area += m02[0], o->cxx += m13[0], o->cxy += m02[1], o->cyy += m13[1];
       o->m30 += m45[0], o->m21 += m45[1], o->m12 += m67[0], o->m03 += m67[1];
@@ -199,7 +200,7 @@ static void patch_sums(const ce_surface *s, const rfaces *ff, ce_vec3 C, rpatch 
       xs = P[cur].xs;
     }
     rpatch *p = &P[cur];
-    if (wrench) {
+    if (several) {
       p->F = ce_add(p->F, face_force(ff, s, f));
       p->M = ce_add(p->M, face_moment(ff, s, f, p->xs, C));
     }
