@@ -9,11 +9,13 @@
  * no neighbours), when both pairs of source elements are neighbours (needed
  * where element boundaries of A and B coincide, e.g. symmetric meshes, which
  * otherwise split one contact into sectors), or when they share a surface
- * vertex. Faces are joined by union-find; an open-addressing hash
- * maps (element_a, element_b) to the first face with that pair (where at
- * most a few faces are left outside the largest set by the shared
- * vertices, those scan the surface instead). Both live in the arena. Patches are numbered in the order of their first face, so the
- * numbering depends only on the surface.
+ * vertex. A surface where every face shares a vertex with an earlier one
+ * is one patch without more ado; otherwise faces are joined by
+ * union-find, and an open-addressing hash maps (element_a, element_b) to
+ * the first face with that pair (where at most a few faces are left
+ * outside the largest set by the shared vertices, those scan the surface
+ * instead). Both live in the arena. Patches are numbered in the order of
+ * their first face, so the numbering depends only on the surface.
  *
  * Per patch: face count, area, normal force vector F = sum fn_f n_f (fn_f the
  * integral of the normal traction over face f, from the wrench pass), |F|,
@@ -120,6 +122,31 @@ static ce_errno label_patches(ce_surface *s, const ce_face_forces *ff, ce_arena 
                               const pacc *tot, ce_result *r);
 static ce_errno one_patch(ce_surface *s, ce_arena *arena, const pacc *tot, ce_result *r);
 
+/* Whether every face after the first shares a vertex with an earlier face:
+ * then each face is joined to an earlier one, and so (by induction) to face
+ * 0, and the surface is one patch. The intersectors emit neighbouring
+ * polygons one after another, so a connected surface usually passes; a
+ * face that does not stops the scan. seen[v] marks the vertices of earlier
+ * faces (seen[nv] takes the marks of out-of-range indices); no branch
+ * depends on the data but the stop. */
+static int chained(const ce_surface *s, uint8_t *seen) {
+  const uint32_t nv = (uint32_t)s->nv;
+  memset(seen, 0, (size_t)nv + 1);
+  for (int32_t f = 0; f < s->nf; f++) {
+    int any = f == 0;
+    for (int32_t i = s->face_offsets[f]; i < s->face_offsets[f + 1]; i++) {
+      const uint32_t v = (uint32_t)s->face_vertices[i], ok = v < nv;
+      any |= seen[ok ? v : nv] & ok;
+    }
+    if (!any) return 0;
+    for (int32_t i = s->face_offsets[f]; i < s->face_offsets[f + 1]; i++) {
+      const uint32_t v = (uint32_t)s->face_vertices[i];
+      seen[v < nv ? v : nv] = 1;
+    }
+  }
+  return 1;
+}
+
 ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geometry *gb,
                             const ce_face_forces *ff, ce_arena *arena, ce_result *r) {
   const int32_t nf = s->nf;
@@ -129,19 +156,6 @@ ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geome
   memset(&r->total, 0, sizeof r->total);
   if (nf <= 0) return CE_OK;
 
-  int32_t *parent = ce_arena_alloc(arena, (size_t)nf * sizeof(int32_t));
-  if (!parent) return CE_ENOMEM;
-  for (int32_t f = 0; f < nf; f++) parent[f] = f;
-  /* The patches are the connected components of the relations below, so
-   * the order of the passes does not change them (nor their numbering,
-   * by first face). The vertex pass is linear and usually joins the whole
-   * surface; once one component is left the element passes (~25 hash
-   * probes per face) cannot change anything and are skipped, and
-   * otherwise only the faces outside its largest component probe (every
-   * relation is symmetric, so a link between two components is found from
-   * a face of the smaller one); where they leave one component, that is
-   * the patch. */
-  int32_t sets = nf;
   pacc tot;
   memset(&tot, 0, sizeof tot);
   const int summed = ff && ff->sums; /* the wrench pass's sums: the same additions */
@@ -153,6 +167,25 @@ ce_errno ce_patches_compute(ce_surface *s, const ce_geometry *ga, const ce_geome
     tot.fnx = ff->fn_x_sum;
     tot.nf = ff->fn_n;
   }
+  uint8_t *seen = ce_arena_alloc(arena, (size_t)(s->nv > 0 ? s->nv : 0) + 1);
+  if (!seen) return CE_ENOMEM;
+  if (chained(s, seen)) {
+    for (int32_t f = 0; !summed && f < nf; f++) acc_add(&tot, s, ff, f);
+    return one_patch(s, arena, &tot, r);
+  }
+  /* The patches are the connected components of the relations below, so
+   * the order of the passes does not change them (nor their numbering,
+   * by first face). The vertex pass is linear and usually joins the whole
+   * surface; once one component is left the element passes (~25 hash
+   * probes per face) cannot change anything and are skipped, and
+   * otherwise only the faces outside its largest component probe (every
+   * relation is symmetric, so a link between two components is found from
+   * a face of the smaller one); where they leave one component, that is
+   * the patch. */
+  int32_t *parent = ce_arena_alloc(arena, (size_t)nf * sizeof(int32_t));
+  if (!parent) return CE_ENOMEM;
+  for (int32_t f = 0; f < nf; f++) parent[f] = f;
+  int32_t sets = nf;
   if ((e = union_shared_vertices(s, ff, parent, arena, &sets, summed ? NULL : &tot)) != CE_OK) return e;
   if (sets == 1) return one_patch(s, arena, &tot, r);
   if ((e = union_elements(s, ga, gb, parent, arena, &sets)) != CE_OK) return e;
