@@ -42,6 +42,7 @@
  * per output polygon. Single thread; asserts nothing.
  *
  * Usage: bench_contact [runs [hint [case]]]   (default 300 runs, every hint
+ *       (also hint 0)
  * and case; case = cc, cc-v, cc-g, cc-x, cc-e, cr-e, cr, cr-m, reduce, margin, jac or jac-pt, the
  * last the point-contact model's Jacobians of rigid primitives: spheres
  * and boxes (analytic MTD), ellipsoids and a cylinder on a box (GJK/EPA),
@@ -536,7 +537,7 @@ int main(int argc, char **argv) {
   if (runs < 10) runs = 10;
   double hints[] = {0.05, 0.026, 0.013, 0.0066};
   size_t nh = sizeof hints / sizeof hints[0];
-  if (argc > 2) {
+  if (argc > 2 && atof(argv[2]) != 0) { /* 0: all four hints */
     hints[0] = atof(argv[2]);
     nh = 1;
   }

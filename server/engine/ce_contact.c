@@ -214,7 +214,7 @@ static ce_errno contact(const ce_body *a, const ce_body *b, const ce_options *op
     goto fail;
   r->status = r->surface.nf > 0 ? CE_CONTACT_SURFACE : CE_CONTACT_NONE;
 
-  ce_face_forces ff = {NULL, NULL};
+  ce_face_forces ff = {.fn = NULL};
   ce_face_friction fr = {NULL, NULL};
   if ((e = ce_wrench_compute_friction(&r->surface, a, b, &r->combined_material, vs, &pm, arena, r, &ff,
                                       opt->reduced_contacts > 0 ? &fr : NULL)) != CE_OK)

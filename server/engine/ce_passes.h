@@ -6,10 +6,19 @@
 
 #include "ce_surface.h"
 
-/* Per-face quantities the wrench pass leaves for the patch pass. */
+/* Per-face quantities the wrench pass leaves for the patch pass, and
+ * their sums over the surface in face order (the additions the patch pass
+ * would make for a surface of one patch; sums = 0: not filled, the patch
+ * pass adds them itself). */
 typedef struct ce_face_forces {
   double *fn;        /* per face: integral of the normal traction, N */
   ce_vec3 *fn_x;     /* per face: integral of (normal traction * x), N m */
+  int sums;
+  double area;           /* sum of the faces' areas */
+  ce_vec3 area_centroid; /* sum of area * centroid */
+  double fn_sum;         /* sum of fn */
+  ce_vec3 fn_x_sum;      /* sum of fn_x */
+  ce_vec3 fn_n;          /* sum of fn * normal */
 } ce_face_forces;
 
 /* Per-face friction from the wrench pass, for the reduction pass (NULL

@@ -64,6 +64,10 @@
 #include "ce_arena.h"
 #include "ce_passes.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* Eigenvalues of J below this fraction of the largest are taken as zero. */
 #define CE_REDUCE_RANK_TOL 1e-10
 /* A point's weight in the correction: its cluster's normal force plus this
@@ -165,52 +169,56 @@ static inline double face_stiffness(const ce_surface *s, int32_t f) {
   return s->area[f] > 0 ? g * s->area[f] : 0;
 }
 
+/* Two doubles at once (GCC/Clang vector extension: SSE2 on x86-64, NEON
+ * on arm64); lane arithmetic is the scalar IEEE arithmetic. */
+typedef double rv2d __attribute__((vector_size(16)));
+typedef long long rv2i __attribute__((vector_size(16)));
+
 /* The first pass, over all faces in order: each patch's sums (rpatch), and
  * each face centroid's coordinates (x, y) in its patch's (u, v) plane
- * about x* into xy[2 f], xy[2 f + 1]. */
-/* Adds the sums of a run of faces (one patch's) to the patch's. */
-static void flush_run(rpatch *p, const double *m) {
-  p->area += m[0];
-  p->cxx += m[1];
-  p->cxy += m[2];
-  p->cyy += m[3];
-  p->m30 += m[4];
-  p->m21 += m[5];
-  p->m12 += m[6];
-  p->m03 += m[7];
-}
-
-/* The moments are summed over runs of consecutive faces of one patch in
- * locals (a surface of one patch is one run), then added to the patch. */
-static void patch_sums(const ce_surface *s, const rfaces *ff, ce_vec3 C, rpatch *P, double *xy, int wrench) {
-  double m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+ * about x* into xy[2 f], xy[2 f + 1]. The moments are summed over runs of
+ * consecutive faces of one patch in locals (a surface of one patch is one
+ * run), then added to the patch: the area and sum A x y, A x^2 and A y^2,
+ * A x^3 and A x^2 y, A y^2 x and A y^3 in lane pairs (the scalar
+ * products and sums, two at once). With several patches each patch's
+ * force and moment are summed here too (one patch has the pair's). */
+static void patch_sums(const ce_surface *s, const rfaces *ff, ce_vec3 C, rpatch *P, double *xy, int several) {
+  const rv2d zero = {0, 0};
+  rv2d m02 = zero, m13 = zero, m45 = zero, m67 = zero;
   int32_t cur = s->nf > 0 ? s->patch[0] : 0;
+  rv2d UX = {P[cur].u.x, P[cur].v.x}, UY = {P[cur].u.y, P[cur].v.y}, UZ = {P[cur].u.z, P[cur].v.z};
+  ce_vec3 xs = P[cur].xs; /* in locals: the stores to xy may alias P */
   for (int32_t f = 0; f < s->nf; f++) {
-    if (s->patch[f] != cur) {
-      flush_run(&P[cur], m);
-      memset(m, 0, sizeof m);
+    if (several && s->patch[f] != cur) {
+      rpatch *o = &P[cur];
+      o->area += m02[0], o->cxx += m13[0], o->cxy += m02[1], o->cyy += m13[1];
+      o->m30 += m45[0], o->m21 += m45[1], o->m12 += m67[0], o->m03 += m67[1];
+      m02 = m13 = m45 = m67 = zero;
       cur = s->patch[f];
+      UX = (rv2d){P[cur].u.x, P[cur].v.x}, UY = (rv2d){P[cur].u.y, P[cur].v.y};
+      UZ = (rv2d){P[cur].u.z, P[cur].v.z};
+      xs = P[cur].xs;
     }
     rpatch *p = &P[cur];
-    if (wrench) {
+    if (several) {
       p->F = ce_add(p->F, face_force(ff, s, f));
       p->M = ce_add(p->M, face_moment(ff, s, f, p->xs, C));
     }
-    ce_vec3 r = ce_sub(s->centroid[f], p->xs);
-    double x = ce_dot(r, p->u), y = ce_dot(r, p->v), A = s->area[f];
-    xy[2 * f] = x;
-    xy[2 * f + 1] = y;
-    double Ax = A * x, Ay = A * y, Axx = Ax * x, Ayy = Ay * y, Axy = Ax * y;
-    m[0] += A;
-    m[1] += Axx;
-    m[2] += Axy;
-    m[3] += Ayy;
-    m[4] += Axx * x;
-    m[5] += Axx * y;
-    m[6] += Ayy * x;
-    m[7] += Ayy * y;
+    const ce_vec3 r = ce_sub(s->centroid[f], xs);
+    const double A = s->area[f];
+    const rv2d XY = (rv2d){r.x, r.x} * UX + (rv2d){r.y, r.y} * UY + (rv2d){r.z, r.z} * UZ; /* (r.u, r.v) */
+    memcpy(&xy[2 * f], &XY, sizeof XY);
+    const rv2d AXY = (rv2d){A, A} * XY, SQ = AXY * XY; /* (A x, A y), (A x x, A y y) */
+    m02 += (rv2d){A, AXY[0] * XY[1]};
+    m13 += SQ;
+    m45 += (rv2d){SQ[0], SQ[0]} * XY;
+    m67 += (rv2d){SQ[1], SQ[1]} * XY;
   }
-  if (s->nf > 0) flush_run(&P[cur], m);
+  if (s->nf > 0) {
+    rpatch *o = &P[cur];
+    o->area += m02[0], o->cxx += m13[0], o->cxy += m02[1], o->cyy += m13[1];
+    o->m30 += m45[0], o->m21 += m45[1], o->m12 += m67[0], o->m03 += m67[1];
+  }
 }
 
 /* The tangent frame of a patch as the direction (c, sn) of t1 in (u, v)
@@ -238,6 +246,123 @@ static void patch_frame(const rpatch *P, double *c, double *sn) {
   *sn = b;
 }
 
+/* The lane-wise larger of h and b, b where they are equal (or h is NaN):
+ * h > b ? h : b. */
+static inline rv2d lane_max(rv2d h, rv2d b) {
+#if defined(__SSE2__)
+  return _mm_max_pd(h, b);
+#else
+  const rv2i gt = h > b;
+  return (rv2d)(((rv2i)h & gt) | ((rv2i)b & ~gt));
+#endif
+}
+
+/* The lane-wise smaller of h and b, b where they are equal (or h is NaN):
+ * h < b ? h : b. */
+static inline rv2d lane_min(rv2d h, rv2d b) {
+#if defined(__SSE2__)
+  return _mm_min_pd(h, b);
+#else
+  const rv2i lt = h < b;
+  return (rv2d)(((rv2i)h & lt) | ((rv2i)b & ~lt));
+#endif
+}
+
+/* The support scan in G pairs of directions (G <= 4, a constant where
+ * inlined, so that the pairs' running maxima stay in registers): for
+ * direction j the first face (in patch order, which is face order) of the
+ * largest du[j] x + dv[j] y, as the scalar scan below finds it, into
+ * arg[j] (-1: none). Faces at even and odd places in the patch run as two
+ * scans, merged at the end (the larger; the first face on ties), so that
+ * consecutive faces do not wait on each other's comparison. */
+#define CE_REDUCE_LANE_PAIRS 4
+static inline __attribute__((always_inline)) void support_lanes(const rpatch *P, const double *xy, const int G,
+                                                                const double *du, const double *dv, int32_t *arg) {
+  /* A: the face of the maximum so far, as a double (faces come in
+   * increasing order, so a new maximum's face is the larger: A = max(A, f
+   * where h > B, else 0)); B = -inf at the end: no face */
+  rv2d DU[CE_REDUCE_LANE_PAIRS], DV[CE_REDUCE_LANE_PAIRS], B[2][CE_REDUCE_LANE_PAIRS], A[2][CE_REDUCE_LANE_PAIRS];
+  for (int g = 0; g < G; g++) {
+    DU[g] = (rv2d){du[2 * g], du[2 * g + 1]};
+    DV[g] = (rv2d){dv[2 * g], dv[2 * g + 1]};
+    for (int e = 0; e < 2; e++) {
+      B[e][g] = (rv2d){-INFINITY, -INFINITY};
+      A[e][g] = (rv2d){0, 0};
+    }
+  }
+  int32_t i = 0;
+  for (; i + 1 < P->nf; i += 2)
+    for (int e = 0; e < 2; e++) {
+      const int32_t f = pface(P, i + e);
+      const rv2d X = {xy[2 * f], xy[2 * f]}, Y = {xy[2 * f + 1], xy[2 * f + 1]}, F = {f, f};
+      for (int g = 0; g < G; g++) {
+        const rv2d h = DU[g] * X + DV[g] * Y;
+        const rv2i gt = h > B[e][g];
+        B[e][g] = lane_max(h, B[e][g]);
+        A[e][g] = lane_max((rv2d)((rv2i)F & gt), A[e][g]);
+      }
+    }
+  if (i < P->nf) {
+    const int32_t f = pface(P, i);
+    const rv2d X = {xy[2 * f], xy[2 * f]}, Y = {xy[2 * f + 1], xy[2 * f + 1]}, F = {f, f};
+    for (int g = 0; g < G; g++) {
+      const rv2d h = DU[g] * X + DV[g] * Y;
+      const rv2i gt = h > B[0][g];
+      B[0][g] = lane_max(h, B[0][g]);
+      A[0][g] = lane_max((rv2d)((rv2i)F & gt), A[0][g]);
+    }
+  }
+  for (int g = 0; g < G; g++)
+    for (int l = 0; l < 2; l++) {
+      const double b0 = B[0][g][l], b1 = B[1][g][l];
+      const int32_t a0 = b0 > -INFINITY ? (int32_t)A[0][g][l] : -1, a1 = b1 > -INFINITY ? (int32_t)A[1][g][l] : -1;
+      arg[2 * g + l] = a1 >= 0 && (b1 > b0 || (b1 == b0 && (a0 < 0 || a1 < a0))) ? a1 : a0;
+    }
+}
+
+/* For each of the nd directions the first face of the patch where it
+ * reaches furthest, into arg. */
+static void support(const rpatch *P, const double *xy, int32_t nd, double *du, double *dv, int32_t *arg) {
+  if (nd & 1) du[nd] = dv[nd] = 0; /* a pair's unused lane */
+  switch ((nd + 1) / 2) {
+    case 1: support_lanes(P, xy, 1, du, dv, arg); return;
+    case 2: support_lanes(P, xy, 2, du, dv, arg); return;
+    case 3: support_lanes(P, xy, 3, du, dv, arg); return;
+    case 4: support_lanes(P, xy, 4, du, dv, arg); return;
+    default: break;
+  }
+  double best[CE_REDUCE_MAX_POINTS];
+  for (int32_t j = 0; j < nd; j++) {
+    best[j] = -INFINITY;
+    arg[j] = -1;
+  }
+  for (int32_t i = 0; i < P->nf; i++) {
+    int32_t f = pface(P, i);
+    double x = xy[2 * f], y = xy[2 * f + 1];
+    for (int32_t j = 0; j < nd; j++) {
+      double h = du[j] * x + dv[j] * y;
+      int gt = h > best[j];
+      best[j] = gt ? h : best[j];
+      arg[j] = gt ? f : arg[j];
+    }
+  }
+}
+
+/* cos and sin of the directions' angles a_j (j pi / 2 for nd = 2, j 2 pi /
+ * nd otherwise) for nd <= 7 (K <= 8): the doubles cos(a_j) and sin(a_j)
+ * give (a_j rounded as below), so that a patch's directions take no calls;
+ * more directions call cos and sin. */
+#define CE_REDUCE_TABLE_DIRS 7
+static const double reduce_dirs[CE_REDUCE_TABLE_DIRS][CE_REDUCE_TABLE_DIRS][2] = {
+    /* nd = 1 */ {{1.0, 0.0}},
+    /* nd = 2 */ {{1.0, 0.0}, {6.123233995736766e-17, 1.0}},
+    /* nd = 3 */ {{1.0, 0.0}, {-0.4999999999999998, 0.8660254037844387}, {-0.5000000000000004, -0.8660254037844384}},
+    /* nd = 4 */ {{1.0, 0.0}, {6.123233995736766e-17, 1.0}, {-1.0, 1.2246467991473532e-16}, {-1.8369701987210297e-16, -1.0}},
+    /* nd = 5 */ {{1.0, 0.0}, {0.30901699437494745, 0.9510565162951535}, {-0.8090169943749473, 0.5877852522924732}, {-0.8090169943749476, -0.587785252292473}, {0.30901699437494723, -0.9510565162951536}},
+    /* nd = 6 */ {{1.0, 0.0}, {0.5000000000000001, 0.8660254037844386}, {-0.4999999999999998, 0.8660254037844387}, {-1.0, 1.2246467991473532e-16}, {-0.5000000000000004, -0.8660254037844384}, {0.49999999999999933, -0.866025403784439}},
+    /* nd = 7 */ {{1.0, 0.0}, {0.6234898018587336, 0.7818314824680298}, {-0.22252093395631434, 0.9749279121818236}, {-0.900968867902419, 0.43388373911755823}, {-0.9009688679024191, -0.433883739117558}, {-0.2225209339563146, -0.9749279121818236}, {0.6234898018587334, -0.7818314824680299}},
+};
+
 /* The points of a patch (at most K, x* first) into pos, and their (x, y)
  * in (u, v) into pxy; returns their count. One pass over the faces finds
  * the support in every direction: direction j at angle a_j from t1 is
@@ -252,25 +377,22 @@ static int32_t choose_points(const ce_surface *s, const rpatch *P, int32_t K, co
   double c, sn;
   patch_frame(P, &c, &sn);
   const int32_t nd = K - 1;
-  double du[CE_REDUCE_MAX_POINTS], dv[CE_REDUCE_MAX_POINTS], best[CE_REDUCE_MAX_POINTS];
-  int32_t arg[CE_REDUCE_MAX_POINTS];
+  double du[CE_REDUCE_MAX_POINTS + 1], dv[CE_REDUCE_MAX_POINTS + 1];
+  int32_t arg[CE_REDUCE_MAX_POINTS + 1];
   for (int32_t j = 0; j < nd; j++) {
-    double ang = nd == 2 ? j * (M_PI / 2) : j * (2 * M_PI / nd), ca = cos(ang), sa = sin(ang);
+    double ca, sa;
+    if (nd <= CE_REDUCE_TABLE_DIRS) {
+      ca = reduce_dirs[nd - 1][j][0];
+      sa = reduce_dirs[nd - 1][j][1];
+    } else {
+      double ang = nd == 2 ? j * (M_PI / 2) : j * (2 * M_PI / nd);
+      ca = cos(ang);
+      sa = sin(ang);
+    }
     du[j] = c * ca - sn * sa;
     dv[j] = sn * ca + c * sa;
-    best[j] = -INFINITY;
-    arg[j] = -1;
   }
-  for (int32_t i = 0; i < P->nf; i++) {
-    int32_t f = pface(P, i);
-    double x = xy[2 * f], y = xy[2 * f + 1];
-    for (int32_t j = 0; j < nd; j++) { /* branch-free: the compiler may run it in vector lanes */
-      double h = du[j] * x + dv[j] * y;
-      int gt = h > best[j];
-      best[j] = gt ? h : best[j];
-      arg[j] = gt ? f : arg[j];
-    }
-  }
+  support(P, xy, nd, du, dv, arg);
   for (int32_t j = 0; j < nd; j++) {
     const int32_t f = arg[j];
     if (f < 0) continue;
@@ -330,6 +452,101 @@ static ce_vec3 correct_moments(rcluster *c, int32_t m, ce_vec3 xs, ce_vec3 M) {
   return ce_sub(M, now);
 }
 
+/* The nearest of points 0 .. W - 1 (W = 2, 4 or 8, a constant where
+ * inlined) to a face at (x, y): the least h_i = pp_i + px_i x + py_i y
+ * (|p_i|^2 - 2 (x, y).p_i), the first such on ties. Lane pairs hold
+ * points (2 g, 2 g + 1); pair g + 1 replaces pair g lane by lane only where
+ * strictly nearer, halving the pairs until one is left, so that each lane
+ * holds the first nearest of its points (the even, the odd) and the lanes'
+ * comparisons do not wait on each other. Points past m are padded with pp
+ * = +inf (never nearer); point 0 (x*) has pp = px = py = 0. Same choice as
+ * the scalar scan in cluster_faces for finite coordinates. */
+static inline __attribute__((always_inline)) int32_t nearest_lanes(const rv2d *PP, const rv2d *PX, const rv2d *PY,
+                                                                   const int W, double x, double y) {
+  const rv2d X = {x, x}, Y = {y, y};
+  rv2d H[4];
+  rv2i I[4];
+  for (int g = 0; g < W / 2; g++) {
+    H[g] = PP[g] + PX[g] * X + PY[g] * Y;
+    I[g] = (rv2i){2 * g, 2 * g + 1};
+  }
+  for (int w = W / 2; w > 1; w /= 2)
+    for (int g = 0; g < w / 2; g++) {
+      const rv2i lt = H[2 * g + 1] < H[2 * g];
+      H[g] = lane_min(H[2 * g + 1], H[2 * g]);
+      I[g] = I[2 * g] + ((I[2 * g + 1] - I[2 * g]) & lt);
+    }
+  const double h0 = H[0][0], h1 = H[0][1];
+  return (int32_t)(h1 < h0 || (h1 == h0 && I[0][1] < I[0][0]) ? I[0][1] : I[0][0]);
+}
+
+/* Face f's sums added to cluster k (without friction the normal sum is
+ * the force's, set once at the end). */
+static inline __attribute__((always_inline)) void cluster_add(rcluster *k, const ce_surface *s, const rfaces *ff,
+                                                               int32_t f, int friction) {
+  k->force = ce_add(k->force, face_force(ff, s, f));
+  if (friction) k->nsum = ce_axpy(k->nsum, ff->ff->fn[f], s->normal[f]);
+  k->fn += ff->ff->fn[f];
+  k->k += face_stiffness(s, f);
+  k->elastic += s->centroid_pressure[f] * s->area[f];
+}
+
+/* The faces of a patch to the nearest of W points (see nearest_lanes). */
+static inline __attribute__((always_inline)) void cluster_lanes(const ce_surface *s, const rfaces *ff,
+                                                                 const rpatch *P, const double *xy, const double *pp,
+                                                                 const double *px, const double *py, const int W,
+                                                                 int friction, rcluster *c) {
+  rv2d PP[4], PX[4], PY[4];
+  for (int g = 0; g < W / 2; g++) {
+    PP[g] = (rv2d){pp[2 * g], pp[2 * g + 1]};
+    PX[g] = (rv2d){px[2 * g], px[2 * g + 1]};
+    PY[g] = (rv2d){py[2 * g], py[2 * g + 1]};
+  }
+  PP[0][0] = PX[0][0] = PY[0][0] = 0;
+  for (int32_t q = 0; q < P->nf; q++) {
+    const int32_t f = pface(P, q);
+    cluster_add(&c[nearest_lanes(PP, PX, PY, W, xy[2 * f], xy[2 * f + 1])], s, ff, f, friction);
+  }
+}
+
+/* Each face to the point nearest in the plane normal to N (the least
+ * |p_i|^2 - 2 (x, y).p_i; point 0, x*, is the origin: 0, and the first
+ * nearest on ties), its sums to the point's cluster in face order.
+ * Without friction a face's force is fn n, so the clusters' force sums
+ * are also their normal sums (the same products, added in the same
+ * order). */
+static void cluster_faces(const ce_surface *s, const rfaces *ff, const rpatch *P, const double *xy,
+                          const double *pxy, int32_t m, rcluster *c) {
+  double px[CE_REDUCE_MAX_POINTS], py[CE_REDUCE_MAX_POINTS], pp[CE_REDUCE_MAX_POINTS];
+  for (int32_t i = 0; i < (m > 8 ? m : 8); i++) { /* padded to the lanes' 8 */
+    px[i] = i < m ? -2 * pxy[2 * i] : 0;
+    py[i] = i < m ? -2 * pxy[2 * i + 1] : 0;
+    pp[i] = i < m ? pxy[2 * i] * pxy[2 * i] + pxy[2 * i + 1] * pxy[2 * i + 1] : INFINITY;
+  }
+  const int fric = ff->fr->ft != NULL;
+  if (m <= 8) {
+    const int W = m <= 2 ? 2 : m <= 4 ? 4 : 8;
+    if (W == 2) fric ? cluster_lanes(s, ff, P, xy, pp, px, py, 2, 1, c) : cluster_lanes(s, ff, P, xy, pp, px, py, 2, 0, c);
+    if (W == 4) fric ? cluster_lanes(s, ff, P, xy, pp, px, py, 4, 1, c) : cluster_lanes(s, ff, P, xy, pp, px, py, 4, 0, c);
+    if (W == 8) fric ? cluster_lanes(s, ff, P, xy, pp, px, py, 8, 1, c) : cluster_lanes(s, ff, P, xy, pp, px, py, 8, 0, c);
+  } else {
+    for (int32_t q = 0; q < P->nf; q++) {
+      int32_t f = pface(P, q), best = 0;
+      const double x = xy[2 * f], y = xy[2 * f + 1];
+      double bd = 0;
+      for (int32_t i = 1; i < m; i++) {
+        double h = pp[i] + px[i] * x + py[i] * y;
+        int lt = h < bd;
+        bd = lt ? h : bd;
+        best = lt ? i : best;
+      }
+      cluster_add(&c[best], s, ff, f, fric);
+    }
+  }
+  if (!fric)
+    for (int32_t i = 0; i < m; i++) c[i].nsum = c[i].force;
+}
+
 /* One patch's points into out (room for K); returns their count. */
 static int32_t reduce_patch(const ce_surface *s, const rfaces *ff, const rpatch *P, int32_t K, double d,
                             int32_t patch, const double *xy, rcluster *c, ce_reduced_contact *out) {
@@ -340,31 +557,7 @@ static int32_t reduce_patch(const ce_surface *s, const rfaces *ff, const rpatch 
     memset(&c[i], 0, sizeof c[i]);
     c[i].pos = pos[i];
   }
-  /* each face to the point nearest in the plane normal to N: the least
-   * |p_i|^2 - 2 (x, y).p_i (point 0, x*, is the origin: 0) */
-  double px[CE_REDUCE_MAX_POINTS], py[CE_REDUCE_MAX_POINTS], pp[CE_REDUCE_MAX_POINTS];
-  for (int32_t i = 0; i < m; i++) {
-    px[i] = -2 * pxy[2 * i];
-    py[i] = -2 * pxy[2 * i + 1];
-    pp[i] = pxy[2 * i] * pxy[2 * i] + pxy[2 * i + 1] * pxy[2 * i + 1];
-  }
-  for (int32_t q = 0; q < P->nf; q++) {
-    int32_t f = pface(P, q), best = 0;
-    const double x = xy[2 * f], y = xy[2 * f + 1];
-    double bd = 0;
-    for (int32_t i = 1; i < m; i++) {
-      double h = pp[i] + px[i] * x + py[i] * y;
-      int lt = h < bd;
-      bd = lt ? h : bd;
-      best = lt ? i : best;
-    }
-    rcluster *k = &c[best];
-    k->force = ce_add(k->force, face_force(ff, s, f));
-    k->nsum = ce_axpy(k->nsum, ff->ff->fn[f], s->normal[f]);
-    k->fn += ff->ff->fn[f];
-    k->k += face_stiffness(s, f);
-    k->elastic += s->centroid_pressure[f] * s->area[f];
-  }
+  cluster_faces(s, ff, P, xy, pxy, m, c);
   ce_vec3 couple = correct_moments(c, m, P->xs, P->M);
   for (int32_t i = 0; i < m; i++) {
     ce_reduced_contact *o = &out[i];

@@ -392,6 +392,16 @@ static ce_errno face_forces_alloc(ce_face_forces *ff, ce_face_friction *fr, int 
   return CE_OK;
 }
 
+/* The surface's sums for the patch pass (ce_face_forces). */
+static void face_sums(ce_face_forces *ff, double area, ce_vec3 ac, double fn, ce_vec3 fnx, ce_vec3 nforce) {
+  ff->sums = 1;
+  ff->area = area;
+  ff->area_centroid = ac;
+  ff->fn_sum = fn;
+  ff->fn_x_sum = fnx;
+  ff->fn_n = nforce;
+}
+
 ce_errno ce_wrench_compute(const ce_surface *s, const ce_body *a, const ce_body *b,
                            const ce_material *combined, double stiction_tolerance,
                            const ce_face_moments *pm, ce_arena *arena, ce_result *r, ce_face_forces *ff) {
@@ -407,8 +417,7 @@ ce_errno ce_wrench_compute_friction(const ce_surface *s, const ce_body *a, const
   r->area = 0;
   r->centroid = ce_v3(0, 0, 0);
   memset(&r->total, 0, sizeof r->total);
-  ff->fn = NULL;
-  ff->fn_x = NULL;
+  memset(ff, 0, sizeof *ff);
   if (fr) fr->ft = fr->tt = NULL;
   int32_t nf = s ? s->nf : 0;
   if (nf <= 0) return CE_OK;
@@ -442,7 +451,7 @@ ce_errno ce_wrench_compute_friction(const ce_surface *s, const ce_body *a, const
   int32_t cid[CE_WRENCH_MAX_CORNERS];
   ce_vec3 force = ce_v3(0, 0, 0), torque = ce_v3(0, 0, 0), nforce = ce_v3(0, 0, 0);
   double fn_total = 0;
-  ce_vec3 fnr_total = ce_v3(0, 0, 0);
+  ce_vec3 fnr_total = ce_v3(0, 0, 0), fnx_total = ce_v3(0, 0, 0);
   if (pm && !pm->fn) pm = NULL;
   if (!c.kin) {
     /* Tractions p n: the closed forms, face by face, without the
@@ -456,7 +465,7 @@ ce_errno ce_wrench_compute_friction(const ce_surface *s, const ce_body *a, const
       torque = ce_add(torque, ce_cross(fnr, n));
       ff->fn[f] = fn;
       /* integral tn x = fn C + integral tn (x - C) */
-      ff->fn_x[f] = ce_axpy(fnr, fn, C);
+      fnx_total = ce_add(fnx_total, ff->fn_x[f] = ce_axpy(fnr, fn, C));
       fn_total += fn;
       fnr_total = ce_add(fnr_total, fnr);
     }
@@ -492,7 +501,7 @@ ce_errno ce_wrench_compute_friction(const ce_surface *s, const ce_body *a, const
       torque = ce_add(torque, ce_add(ce_cross(fnr, n), tt));
       nforce = ce_add(nforce, fnv);
       ff->fn[f] = fn;
-      ff->fn_x[f] = ce_axpy(fnr, fn, C);
+      fnx_total = ce_add(fnx_total, ff->fn_x[f] = ce_axpy(fnr, fn, C));
       if (fr) {
         fr->ft[f] = ft;
         fr->tt[f] = tt;
@@ -518,7 +527,7 @@ ce_errno ce_wrench_compute_friction(const ce_surface *s, const ce_body *a, const
       torque = ce_add(torque, ce_add(ce_cross(acc.fn_r, c.n), acc.tt));
       nforce = ce_add(nforce, fnv);
       ff->fn[f] = acc.fn;
-      ff->fn_x[f] = ce_axpy(acc.fn_r, acc.fn, C);
+      fnx_total = ce_add(fnx_total, ff->fn_x[f] = ce_axpy(acc.fn_r, acc.fn, C));
       if (fr) {
         fr->ft[f] = acc.ft;
         fr->tt[f] = acc.tt;
@@ -528,6 +537,7 @@ ce_errno ce_wrench_compute_friction(const ce_surface *s, const ce_body *a, const
     }
   }
 
+  face_sums(ff, area, ac, fn_total, fnx_total, nforce);
   ce_wrench wc = {torque, force};
   r->wrench_a_centroid = wc;
   r->wrench_a = ce_wrench_shift(wc, C, a->X_WB.p);

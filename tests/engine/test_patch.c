@@ -34,6 +34,7 @@ static void build(hand_surface *h, int nf, const double *x0, const double *y0, c
   s->element_a = ce_arena_calloc(arena, (size_t)nf, sizeof(int32_t));
   s->element_b = ce_arena_calloc(arena, (size_t)nf, sizeof(int32_t));
   s->patch = ce_arena_calloc(arena, (size_t)nf, sizeof(int32_t));
+  memset(&h->ff, 0, sizeof h->ff); /* no surface sums: the patch pass adds its own */
   h->ff.fn = ce_arena_calloc(arena, (size_t)nf, sizeof(double));
   h->ff.fn_x = ce_arena_calloc(arena, (size_t)nf, sizeof(ce_vec3));
   for (int f = 0; f < nf; f++) {
@@ -134,7 +135,7 @@ Test(patch, triangle_adjacency_and_zero_force_uses_area_centroid, .init = setup,
 Test(patch, empty_surface, .init = setup, .fini = teardown) {
   ce_surface s;
   memset(&s, 0, sizeof s);
-  ce_face_forces ff = {NULL, NULL};
+  ce_face_forces ff = {.fn = NULL};
   ce_result r;
   memset(&r, 0, sizeof r);
   r.npatches = 7;
@@ -228,6 +229,52 @@ Test(patch, diagonal_neighbours_and_shared_vertices_join, .init = setup, .fini =
   for (int f = 0; f < 5; f++) cr_assert_eq(h.s.patch[f], expect[f], "face %d", f);
   cr_assert(ce_norm(ce_sub(r.patches[0].point, ce_v3(1, 0.5, 0))) < 1e-14);
   cr_assert(ce_norm(ce_sub(r.patches[1].point, ce_v3(6, 0.5, 0))) < 1e-14);
+}
+
+/* Squares at x = 0, 1, 2 joined only through shared vertices (no element
+ * is anyone's neighbour): in the order 0, 2, 1 the second face shares no
+ * vertex with the first (the union-find decides), in the order 0, 1, 2
+ * every face shares one with an earlier face (one patch at once); one
+ * patch either way, with the same sums. Without the shared vertices, three
+ * patches. */
+Test(patch, vertex_chains_in_any_order_give_one_patch, .init = setup, .fini = teardown) {
+  int32_t tadj[9][4], sadj[9][3];
+  for (int i = 0; i < 9; i++) {
+    for (int j = 0; j < 4; j++) tadj[i][j] = -1;
+    for (int j = 0; j < 3; j++) sadj[i][j] = -1;
+  }
+  ce_geometry ga, gb;
+  memset(&ga, 0, sizeof ga);
+  memset(&gb, 0, sizeof gb);
+  ga.compliance = CE_COMPLIANT;
+  ga.tet.nt = 9;
+  ga.tet.adj = tadj;
+  gb.compliance = CE_RIGID;
+  gb.tri.nf = 9;
+  gb.tri.adj = sadj;
+  double area[2] = {0, 0};
+  for (int order = 0; order < 3; order++) {
+    /* order 0: faces at x 0, 2, 1; orders 1 and 2: at x 0, 1, 2 */
+    double x0[] = {0, order ? 1 : 2, order ? 2 : 1}, y0[] = {0, 0, 0}, pf[] = {1, 2, 3};
+    int32_t ea[] = {0, 4, 8}, eb[] = {0, 4, 8};
+    hand_surface h;
+    build(&h, 3, x0, y0, ea, eb, pf);
+    const int mid = order ? 1 : 2, right = order ? 2 : 1; /* the faces at x = 1 and 2 */
+    if (order < 2) {
+      h.s.face_vertices[4 * mid + 0] = 4 * 0 + 1; /* the middle's lower left is the left's lower right */
+      h.s.face_vertices[4 * right + 0] = 4 * mid + 1;
+    }
+    ce_result r;
+    memset(&r, 0, sizeof r);
+    cr_assert_eq(ce_patches_compute(&h.s, &ga, &gb, &h.ff, arena, &r), CE_OK);
+    cr_assert_eq(r.npatches, order < 2 ? 1 : 3, "order %d: %d patches", order, r.npatches);
+    for (int f = 0; f < 3; f++) cr_assert_eq(h.s.patch[f], order < 2 ? 0 : f, "order %d face %d", order, f);
+    if (order < 2) area[order] = r.patches[0].area;
+    /* centre of pressure: (0.5 * 1 + 1.5 * pf(x = 1) + 2.5 * pf(x = 2)) / 6 */
+    double fx = order < 2 ? (0.5 * 1 + 1.5 * pf[mid] + 2.5 * pf[right]) / 6 : 0.5;
+    cr_assert(fabs(r.patches[0].point.x - fx) < 1e-14, "order %d: x* %.17g", order, r.patches[0].point.x);
+  }
+  cr_assert(area[0] == 3 && area[1] == 3);
 }
 
 /* A compliant sphere against a rigid sphere meshed by the same generator,
