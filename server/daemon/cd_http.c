@@ -66,6 +66,7 @@ struct cd_http_conn {
   int done;
   int counted;          /* counted in m->nbusy */
   cd_principal who;     /* the request's principal (principals set), a copy */
+  const char *held_why; /* a failed authentication's reason, answered after auth_fail_delay_ms */
   uv_write_t w;
   char *resp;
   int draining;  /* answered an oversize request: reading and dropping the rest */
@@ -400,9 +401,30 @@ static void serve_metrics(mconn *c, const char *headers) {
   }
 }
 
+/* 401: no valid token or session (why names what was wrong). */
+static void unauthorized(mconn *c, const char *why) {
+  char msg[256];
+  int k = snprintf(msg, sizeof msg,
+                   "%s: this port needs a principal's token: send \"Authorization: Bearer <token>\", or open "
+                   "/?token=<token> once in a browser\n",
+                   why);
+  cd_http_respond(c, 401, "text/plain", "WWW-Authenticate: Bearer realm=\"contactd\"\r\n", msg, (size_t)k);
+}
+
+static void on_auth_delay(uv_timer_t *t) {
+  mconn *c = t->data;
+  const cd_limits *l = &c->m->srv->cfg.limits;
+  /* the rest of the connection's lifetime, as head_complete set it */
+  uint64_t spent = uv_now(c->h.loop) - c->accepted_ms;
+  if (l->metrics_timeout_ms)
+    uv_timer_start(&c->deadline, on_deadline, l->metrics_timeout_ms > spent ? l->metrics_timeout_ms - spent : 1, 0);
+  unauthorized(c, c->held_why);
+}
+
 /* With principals set: who the request is (1: go on, c->who set), or it
- * is answered here (0): 401 without a valid token or session, 429 while
- * its address is locked out, 303 to the same path without ?token= once a
+ * is answered here (0): 401 without a valid token or session (after
+ * auth_fail_delay_ms once its address has failed often), 429 while its
+ * address is locked out, 303 to the same path without ?token= once a
  * token was exchanged for a session cookie. */
 static int authenticate(mconn *c, const cd_http_req *rq, const char *query, const char *headers) {
   cd_server *s = c->m->srv;
@@ -410,7 +432,9 @@ static int authenticate(mconn *c, const cd_http_req *rq, const char *query, cons
   char cookie[256], extra[REQ_MAX + 320];
   int fresh = 0;
   const char *why = "";
-  cd_webauth_result r = cd_webauth_check(c->m->auth, &s->sec, &in, &c->who, cookie, sizeof cookie, &fresh, &why);
+  uint64_t wait = 0;
+  cd_webauth_result r =
+      cd_webauth_check(c->m->auth, &s->sec, &in, &c->who, cookie, sizeof cookie, &fresh, &why, &wait);
   if (r == CD_WEBAUTH_OK && !fresh) return 1;
   if (r == CD_WEBAUTH_OK) {
     CD_INFO("viewer session opened", "peer=%s principal=%s tenant=%s secure=%d", c->host, c->who.name,
@@ -425,13 +449,13 @@ static int authenticate(mconn *c, const cd_http_req *rq, const char *query, cons
     CD_HTTP_RESPOND_TEXT(c, 429, NULL, "too many failed authentications from this address: try again later\n");
   } else {
     s->stats.http_unauthorized++;
-    char msg[256];
-    int k = snprintf(msg, sizeof msg,
-                     "%s: this port needs a principal's token: send \"Authorization: Bearer <token>\", or open "
-                     "/?token=<token> once in a browser\n",
-                     why);
     CD_DEBUG("HTTP request refused", "peer=%s path=%s reason=\"%s\"", c->host, rq->path, why);
-    cd_http_respond(c, 401, "text/plain", "WWW-Authenticate: Bearer realm=\"contactd\"\r\n", msg, (size_t)k);
+    if (wait) { /* the deadline timer holds the answer, then the lifetime again */
+      c->held_why = why;
+      uv_timer_start(&c->deadline, on_auth_delay, wait, 0);
+    } else {
+      unauthorized(c, why);
+    }
   }
   return 0;
 }

@@ -264,8 +264,10 @@ static const cd_principal *resolve(cd_webauth *w, const cd_principals *set, cons
 }
 
 cd_webauth_result cd_webauth_check(cd_webauth *w, cd_security *sec, const cd_webauth_in *in, cd_principal *who,
-                                   char *set_cookie, size_t cap, int *new_session, const char **why) {
+                                   char *set_cookie, size_t cap, int *new_session, const char **why,
+                                   uint64_t *wait_ms) {
   *new_session = 0;
+  *wait_ms = 0;
   set_cookie[0] = 0;
   presented *p = calloc(1, sizeof *p);
   if (!p) {
@@ -293,6 +295,7 @@ cd_webauth_result cd_webauth_check(cd_webauth *w, cd_security *sec, const cd_web
   }
   if (rc == CD_WEBAUTH_BAD && cd_addrs_auth_failed(sec->addrs, in->host, in->now_ms))
     CD_WARN("address locked out after failed authentications", "address=%s port=http", in->host);
+  if (rc == CD_WEBAUTH_BAD) *wait_ms = wait; /* cd_addrs_auth_check's CD_AUTH_WAIT (0 for CD_AUTH_GO) */
   OPENSSL_cleanse(p, sizeof *p);
   free(p);
   return rc;

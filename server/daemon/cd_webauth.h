@@ -56,9 +56,13 @@ typedef struct cd_webauth_in {
 /* Who the request is. On CD_WEBAUTH_OK with a ?token= exchanged for a new
  * session, set_cookie receives the Set-Cookie header line (with its \r\n)
  * and *new_session is 1: the caller redirects to the URL without the token.
- * *why says what was wrong otherwise ("no token", "unknown token", ...). */
+ * *why says what was wrong otherwise ("no token", "unknown token", ...; a
+ * string literal). On CD_WEBAUTH_BAD, *wait_ms is how long the caller
+ * holds its answer (auth_fail_delay_ms once the address has failed half
+ * of auth_fail_max times, as on the protocol port), else 0. */
 cd_webauth_result cd_webauth_check(cd_webauth *w, cd_security *sec, const cd_webauth_in *in, cd_principal *who,
-                                   char *set_cookie, size_t cap, int *new_session, const char **why);
+                                   char *set_cookie, size_t cap, int *new_session, const char **why,
+                                   uint64_t *wait_ms);
 
 /* The value of header `name` (case-insensitive) in headers: its start
  * (leading blanks skipped) and *len (trailing blanks dropped), or NULL. */

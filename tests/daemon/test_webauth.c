@@ -58,13 +58,14 @@ typedef struct outcome {
   char cookie[256];
   int fresh;
   const char *why;
+  uint64_t wait;
 } outcome;
 
 static outcome check(cd_webauth *w, const char *headers, const char *query, const char *host, uint64_t now) {
   outcome o;
   memset(&o, 0, sizeof o);
   cd_webauth_in in = {headers, query, host, 0, now};
-  o.r = cd_webauth_check(w, &sec, &in, &o.who, o.cookie, sizeof o.cookie, &o.fresh, &o.why);
+  o.r = cd_webauth_check(w, &sec, &in, &o.who, o.cookie, sizeof o.cookie, &o.fresh, &o.why, &o.wait);
   return o;
 }
 
@@ -169,6 +170,28 @@ Test(webauth, wrong_credentials_lock_the_address_out, .init = setup, .fini = tea
   cr_assert_eq(o.r, CD_WEBAUTH_LOCKED, "not checked while locked out");
   cr_assert_eq(check(w, "Authorization: Bearer token-a\r\n\r\n", NULL, "10.0.0.8", 11).r, CD_WEBAUTH_OK,
                "another address is not");
+  cd_webauth_free(w);
+}
+
+/* From half of fail_max failures on, a failure's answer is held for
+ * fail_delay_ms (as the protocol port's); a success never is. */
+Test(webauth, failures_past_half_are_answered_late, .init = setup, .fini = teardown) {
+  cd_addrs_free(sec.addrs);
+  cd_addrs_config ac = {.fail_max = 4, .fail_window_ms = 60000, .fail_delay_ms = 250, .lockout_ms = 60000,
+                        .max_entries = 16};
+  sec.addrs = cd_addrs_new(&ac);
+  cd_webauth *w = cd_webauth_new(4, 1000);
+  const uint64_t want[3] = {0, 0, 250};
+  for (int i = 0; i < 3; i++) {
+    outcome o = check(w, "Authorization: Bearer nope\r\n\r\n", NULL, "10.0.0.7", 10);
+    cr_assert_eq(o.r, CD_WEBAUTH_BAD);
+    cr_expect_eq(o.wait, want[i], "failure %d held %llu ms", i + 1, (unsigned long long)o.wait);
+  }
+  outcome ok = check(w, "Authorization: Bearer token-a\r\n\r\n", NULL, "10.0.0.7", 11);
+  cr_assert_eq(ok.r, CD_WEBAUTH_OK);
+  cr_expect_eq(ok.wait, 0, "a success is answered at once");
+  cr_expect_eq(check(w, "Authorization: Bearer nope\r\n\r\n", NULL, "10.0.0.7", 12).r, CD_WEBAUTH_BAD);
+  cr_expect_eq(check(w, "Authorization: Bearer token-a\r\n\r\n", NULL, "10.0.0.7", 13).r, CD_WEBAUTH_LOCKED);
   cd_webauth_free(w);
 }
 

@@ -21,6 +21,9 @@
                 (holding no token) shows only that tenant's scenes and
                 geometry; the admin sees every tenant; wrong tokens count
                 towards the address's lock-out;
+  AuthDelay     a wrong token's 401 held auth_fail_delay_ms from half of
+                auth_fail_max failures on, a probe answered meanwhile, then
+                the lock-out;
   MetricsToken  /metrics with metrics_token_file: 401 without or with a
                 wrong token, 200 with it; open without the file;
   Https         a certificate set: the HTTP port speaks TLS 1.3 with it
@@ -302,6 +305,52 @@ class ViewerAuth(unittest.TestCase):
         st, _, body = hf.get(self.d.http, "/metrics")
         self.assertGreaterEqual(hf.metric(body.decode(), "contactd_http_unauthorized_total"), 3)
         self.assertGreaterEqual(hf.metric(body.decode(), "contactd_auth_failures_total"), 2)
+
+
+class AuthDelay(unittest.TestCase):
+    """From half of auth_fail_max failures on, a wrong token's 401 is held
+    for auth_fail_delay_ms (as on the protocol port) without holding up the
+    loop: a probe sent meanwhile is answered first; a right token is
+    answered at once; at auth_fail_max the address is locked out (429)."""
+
+    def test_failures_are_answered_late(self):
+        tmp = tempfile.mkdtemp(prefix="cd-http-delay-")
+        d = vf.Daemon(extra=["--principals", hf.principals_file(tmp)],
+                      config={"limits": {"auth_fail_max": 6, "auth_fail_delay_ms": 400}})
+        try:
+            took = []
+            for _ in range(5):
+                t0 = time.monotonic()
+                st, _, body = hf.get(d.http, "/v1/scenes", [hf.bearer("not-a-token")])
+                took.append((time.monotonic() - t0) * 1000)
+                self.assertEqual(st, 401, body)
+                self.assertIn(b"unknown token", body)
+            print("wrong tokens 1-5 answered after %s ms" % ", ".join("%.1f" % t for t in took))
+            for i in (3, 4):  # the 4th and 5th: 3 failures = half of auth_fail_max
+                self.assertGreaterEqual(took[i], 400, "failure %d held auth_fail_delay_ms" % (i + 1))
+            t0 = time.monotonic()
+            st, _, _ = hf.get(d.http, "/v1/scenes", [hf.bearer(hf.TOKENS["a"])])
+            print("the right token after them: %.1f ms" % ((time.monotonic() - t0) * 1000))
+            self.assertEqual(st, 200)
+            held = {}
+
+            def wrong():
+                held["answer"] = hf.get(d.http, "/v1/scenes", [hf.bearer("still-not-a-token")])
+
+            t = threading.Thread(target=wrong)
+            t.start()
+            time.sleep(0.1)
+            self.assertEqual(vf.get(d.http, "/healthz")[:1], (200,))
+            self.assertTrue(t.is_alive(), "the probe is answered while the wrong token's answer is held")
+            t.join(10)
+            self.assertEqual(held["answer"][0], 401)
+            # the sixth failure locked the address out
+            self.assertEqual(hf.get(d.http, "/v1/scenes", [hf.bearer(hf.TOKENS["a"])])[0], 429)
+        finally:
+            code, log = d.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.assertEqual(code, 0, log[-3000:])
+        self.assertEqual(log.count('msg="address locked out after failed authentications"'), 1)
 
 
 class MetricsToken(unittest.TestCase):
