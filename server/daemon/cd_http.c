@@ -36,6 +36,7 @@ struct cd_http {
   int nbusy;    /* of those, the ones past their head being answered (not probes): what
                    max_metrics_connections caps */
   int nheads;   /* of those, the ones still reading their head: what max_http_heads caps */
+  int nheld;    /* of those, the ones whose 401 waits auth_fail_delay_ms (at most max_http_heads) */
   mconn *heads, *heads_tail; /* those, oldest first: the oldest goes when one more arrives */
   int stopping;
   int listener_closed;
@@ -67,6 +68,7 @@ struct cd_http_conn {
   int counted;          /* counted in m->nbusy */
   cd_principal who;     /* the request's principal (principals set), a copy */
   const char *held_why; /* a failed authentication's reason, answered after auth_fail_delay_ms */
+  int held;             /* counted in m->nheld (its 401 waits; not in m->nbusy) */
   uv_write_t w;
   char *resp;
   int draining;  /* answered an oversize request: reading and dropping the rest */
@@ -133,6 +135,8 @@ static void mclose(mconn *c) {
   heads_remove(c);
   if (c->counted) m->nbusy--;
   c->counted = 0;
+  if (c->held) m->nheld--;
+  c->held = 0;
   if (c->prev) c->prev->next = c->next;
   else if (m->conns == c) m->conns = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -413,6 +417,8 @@ static void unauthorized(mconn *c, const char *why) {
 
 static void on_auth_delay(uv_timer_t *t) {
   mconn *c = t->data;
+  c->m->nheld--;
+  c->held = 0;
   const cd_limits *l = &c->m->srv->cfg.limits;
   /* the rest of the connection's lifetime, as head_complete set it */
   uint64_t spent = uv_now(c->h.loop) - c->accepted_ms;
@@ -450,8 +456,17 @@ static int authenticate(mconn *c, const cd_http_req *rq, const char *query, cons
   } else {
     s->stats.http_unauthorized++;
     CD_DEBUG("HTTP request refused", "peer=%s path=%s reason=\"%s\"", c->host, rq->path, why);
-    if (wait) { /* the deadline timer holds the answer, then the lifetime again */
+    /* The deadline timer holds the answer, then the lifetime again. A
+     * held answer frees its max_metrics_connections slot, so that
+     * guessers cannot keep the viewer busy; at most max_http_heads are
+     * held at once (past that, failures are answered at once, and the
+     * lock-out alone bounds the guesses). */
+    if (wait && (uint64_t)c->m->nheld < s->cfg.limits.max_http_heads) {
       c->held_why = why;
+      c->held = 1;
+      c->m->nheld++;
+      if (c->counted) c->m->nbusy--;
+      c->counted = 0;
       uv_timer_start(&c->deadline, on_auth_delay, wait, 0);
     } else {
       unauthorized(c, why);

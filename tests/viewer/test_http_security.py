@@ -22,8 +22,9 @@
                 geometry; the admin sees every tenant; wrong tokens count
                 towards the address's lock-out;
   AuthDelay     a wrong token's 401 held auth_fail_delay_ms from half of
-                auth_fail_max failures on, a probe answered meanwhile, then
-                the lock-out;
+                auth_fail_max failures on, a probe and a right token
+                answered meanwhile (the held one takes no slot), then the
+                lock-out;
   MetricsToken  /metrics with metrics_token_file: 401 without or with a
                 wrong token, 200 with it; open without the file;
   Https         a certificate set: the HTTP port speaks TLS 1.3 with it
@@ -310,23 +311,25 @@ class ViewerAuth(unittest.TestCase):
 class AuthDelay(unittest.TestCase):
     """From half of auth_fail_max failures on, a wrong token's 401 is held
     for auth_fail_delay_ms (as on the protocol port) without holding up the
-    loop: a probe sent meanwhile is answered first; a right token is
-    answered at once; at auth_fail_max the address is locked out (429)."""
+    loop or a max_metrics_connections slot: a probe and a right token sent
+    meanwhile are answered first; a right token is answered at once; at
+    auth_fail_max the address is locked out (429)."""
 
     def test_failures_are_answered_late(self):
         tmp = tempfile.mkdtemp(prefix="cd-http-delay-")
         d = vf.Daemon(extra=["--principals", hf.principals_file(tmp)],
-                      config={"limits": {"auth_fail_max": 6, "auth_fail_delay_ms": 400}})
+                      config={"limits": {"auth_fail_max": 8, "auth_fail_delay_ms": 400,
+                                         "max_metrics_connections": 1}})
         try:
             took = []
-            for _ in range(5):
+            for _ in range(6):
                 t0 = time.monotonic()
                 st, _, body = hf.get(d.http, "/v1/scenes", [hf.bearer("not-a-token")])
                 took.append((time.monotonic() - t0) * 1000)
                 self.assertEqual(st, 401, body)
                 self.assertIn(b"unknown token", body)
-            print("wrong tokens 1-5 answered after %s ms" % ", ".join("%.1f" % t for t in took))
-            for i in (3, 4):  # the 4th and 5th: 3 failures = half of auth_fail_max
+            print("wrong tokens 1-6 answered after %s ms" % ", ".join("%.1f" % t for t in took))
+            for i in (4, 5):  # the 5th and 6th: 4 failures before them = half of auth_fail_max
                 self.assertGreaterEqual(took[i], 400, "failure %d held auth_fail_delay_ms" % (i + 1))
             t0 = time.monotonic()
             st, _, _ = hf.get(d.http, "/v1/scenes", [hf.bearer(hf.TOKENS["a"])])
@@ -341,10 +344,13 @@ class AuthDelay(unittest.TestCase):
             t.start()
             time.sleep(0.1)
             self.assertEqual(vf.get(d.http, "/healthz")[:1], (200,))
-            self.assertTrue(t.is_alive(), "the probe is answered while the wrong token's answer is held")
+            # the held answer does not take the one max_metrics_connections slot
+            self.assertEqual(hf.get(d.http, "/v1/scenes", [hf.bearer(hf.TOKENS["a"])])[0], 200)
+            self.assertTrue(t.is_alive(), "the probe and the right token are answered while the wrong one is held")
             t.join(10)
             self.assertEqual(held["answer"][0], 401)
-            # the sixth failure locked the address out
+            # the eighth failure locks the address out
+            self.assertEqual(hf.get(d.http, "/v1/scenes", [hf.bearer("not-a-token")])[0], 401)
             self.assertEqual(hf.get(d.http, "/v1/scenes", [hf.bearer(hf.TOKENS["a"])])[0], 429)
         finally:
             code, log = d.stop()
