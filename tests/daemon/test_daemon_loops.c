@@ -2,8 +2,8 @@
  * contactd: a stream on one loop keeps being answered while a long
  * registration builds for a connection on another; SIGTERM with requests in
  * flight on every loop answers each of them and exits 0; 1,000 concurrent
- * clients for three rounds leave the daemon's memory where the first round
- * left it; 64 clients that never read their replies are held to
+ * clients for five rounds leave the daemon's memory where the second round
+ * left it (the first settles the allocator); 64 clients that never read their replies are held to
  * output_memory_bytes together while a client that reads is still answered;
  * /metrics of 256 workers and 64 loops is served whole. Each test sets its
  * own loop count. */
@@ -247,7 +247,11 @@ static double rss_bytes(int pid) {
   return kb * 1024;
 }
 
-#define ROUNDS 3
+/* Round 0 settles the allocator (how many connections one accept turn
+ * takes varies, and with it how far round 0's heap grows); round 1 is the
+ * baseline, and every later round stays within 10 % of it: a leak of
+ * 700 bytes per connection would add 0.7 MiB a round to about 8 MiB. */
+#define ROUNDS 5
 #define ROUND_CLIENTS 1000
 #define ROUND_QUERIES 5
 
@@ -279,7 +283,7 @@ static int round_of_clients(int port, const char *sphere, const char *plane) {
   return errors;
 }
 
-Test(loops, thousand_clients_three_rounds_keep_memory_flat, .timeout = 600) {
+Test(loops, thousand_clients_five_rounds_keep_memory_flat, .timeout = 600) {
   struct rlimit rl;
   cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
   if (rl.rlim_cur < 2 * ROUND_CLIENTS + 64 && rl.rlim_max >= 2 * ROUND_CLIENTS + 64) {
@@ -313,9 +317,9 @@ Test(loops, thousand_clients_three_rounds_keep_memory_flat, .timeout = 600) {
                 ROUND_QUERIES, now_s() - t0, rss[round] / 1048576);
   }
   if (!rss_meaningful()) cr_log_info("RSS not compared: the daemon runs under a sanitizer");
-  for (int round = 1; round < ROUNDS && rss_meaningful(); round++)
-    cr_expect_leq(rss[round], rss[0] * 1.10, "round %d RSS %.1f MiB within 10%% of the first round's %.1f MiB", round,
-                  rss[round] / 1048576, rss[0] / 1048576);
+  for (int round = 2; round < ROUNDS && rss_meaningful(); round++)
+    cr_expect_leq(rss[round], rss[1] * 1.10, "round %d RSS %.1f MiB within 10%% of round 1's %.1f MiB", round,
+                  rss[round] / 1048576, rss[1] / 1048576);
   Env *r = tc_stats(setup, 2000, 10000);
   cr_assert(r);
   cr_expect_eq(r->stats_reply->errors, 0, "no request failed");
