@@ -478,8 +478,9 @@ def register_request(shape: str, *, rigid: bool = False, modulus: float = 0.0, h
     edge_length, field="laplace"|"distance", core_depth, hull_if_open),
     heightfield (heights = ny rows of nx values or a flat list with nx,
     ny; dx, dy, origin=(x, y, z), continuity=1|2; always rigid). margin
-    (m; compliant sphere, box, cylinder, capsule): pairs apart within it
-    are speculative (PairResult.speculative)."""
+    (m; any compliant geometry but the half space: primitives, convex
+    sets, meshes): pairs apart within it are speculative
+    (PairResult.speculative)."""
     env = pb.Envelope()
     r = env.register_geometry
     r.margin = float(margin)
