@@ -1,6 +1,7 @@
 /* cd_test_client.c — see cd_test_client.h. */
 #include "cd_test_client.h"
 
+#include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -41,6 +42,20 @@ void tc_start(tc_daemon *d, const char *const *extra) {
     fprintf(stderr, "tc: %s\n", why);
     abort();
   }
+}
+
+tc_daemon tc_suite_daemon;
+int tc_suite_fd = -1;
+
+void tc_suite_up(void) {
+  tc_start(&tc_suite_daemon, NULL);
+  tc_suite_fd = tc_connect_tcp(tc_suite_daemon.port);
+}
+
+void tc_suite_down(void) {
+  close(tc_suite_fd);
+  tc_suite_fd = -1;
+  cr_expect_eq(tc_stop(&tc_suite_daemon), 0);
 }
 
 int tc_alive(tc_daemon *d) { return td_alive(d); }

@@ -19,6 +19,13 @@ typedef td_proc tc_daemon;
  * --workers 2 and extra flags (NULL-terminated); waits until it is ready.
  * Aborts the test on failure. */
 void tc_start(tc_daemon *d, const char *const *extra);
+/* One daemon (tc_start with no extra flags) and one TCP connection to it,
+ * tc_suite_fd, for a whole suite: give tc_suite_up and tc_suite_down as
+ * the suite's .init and .fini. */
+extern tc_daemon tc_suite_daemon;
+extern int tc_suite_fd;
+void tc_suite_up(void);
+void tc_suite_down(void);
 /* Write a config file `name` holding `json` in this process's own
  * directory (td_own_dir); returns its path (valid until the next call of
  * either function), for --config. Aborts when it cannot be written. */

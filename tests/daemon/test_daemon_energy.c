@@ -12,17 +12,7 @@
 
 typedef Contactd__V1__Envelope Env;
 
-static tc_daemon D;
-static int fd = -1;
-static void up(void) {
-  tc_start(&D, NULL);
-  fd = tc_connect_tcp(D.port);
-}
-static void down(void) {
-  close(fd);
-  cr_expect_eq(tc_stop(&D), 0);
-}
-TestSuite(daemon_energy, .init = up, .fini = down);
+TestSuite(daemon_energy, .init = tc_suite_up, .fini = tc_suite_down);
 
 static const double R = 0.1, E = 1e6, d = 0.02;
 
@@ -32,14 +22,14 @@ static Env *query(const char *sphere, const char *plane, uint64_t rid, int energ
   tc_pair_query q;
   tc_pair_query_init(&q, rid, sphere, R - d, plane, 0, CONTACTD__V1__DETAIL__DETAIL_PATCHES);
   q.options.want_energy = energy;
-  Env *r = tc_call(fd, &q.env, 60000);
+  Env *r = tc_call(tc_suite_fd, &q.env, 60000);
   cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "the query is answered");
   cr_assert_eq(r->contact_reply->n_results, 1);
   return r;
 }
 
 Test(daemon_energy, query_reports_energy_only_on_request) {
-  char *s = tc_register_sphere(fd, 1, R, E, R / 8), *p = tc_register_halfspace(fd, 2, 0, 0);
+  char *s = tc_register_sphere(tc_suite_fd, 1, R, E, R / 8), *p = tc_register_halfspace(tc_suite_fd, 2, 0, 0);
   Env *on = query(s, p, 3, 1), *off = query(s, p, 4, 0);
   const Contactd__V1__PairResult *a = on->contact_reply->results[0], *b = off->contact_reply->results[0];
   cr_expect_eq(a->energy, CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_EXACT);
@@ -61,10 +51,10 @@ Test(daemon_energy, query_reports_energy_only_on_request) {
 }
 
 Test(daemon_energy, json_and_streams_accept_the_option) {
-  char *s = tc_register_sphere(fd, 1, R, E, R / 4), *p = tc_register_halfspace(fd, 2, 0, 0);
+  char *s = tc_register_sphere(tc_suite_fd, 1, R, E, R / 4), *p = tc_register_halfspace(tc_suite_fd, 2, 0, 0);
   Env *pb = query(s, p, 3, 1);
   double U = pb->contact_reply->results[0]->strain_energy;
-  int j = tc_connect_tcp(D.port);
+  int j = tc_connect_tcp(tc_suite_daemon.port);
   char line[1024];
   snprintf(line, sizeof line,
            "{\"requestId\":\"5\",\"contactQuery\":{\"bodies\":[{\"bodyId\":1,\"geometryId\":\"%s\","
@@ -84,10 +74,10 @@ Test(daemon_energy, json_and_streams_accept_the_option) {
   /* a stream opened with the option answers every update with the energy */
   Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
   o.want_energy = 1;
-  uint64_t sid = tc_open_pair_stream(fd, s, R - d, p, 0, &o, 0, 6, 5000);
+  uint64_t sid = tc_open_pair_stream(tc_suite_fd, s, R - d, p, 0, &o, 0, 6, 5000);
   cr_assert_neq(sid, 0);
-  cr_assert_eq(tc_send_stream_update_z(fd, 7, sid, 1, 1, R - d), 0);
-  Env *r = tc_recv(fd, 30000);
+  cr_assert_eq(tc_send_stream_update_z(tc_suite_fd, 7, sid, 1, 1, R - d), 0);
+  Env *r = tc_recv(tc_suite_fd, 30000);
   cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT, "the update is answered");
   cr_assert_eq(r->stream_result->n_results, 1);
   cr_expect_eq(r->stream_result->results[0]->energy, CONTACTD__V1__ENERGY_STATUS__ENERGY_STATUS_EXACT);
@@ -101,7 +91,7 @@ Test(daemon_energy, json_and_streams_accept_the_option) {
 /* The pairs of one query run on several workers; each pair's energy is
  * bit-identical to the same pair queried alone. */
 Test(daemon_energy, energy_does_not_depend_on_the_worker) {
-  char *s = tc_register_sphere(fd, 1, R, E, R / 4), *p = tc_register_halfspace(fd, 2, 0, 0);
+  char *s = tc_register_sphere(tc_suite_fd, 1, R, E, R / 4), *p = tc_register_halfspace(tc_suite_fd, 2, 0, 0);
   enum { N = 6 };
   Contactd__V1__Body b[N + 1], *bodies[N + 1];
   Contactd__V1__Pose pose[N + 1];
@@ -129,14 +119,14 @@ Test(daemon_energy, energy_does_not_depend_on_the_worker) {
   e.request_id = 3;
   e.msg_case = CONTACTD__V1__ENVELOPE__MSG_CONTACT_QUERY;
   e.contact_query = &cq;
-  Env *all = tc_call(fd, &e, 60000);
+  Env *all = tc_call(tc_suite_fd, &e, 60000);
   cr_assert(all && all->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
   cr_assert_eq(all->contact_reply->n_results, N);
   for (int i = 0; i < N; i++) {
     tc_pair_query q;
     tc_pair_query_init(&q, (uint64_t)(10 + i), s, R - 0.004 * (i + 1), p, 0, CONTACTD__V1__DETAIL__DETAIL_WRENCH);
     q.options.want_energy = 1;
-    Env *one = tc_call(fd, &q.env, 60000);
+    Env *one = tc_call(tc_suite_fd, &q.env, 60000);
     cr_assert(one && one->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
     double u1 = one->contact_reply->results[0]->strain_energy, un = all->contact_reply->results[i]->strain_energy;
     cr_expect(memcmp(&u1, &un, sizeof u1) == 0, "pair %d: %.17g alone, %.17g among others", i, u1, un);

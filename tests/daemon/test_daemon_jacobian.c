@@ -15,17 +15,7 @@
 
 typedef Contactd__V1__Envelope Env;
 
-static tc_daemon D;
-static int fd = -1;
-static void up(void) {
-  tc_start(&D, NULL);
-  fd = tc_connect_tcp(D.port);
-}
-static void down(void) {
-  close(fd);
-  cr_expect_eq(tc_stop(&D), 0);
-}
-TestSuite(jacobian_wire, .init = up, .fini = down, .timeout = 120);
+TestSuite(jacobian_wire, .init = tc_suite_up, .fini = tc_suite_down, .timeout = 120);
 
 #define R 0.1
 #define E 1e6
@@ -37,7 +27,7 @@ static Env *query_model(const char *sphere, const char *plane, double z, int jac
   tc_pair_query_init(&q, id, sphere, z, plane, 0, CONTACTD__V1__DETAIL__DETAIL_WRENCH);
   q.options.want_jacobian = jac;
   if (point) q.options.contact_model = CONTACTD__V1__CONTACT_MODEL__CONTACT_MODEL_POINT;
-  Env *r = tc_call(fd, &q.env, 30000);
+  Env *r = tc_call(tc_suite_fd, &q.env, 30000);
   cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "a contact reply");
   cr_assert_eq(r->contact_reply->n_results, 1);
   return r;
@@ -47,7 +37,7 @@ static Env *query(const char *sphere, const char *plane, double z, int jac, uint
 }
 
 Test(jacobian_wire, normal_stiffness_of_a_sphere_on_a_plane) {
-  char *s = tc_register_sphere(fd, 1, R, E, 0.02), *p = tc_register_halfspace(fd, 2, 0, 0);
+  char *s = tc_register_sphere(tc_suite_fd, 1, R, E, 0.02), *p = tc_register_halfspace(tc_suite_fd, 2, 0, 0);
   cr_assert(s && p);
   const double z = 0.09, x = R - z, h = 1e-6;
   Env *r = query(s, p, z, 1, 3);
@@ -76,7 +66,7 @@ Test(jacobian_wire, normal_stiffness_of_a_sphere_on_a_plane) {
   contactd__v1__envelope__free_unpacked(rm, NULL);
 
   /* JSON: the option and the matrices under their proto3 JSON names */
-  int fj = tc_connect_tcp(D.port);
+  int fj = tc_connect_tcp(tc_suite_daemon.port);
   char line[1024];
   snprintf(line, sizeof line,
            "{\"requestId\":\"7\",\"contactQuery\":{\"bodies\":[{\"bodyId\":1,\"geometryId\":\"%s\",\"pose\":"
@@ -94,14 +84,14 @@ Test(jacobian_wire, normal_stiffness_of_a_sphere_on_a_plane) {
 }
 
 Test(jacobian_wire, streams_accept_the_option) {
-  char *s = tc_register_sphere(fd, 1, R, E, 0.05), *p = tc_register_halfspace(fd, 2, 0, 0);
+  char *s = tc_register_sphere(tc_suite_fd, 1, R, E, 0.05), *p = tc_register_halfspace(tc_suite_fd, 2, 0, 0);
   cr_assert(s && p);
   Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
   o.want_jacobian = 1;
-  uint64_t sid = tc_open_pair_stream(fd, s, 0.09, p, 0, &o, 0, 10, 10000);
+  uint64_t sid = tc_open_pair_stream(tc_suite_fd, s, 0.09, p, 0, &o, 0, 10, 10000);
   cr_assert_neq(sid, 0, "the stream opens");
-  cr_assert_eq(tc_send_stream_update_z(fd, 11, sid, 1, 1, 0.085), 0);
-  Env *r = tc_recv(fd, 30000);
+  cr_assert_eq(tc_send_stream_update_z(tc_suite_fd, 11, sid, 1, 1, 0.085), 0);
+  Env *r = tc_recv(tc_suite_fd, 30000);
   cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT, "a stream result");
   cr_assert_eq(r->stream_result->n_results, 1);
   const Contactd__V1__WrenchJacobian *j = r->stream_result->results[0]->jacobian;
@@ -113,7 +103,7 @@ Test(jacobian_wire, streams_accept_the_option) {
 }
 
 Test(jacobian_wire, point_contact_stiffness) {
-  char *s = tc_register_sphere(fd, 1, R, E, 0.05), *p = tc_register_halfspace(fd, 2, 0, 0);
+  char *s = tc_register_sphere(tc_suite_fd, 1, R, E, 0.05), *p = tc_register_halfspace(tc_suite_fd, 2, 0, 0);
   cr_assert(s && p);
   const double z = 0.095, h = 1e-6;
   Env *r = query_model(s, p, z, 1, 3, 1);

@@ -14,17 +14,7 @@
 
 typedef Contactd__V1__Envelope Env;
 
-static tc_daemon D;
-static int fd = -1;
-static void up(void) {
-  tc_start(&D, NULL);
-  fd = tc_connect_tcp(D.port);
-}
-static void down(void) {
-  close(fd);
-  cr_expect_eq(tc_stop(&D), 0);
-}
-TestSuite(margin_wire, .init = up, .fini = down, .timeout = 120);
+TestSuite(margin_wire, .init = tc_suite_up, .fini = tc_suite_down, .timeout = 120);
 
 #define R 0.1
 #define E 1e6
@@ -41,7 +31,7 @@ static Env *register_sphere(double margin, int compliant, uint64_t id) {
   e.request_id = id;
   e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
   e.register_geometry = &rg;
-  Env *r = tc_call(fd, &e, 60000);
+  Env *r = tc_call(tc_suite_fd, &e, 60000);
   cr_assert(r, "a reply");
   return r;
 }
@@ -54,7 +44,7 @@ static Env *query(const char *sphere, const char *plane, double z, int all_pairs
     q.query.n_pairs = 0;
     q.query.all_pairs = &all;
   }
-  Env *r = tc_call(fd, &q.env, 30000);
+  Env *r = tc_call(tc_suite_fd, &q.env, 30000);
   cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY, "a contact reply");
   return r;
 }
@@ -65,7 +55,7 @@ Test(margin_wire, speculative_within_the_margin) {
   cr_assert_eq(reg0->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY);
   const char *s = reg->register_reply->geometry_id, *s0 = reg0->register_reply->geometry_id;
   cr_expect_str_neq(s, s0, "the margin is part of the id");
-  char *p = tc_register_halfspace(fd, 3, 0, 0);
+  char *p = tc_register_halfspace(tc_suite_fd, 3, 0, 0);
   cr_assert(p);
   Env *r;
   /* 5 mm above the plane: speculative, found by the broad phase too */
@@ -105,7 +95,7 @@ Test(margin_wire, speculative_within_the_margin) {
   contactd__v1__envelope__free_unpacked(a, NULL);
   contactd__v1__envelope__free_unpacked(b, NULL);
   /* JSON names */
-  int fj = tc_connect_tcp(D.port);
+  int fj = tc_connect_tcp(tc_suite_daemon.port);
   char line[1024];
   snprintf(line, sizeof line,
            "{\"requestId\":\"7\",\"contactQuery\":{\"bodies\":[{\"bodyId\":1,\"geometryId\":\"%s\",\"pose\":"
@@ -176,7 +166,7 @@ static Env *register_msg(Contactd__V1__RegisterGeometry *rg, uint64_t id) {
   e.request_id = id;
   e.msg_case = CONTACTD__V1__ENVELOPE__MSG_REGISTER_GEOMETRY;
   e.register_geometry = rg;
-  Env *r = tc_call(fd, &e, 60000);
+  Env *r = tc_call(tc_suite_fd, &e, 60000);
   cr_assert(r, "a reply");
   return r;
 }
@@ -239,7 +229,7 @@ Test(margin_wire, compliant_meshes) {
   Env *fm = register_msg(&rf, 24);
   cr_assert_eq(fm->msg_case, CONTACTD__V1__ENVELOPE__MSG_REGISTER_REPLY, "%s",
                fm->msg_case == CONTACTD__V1__ENVELOPE__MSG_ERROR ? fm->error->message : "");
-  char *p = tc_register_halfspace(fd, 23, 0, 0);
+  char *p = tc_register_halfspace(tc_suite_fd, 23, 0, 0);
   cr_assert(p);
   const char *ids[3] = {tm->register_reply->geometry_id, sm->register_reply->geometry_id,
                         fm->register_reply->geometry_id};

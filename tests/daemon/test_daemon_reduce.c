@@ -15,17 +15,7 @@
 
 typedef Contactd__V1__Envelope Env;
 
-static tc_daemon D;
-static int fd = -1;
-static void up(void) {
-  tc_start(&D, NULL);
-  fd = tc_connect_tcp(D.port);
-}
-static void down(void) {
-  close(fd);
-  cr_expect_eq(tc_stop(&D), 0);
-}
-TestSuite(reduce_wire, .init = up, .fini = down, .timeout = 120);
+TestSuite(reduce_wire, .init = tc_suite_up, .fini = tc_suite_down, .timeout = 120);
 
 #define R 0.1
 #define E 1e6
@@ -75,11 +65,11 @@ static void expect_matched(const Contactd__V1__PairResult *pr, double z, uint32_
 }
 
 Test(reduce_wire, points_carry_the_wrench) {
-  char *s = tc_register_sphere(fd, 1, R, E, 0.02), *p = tc_register_halfspace(fd, 2, 0, 0);
+  char *s = tc_register_sphere(tc_suite_fd, 1, R, E, 0.02), *p = tc_register_halfspace(tc_suite_fd, 2, 0, 0);
   cr_assert(s && p);
   const double z = 0.085;
   for (uint32_t K = 1; K <= 8; K *= 2) {
-    Env *r = query(fd, s, p, z, K, 3, 0);
+    Env *r = query(tc_suite_fd, s, p, z, K, 3, 0);
     cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_CONTACT_REPLY);
     const Contactd__V1__PairResult *pr = r->contact_reply->results[0];
     cr_assert_eq(pr->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_SURFACE);
@@ -87,11 +77,11 @@ Test(reduce_wire, points_carry_the_wrench) {
     expect_matched(pr, z, K);
     contactd__v1__envelope__free_unpacked(r, NULL);
   }
-  Env *r = query(fd, s, p, z, 0, 4, 0);
+  Env *r = query(tc_suite_fd, s, p, z, 0, 4, 0);
   cr_expect_eq(r->contact_reply->results[0]->n_reduced_contacts, 0, "none unless asked for");
   contactd__v1__envelope__free_unpacked(r, NULL);
   /* the point-contact model: one point, k depth its force */
-  r = query(fd, s, p, z, 4, 5, 1);
+  r = query(tc_suite_fd, s, p, z, 4, 5, 1);
   const Contactd__V1__PairResult *pr = r->contact_reply->results[0];
   cr_assert_eq(pr->status, CONTACTD__V1__CONTACT_STATUS__CONTACT_STATUS_POINT);
   cr_assert_eq(pr->n_reduced_contacts, 1);
@@ -105,16 +95,16 @@ Test(reduce_wire, points_carry_the_wrench) {
 }
 
 Test(reduce_wire, json_and_a_bad_k) {
-  char *s = tc_register_sphere(fd, 1, R, E, 0.05), *p = tc_register_halfspace(fd, 2, 0, 0);
+  char *s = tc_register_sphere(tc_suite_fd, 1, R, E, 0.05), *p = tc_register_halfspace(tc_suite_fd, 2, 0, 0);
   cr_assert(s && p);
-  Env *r = query(fd, s, p, 0.09, 65, 3, 0);
+  Env *r = query(tc_suite_fd, s, p, 0.09, 65, 3, 0);
   cr_assert_eq(r->msg_case, CONTACTD__V1__ENVELOPE__MSG_ERROR, "K = 65 is refused");
   cr_expect_eq(r->error->code, CONTACTD__V1__ERROR_CODE__INVALID_ARGUMENT);
   cr_expect(strstr(r->error->field, "reducedContacts"), "field %s", r->error->field);
   cr_expect(strstr(r->error->message, "at most 64"), "message %s", r->error->message);
   contactd__v1__envelope__free_unpacked(r, NULL);
   /* the server stays up and answers JSON under the proto3 JSON names */
-  int fj = tc_connect_tcp(D.port);
+  int fj = tc_connect_tcp(tc_suite_daemon.port);
   char line[1024];
   snprintf(line, sizeof line,
            "{\"requestId\":\"7\",\"contactQuery\":{\"bodies\":[{\"bodyId\":1,\"geometryId\":\"%s\",\"pose\":"
@@ -134,14 +124,14 @@ Test(reduce_wire, json_and_a_bad_k) {
 }
 
 Test(reduce_wire, streams_accept_the_option) {
-  char *s = tc_register_sphere(fd, 1, R, E, 0.03), *p = tc_register_halfspace(fd, 2, 0, 0);
+  char *s = tc_register_sphere(tc_suite_fd, 1, R, E, 0.03), *p = tc_register_halfspace(tc_suite_fd, 2, 0, 0);
   cr_assert(s && p);
   Contactd__V1__QueryOptions o = CONTACTD__V1__QUERY_OPTIONS__INIT;
   o.reduced_contacts = 5;
-  uint64_t sid = tc_open_pair_stream(fd, s, 0.09, p, 0, &o, 0, 10, 10000);
+  uint64_t sid = tc_open_pair_stream(tc_suite_fd, s, 0.09, p, 0, &o, 0, 10, 10000);
   cr_assert_neq(sid, 0, "the stream opens");
-  cr_assert_eq(tc_send_stream_update_z(fd, 11, sid, 1, 1, 0.085), 0);
-  Env *r = tc_recv(fd, 30000);
+  cr_assert_eq(tc_send_stream_update_z(tc_suite_fd, 11, sid, 1, 1, 0.085), 0);
+  Env *r = tc_recv(tc_suite_fd, 30000);
   cr_assert(r && r->msg_case == CONTACTD__V1__ENVELOPE__MSG_STREAM_RESULT, "a stream result");
   cr_assert_eq(r->stream_result->n_results, 1);
   const Contactd__V1__PairResult *pr = r->stream_result->results[0];
@@ -167,11 +157,11 @@ Test(reduce_wire, same_bytes_whatever_the_worker_count) {
   const char *extra[] = {"--workers", "1", NULL};
   tc_start(&D1, extra);
   int fd1 = tc_connect_tcp(D1.port);
-  char *s = tc_register_sphere(fd, 1, R, E, 0.03), *p = tc_register_halfspace(fd, 2, 0, 0);
+  char *s = tc_register_sphere(tc_suite_fd, 1, R, E, 0.03), *p = tc_register_halfspace(tc_suite_fd, 2, 0, 0);
   char *s1 = tc_register_sphere(fd1, 1, R, E, 0.03), *p1 = tc_register_halfspace(fd1, 2, 0, 0);
   cr_assert(s && p && s1 && p1);
   cr_assert_str_eq(s, s1);
-  Env *a = query(fd, s, p, 0.08, 8, 3, 0), *b = query(fd1, s1, p1, 0.08, 8, 3, 0);
+  Env *a = query(tc_suite_fd, s, p, 0.08, 8, 3, 0), *b = query(fd1, s1, p1, 0.08, 8, 3, 0);
   size_t na, nb;
   uint8_t *pa = packed(a->contact_reply->results[0], &na), *pb = packed(b->contact_reply->results[0], &nb);
   cr_expect_gt(a->contact_reply->results[0]->n_reduced_contacts, 1);
