@@ -31,6 +31,19 @@ ce_body ce_test_body(const ce_geometry *g, ce_quat q, ce_vec3 p) {
   return b;
 }
 
+ce_result ce_test_contact(const ce_body *a, const ce_body *b, const ce_options *o, ce_arena *arena) {
+  ce_options def;
+  if (!o) {
+    ce_options_default(&def);
+    o = &def;
+  }
+  ce_result r;
+  ce_error err;
+  ce_arena_reset(arena);
+  cr_assert_eq(ce_contact(a, b, o, arena, &r, &err), CE_OK, "%s", err.message);
+  return r;
+}
+
 double ce_test_rand(uint64_t *s) {
   uint64_t x = *s;
   x ^= x >> 12;

@@ -26,6 +26,9 @@ int ce_test_close(double a, double b, double rtol, double floor);
 ce_props ce_test_props(ce_compliance c, double modulus, double hint);
 /* A body at pose (quaternion q, position p) at rest, with its geometry's material. */
 ce_body ce_test_body(const ce_geometry *g, ce_quat q, ce_vec3 p);
+/* ce_contact of a and b with o (NULL: the defaults) after resetting arena;
+ * aborts the test when it fails. */
+ce_result ce_test_contact(const ce_body *a, const ce_body *b, const ce_options *o, ce_arena *arena);
 /* A deterministic pseudo-random generator (xorshift64*), uniform in [0, 1). */
 double ce_test_rand(uint64_t *state);
 /* A uniformly random unit quaternion. */

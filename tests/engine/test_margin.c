@@ -123,13 +123,7 @@ static ce_quat vertex_down(const ce_geometry *g) {
 
 static ce_result query(const ce_geometry *ga, ce_quat q, double z, const ce_geometry *gb) {
   ce_body a = ce_test_body(ga, q, ce_v3(0, 0, z)), b = ce_test_body(gb, ce_quat_identity(), ce_v3(0, 0, 0));
-  ce_options o;
-  ce_options_default(&o);
-  ce_result r;
-  ce_error err;
-  ce_arena_reset(arena);
-  cr_assert_eq(ce_contact(&a, &b, &o, arena, &r, &err), CE_OK, "%s", err.message);
-  return r;
+  return ce_test_contact(&a, &b, NULL, arena);
 }
 
 /* A sphere approaching a plane: apart beyond delta, speculative from gap
@@ -177,12 +171,7 @@ Test(margin, two_compliant_spheres) {
   for (int i = 0; i < 6; i++) {
     double gap = 0.003 * i + 0.001;
     ce_body a = ce_test_body(s, q, ce_v3(0, 0, R + gap)), b = ce_test_body(s, up, ce_v3(0, 0, -R));
-    ce_options o;
-    ce_options_default(&o);
-    ce_result r;
-    ce_error err;
-    ce_arena_reset(arena);
-    cr_assert_eq(ce_contact(&a, &b, &o, arena, &r, &err), CE_OK, "%s", err.message);
+    ce_result r = ce_test_contact(&a, &b, NULL, arena);
     if (gap < 2 * DELTA) {
       cr_assert_eq(r.status, CE_CONTACT_SPECULATIVE, "gap %g: status %d", gap, r.status);
       cr_assert(fabs(r.speculative.separation - gap) <= 0.03 * gap, "gap %g: separation %g", gap,
