@@ -3,6 +3,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -436,7 +437,9 @@ static int promtool_other_findings(char *out) {
 
 int tc_promtool_check(const char *text, size_t n, char *why, size_t whylen) {
   int in[2], out[2];
-  if (pipe(in) || pipe(out)) {
+  /* close-on-exec: a promtool another thread starts meanwhile must not
+   * inherit these ends, or neither promtool sees the end of its input */
+  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
     snprintf(why, whylen, "pipe: %s", strerror(errno));
     return -1;
   }
